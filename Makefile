@@ -1,0 +1,37 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit bench eval clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m engram.demo --db engram-demo.db
+
+lint: $(STAMP)
+	$(PY) -m ruff check engram tests bench
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(PY) bench/ingest.py
+	$(PY) bench/retrieve_latency.py
+
+eval: $(STAMP)
+	$(PY) -m engram.cli eval longmemeval ../shared/data/longmemeval_s_dev.json.gz
+
+clean:
+	rm -rf $(VENV) engram-demo.db .mypy_cache .ruff_cache .pytest_cache

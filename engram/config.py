@@ -1,0 +1,238 @@
+"""Frozen configs, validated at construction with the ranges the seeds give.
+
+``RetrievalConfig`` is what one retrieval runs with; its own ranges are wide enough for evaluation
+(raw rankings, large k). ``AdminMemorySettings`` is seed 001's admin override, with the seed's
+narrower ranges, and turns into a ``RetrievalConfig``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from engram.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_REDACTION_PATTERNS",
+    "SIGNALS",
+    "STRATEGY_WEIGHTS",
+    "AdminMemorySettings",
+    "Limits",
+    "RedactionConfig",
+    "RetrievalConfig",
+]
+
+#: Seed 001 default redaction patterns: SSN, 16-digit card, e-mail.
+DEFAULT_REDACTION_PATTERNS: tuple[str, ...] = (
+    r"\b\d{3}-\d{2}-\d{4}\b",
+    r"\b\d{16}\b",
+    r"(?i)\b[A-Z0-9._%+-]+@[A-Z0-9.-]+\.[A-Z]{2,}\b",
+)
+
+SIGNALS = ("semantic_similarity", "entity_overlap", "temporal_relevance", "importance", "reinforcement")
+
+#: Seed 003 strategy weights, one set per query strategy.
+STRATEGY_WEIGHTS: Mapping[str, Mapping[str, float]] = {
+    "factual_entity_focused": {
+        "semantic_similarity": 0.25,
+        "entity_overlap": 0.40,
+        "temporal_relevance": 0.20,
+        "importance": 0.10,
+        "reinforcement": 0.05,
+    },
+    "procedural": {
+        "semantic_similarity": 0.45,
+        "entity_overlap": 0.05,
+        "temporal_relevance": 0.05,
+        "importance": 0.15,
+        "reinforcement": 0.30,
+    },
+    "exploratory": {
+        "semantic_similarity": 0.35,
+        "entity_overlap": 0.25,
+        "temporal_relevance": 0.15,
+        "importance": 0.20,
+        "reinforcement": 0.05,
+    },
+    "analytical": {
+        "semantic_similarity": 0.30,
+        "entity_overlap": 0.15,
+        "temporal_relevance": 0.25,
+        "importance": 0.25,
+        "reinforcement": 0.05,
+    },
+}
+
+
+def _check_range(name: str, value: float | int, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(name, f"must be a number in [{low}, {high}], got {value!r}")
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ConfigError(name, f"must be in [{low}, {high}], got {value!r}")
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(name, f"must be an integer in [{low}, {high}], got {value!r}")
+    _check_range(name, value, low, high)
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(name, f"must be one of {', '.join(allowed)}; got {value!r}")
+
+
+@dataclass(frozen=True)
+class RedactionConfig:
+    """Seed 001 redaction hook: off by default; the defaults plus any custom patterns."""
+
+    enabled: bool = False
+    patterns: tuple[str, ...] = DEFAULT_REDACTION_PATTERNS
+    replacement: str = "[REDACTED]"
+
+    def __post_init__(self) -> None:
+        for i, pattern in enumerate(self.patterns):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"redaction.patterns[{i}]", f"not a valid regex: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """How one retrieval runs. ``None`` for clip_sentences or max_tokens switches that stage off."""
+
+    top_k: int = 8
+    clip_sentences: int | None = 2
+    max_tokens: int | None = 1500
+    search_type: str = "hybrid"
+    min_score: float = 0.3
+    interleave: str = "alternate"
+    mmr_lambda: float = 0.7
+    dedup: bool = True
+    redaction: RedactionConfig = field(default_factory=RedactionConfig)
+    fusion: str = "signals"
+    weights: Mapping[str, float] | None = None
+    overfetch: int = 2
+    candidate_limit: int = 50
+    keyword_weight: float = 0.25
+    track_access: bool = False
+    include_superseded: bool = False
+    query_max_chars: int = 2000
+    cache_ttl: float = 60.0
+    rrf_k: int = 60
+
+    def __post_init__(self) -> None:
+        _check_int("top_k", self.top_k, 1, 1000)
+        if self.clip_sentences is not None:
+            _check_int("clip_sentences", self.clip_sentences, 1, 50)
+        if self.max_tokens is not None:
+            _check_int("max_tokens", self.max_tokens, 1, 1_000_000)
+        _check_choice("search_type", self.search_type, ("hybrid", "semantic", "keyword"))
+        _check_range("min_score", self.min_score, 0.0, 1.0)
+        _check_choice("interleave", self.interleave, ("alternate", "score_first", "recency_first"))
+        _check_range("mmr_lambda", self.mmr_lambda, 0.0, 1.0)
+        _check_choice("fusion", self.fusion, ("signals", "rrf"))
+        _check_int("overfetch", self.overfetch, 1, 20)
+        _check_int("candidate_limit", self.candidate_limit, 1, 10_000)
+        _check_range("keyword_weight", self.keyword_weight, 0.0, 1.0)
+        _check_int("query_max_chars", self.query_max_chars, 1, 100_000)
+        _check_range("cache_ttl", self.cache_ttl, 0.0, 86_400.0)
+        _check_int("rrf_k", self.rrf_k, 1, 10_000)
+        if self.weights is not None:
+            unknown = set(self.weights) - set(SIGNALS)
+            if unknown:
+                raise ConfigError("weights", f"unknown signals {sorted(unknown)}; allowed: {SIGNALS}")
+            for name, value in self.weights.items():
+                _check_range(f"weights.{name}", value, 0.0, 1.0)
+
+    def with_(self, **changes: Any) -> RetrievalConfig:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The seed 001 camelCase shape of the core settings, plus Engram's own."""
+        return {
+            "topK": self.top_k,
+            "clipSentences": self.clip_sentences,
+            "maxTokens": self.max_tokens,
+            "searchType": self.search_type,
+            "minScore": self.min_score,
+            "interleave": self.interleave,
+            "mmrLambda": self.mmr_lambda,
+            "dedup": self.dedup,
+            "redaction": self.redaction.enabled,
+            "fusion": self.fusion,
+        }
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@dataclass(frozen=True)
+class AdminMemorySettings:
+    """Seed 001 ``AdminMemorySettings`` with the seed's ranges; ``to_config`` applies them."""
+
+    top_k: int = 8
+    clip_sentences: int = 2
+    max_tokens: int = 1500
+    search_type: str = "hybrid"
+    min_score: float = 0.3
+    enable_redaction: bool = False
+    custom_redaction_patterns: tuple[str, ...] = ()
+    interleaving_strategy: str = "alternate"
+    interleaving_ratio: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("retrieval.topK", self.top_k, 1, 20)
+        _check_int("retrieval.clipSentences", self.clip_sentences, 1, 5)
+        _check_int("retrieval.maxTokens", self.max_tokens, 100, 3000)
+        _check_choice("retrieval.searchType", self.search_type, ("hybrid", "semantic", "keyword"))
+        _check_range("retrieval.minScore", self.min_score, 0.0, 1.0)
+        _check_choice(
+            "interleaving.strategy",
+            self.interleaving_strategy,
+            ("alternate", "score_first", "recency_first"),
+        )
+        if self.interleaving_ratio is not None:
+            _check_range("interleaving.ratio", self.interleaving_ratio, 0.0, 1.0)
+        RedactionConfig(patterns=self.custom_redaction_patterns)  # validates the regexes
+
+    def to_config(self, base: RetrievalConfig | None = None) -> RetrievalConfig:
+        base = base or RetrievalConfig()
+        return replace(
+            base,
+            top_k=self.top_k,
+            clip_sentences=self.clip_sentences,
+            max_tokens=self.max_tokens,
+            search_type=self.search_type,
+            min_score=self.min_score,
+            interleave=self.interleaving_strategy,
+            redaction=RedactionConfig(
+                enabled=self.enable_redaction,
+                patterns=DEFAULT_REDACTION_PATTERNS + tuple(self.custom_redaction_patterns),
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one write may carry; exceeding one is a ValidationError naming it."""
+
+    max_content_chars: int = 200_000
+    max_tags: int = 100
+    max_tag_chars: int = 200
+    max_metadata_bytes: int = 64_000
+    max_metadata_depth: int = 8
+    max_id_chars: int = 256
+
+    def __post_init__(self) -> None:
+        _check_int("max_content_chars", self.max_content_chars, 1, 100_000_000)
+        _check_int("max_tags", self.max_tags, 0, 10_000)
+        _check_int("max_tag_chars", self.max_tag_chars, 1, 10_000)
+        _check_int("max_metadata_bytes", self.max_metadata_bytes, 2, 100_000_000)
+        _check_int("max_metadata_depth", self.max_metadata_depth, 1, 100)
+        _check_int("max_id_chars", self.max_id_chars, 1, 10_000)

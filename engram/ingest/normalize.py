@@ -1,0 +1,205 @@
+"""Turn what a caller hands to ``add`` into a validated ``MemoryRecord``; pure, no I/O.
+
+Every refusal is a ``ValidationError`` naming the field, raised before anything is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from engram.config import Limits
+from engram.errors import ValidationError
+from engram.model import KINDS, STATUSES, MemoryRecord, new_id
+
+__all__ = ["FIELDS", "content_hash", "normalize", "to_utc", "validate_id"]
+
+#: Fields a caller may give to ``add``; anything else is refused by name.
+FIELDS = frozenset(
+    {
+        "content", "user_id", "kind", "agent_id", "session_id", "project_id", "role",
+        "subject", "predicate", "object", "trigger", "action", "tags", "entities",
+        "importance", "created_at", "valid_from", "valid_to", "status", "metadata",
+        "doc_key", "version", "id",
+    }
+)
+
+#: Seed 003 gives procedures 0.8 and summaries 0.9 when nothing says otherwise.
+DEFAULT_IMPORTANCE = {"procedure": 0.8, "summary": 0.9}
+
+
+def content_hash(content: str) -> str:
+    """Key of the embedding cache: identical text is never embedded twice."""
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def to_utc(value: Any, field: str) -> datetime:
+    """A timezone-aware datetime (or ISO-8601 string with an offset) as UTC."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ValidationError(field, f"not an ISO-8601 datetime: {value!r}") from exc
+    if not isinstance(value, datetime):
+        raise ValidationError(field, f"must be a datetime or ISO-8601 string, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValidationError(field, "must be timezone-aware (naive datetimes are ambiguous)")
+    return value.astimezone(UTC)
+
+
+def validate_id(value: Any, field: str, limits: Limits, *, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field, "must be a non-empty string")
+    if len(value) > limits.max_id_chars:
+        raise ValidationError(field, f"must be at most {limits.max_id_chars} characters")
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL characters")
+    return value
+
+
+def _optional_text(value: Any, field: str, max_chars: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field, "must be a non-empty string when given")
+    if len(value) > max_chars:
+        raise ValidationError(field, f"must be at most {max_chars} characters")
+    return value
+
+
+def _string_list(value: Any, field: str, max_items: int, max_chars: int) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
+        raise ValidationError(field, "must be a list of strings")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise ValidationError(field, "every item must be a non-empty string")
+        if len(item) > max_chars:
+            raise ValidationError(field, f"every item must be at most {max_chars} characters")
+        if "\x00" in item:
+            raise ValidationError(field, "items must not contain NUL characters")
+        if item not in out:
+            out.append(item)
+    if len(out) > max_items:
+        raise ValidationError(field, f"at most {max_items} items allowed, got {len(out)}")
+    return tuple(out)
+
+
+def _check_depth(value: Any, depth: int, limit: int) -> None:
+    if depth > limit:
+        raise ValidationError("metadata", f"nested deeper than {limit} levels")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError("metadata", "keys must be strings")
+            _check_depth(item, depth + 1, limit)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_depth(item, depth + 1, limit)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValidationError("metadata", "numbers must be finite")
+
+
+def _metadata(value: Any, limits: Limits) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("metadata", "must be a JSON object (a mapping)")
+    _check_depth(value, 1, limits.max_metadata_depth)
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("metadata", f"must be JSON-serializable: {exc}") from exc
+    if len(encoded.encode()) > limits.max_metadata_bytes:
+        raise ValidationError("metadata", f"must be at most {limits.max_metadata_bytes} bytes as JSON")
+    result: dict[str, Any] = json.loads(encoded)
+    return result
+
+
+def _importance(value: Any, kind: str) -> float:
+    if value is None:
+        return DEFAULT_IMPORTANCE.get(kind, 0.5)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError("importance", f"must be a number in [0, 1], got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValidationError("importance", f"must be in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _content(item: Mapping[str, Any], kind: str, limits: Limits) -> str:
+    content = item.get("content")
+    if content is None and kind == "fact" and item.get("subject") and item.get("predicate"):
+        # A bare triple still gets searchable text.
+        content = f"{item['subject']} {str(item['predicate']).replace('_', ' ')} {item.get('object') or ''}"
+    if content is None and kind == "procedure" and item.get("trigger") and item.get("action"):
+        content = f"When {item['trigger']}: {item['action']}"
+    if not isinstance(content, str):
+        raise ValidationError("content", f"must be a string, got {type(content).__name__}")
+    content = content.strip()
+    if not content:
+        raise ValidationError("content", "must not be empty")
+    if len(content) > limits.max_content_chars:
+        raise ValidationError(
+            "content", f"is {len(content)} characters; the limit is {limits.max_content_chars}"
+        )
+    if "\x00" in content:
+        raise ValidationError("content", "must not contain NUL characters")
+    return content
+
+
+def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> MemoryRecord:
+    """Validate one memory as given to ``add`` and build its record."""
+    unknown = set(item) - FIELDS
+    if unknown:
+        raise ValidationError(sorted(unknown)[0], f"unknown field; allowed: {', '.join(sorted(FIELDS))}")
+    user_id = validate_id(item.get("user_id"), "user_id", limits)
+    assert user_id is not None
+    kind = item.get("kind") or "message"
+    if kind not in KINDS:
+        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
+    status = item.get("status") or "active"
+    if status not in STATUSES:
+        raise ValidationError("status", f"must be one of {', '.join(STATUSES)}; got {status!r}")
+    content = _content(item, kind, limits)
+    version = item.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+        raise ValidationError("version", f"must be a positive integer, got {version!r}")
+    created = to_utc(item["created_at"], "created_at") if item.get("created_at") is not None else now
+    return MemoryRecord(
+        id=validate_id(item.get("id"), "id", limits, required=False) or new_id(),
+        user_id=user_id,
+        content=content,
+        kind=kind,
+        created_at=created,
+        recorded_at=now,
+        content_hash=content_hash(content),
+        agent_id=validate_id(item.get("agent_id"), "agent_id", limits, required=False),
+        session_id=validate_id(item.get("session_id"), "session_id", limits, required=False),
+        project_id=validate_id(item.get("project_id"), "project_id", limits, required=False),
+        role=_optional_text(item.get("role"), "role", 64),
+        subject=_optional_text(item.get("subject"), "subject", 1000),
+        predicate=_optional_text(item.get("predicate"), "predicate", 200),
+        object=_optional_text(item.get("object"), "object", 10_000),
+        trigger=_optional_text(item.get("trigger"), "trigger", 10_000),
+        action=_optional_text(item.get("action"), "action", 10_000),
+        tags=_string_list(item.get("tags"), "tags", limits.max_tags, limits.max_tag_chars),
+        entities=_string_list(item.get("entities"), "entities", limits.max_tags, limits.max_id_chars),
+        importance=_importance(item.get("importance"), kind),
+        valid_from=to_utc(item["valid_from"], "valid_from") if item.get("valid_from") else None,
+        valid_to=to_utc(item["valid_to"], "valid_to") if item.get("valid_to") else None,
+        status=status,
+        metadata=_metadata(item.get("metadata"), limits),
+        doc_key=_optional_text(item.get("doc_key"), "doc_key", limits.max_id_chars),
+        version=version,
+    )

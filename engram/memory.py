@@ -1,0 +1,237 @@
+"""The ``Memory`` facade: opens a store, an embedder and the pipeline, and wires calls through."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from engram.config import Limits, RetrievalConfig
+from engram.errors import MemoryNotFound, ValidationError
+from engram.ext import Embedder, Metrics, Store, as_filters
+from engram.ingest.embed import embed_records
+from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id
+from engram.metrics import InMemoryMetrics
+from engram.model import Entity, Filters, Link, MemoryRecord
+from engram.retrieve import Pipeline
+from engram.retrieve.types import Retrieval
+
+__all__ = ["Memory", "open_store"]
+
+DEFAULT_PATH = "engram.db"
+BATCH = 256  # records per transaction in add_many: bounded memory, few fsyncs
+
+
+def open_store(path_or_url: str | os.PathLike[str] | None) -> Store:
+    """A store for a file path (SQLite) or a ``postgresql://`` URL."""
+    target = os.fspath(path_or_url) if path_or_url is not None else os.environ.get("ENGRAM_DB", DEFAULT_PATH)
+    if target.startswith(("postgresql://", "postgres://")):
+        from engram.stores.postgres.store import PostgresStore
+
+        return PostgresStore(target)
+    from engram.stores.sqlite.store import SQLiteStore
+
+    return SQLiteStore(Path(target) if target != ":memory:" else target)
+
+
+class Memory:
+    """Store what an agent learns; ask what matters now.
+
+    >>> with Memory("demo.db") as memory:                                    # doctest: +SKIP
+    ...     memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
+    ...     memory.retrieve("How does Acme pay?", user_id="u1").to_prompt()
+    """
+
+    def __init__(
+        self,
+        path_or_url: str | os.PathLike[str] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        config: RetrievalConfig | None = None,
+        limits: Limits | None = None,
+        metrics: Metrics | None = None,
+        store: Store | None = None,
+    ) -> None:
+        self.store: Store = store if store is not None else open_store(path_or_url)
+        self.config = config or RetrievalConfig()
+        self.limits = limits or Limits()
+        self.metrics: Metrics = metrics or InMemoryMetrics()
+        self._embedder = embedder
+        self._bound = False
+        self._lock = threading.Lock()
+        self.pipeline = Pipeline(store=self.store, embedder=self._get_embedder, metrics=self.metrics)
+
+    # -- wiring ---------------------------------------------------------------------------------------
+    def _get_embedder(self) -> Embedder:
+        """Load the model on first need, and bind the store to it (refusing to mix models)."""
+        with self._lock:
+            if self._embedder is None:
+                from engram.embedders import default_embedder
+
+                self._embedder = default_embedder()
+            if not self._bound:
+                self.store.bind_embedder(self._embedder.model_id, self._embedder.dimensions)
+                self._bound = True
+            return self._embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._get_embedder()
+
+    def _user(self, user_id: Any) -> str:
+        value = validate_id(user_id, "user_id", self.limits)
+        assert value is not None
+        return value
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- writes ---------------------------------------------------------------------------------------
+    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord:
+        """Store one memory; see ``add_many`` for batches."""
+        return self.add_many([{"content": content, "user_id": user_id, "kind": kind, **fields}])[0]
+
+    def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
+        """Validate every item first, then embed in batches and store; all or nothing per batch."""
+        now = datetime.now(UTC)
+        records = [normalize(item, limits=self.limits, now=now) for item in items]
+        if not records:
+            return []
+        embedder = self._get_embedder()
+        for start in range(0, len(records), BATCH):
+            chunk = records[start : start + BATCH]
+            vectors = embed_records(embedder, self.store, chunk)
+            self.store.put_many(chunk, vectors)
+        for user_id in {r.user_id for r in records}:
+            self.pipeline.cache.invalidate_user(user_id)
+        return records
+
+    def update(self, memory_id: str, *, user_id: str, **changes: Any) -> MemoryRecord:
+        """Change fields of a memory; a content change re-embeds it."""
+        old = self.get(memory_id, user_id=user_id)
+        unknown = set(changes) - (FIELDS - {"id", "user_id"}) - {"access_count", "last_accessed_at"}
+        if unknown:
+            raise ValidationError(sorted(unknown)[0], "cannot be updated")
+        merged = {k: v for k, v in old.to_dict().items() if k in FIELDS and v is not None}
+        merged.update({k: v for k, v in changes.items() if k in FIELDS})
+        record = normalize(merged, limits=self.limits, now=old.recorded_at)
+        record = replace(
+            record,
+            id=old.id,
+            access_count=old.access_count,
+            last_accessed_at=old.last_accessed_at,
+        )
+        vector = None
+        if record.content_hash != old.content_hash:
+            vector = embed_records(self._get_embedder(), self.store, [record])[0]
+        self.store.replace(record, vector)
+        self.pipeline.cache.invalidate_user(record.user_id)
+        return record
+
+    def delete(self, memory_id: str, *, user_id: str) -> bool:
+        """Remove a memory from every index at once; False if it was not there."""
+        deleted = self.store.delete(self._user(user_id), memory_id)
+        self.pipeline.cache.invalidate_user(user_id)
+        return deleted
+
+    def forget_user(self, user_id: str) -> int:
+        """Remove every row of one user from every table and index; returns memories removed."""
+        count = self.store.forget_user(self._user(user_id))
+        self.pipeline.cache.invalidate_user(user_id)
+        return count
+
+    def link(self, from_id: str, to_id: str, type: str, strength: float = 1.0, *, user_id: str) -> Link:
+        user = self._user(user_id)
+        for memory_id in (from_id, to_id):
+            self.get(memory_id, user_id=user)
+        if not isinstance(type, str) or not type.strip():
+            raise ValidationError("type", "must be a non-empty string")
+        if not 0.0 <= strength <= 1.0:
+            raise ValidationError("strength", f"must be in [0, 1], got {strength!r}")
+        link = Link(from_id, to_id, type, float(strength))
+        self.store.add_link(user, link)
+        self.pipeline.cache.invalidate_user(user)
+        return link
+
+    def add_entity(
+        self, entity_id: str, *, user_id: str, type: str | None = None, name: str | None = None,
+        aliases: Sequence[str] = (),
+    ) -> Entity:
+        """Register a canonical entity (``customer:a1b2``) and the names queries may use for it."""
+        user = self._user(user_id)
+        entity_id = validate_id(entity_id, "entity_id", self.limits) or ""
+        entity = Entity(
+            id=entity_id,
+            type=type or entity_id.split(":", 1)[0],
+            name=name or entity_id.split(":", 1)[-1],
+            aliases=tuple(aliases),
+        )
+        self.store.upsert_entity(user, entity)
+        self.pipeline.cache.invalidate_user(user)
+        return entity
+
+    # -- reads ----------------------------------------------------------------------------------------
+    def get(self, memory_id: str, *, user_id: str) -> MemoryRecord:
+        record = self.store.get(self._user(user_id), memory_id)
+        if record is None:
+            raise MemoryNotFound(f"no memory {memory_id!r} for this user")
+        return record
+
+    def list(
+        self, *, user_id: str, filters: Filters | Mapping[str, Any] | None = None, limit: int = 100,
+        offset: int = 0,
+    ) -> builtins.list[MemoryRecord]:
+        if not 1 <= limit <= 10_000:
+            raise ValidationError("limit", f"must be in [1, 10000], got {limit!r}")
+        return self.store.list(self._user(user_id), as_filters(filters), limit=limit, offset=max(0, offset))
+
+    def links(self, memory_id: str, *, user_id: str) -> builtins.list[Link]:
+        return self.store.links(self._user(user_id), memory_id)
+
+    def entities(self, *, user_id: str) -> builtins.list[Entity]:
+        return self.store.entities(self._user(user_id))
+
+    def stats(self) -> Mapping[str, Any]:
+        return self.store.stats()
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        config: RetrievalConfig | None = None,
+        now: datetime | str | None = None,
+        session_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        filters: Filters | Mapping[str, Any] | None = None,
+        use_memory: bool = True,
+    ) -> Retrieval:
+        """What from this user's memory matters for ``query`` now: ranked, selected, explained."""
+        user = self._user(user_id)
+        base = as_filters(filters)
+        if session_id is not None:
+            base = replace(base, session_id=validate_id(session_id, "session_id", self.limits))
+        if kinds is not None:
+            base = replace(base, kinds=tuple(kinds))
+        if tags:
+            base = replace(base, tags_all=tuple(tags))
+        when = to_utc(now, "now") if now is not None else None
+        return self.pipeline.retrieve(
+            query, user_id=user, config=config or self.config, now=when, filters=base,
+            use_memory=use_memory,
+        )

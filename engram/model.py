@@ -1,0 +1,183 @@
+"""The frozen values passed between stages: what is stored, and what a query is understood as."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "KINDS",
+    "ROLES",
+    "STATUSES",
+    "Entity",
+    "Filters",
+    "Hit",
+    "Link",
+    "MemoryRecord",
+    "QueryPlan",
+    "TimeRange",
+    "new_id",
+]
+
+KINDS = ("message", "fact", "episode", "procedure", "summary", "document", "chunk")
+STATUSES = ("active", "archived", "superseded", "deleted")
+ROLES = ("user", "assistant", "system", "tool")  # any other non-empty string is a speaker name
+
+#: A candidate source's answer: a memory id and the source's raw score (higher is better).
+Hit = tuple[str, float]
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_id_lock = threading.Lock()
+_last_id: list[int] = [0, 0]  # last millisecond, last random part
+
+
+def new_id() -> str:
+    """A ULID: 26 characters that sort by creation time, monotonic within one process."""
+    with _id_lock:
+        ms = time.time_ns() // 1_000_000
+        if ms <= _last_id[0]:
+            # Same millisecond (or a clock step back): keep order by bumping the random part.
+            ms = _last_id[0]
+            rand = _last_id[1] + 1
+        else:
+            rand = int.from_bytes(os.urandom(10), "big") >> 1
+        _last_id[0], _last_id[1] = ms, rand
+    value = (ms << 80) | (rand & ((1 << 80) - 1))
+    out = []
+    for _ in range(26):
+        out.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(out))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One stored memory. Times are timezone-aware UTC."""
+
+    id: str
+    user_id: str
+    content: str
+    kind: str
+    created_at: datetime
+    recorded_at: datetime
+    content_hash: str
+    agent_id: str | None = None
+    session_id: str | None = None
+    project_id: str | None = None
+    role: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    trigger: str | None = None
+    action: str | None = None
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    importance: float = 0.5
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+    status: str = "active"
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    doc_key: str | None = None
+    version: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A directed edge between two memories of one user (e.g. ``part_of``, ``supersedes``)."""
+
+    from_id: str
+    to_id: str
+    type: str
+    strength: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A canonical entity such as ``customer:a1b2c3d4`` with the names it goes by."""
+
+    id: str
+    type: str
+    name: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Restrictions every candidate source applies inside the store, scoped to one user."""
+
+    kinds: tuple[str, ...] | None = None
+    tags_all: tuple[str, ...] = ()
+    tags_any: tuple[str, ...] = ()
+    session_id: str | None = None
+    project_id: str | None = None
+    agent_id: str | None = None
+    statuses: tuple[str, ...] = ("active",)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+    def describe(self) -> list[str]:
+        """Names of the filters in force, for a payload's ``appliedFilters``."""
+        names = []
+        if self.kinds is not None:
+            names.append("kinds")
+        if self.tags_all:
+            names.append("tags_all")
+        if self.tags_any:
+            names.append("tags_any")
+        for name in ("session_id", "project_id", "agent_id"):
+            if getattr(self, name) is not None:
+                names.append(name)
+        if self.statuses != ("active",):
+            names.append("statuses")
+        if self.metadata:
+            names.append("metadata")
+        if self.created_after is not None or self.created_before is not None:
+            names.append("created_range")
+        return names
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """A closed interval [start, end] in UTC that a query refers to."""
+
+    start: datetime
+    end: datetime
+    expression: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """What stage 1 understood of a query (seed 003 QueryType plus what retrieval needs)."""
+
+    text: str
+    category: str  # factual | procedural | exploratory | analytical
+    entity_focused: bool
+    time_focused: bool
+    procedural: bool
+    requires_domain_db: bool
+    entities: tuple[str, ...]
+    time_range: TimeRange | None
+    weights: Mapping[str, float]
+    strategy: str  # key of the weights in STRATEGY_WEIGHTS
+    keywords: tuple[str, ...] = ()

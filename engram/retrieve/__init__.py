@@ -1,0 +1,199 @@
+"""retrieve(): understand -> candidates -> rank -> select, with seed 001's gating and fallbacks."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from engram.config import RetrievalConfig
+from engram.errors import StoreError, ValidationError
+from engram.ext import Embedder, Metrics, Store
+from engram.ingest.embed import embed_texts
+from engram.model import Filters, Hit, new_id
+from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
+from engram.retrieve.candidates import gather, matches
+from engram.retrieve.rank import apply_min_score, rank
+from engram.retrieve.select import select
+from engram.retrieve.types import Retrieval, RetrievalMetadata
+from engram.retrieve.understand import understand
+
+__all__ = ["Pipeline", "Retrieval"]
+
+log = logging.getLogger("engram.retrieve")
+T = TypeVar("T")
+
+#: Seed 001 error policies: what a failure falls back to.
+FALLBACKS = {
+    "ZEP_UNAVAILABLE": ("Memory service temporarily unavailable", "skip"),
+    "COLLECTION_NOT_FOUND": ("User memory collection does not exist", "empty"),
+    "RATE_LIMITED": ("Memory retrieval rate limit exceeded", "cache"),
+    "INVALID_QUERY": ("Query text invalid or too long", "skip"),
+}
+
+
+@dataclass
+class Pipeline:
+    """The read path; ``Memory`` owns one and hands it the store and embedder."""
+
+    store: Store
+    embedder: Callable[[], Embedder]
+    metrics: Metrics
+    cache: RetrievalCache[Retrieval] = field(default_factory=lambda: RetrievalCache(ttl=60.0))
+    weights_by_strategy: Callable[[str], Mapping[str, Mapping[str, float]] | None] = lambda _u: None
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        config: RetrievalConfig,
+        now: datetime | None,
+        filters: Filters,
+        use_memory: bool = True,
+        rate_limited: bool = False,
+    ) -> Retrieval:
+        started = time.perf_counter()
+        if now is None:
+            now = datetime.now(UTC)
+        elif now.tzinfo is None:
+            raise ValidationError("now", "must be timezone-aware")
+        if config.include_superseded and "superseded" not in filters.statuses:
+            filters = replace(filters, statuses=(*filters.statuses, "superseded"))
+        key = make_key(user_id, query, config, filters, now_bucket(now))
+        if rate_limited:
+            cached = self.cache.get(user_id, key)
+            if cached is not None:
+                return _mark(cached, cached=True, error="RATE_LIMITED")
+            return self._empty(query, config, filters, started, "RATE_LIMITED")
+        if not use_memory:
+            return self._empty(query, config, filters, started, None)
+        if not isinstance(query, str) or not query.strip() or len(query) > config.query_max_chars:
+            return self._empty(query if isinstance(query, str) else "", config, filters, started, "INVALID_QUERY")
+        try:
+            if config.cache_ttl > 0:
+                cached = self.cache.get(user_id, key)
+                if cached is not None:
+                    self.metrics.increment("retrieval.cache_hits")
+                    self._observe(cached, cached=True)
+                    return _mark(cached, cached=True, error=None)
+            if not self.store.user_exists(user_id):
+                return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
+            result = self._run(query, user_id, config, now, filters, started)
+        except StoreError as exc:
+            log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
+            return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
+        if config.cache_ttl > 0:
+            self.cache.put(user_id, key, result, ttl=config.cache_ttl)
+        self.metrics.increment("retrieval.cache_misses")
+        self._observe(result, cached=False)
+        return result
+
+    def _run(
+        self, query: str, user_id: str, config: RetrievalConfig, now: datetime, filters: Filters,
+        started: float,
+    ) -> Retrieval:
+        stage_ms: dict[str, float] = {}
+
+        def timed(name: str, call: Callable[[], T]) -> T:
+            t0 = time.perf_counter()
+            try:
+                return call()
+            finally:
+                stage_ms[name] = stage_ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000
+
+        plan = timed(
+            "understand",
+            lambda: understand(
+                query,
+                now=now,
+                known_entities=self.store.entities(user_id),
+                weights_by_strategy=self.weights_by_strategy(user_id),
+            ),
+        )
+        query_vec = None
+        if config.search_type != "keyword":
+            query_vec = timed("embed", lambda: embed_texts(self.embedder(), [query])[0])
+
+        def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
+            return timed(f"candidates.{name}", call)
+
+        found = gather(
+            self.store, user_id=user_id, plan=plan, query_vec=query_vec, config=config,
+            filters=filters, timed=timed_hits,
+        )
+        records = timed("fetch", lambda: self.store.fetch(user_id, found.ids))
+        records = [r for r in records if r.user_id == user_id and matches(r, filters)]
+        vectors = timed("fetch_vectors", lambda: self.store.vectors(user_id, [r.id for r in records]))
+        scored = timed(
+            "rank",
+            lambda: rank(
+                records, query_vec=query_vec, vectors=vectors, query_entities=plan.entities,
+                time_range=plan.time_range, now=now, weights=plan.weights,
+                keyword_scores=found.scores("keyword"), sources=found.sources,
+                source_ranks=found.ranks, config=config,
+            ),
+        )
+        kept, below = apply_min_score(scored, config.min_score)
+        selection = timed("select", lambda: select(kept, config, collection=f"user:{user_id}"))
+        if config.track_access and selection.entries:
+            timed("track_access", lambda: self.store.record_access(user_id, [e.id for e in selection.entries], now))
+        applied = list(filters.describe())
+        if below:
+            applied.append("score_threshold")
+        applied.extend(selection.applied_filters)
+        metadata = RetrievalMetadata(
+            query_time_ms=(time.perf_counter() - started) * 1000,
+            total_results=len(records),
+            included_results=len(selection.entries),
+            total_tokens=selection.total_tokens,
+            applied_filters=tuple(applied),
+            config=config.to_dict(),
+            retrieval_id=new_id(),
+            query_type=plan.category,
+            strategy=plan.strategy,
+            stage_ms=stage_ms,
+            dedup_removed=selection.dedup_removed,
+        )
+        return Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now)
+
+    def _empty(
+        self, query: str, config: RetrievalConfig, filters: Filters, started: float, code: str | None
+    ) -> Retrieval:
+        error = None
+        if code is not None:
+            message, fallback = FALLBACKS[code]
+            error = {"code": code, "message": message, "fallback": fallback}
+        metadata = RetrievalMetadata(
+            query_time_ms=(time.perf_counter() - started) * 1000,
+            total_results=0,
+            included_results=0,
+            total_tokens=0,
+            applied_filters=tuple(filters.describe()),
+            config=config.to_dict(),
+            error=error,
+            retrieval_id=new_id(),
+        )
+        return Retrieval(query=query, memories=(), metadata=metadata)
+
+    def _observe(self, result: Retrieval, *, cached: bool) -> None:
+        meta = result.metadata
+        self.metrics.observe("retrieval.latency_ms", meta.query_time_ms)
+        self.metrics.observe("retrieval.results_count", meta.included_results)
+        self.metrics.observe("retrieval.tokens_used", meta.total_tokens)
+        total = meta.total_results or 0
+        if total and not cached:
+            self.metrics.observe("retrieval.dedup_ratio", meta.dedup_removed / total)
+        stats = self.cache.stats()
+        self.metrics.observe("retrieval.cache_hit_rate", float(stats.get("hit_rate", 0.0)))
+
+
+def _mark(result: Retrieval, *, cached: bool, error: str | None) -> Retrieval:
+    meta: dict[str, Any] = {"cached": cached}
+    if error is not None:
+        message, fallback = FALLBACKS[error]
+        meta["error"] = {"code": error, "message": message, "fallback": fallback}
+    return replace(result, metadata=replace(result.metadata, **meta))

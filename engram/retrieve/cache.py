@@ -1,0 +1,218 @@
+"""A per-user TTL + LRU cache for retrievals (seed 001: 60 seconds for identical queries).
+
+Keys come from :func:`make_key` over everything a retrieval depends on (query, config, filters,
+and :func:`now_bucket` of the request time, since time-relative scoring changes with ``now``).
+Writes for a user call :meth:`RetrievalCache.invalidate_user` so a stale answer never outlives
+the change that made it stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from engram.errors import ConfigError, ValidationError
+
+__all__ = ["RetrievalCache", "make_key", "now_bucket"]
+
+T = TypeVar("T")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def now_bucket(now: datetime, seconds: int = 60) -> int:
+    """Which ``seconds``-wide window since the epoch ``now`` falls in (naive means UTC)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
+        raise ValidationError("seconds", f"must be a positive integer, got {seconds!r}")
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    # Integer timedelta division: float timestamps could put an instant exactly on a boundary
+    # into the previous bucket.
+    return (now - _EPOCH) // timedelta(seconds=seconds)
+
+
+def _canonical(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        # json would write NaN/Infinity, which is not JSON; a tagged string keeps keys distinct.
+        return value if math.isfinite(value) else {"__float__": repr(value)}
+    if isinstance(value, enum.Enum):
+        return _canonical(value.value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return {"__bytes__": bytes(value).hex()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # Every field, not to_dict(): some to_dict()s (RetrievalConfig's) show only a subset, and
+        # two configs differing in a hidden field must not share a key.
+        fields = {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"__type__": type(value).__qualname__, **fields}
+    if isinstance(value, Mapping):
+        return {_key_text(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        # Set iteration order varies between processes (hash randomization); sort by encoding.
+        items = [_canonical(v) for v in value]
+        return {"__set__": sorted(items, key=_dumps)}
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return _canonical(to_dict())
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        return _canonical(tolist())
+    # repr() of an arbitrary object usually embeds its address, which would give a key that is
+    # never hit again; refusing is better than caching nothing silently.
+    raise ValidationError("parts", f"cannot build a cache key from {type(value).__name__}")
+
+
+def _key_text(key: Any) -> str:
+    return key if isinstance(key, str) else _dumps(_canonical(key))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def make_key(*parts: Any) -> str:
+    """A stable hex sha256 of ``parts``: equal parts give equal keys across processes."""
+    return hashlib.sha256(_dumps(_canonical(list(parts))).encode("utf-8")).hexdigest()
+
+
+@dataclasses.dataclass(slots=True)
+class _Entry(Generic[T]):
+    value: T
+    expires_at: float
+    generation: int
+
+
+class RetrievalCache(Generic[T]):
+    """Thread-safe TTL + LRU cache of values keyed by (user, key).
+
+    ``ttl`` is in seconds of ``clock``; a ``ttl`` or ``max_entries`` of 0 disables storing.
+    """
+
+    def __init__(
+        self,
+        max_entries: int = 1024,
+        ttl: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 0:
+            raise ConfigError("max_entries", f"must be a non-negative integer, got {max_entries!r}")
+        _check_ttl("ttl", ttl)
+        self.max_entries = max_entries
+        self.ttl = float(ttl)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, str], _Entry[T]] = OrderedDict()
+        # Invalidating a user bumps a number instead of scanning every entry for theirs: O(1)
+        # under the lock that every retrieval also takes. Stale entries can never be served
+        # (their generation no longer matches) and leave on lookup or as least recently used.
+        # A user keeps their number once bumped: resetting it could revive older entries.
+        self._generations: dict[str, int] = {}
+        self._next_generation = 1
+        self._hits = 0
+        self._misses = 0
+        self._evictions = 0
+        self._expirations = 0
+
+    def generation(self, user_id: str) -> int:
+        """The user's current generation, to pass to :meth:`put` from before a slow computation."""
+        with self._lock:
+            return self._generations.get(user_id, 0)
+
+    def get(self, user_id: str, key: str) -> T | None:
+        with self._lock:
+            entry = self._entries.get((user_id, key))
+            if entry is None:
+                self._misses += 1
+                return None
+            if entry.generation != self._generations.get(user_id, 0):
+                del self._entries[(user_id, key)]
+                self._misses += 1
+                return None
+            if entry.expires_at <= self._clock():
+                del self._entries[(user_id, key)]
+                self._expirations += 1
+                self._misses += 1
+                return None
+            self._entries.move_to_end((user_id, key))
+            self._hits += 1
+            return entry.value
+
+    def put(
+        self,
+        user_id: str,
+        key: str,
+        value: T,
+        ttl: float | None = None,
+        *,
+        generation: int | None = None,
+    ) -> bool:
+        """Store ``value``; False when it was not stored.
+
+        Pass ``generation`` (from :meth:`generation`, read before computing ``value``) so a
+        result computed across an :meth:`invalidate_user` is dropped instead of cached as fresh.
+        """
+        if ttl is not None:
+            _check_ttl("ttl", ttl)
+        lifetime = self.ttl if ttl is None else float(ttl)
+        with self._lock:
+            current = self._generations.get(user_id, 0)
+            if generation is not None and generation != current:
+                return False
+            if lifetime <= 0 or self.max_entries == 0:
+                return False
+            self._entries[(user_id, key)] = _Entry(value, self._clock() + lifetime, current)
+            self._entries.move_to_end((user_id, key))
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+                self._evictions += 1
+            return True
+
+    def invalidate_user(self, user_id: str) -> None:
+        with self._lock:
+            self._generations[user_id] = self._next_generation
+            self._next_generation += 1
+
+    def clear(self) -> None:
+        """Drop every entry; counters are kept, since they describe the cache's whole life."""
+        with self._lock:
+            self._entries.clear()
+            # Every entry is gone, so no old generation can be revived by forgetting the numbers.
+            self._generations.clear()
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            lookups = self._hits + self._misses
+            return {
+                "hits": self._hits,
+                "misses": self._misses,
+                "size": len(self._entries),
+                "max_entries": self.max_entries,
+                "evictions": self._evictions,
+                "expirations": self._expirations,
+                "hit_rate": self._hits / lookups if lookups else 0.0,
+            }
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+def _check_ttl(name: str, ttl: float) -> None:
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl < 0:
+        raise ConfigError(name, f"must be a finite number >= 0, got {ttl!r}")

@@ -1,0 +1,124 @@
+"""Stage 2: every source is a ranked list of (id, raw score); the union is what stage 3 scores.
+
+Each source can recall a memory on its own: a memory found only by its entity, its time, or a link
+still reaches ranking (Mem0 recalls only what its vector list found).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from engram.config import RetrievalConfig
+from engram.ext import Store, Vector
+from engram.model import Filters, Hit, MemoryRecord, QueryPlan
+
+__all__ = ["CandidateSet", "gather", "matches"]
+
+# Seed 003 per-source limits (semantic 50, entity 30, temporal 30, procedural 20, summaries 5).
+ENTITY_LIMIT = 30
+TEMPORAL_LIMIT = 30
+PROCEDURAL_LIMIT = 20
+SUMMARY_LIMIT = 5
+LINK_SEEDS = 5
+LINK_LIMIT = 10
+
+
+@dataclass
+class CandidateSet:
+    ids: list[str] = field(default_factory=list)
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    ranks: dict[str, dict[str, int]] = field(default_factory=dict)
+    raw: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def add(self, source: str, hits: list[Hit]) -> None:
+        ranks = self.ranks.setdefault(source, {})
+        raw = self.raw.setdefault(source, {})
+        for position, (memory_id, score) in enumerate(hits, start=1):
+            if memory_id not in self.sources:
+                self.sources[memory_id] = []
+                self.ids.append(memory_id)
+            if source not in self.sources[memory_id]:
+                self.sources[memory_id].append(source)
+            ranks.setdefault(memory_id, position)
+            raw.setdefault(memory_id, score)
+
+    def scores(self, source: str) -> dict[str, float]:
+        return self.raw.get(source, {})
+
+
+def gather(
+    store: Store,
+    *,
+    user_id: str,
+    plan: QueryPlan,
+    query_vec: Vector | None,
+    config: RetrievalConfig,
+    filters: Filters,
+    timed: Callable[[str, Callable[[], list[Hit]]], list[Hit]] | None = None,
+) -> CandidateSet:
+    """Ask every source that applies to this query; ``timed`` wraps each call for per-stage timing."""
+    run = timed or (lambda _name, call: call())
+    limit = max(config.candidate_limit, config.top_k * config.overfetch)
+    out = CandidateSet()
+    if query_vec is not None and config.search_type != "keyword":
+        out.add("semantic", run("semantic", lambda: store.vector_search(user_id, query_vec, limit, filters)))
+    if config.search_type != "semantic":
+        out.add("keyword", run("keyword", lambda: store.keyword_search(user_id, plan.text, limit, filters)))
+    if plan.entities:
+        out.add(
+            "entity",
+            run("entity", lambda: store.by_entities(user_id, plan.entities, ENTITY_LIMIT, filters)),
+        )
+    time_range = plan.time_range
+    if time_range is not None:
+        out.add(
+            "temporal",
+            run(
+                "temporal",
+                lambda: store.by_time_range(
+                    user_id, time_range.start, time_range.end, TEMPORAL_LIMIT, filters
+                ),
+            ),
+        )
+    if plan.procedural and query_vec is not None and _allows(filters, "procedure"):
+        procedures = replace(filters, kinds=("procedure",))
+        out.add(
+            "procedural",
+            run("procedural", lambda: store.vector_search(user_id, query_vec, PROCEDURAL_LIMIT, procedures)),
+        )
+    if _allows(filters, "summary"):
+        summaries = replace(filters, kinds=("summary",))
+        out.add("summary", run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries)))
+    seeds = out.ids[:LINK_SEEDS]
+    if seeds:
+        linked = run("links", lambda: store.by_links(user_id, seeds, LINK_LIMIT, None))
+        out.add("links", linked)
+    return out
+
+
+def _allows(filters: Filters, kind: str) -> bool:
+    return filters.kinds is None or kind in filters.kinds
+
+
+def matches(record: MemoryRecord, filters: Filters) -> bool:
+    """The filters checked again in Python after fetch: links cross them, and a bug in one store
+    must not leak what the caller excluded."""
+    if filters.statuses and record.status not in filters.statuses:
+        return False
+    if filters.kinds is not None and record.kind not in filters.kinds:
+        return False
+    for name in ("session_id", "project_id", "agent_id"):
+        wanted = getattr(filters, name)
+        if wanted is not None and getattr(record, name) != wanted:
+            return False
+    if filters.tags_all and not set(filters.tags_all) <= set(record.tags):
+        return False
+    if filters.tags_any and not set(filters.tags_any) & set(record.tags):
+        return False
+    for key, value in filters.metadata.items():
+        if record.metadata.get(key) != value or (value is not None and key not in record.metadata):
+            return False
+    if filters.created_after is not None and record.created_at < filters.created_after:
+        return False
+    return filters.created_before is None or record.created_at <= filters.created_before

@@ -1,0 +1,302 @@
+"""Turn a :class:`Retrieval` into text an LLM reads.
+
+Two styles:
+
+``policy``
+    Seed 001 ``formatForSystemPrompt``: messages, facts and summaries under ``###`` headings,
+    then Engram's other kinds (procedures, episodes, documents) in sections of the same shape.
+``augmentation``
+    Seed 003 ``format_augmentation_context``: summaries, procedures, facts as natural-language
+    triples, past interactions with a relative time, and the domain database rows when a
+    retrieval carries them (as in the seed's example augmented prompt).
+
+Both are pure functions of the retrieval (and ``now`` for relative times), so a rendered prompt
+can be cached or compared byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from engram.errors import ValidationError
+from engram.retrieve.types import MemoryEntry, Retrieval
+
+__all__ = [
+    "STYLES",
+    "format_augmentation_context",
+    "format_policy_prompt",
+    "format_semantic_triple",
+    "format_time_ago",
+    "to_prompt",
+]
+
+STYLES = ("policy", "augmentation")
+
+#: Seed 003 predicate templates, plus common predicates an extractor is likely to emit.
+_TRIPLE_TEMPLATES: Mapping[str, str] = {
+    "has_property": "{s} has {o}",
+    "has": "{s} has {o}",
+    "related_to": "{s} is related to {o}",
+    "prefers": "{s} prefers {o}",
+    "is_a": "{s} is a {o}",
+    "located_in": "{s} is located in {o}",
+    "works_at": "{s} works at {o}",
+    "likes": "{s} likes {o}",
+    "dislikes": "{s} dislikes {o}",
+    "owns": "{s} owns {o}",
+}
+
+_AUGMENTATION_CLOSING = (
+    "Use this context to inform your response, but be clear about what you know vs. what you're inferring."
+)
+_DOMAIN_CLOSING = "Based on the above context and current data, please respond to the user's query."
+
+
+def to_prompt(retrieval: Retrieval, style: str = "policy", *, now: datetime | None = None) -> str:
+    """Render ``retrieval`` in one of :data:`STYLES`; ``now`` only matters for ``augmentation``."""
+    if style == "policy":
+        return format_policy_prompt(retrieval)
+    if style == "augmentation":
+        return format_augmentation_context(retrieval, now=now)
+    raise ValidationError("style", "must be one of policy, augmentation")
+
+
+# -- shared helpers ------------------------------------------------------------------------------
+
+
+def _parse_time(value: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+    # Stored times are UTC; a naive string can only have come from a UTC writer.
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+
+
+def _created_at(entry: MemoryEntry) -> datetime | None:
+    if entry.record is not None:
+        return entry.record.created_at
+    return _parse_time(entry.timestamp)
+
+
+def _triple(entry: MemoryEntry) -> tuple[str, str, str] | None:
+    record = entry.record
+    # A redacted entry's content is the only text that passed redaction; the record's raw
+    # fields could reintroduce what was removed, so they are not used for it.
+    if record is None or entry.was_redacted:
+        return None
+    if record.subject and record.predicate and record.object:
+        return record.subject, record.predicate, record.object
+    return None
+
+
+def _trigger_action(entry: MemoryEntry) -> tuple[str, str] | None:
+    record = entry.record
+    if record is None or entry.was_redacted:
+        return None
+    if record.trigger and record.action:
+        return record.trigger, record.action
+    return None
+
+
+def _group(entries: Iterable[MemoryEntry], key: Callable[[MemoryEntry], str]) -> dict[str, list[MemoryEntry]]:
+    groups: dict[str, list[MemoryEntry]] = {}
+    for entry in entries:
+        groups.setdefault(key(entry), []).append(entry)
+    return groups
+
+
+def format_semantic_triple(subject: str, predicate: str, object: str) -> str:
+    """A fact triple as a sentence (seed 003 templates; unknown predicates read as words)."""
+    normalized = predicate.strip().lower().replace(" ", "_").replace("-", "_")
+    template = _TRIPLE_TEMPLATES.get(normalized)
+    if template is None:
+        return f"{subject} {predicate.replace('_', ' ')} {object}"
+    return template.format(s=subject, o=object)
+
+
+def format_time_ago(then: datetime, now: datetime | None = None) -> str:
+    """How long before ``now`` (default: the current UTC time) ``then`` was, in coarse words.
+
+    Buckets are by elapsed time, not calendar days ("yesterday" is 24 to 48 hours ago), and a
+    month is 30 days, a year 365, so the answer depends only on the difference.
+    """
+    if now is None:
+        now = datetime.now(UTC)
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    delta = now - then
+    # Up to a minute ahead is clock skew between writers, not a memory from the future.
+    if delta < timedelta(minutes=-1):
+        return "in the future"
+    seconds = int(delta.total_seconds())
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return _plural(seconds // 60, "minute")
+    if seconds < 86_400:
+        return _plural(seconds // 3600, "hour")
+    days = seconds // 86_400
+    if days < 2:
+        return "yesterday"
+    if days < 7:
+        return _plural(days, "day")
+    if days < 30:
+        return _plural(days // 7, "week")
+    if days < 365:
+        return _plural(days // 30, "month")
+    return _plural(days // 365, "year")
+
+
+def _plural(n: int, unit: str) -> str:
+    return f"{n} {unit} ago" if n == 1 else f"{n} {unit}s ago"
+
+
+# -- seed 001 policy style -----------------------------------------------------------------------
+
+
+def _policy_time(timestamp: str) -> str:
+    # The seed's toLocaleString() depends on the server's locale and zone; a fixed UTC format
+    # keeps prompts identical across machines (and therefore cacheable and testable).
+    parsed = _parse_time(timestamp)
+    if parsed is None:
+        return timestamp
+    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+_POLICY_SECTIONS: Mapping[str, str] = {
+    "message": "messages",
+    "fact": "facts",
+    "summary": "summaries",
+    "procedure": "procedures",
+    "episode": "events",
+    "document": "documents",
+    "chunk": "documents",
+}
+
+
+def _policy_section(entry: MemoryEntry) -> str:
+    # A kind this module does not know still reaches the prompt, as an event, rather than vanish.
+    return _POLICY_SECTIONS.get(entry.type, "events")
+
+
+def _document_line(entry: MemoryEntry) -> str:
+    record = entry.record
+    name: Any = None
+    if record is not None:
+        name = record.metadata.get("filename") or record.doc_key
+    return f"- {name}: {entry.content}" if name else f"- {entry.content}"
+
+
+def _procedure_line(entry: MemoryEntry) -> str:
+    pair = _trigger_action(entry)
+    if pair is None:
+        return f"- {entry.content}"
+    return f"- When: {pair[0]} Then: {pair[1]}"
+
+
+def format_policy_prompt(retrieval: Retrieval) -> str:
+    """Seed 001 ``formatForSystemPrompt``; '' when nothing was retrieved."""
+    if not retrieval.memories:
+        return ""
+    groups = _group(retrieval.memories, _policy_section)
+    sections = ["## Relevant Context from Previous Conversations\n"]
+
+    def add(heading: str, lines: list[str]) -> None:
+        if lines:
+            sections.append(heading)
+            sections.extend(lines)
+            sections.append("")
+
+    add(
+        "### Previous Messages",
+        [
+            f"[{_policy_time(m.timestamp)}] {m.role or 'user'}: {m.content}"
+            for m in groups.get("messages", [])
+        ],
+    )
+    add("### Known Facts", [f"- {f.content} (confidence: {f.score:.2f})" for f in groups.get("facts", [])])
+    add("### Conversation Summaries", [f"- {s.content}" for s in groups.get("summaries", [])])
+    add("### Procedures", [_procedure_line(p) for p in groups.get("procedures", [])])
+    add("### Past Events", [f"- {e.content}" for e in groups.get("events", [])])
+    add("### Documents", [_document_line(d) for d in groups.get("documents", [])])
+
+    meta = retrieval.metadata
+    sections.append(f"_Retrieved {meta.included_results} memories in {round(meta.query_time_ms)}ms_\n")
+    return "\n".join(sections)
+
+
+# -- seed 003 augmentation style -----------------------------------------------------------------
+
+
+_AUGMENTATION_TYPES: Mapping[str, str] = {"summary": "summary", "procedure": "procedural", "fact": "semantic"}
+
+
+def _augmentation_type(entry: MemoryEntry) -> str:
+    # Messages, episodes, documents and chunks are all "what happened / was said" to the seed.
+    return _AUGMENTATION_TYPES.get(entry.type, "episodic")
+
+
+def _fact_line(entry: MemoryEntry) -> str:
+    triple = _triple(entry)
+    return entry.content if triple is None else format_semantic_triple(*triple)
+
+
+def _domain_row(row: Mapping[str, Any]) -> str:
+    return "- " + ", ".join(f"{key}: {value}" for key, value in row.items())
+
+
+def format_augmentation_context(retrieval: Retrieval, *, now: datetime | None = None) -> str:
+    """Seed 003 ``format_augmentation_context``; '' when there are neither memories nor rows.
+
+    Blocks are separated by exactly one blank line, as in the seed's example prompt (the seed's
+    code would leave a doubled blank line before the closing line and before a first section
+    that is not summaries). With domain rows the prompt ends as the seed's example does: the
+    rows, a rule, and the instruction to answer from context and current data.
+    """
+    if not retrieval.memories and not retrieval.domain_rows:
+        return ""
+    if now is None:
+        now = datetime.now(UTC)
+    groups = _group(retrieval.memories, _augmentation_type)
+    blocks: list[str] = []
+
+    def add(heading: str, lines: list[str]) -> None:
+        if lines:
+            blocks.append(heading + "\n" + "".join(lines))
+
+    add("## Relevant Summaries", [f"- {s.content}\n" for s in groups.get("summary", [])])
+    add(
+        "## Relevant Procedures",
+        [
+            f"- When: {pair[0]}\n  Then: {pair[1]}\n" if (pair := _trigger_action(p)) else f"- {p.content}\n"
+            for p in groups.get("procedural", [])
+        ],
+    )
+    add("## Relevant Facts", [f"- {_fact_line(f)}\n" for f in groups.get("semantic", [])])
+
+    def episode_line(entry: MemoryEntry) -> str:
+        created = _created_at(entry)
+        if created is None:
+            return f"- {entry.content}\n"
+        return f"- {entry.content} ({format_time_ago(created, now)})\n"
+
+    add("## Relevant Past Interactions", [episode_line(e) for e in groups.get("episodic", [])])
+
+    head = (
+        "# Retrieved Context\n\n"
+        "The following information from your memory may be relevant to the query: "
+        f'"{retrieval.query}"\n'
+    )
+    parts = [head, *blocks]
+    if retrieval.domain_rows:
+        rows = "".join(_domain_row(row) + "\n" for row in retrieval.domain_rows)
+        parts.append("# Domain Database Query Results\n\n" + rows)
+        parts.append("---\n\n" + _DOMAIN_CLOSING + "\n")
+    else:
+        parts.append(_AUGMENTATION_CLOSING + "\n")
+    return "\n".join(parts)

@@ -1,0 +1,300 @@
+"""Stage 3 selection: seed 001's retrieval policy and seed 003's diversity and context rules.
+
+Every function here is pure and deterministic: equal inputs give equal outputs, ties are broken by
+memory id, and nothing is mutated in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from engram.config import RedactionConfig, RetrievalConfig
+from engram.errors import ConfigError
+from engram.retrieve.types import MemoryEntry, Scored
+
+__all__ = [
+    "INTERLEAVE_STRATEGIES",
+    "Selection",
+    "clip_content",
+    "dedup",
+    "estimate_tokens",
+    "fit_budget",
+    "interleave",
+    "mmr",
+    "normalize_and_hash",
+    "redact",
+    "select",
+    "split_sentences",
+]
+
+INTERLEAVE_STRATEGIES = ("alternate", "score_first", "recency_first")
+
+_WS = re.compile(r"\s+")
+_EDGE_NON_WORD = re.compile(r"^\W+|\W+$")
+# Seed 001's sentence pattern, plus an unterminated tail (see clip_content).
+_SENTENCE = re.compile(r"[^.!?]+[.!?]+|[^.!?]+$")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What :func:`select` chose, with the numbers a payload's metadata reports."""
+
+    entries: list[MemoryEntry]
+    dedup_removed: int
+    total_tokens: int
+    applied_filters: list[str]
+
+
+def normalize_and_hash(text: str) -> str:
+    """Seed 001 ``normalizeAndHash``: lowercase, NFKC, collapse whitespace, trim, strip edge punctuation.
+
+    Returns the first 16 hex characters of the SHA-256 of the normalised text. Python's ``\\w`` is
+    Unicode-aware where the seed's JavaScript ``[^\\w]`` is ASCII-only; the JavaScript version would
+    strip a CJK or Cyrillic text to the empty string, so every such memory would hash alike and
+    deduplication would keep only one of them. Here letters of every script are kept.
+    """
+    normalized = unicodedata.normalize("NFKC", text.lower())
+    normalized = _WS.sub(" ", normalized).strip()
+    normalized = _EDGE_NON_WORD.sub("", normalized)
+    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:16]
+
+
+def dedup(items: Sequence[Scored]) -> tuple[list[Scored], int]:
+    """Keep the first item per normalised content hash; also the number removed. Idempotent."""
+    seen: set[str] = set()
+    kept: list[Scored] = []
+    for item in items:
+        key = normalize_and_hash(item.record.content)
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept, len(items) - len(kept)
+
+
+def _by_score(items: Sequence[Scored]) -> list[Scored]:
+    return sorted(items, key=lambda s: (-s.score, s.record.id))
+
+
+def _by_recency(items: Sequence[Scored]) -> list[Scored]:
+    return sorted(items, key=lambda s: (-s.record.created_at.timestamp(), s.record.id))
+
+
+def mmr(items: Sequence[Scored], k: int, lam: float) -> list[Scored]:
+    """Greedy Maximal Marginal Relevance: up to ``k`` distinct items.
+
+    The first pick is the most relevant; each next pick maximises
+    ``lam * score - (1 - lam) * max cosine similarity to the picks so far``. Items without a vector
+    (or with a vector of another dimension than the first one) are 0-similar to everything.
+    Unlike seed 003's sketch, which walks the candidates once in score order and drops those under
+    a fixed threshold, this re-scores all remaining items after every pick, so it always fills
+    ``k`` when there are enough items. Ties go to the higher score, then the smaller id; with
+    ``lam == 1`` the result is exactly the relevance order.
+    """
+    ordered = _by_score(items)
+    n = len(ordered)
+    if k <= 0 or n == 0:
+        return []
+    k = min(k, n)
+    # Finite stand-ins for NaN/inf scores keep every objective comparable, so argmax never stalls.
+    relevance = np.nan_to_num(
+        np.array([s.score for s in ordered], dtype=np.float64), nan=-1e9, posinf=1e9, neginf=-1e9
+    )
+    dim = next((s.vector.size for s in ordered if s.vector is not None and s.vector.size), 0)
+    matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
+    for i, s in enumerate(ordered):
+        if s.vector is not None and s.vector.size == dim and dim:
+            matrix[i] = np.asarray(s.vector, dtype=np.float32).ravel()
+    matrix = np.nan_to_num(matrix, nan=0.0, posinf=0.0, neginf=0.0)
+    # Normalise so the dot product is a true cosine even for vectors stored un-normalised.
+    norms = np.linalg.norm(matrix, axis=1)
+    np.divide(matrix, norms[:, None], out=matrix, where=norms[:, None] > 0)
+
+    picked = np.zeros(n, dtype=bool)
+    max_sim = np.zeros(n, dtype=np.float64)
+    order: list[int] = []
+    for step in range(k):
+        objective = relevance.copy() if step == 0 else lam * relevance - (1.0 - lam) * max_sim
+        objective[picked] = -np.inf
+        best = int(np.argmax(objective))  # first maximum: higher score, then smaller id
+        picked[best] = True
+        order.append(best)
+        sims = (matrix @ matrix[best]).astype(np.float64)
+        max_sim = sims if step == 0 else np.maximum(max_sim, sims)
+    return [ordered[i] for i in order]
+
+
+def interleave(items: Sequence[Scored], strategy: str, k: int) -> list[Scored]:
+    """Seed 001 ``interleaveResults``: up to ``k`` items, each id once.
+
+    ``alternate`` takes the best-scored unused item, then the newest unused item, and so on;
+    ``score_first`` and ``recency_first`` use one order only. Ties fall back to the id.
+    """
+    if strategy not in INTERLEAVE_STRATEGIES:
+        raise ConfigError(
+            "interleave", f"must be one of {', '.join(INTERLEAVE_STRATEGIES)}; got {strategy!r}"
+        )
+    by_score = _by_score(items)
+    by_recency = _by_recency(items)
+    out: list[Scored] = []
+    used: set[str] = set()
+    for i in range(max(0, k)):
+        if strategy == "alternate":
+            source = by_score if i % 2 == 0 else by_recency
+        else:
+            source = by_score if strategy == "score_first" else by_recency
+        for item in source:
+            if item.record.id not in used:
+                used.add(item.record.id)
+                out.append(item)
+                break
+        else:
+            break  # every id is used
+    return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences as :func:`clip_content` counts them: seed 001's regex plus a non-blank tail."""
+    return [m for m in _SENTENCE.findall(text) if m.strip()]
+
+
+def clip_content(text: str, max_sentences: int) -> str:
+    """Seed 001 ``clipContent``: the first ``max_sentences`` sentences, ``...`` if any were cut.
+
+    Two fixes to the seed: text after the last ``.``/``!``/``?`` counts as a sentence (the seed's
+    regex silently drops it, so "Call me. I am home" lost "I am home" with no ellipsis), and text
+    with no terminator at all is returned whole. An unclipped text is returned trimmed but
+    otherwise unchanged; a clipped one has its sentences trimmed and joined by single spaces.
+    """
+    if max_sentences < 1:
+        raise ConfigError("clip_sentences", f"must be at least 1, got {max_sentences}")
+    sentences = split_sentences(text)
+    if len(sentences) <= max_sentences:
+        return text.strip()
+    return " ".join(s.strip() for s in sentences[:max_sentences]) + "..."
+
+
+def estimate_tokens(text: str) -> int:
+    """Seed 001's estimate: one token per four characters, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+def redact(text: str, cfg: RedactionConfig) -> tuple[str, bool]:
+    """Seed 001 ``applyRedaction``: replace every pattern match; also whether anything matched."""
+    if not cfg.enabled:
+        return text, False
+    total = 0
+    for pattern in cfg.patterns:
+        # A function replacement keeps backslashes in the replacement text literal.
+        text, count = re.subn(pattern, lambda _m: cfg.replacement, text)
+        total += count
+    return text, total > 0
+
+
+def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int) -> list[MemoryEntry]:
+    """Seed 001 ``enforceTokenBudget`` with seed 003's summaries-first priority.
+
+    Summaries are fitted first, then the rest in their incoming order; the returned list keeps
+    that order. The first entry that does not fit is truncated and ended with ``...``, and fitting
+    stops there. The seed appends ``...`` after cutting to ``remaining * 4`` characters, which can
+    overshoot the budget by a token; here the cut leaves room for it, so the estimated total never
+    exceeds ``max_tokens``. A cut that would leave no text is skipped.
+    """
+    ordered = [e for e in entries if e.type == "summary"] + [e for e in entries if e.type != "summary"]
+    out: list[MemoryEntry] = []
+    total = 0
+    for entry in ordered:
+        tokens = estimate_tokens(entry.content)
+        if total + tokens <= max_tokens:
+            out.append(entry)
+            total += tokens
+            continue
+        remaining = max_tokens - total
+        if remaining > 0:
+            head = entry.content[: remaining * 4 - 3].rstrip()
+            if head:
+                out.append(replace(entry, content=head + "..."))
+        break
+    return out
+
+
+def _entry(
+    item: Scored, content: str, was_redacted: bool, config: RetrievalConfig, collection: str
+) -> MemoryEntry:
+    record = item.record
+    message_id = record.metadata.get("message_id")
+    return MemoryEntry(
+        id=record.id,
+        content=content,
+        score=item.score,
+        timestamp=record.created_at.isoformat(),
+        session_id=record.session_id,
+        message_id=message_id if isinstance(message_id, str) else None,
+        type=record.kind,
+        role=record.role,
+        collection=collection,
+        search_type=config.search_type,
+        original_length=len(record.content),
+        was_redacted=was_redacted,
+        signals=item.signals,
+        weights=item.weights,
+        reasons=item.reasons,
+        record=record,
+    )
+
+
+def select(scored: Sequence[Scored], config: RetrievalConfig, *, collection: str) -> Selection:
+    """Turn ranked candidates into the entries of a payload, following seed 001's stages in order.
+
+    dedup -> MMR (over the best ``top_k * overfetch``, down to ``top_k``) -> interleave ->
+    redaction -> clip -> token budget; ``applied_filters`` lists the stages that ran, in that
+    order. ``was_redacted`` says a pattern matched the memory's content, even where clipping later
+    removed that part. ``min_score`` is expected to be applied before this.
+    """
+    filters: list[str] = []
+    items = list(scored)
+    removed = 0
+    if config.dedup:
+        items, removed = dedup(items)
+        filters.append("deduplication")
+
+    pool = _by_score(items)[: config.top_k * config.overfetch]
+    items = mmr(pool, config.top_k, config.mmr_lambda)
+    filters.append("mmr")
+
+    items = interleave(items, config.interleave, config.top_k)
+    filters.append("interleave")
+
+    contents = [item.record.content for item in items]
+    # Redaction runs before clipping and before the budget's truncation on purpose: both cut text,
+    # and a cut through an e-mail address (clipping splits "bob@example.com" at its dots) or a card
+    # number leaves a fragment the patterns no longer match, so that partial value would leak.
+    flags = [False] * len(items)
+    if config.redaction.enabled:
+        redacted = [redact(c, config.redaction) for c in contents]
+        contents = [c for c, _ in redacted]
+        flags = [f for _, f in redacted]
+        filters.append("redaction")
+
+    if config.clip_sentences is not None:
+        contents = [clip_content(c, config.clip_sentences) for c in contents]
+        filters.append("sentence_clip")
+
+    entries = [
+        _entry(item, content, flag, config, collection)
+        for item, content, flag in zip(items, contents, flags, strict=True)
+    ]
+    if config.max_tokens is not None:
+        entries = fit_budget(entries, config.max_tokens)
+        filters.append("token_budget")
+
+    total_tokens = sum(estimate_tokens(e.content) for e in entries)
+    return Selection(
+        entries=entries, dedup_removed=removed, total_tokens=total_tokens, applied_filters=filters
+    )

@@ -1,0 +1,102 @@
+"""Seed 003's relevance signals, one pure function each, every value in [0, 1].
+
+The functions never raise on missing data: a memory without a vector, entities or keyword score
+simply carries no evidence for that signal (0.0), so one absent input cannot sink a whole ranking.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.model import TimeRange
+
+__all__ = [
+    "SUMMARY_BOOST",
+    "entity_overlap",
+    "keyword_relevance",
+    "reinforcement",
+    "semantic_similarity",
+    "temporal_relevance",
+    "type_boost",
+]
+
+#: Seed 003: "Summaries are dense, prefer them".
+SUMMARY_BOOST = 1.15
+
+Vector = npt.NDArray[np.floating]
+
+
+def _unit(value: float) -> float:
+    if not math.isfinite(value):
+        return 0.0
+    return min(1.0, max(0.0, value))
+
+
+def semantic_similarity(query_vec: Vector | None, vec: Vector | None) -> float:
+    """Cosine similarity of two L2-normalised vectors, clamped to [0, 1].
+
+    The vectors are normalised at embedding time, so the dot product is the cosine. A zero vector
+    (an embedder's answer to empty text) has no direction and gives 0.0 rather than NaN. Negative
+    similarity is clamped to 0: "opposite" is no evidence of relevance, and a negative signal would
+    let an unrelated memory pull a weighted sum below memories that simply lack a vector.
+    """
+    if query_vec is None or vec is None:
+        return 0.0
+    q = np.asarray(query_vec, dtype=np.float32).ravel()
+    v = np.asarray(vec, dtype=np.float32).ravel()
+    if q.shape != v.shape or not q.any() or not v.any():
+        return 0.0
+    return _unit(float(np.dot(q, v)))
+
+
+def entity_overlap(query_entities: Iterable[str], candidate_entities: Iterable[str]) -> float:
+    """Seed 003: ``|Q ∩ C| / |Q|``; 0.0 when either side has no entities."""
+    query = set(query_entities)
+    candidate = set(candidate_entities)
+    if not query or not candidate:
+        return 0.0
+    return len(query & candidate) / len(query)
+
+
+def temporal_relevance(created_at: datetime, time_range: TimeRange | None, now: datetime) -> float:
+    """Seed 003 temporal signal.
+
+    Inside ``[start, end]`` it is 1.0; outside it decays as ``exp(-0.1 * distance_days)`` from the
+    nearer edge. Without a range there is a mild recency bias ``exp(-0.01 * age_days)``. Days are
+    whole days of the absolute difference (``timedelta.days``), as in the seed, so a memory a few
+    hours outside the range still counts fully; a memory dated after ``now`` (clock skew) counts
+    as brand new instead of getting a score above 1.
+    """
+    if time_range is not None:
+        if time_range.start <= created_at <= time_range.end:
+            return 1.0
+        distance_days = min(abs(created_at - time_range.start).days, abs(created_at - time_range.end).days)
+        return math.exp(-0.1 * distance_days)
+    age_days = max(0, (now - created_at).days)
+    return math.exp(-0.01 * age_days)
+
+
+def reinforcement(use_count: int) -> float:
+    """Seed 003: ``min(1, log(1 + use_count) / 5)``; saturates at ``use_count = e^5 - 1 ≈ 147``."""
+    return min(1.0, math.log1p(max(0, use_count)) / 5.0)
+
+
+def keyword_relevance(raw: float | None, best: float) -> float:
+    """A keyword source's raw score scaled by the best raw score of the query, in [0, 1].
+
+    Raw keyword scores (BM25 and friends) are unbounded and query-dependent; dividing by the best
+    one makes them comparable with the other signals.
+    """
+    if raw is None or not math.isfinite(best) or best <= 0:
+        return 0.0
+    return _unit(raw / best)
+
+
+def type_boost(kind: str) -> float:
+    """Seed 003 memory-type preference: summaries get :data:`SUMMARY_BOOST`, the rest 1.0."""
+    return SUMMARY_BOOST if kind == "summary" else 1.0

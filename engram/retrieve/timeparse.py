@@ -1,0 +1,398 @@
+"""Deterministic time expressions in free text -> closed UTC intervals (seed 003, Stage 1).
+
+Calendar arithmetic happens in ``now``'s own timezone (a user's "yesterday" is their local day), and
+the result is converted to UTC. Weeks start on Monday. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+
+from engram.errors import ValidationError
+from engram.model import TimeRange
+
+__all__ = ["MAX_UTC", "MIN_UTC", "parse_datetime", "parse_time_scope"]
+
+#: Open ends of "before X" / "after X" ranges.
+MIN_UTC = datetime.min.replace(tzinfo=UTC)
+MAX_UTC = datetime.max.replace(tzinfo=UTC)
+
+_TICK = timedelta(microseconds=1)
+_Span = tuple[datetime, datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    now: datetime
+    tz: tzinfo
+    today: date
+
+
+_Handler = Callable[[re.Match[str], _Ctx], _Span | None]
+
+_MONTHS = {name: i for i, name in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
+_WEEKDAYS = {name: i for i, name in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))}
+_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3, "several": 3,
+}
+
+# Regex fragments. Only numbered groups inside them, so they can be combined into one alternation.
+_MONTH = (r"\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?")
+_YEAR_OPT = r"(?:\s*,?\s*(\d{4})(?!\d))?"
+_NUM = (r"(\d{1,6}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+        r"|a\s+couple(?:\s+of)?|couple(?:\s+of)?|a\s+few|few|several|an?)")
+_UNIT = r"(hour|day|week|month|quarter|year)s?\b"
+_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+
+_P_ISO = r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"
+_P_US = r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])"
+_P_MDY = _MONTH + r"\s+(\d{1,2})(?:st|nd|rd|th)?(?![\d:])" + _YEAR_OPT
+_P_DMY = r"(?<![\d/])(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + _YEAR_OPT
+_P_MY = _MONTH + r"\s*,?\s*(\d{4})(?!\d)"
+_P_MONTH = _MONTH
+_P_YEAR = r"(?<!\d)((?:19|20)\d{2})(?!\d)"
+_P_QUARTER = r"\bq([1-4])\b" + _YEAR_OPT
+_P_DBY = r"\b(?:the\s+)?day\s+before\s+yesterday\b"
+_P_TODAY = r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b"
+_P_YESTERDAY = r"\b(?:yesterday|last\s+night)\b"
+_P_TOMORROW = r"\btomorrow\b"
+_P_REL = r"\b(last|this|next|previous|current)\s+(week|month|quarter|year)\b"
+_P_WEEKEND = r"\b(last|this|next|previous|past)\s+weekend\b"
+_P_THE_WEEKEND = r"\b(?:over\s+|during\s+)?the\s+weekend\b"
+_P_WEEKDAY_EXPR = r"\b(?:(last|this|next|previous|past|on)\s+)?" + _WEEKDAY
+_P_AGO = r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b"
+
+
+def _days(ctx: _Ctx, first: date, last: date) -> _Span:
+    return datetime.combine(first, time.min, tzinfo=ctx.tz), datetime.combine(last, time.max, tzinfo=ctx.tz)
+
+
+def _shift_month(year: int, month: int, k: int) -> tuple[int, int]:
+    y, m0 = divmod(year * 12 + month - 1 + k, 12)
+    return y, m0 + 1
+
+
+def _month_span(ctx: _Ctx, year: int, month: int) -> _Span:
+    return _days(ctx, date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1]))
+
+
+def _quarter_span(ctx: _Ctx, year: int, q: int) -> _Span:
+    """``q`` counts from 0."""
+    last = 3 * q + 3
+    return _days(ctx, date(year, 3 * q + 1, 1), date(year, last, calendar.monthrange(year, last)[1]))
+
+
+def _year_span(ctx: _Ctx, year: int) -> _Span:
+    return _days(ctx, date(year, 1, 1), date(year, 12, 31))
+
+
+def _week_span(ctx: _Ctx, day: date) -> _Span:
+    monday = day - timedelta(days=day.weekday())
+    return _days(ctx, monday, monday + timedelta(days=6))
+
+
+def _add_months(dt: datetime, k: int) -> datetime:
+    y, m = _shift_month(dt.year, dt.month, k)
+    return dt.replace(year=y, month=m, day=min(dt.day, calendar.monthrange(y, m)[1]))
+
+
+def _number(text: str) -> int:
+    words = text.casefold().split()
+    # "a couple of" / "a few": the article and "of" carry no quantity.
+    words = [w for w in words if w not in ("a", "of")] or words
+    return int(words[0]) if words[0].isdecimal() else _NUMBERS[words[0]]
+
+
+def _unit(text: str) -> str:
+    unit = text.casefold()
+    return unit[:-1] if unit.endswith("s") else unit
+
+
+def _month_no(text: str) -> int:
+    return _MONTHS[text.casefold()[:3]]
+
+
+def _on_date(ctx: _Ctx, month: int, day: int, year: str | None) -> _Span | None:
+    if year:
+        d = date(int(year), month, day)
+        return _days(ctx, d, d)
+    # No year: the most recent such date not after today (Feb 29 may need several years back).
+    for back in range(9):
+        try:
+            d = date(ctx.today.year - back, month, day)
+        except ValueError:
+            continue
+        if d <= ctx.today:
+            return _days(ctx, d, d)
+    return None
+
+
+def _iso(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _on_date(ctx, int(m.group(2)), int(m.group(3)), m.group(1))
+
+
+def _us(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _on_date(ctx, int(m.group(1)), int(m.group(2)), m.group(3))
+
+
+def _mdy(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _on_date(ctx, _month_no(m.group(1)), int(m.group(2)), m.group(3))
+
+
+def _dmy(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _on_date(ctx, _month_no(m.group(2)), int(m.group(1)), m.group(3))
+
+
+def _month_year(ctx: _Ctx, month: int, year: str | None) -> _Span:
+    if year:
+        return _month_span(ctx, int(year), month)
+    # No year: the most recent such month not after the current one.
+    y = ctx.today.year if month <= ctx.today.month else ctx.today.year - 1
+    return _month_span(ctx, y, month)
+
+
+def _my(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _month_year(ctx, _month_no(m.group(1)), m.group(2))
+
+
+def _month(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _month_year(ctx, _month_no(m.group(1)), None)
+
+
+def _year(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _year_span(ctx, int(m.group(1)))
+
+
+def _quarter(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    q = int(m.group(1)) - 1
+    if m.group(2):
+        return _quarter_span(ctx, int(m.group(2)), q)
+    current = (ctx.today.month - 1) // 3
+    return _quarter_span(ctx, ctx.today.year if q <= current else ctx.today.year - 1, q)
+
+
+def _offset_day(k: int) -> _Handler:
+    def handler(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+        d = ctx.today + timedelta(days=k)
+        return _days(ctx, d, d)
+
+    return handler
+
+
+def _relative(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    word, unit = m.group(1).casefold(), m.group(2).casefold()
+    k = {"last": -1, "previous": -1, "next": 1}.get(word, 0)
+    return _period(ctx, unit, k)
+
+
+def _period(ctx: _Ctx, unit: str, k: int) -> _Span | None:
+    """The calendar ``unit`` ``k`` units away from the one containing today."""
+    today = ctx.today
+    if unit == "day":
+        d = today + timedelta(days=k)
+        return _days(ctx, d, d)
+    if unit == "week":
+        return _week_span(ctx, today + timedelta(weeks=k))
+    if unit == "month":
+        return _month_span(ctx, *_shift_month(today.year, today.month, k))
+    if unit == "quarter":
+        y, q = divmod(today.year * 4 + (today.month - 1) // 3 + k, 4)
+        return _quarter_span(ctx, y, q)
+    if unit == "year":
+        return _year_span(ctx, today.year + k)
+    return None
+
+
+def _weekend(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    word = m.group(1).casefold()
+    saturday = ctx.today + timedelta(days=5 - ctx.today.weekday())
+    saturday += timedelta(weeks={"next": 1, "this": 0}.get(word, -1))
+    return _days(ctx, saturday, saturday + timedelta(days=1))
+
+
+def _the_weekend(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    # The most recent weekend that has started (today itself if it is Saturday or Sunday).
+    saturday = ctx.today - timedelta(days=(ctx.today.weekday() - 5) % 7)
+    return _days(ctx, saturday, saturday + timedelta(days=1))
+
+
+def _weekday(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    word = (m.group(1) or "").casefold()
+    wd = _WEEKDAYS[m.group(2).casefold()[:3]]
+    today = ctx.today
+    if word == "next":
+        d = today + timedelta(days=(wd - today.weekday()) % 7 or 7)
+    elif word == "this":
+        d = today + timedelta(days=wd - today.weekday())
+    else:
+        back = (today.weekday() - wd) % 7
+        if word in ("last", "previous", "past") and back == 0:
+            back = 7  # "last Thursday" said on a Thursday means a week ago
+        d = today - timedelta(days=back)
+    return _days(ctx, d, d)
+
+
+def _ago(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    n, unit = _number(m.group(1)), _unit(m.group(2))
+    if unit == "hour":
+        point = (ctx.now.astimezone(UTC) - timedelta(hours=n)).astimezone(ctx.tz)
+        start = point.replace(minute=0, second=0, microsecond=0)
+        return start, start + timedelta(hours=1) - _TICK
+    return _period(ctx, unit, -n)
+
+
+def _rolling_start(ctx: _Ctx, n: int, unit: str) -> datetime:
+    if unit == "hour":
+        return ctx.now - timedelta(hours=n)
+    if unit in ("day", "week"):
+        return ctx.now - timedelta(days=n * (7 if unit == "week" else 1))
+    return _add_months(ctx.now, -n * {"month": 1, "quarter": 3, "year": 12}[unit])
+
+
+def _rolling(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _rolling_start(ctx, _number(m.group(1)), _unit(m.group(2))), ctx.now
+
+
+def _past_unit(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _rolling_start(ctx, 1, _unit(m.group(1))), ctx.now
+
+
+def _recent(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return ctx.now - timedelta(days=7), ctx.now
+
+
+# Single periods, most specific first: the alternation below takes the first that matches.
+_PERIODS: tuple[tuple[str, _Handler], ...] = (
+    (_P_ISO, _iso), (_P_US, _us), (_P_MDY, _mdy), (_P_DMY, _dmy), (_P_MY, _my), (_P_QUARTER, _quarter),
+    (_P_DBY, _offset_day(-2)), (_P_TODAY, _offset_day(0)), (_P_YESTERDAY, _offset_day(-1)),
+    (_P_TOMORROW, _offset_day(1)), (_P_REL, _relative), (_P_WEEKEND, _weekend),
+    (_P_THE_WEEKEND, _the_weekend), (_P_WEEKDAY_EXPR, _weekday), (_P_AGO, _ago),
+    (_P_MONTH, _month), (_P_YEAR, _year),
+)
+_FLAGS = re.IGNORECASE
+_ANCHOR_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _PERIODS)
+_ANCHOR = "(?:" + "|".join(p for p, _ in _PERIODS) + ")"
+
+
+def _anchor(text: str, ctx: _Ctx) -> _Span | None:
+    for pattern, handler in _ANCHOR_SPECS:
+        m = pattern.fullmatch(text)
+        if m is not None:
+            span = handler(m, ctx)
+            if span is not None:
+                return span
+    return None
+
+
+def _since(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    a = _anchor(m.group("a"), ctx)
+    return (a[0], ctx.now) if a else None
+
+
+def _before(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    a = _anchor(m.group("a"), ctx)
+    if a is None:
+        return None
+    inclusive = m.group("op").casefold().split()[0] in ("until", "till", "up")
+    return MIN_UTC, a[1] if inclusive else a[0] - _TICK
+
+
+def _after(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    a = _anchor(m.group("a"), ctx)
+    return (a[1] + _TICK, MAX_UTC) if a else None
+
+
+def _between(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    a, b = _anchor(m.group("a"), ctx), _anchor(m.group("b"), ctx)
+    if a is None or b is None:
+        return None
+    return min(a[0], b[0]), max(a[1], b[1])  # tolerate "between May and March"
+
+
+def _in_month(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    return _month_year(ctx, _month_no(m.group(1)), m.group(2))
+
+
+_TOP: tuple[tuple[str, _Handler], ...] = (
+    (r"\bbetween\s+(?P<a>" + _ANCHOR + r")\s+(?:and|&)\s+(?P<b>" + _ANCHOR + ")", _between),
+    (r"\bfrom\s+(?P<a>" + _ANCHOR + r")\s+(?:to|until|till|through|thru)\s+(?P<b>" + _ANCHOR + ")", _between),
+    (r"\bsince\s+(?P<a>" + _ANCHOR + ")", _since),
+    (r"\b(?P<op>before|prior\s+to|until|till|up\s+to)\s+(?P<a>" + _ANCHOR + ")", _before),
+    (r"\bafter\s+(?P<a>" + _ANCHOR + ")", _after),
+    # A bare month name needs a preposition: "may" and "march" are also ordinary words.
+    (r"\b(?:in|during|on|over|throughout)\s+(?:the\s+month\s+of\s+)?" + _MONTH + _YEAR_OPT, _in_month),
+    (r"\b(?:in|during|throughout)\s+(?:the\s+year\s+)?" + _P_YEAR, _year),
+    *(item for item in _PERIODS if item[0] not in (_P_MONTH, _P_YEAR)),
+    (r"\b(?:past|last|previous|recent)\s+" + _NUM + r"\s+" + _UNIT, _rolling),
+    (r"\bpast\s+(hour|day|week|month|quarter|year)\b", _past_unit),
+)
+_TOP_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _TOP)
+# Vague words lose to any concrete expression, wherever it is.
+_VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
+
+
+def _check_now(now: datetime) -> _Ctx:
+    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        raise ValidationError("now", f"must be a timezone-aware datetime, got {now!r}")
+    return _Ctx(now=now, tz=now.tzinfo, today=now.date())
+
+
+def _to_utc(dt: datetime) -> datetime:
+    return dt if dt in (MIN_UTC, MAX_UTC) else dt.astimezone(UTC)
+
+
+def parse_time_scope(text: str, now: datetime) -> TimeRange | None:
+    """The first (leftmost, longest) time expression in ``text`` as a closed UTC range, else None.
+
+    Raises ValidationError only for a naive ``now``; nonsense text gives None.
+    """
+    ctx = _check_now(now)
+    if not isinstance(text, str) or not text:
+        return None
+    found: list[tuple[int, int, int, int, re.Match[str], _Handler]] = []
+    for tier, specs in enumerate((_TOP_SPECS, _VAGUE_SPECS)):
+        for index, (pattern, handler) in enumerate(specs):
+            for m in pattern.finditer(text):
+                found.append((tier, m.start(), m.start() - m.end(), index, m, handler))
+    found.sort(key=lambda item: item[:4])
+    for *_, m, handler in found:
+        try:
+            span = handler(m, ctx)
+            if span is None:
+                continue
+            start, end = _to_utc(span[0]), _to_utc(span[1])
+        except (ValueError, OverflowError, KeyError, IndexError):
+            continue  # e.g. "February 30", or a range past year 9999
+        if start <= end:
+            return TimeRange(start=start, end=end, expression=m.group(0))
+    return None
+
+
+def parse_datetime(value: str | datetime, field: str) -> datetime:
+    """A timezone-aware ISO-8601 string (trailing 'Z' allowed) or datetime, as UTC."""
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text[-1:] in ("Z", "z"):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError as exc:
+            message = f"must be a timezone-aware ISO-8601 datetime, got {value!r}"
+            raise ValidationError(field, message) from exc
+    else:
+        raise ValidationError(field, f"must be a timezone-aware ISO-8601 string, got {type(value).__name__}")
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise ValidationError(field, f"must be timezone-aware ISO-8601 (e.g. ending in Z), got {value!r}")
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValidationError(field, f"out of range: {value!r}") from exc

@@ -1,0 +1,141 @@
+"""Values that flow through the retrieval stages after candidates are fetched."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.model import MemoryRecord
+
+__all__ = ["MemoryEntry", "Retrieval", "RetrievalMetadata", "Scored"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A candidate after stage 3 scoring: its signals, their weights and why it was recalled."""
+
+    record: MemoryRecord
+    score: float
+    signals: Mapping[str, float] = field(default_factory=dict)
+    weights: Mapping[str, float] = field(default_factory=dict)
+    reasons: tuple[str, ...] = ()
+    vector: npt.NDArray[np.float32] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEntry:
+    """Seed 001 ``MemoryEntry`` plus the explanation Engram adds (signals and reasons)."""
+
+    id: str
+    content: str
+    score: float
+    timestamp: str
+    session_id: str | None
+    message_id: str | None
+    type: str
+    role: str | None
+    collection: str
+    search_type: str
+    original_length: int
+    was_redacted: bool
+    signals: Mapping[str, float] = field(default_factory=dict)
+    weights: Mapping[str, float] = field(default_factory=dict)
+    reasons: tuple[str, ...] = ()
+    record: MemoryRecord | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "content": self.content,
+            "score": round(self.score, 6),
+            "timestamp": self.timestamp,
+            "sessionId": self.session_id,
+            "type": self.type,
+            "provenance": {
+                "collection": self.collection,
+                "searchType": self.search_type,
+                "originalLength": self.original_length,
+                "wasRedacted": self.was_redacted,
+            },
+            "signals": {
+                name: {"value": round(value, 6), "weight": self.weights.get(name, 0.0)}
+                for name, value in self.signals.items()
+            },
+            "reasons": list(self.reasons),
+        }
+        if self.message_id is not None:
+            out["messageId"] = self.message_id
+        if self.role is not None:
+            out["role"] = self.role
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalMetadata:
+    """Seed 001 ``RetrievalMetadata`` plus the error that a fallback answered, if any."""
+
+    query_time_ms: float
+    total_results: int
+    included_results: int
+    total_tokens: int
+    applied_filters: tuple[str, ...]
+    config: Mapping[str, Any]
+    error: Mapping[str, str] | None = None
+    retrieval_id: str | None = None
+    query_type: str | None = None
+    strategy: str | None = None
+    stage_ms: Mapping[str, float] = field(default_factory=dict)
+    cached: bool = False
+    suppressed_superseded: int = 0
+    dedup_removed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "queryTime": round(self.query_time_ms, 3),
+            "totalResults": self.total_results,
+            "includedResults": self.included_results,
+            "totalTokens": self.total_tokens,
+            "appliedFilters": list(self.applied_filters),
+            "config": dict(self.config),
+            "retrievalId": self.retrieval_id,
+            "queryType": self.query_type,
+            "strategy": self.strategy,
+            "stageMs": {k: round(v, 3) for k, v in self.stage_ms.items()},
+            "cached": self.cached,
+            "suppressedSuperseded": self.suppressed_superseded,
+            "dedupRemoved": self.dedup_removed,
+        }
+        if self.error is not None:
+            out["error"] = dict(self.error)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What ``Memory.retrieve`` answers: the chosen memories and how they were found."""
+
+    query: str
+    memories: tuple[MemoryEntry, ...]
+    metadata: RetrievalMetadata
+    domain_rows: tuple[Mapping[str, Any], ...] = ()
+    #: The reference time the retrieval ran at; prompts say "2 weeks ago" relative to it.
+    now: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memories": [m.to_dict() for m in self.memories],
+            "metadata": self.metadata.to_dict(),
+        }
+
+    def ids(self) -> list[str]:
+        return [m.id for m in self.memories]
+
+    def to_prompt(self, style: str = "policy") -> str:
+        from engram.retrieve.render import to_prompt
+
+        return to_prompt(self, style=style, now=self.now)

@@ -1,0 +1,133 @@
+"""Numbered migrations for the embedded store; ``PRAGMA user_version`` records the last applied."""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["MIGRATIONS", "migrate"]
+
+# Times are integer microseconds since the epoch (UTC): exact round-trips and cheap range scans.
+# Tags and entities live in side tables so filters and entity candidates use indexes; the JSON
+# copies on the row are what fetch() returns.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: memories, keyword index, tags, entities, links, meta
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE memories (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        user_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        agent_id TEXT, session_id TEXT, project_id TEXT, role TEXT,
+        subject TEXT, predicate TEXT, object TEXT, trigger_text TEXT, action_text TEXT,
+        tags TEXT NOT NULL DEFAULT '[]',
+        entities TEXT NOT NULL DEFAULT '[]',
+        importance REAL NOT NULL,
+        created_at INTEGER NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        valid_from INTEGER, valid_to INTEGER,
+        last_accessed_at INTEGER,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'active',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        doc_key TEXT, version INTEGER,
+        embedding BLOB
+    );
+    CREATE INDEX memories_user_created ON memories (user_id, created_at DESC);
+    CREATE INDEX memories_user_kind ON memories (user_id, kind, created_at DESC);
+    CREATE INDEX memories_user_importance ON memories (user_id, importance DESC);
+    CREATE INDEX memories_user_access ON memories (user_id, access_count DESC);
+    CREATE INDEX memories_user_accessed ON memories (user_id, last_accessed_at DESC);
+    CREATE INDEX memories_user_session ON memories (user_id, session_id);
+    CREATE INDEX memories_user_doc ON memories (user_id, doc_key, version);
+    CREATE INDEX memories_user_fact ON memories (user_id, subject, predicate);
+    CREATE INDEX memories_hash ON memories (content_hash);
+
+    CREATE TABLE memory_tags (
+        memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        user_id TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        PRIMARY KEY (memory_rowid, tag)
+    );
+    CREATE INDEX memory_tags_user_tag ON memory_tags (user_id, tag);
+
+    CREATE TABLE memory_entities (
+        memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE,
+        user_id TEXT NOT NULL,
+        entity TEXT NOT NULL,
+        PRIMARY KEY (memory_rowid, entity)
+    );
+    CREATE INDEX memory_entities_user_entity ON memory_entities (user_id, entity);
+
+    CREATE TABLE links (
+        user_id TEXT NOT NULL,
+        from_id TEXT NOT NULL,
+        to_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        strength REAL NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, from_id, to_id, type)
+    );
+    CREATE INDEX links_user_to ON links (user_id, to_id);
+
+    CREATE TABLE entities (
+        user_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        name TEXT NOT NULL,
+        aliases TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (user_id, id)
+    );
+
+    CREATE VIRTUAL TABLE memories_fts USING fts5 (
+        content, content='memories', content_rowid='rowid',
+        tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts (rowid, content) VALUES (new.rowid, new.content);
+    END;
+    CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    END;
+    CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+        INSERT INTO memories_fts (rowid, content) VALUES (new.rowid, new.content);
+    END;
+    """,
+)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every migration not yet applied, each in its own transaction; returns the version."""
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    for number, script in enumerate(MIGRATIONS, start=1):
+        if number <= current:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        current = number
+    return current
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script on ';' outside trigger bodies (executescript would commit implicitly)."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return out

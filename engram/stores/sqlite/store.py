@@ -1,0 +1,437 @@
+"""The embedded store: one SQLite file in WAL mode, FTS5 for keywords, numpy for vectors."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable
+from engram.ext import Vector
+from engram.model import Entity, Filters, Hit, Link, MemoryRecord
+from engram.stores.sqlite.rows import COLUMNS, filter_sql, record_params, row_to_record, to_us
+from engram.stores.sqlite.schema import migrate
+from engram.stores.sqlite.vectors import ExactIndex
+from engram.text import keyword_terms
+
+__all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
+_PLACEHOLDERS = ",".join("?" * 27)
+
+
+class SQLiteStore:
+    """All access goes through one connection guarded by a lock; other processes may share the file."""
+
+    def __init__(self, path: str | Path, *, busy_retries: int = 12) -> None:
+        self.path = str(path)
+        self._busy_retries = busy_retries
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, timeout=10.0, isolation_level=None, check_same_thread=False
+            )
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreUnavailable(f"cannot open {self.path}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoint, no torn DB
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._retry(lambda: migrate(self._conn))
+        self._indexes: dict[str, ExactIndex] = {}
+        self._dimensions: int | None = None
+        self._data_version = self._read_data_version()
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def _retry(self, op: Callable[[], T]) -> T:
+        """Retry with jittered backoff when another process holds the write lock."""
+        delay = 0.005
+        for attempt in range(self._busy_retries + 1):
+            try:
+                with self._lock:
+                    return op()
+            except sqlite3.OperationalError as exc:
+                message = str(exc).lower()
+                if ("locked" not in message and "busy" not in message) or attempt == self._busy_retries:
+                    raise StoreError(f"sqlite: {exc}") from exc
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 0.5)
+        raise AssertionError("unreachable")
+
+    def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        def run() -> T:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = op(self._conn)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._data_version = self._read_data_version()
+            return result
+
+        return self._retry(run)
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._retry(lambda: self._conn.execute(sql, params).fetchall())
+
+    def _read_data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _check_foreign_writes(self) -> None:
+        """Drop cached vector indexes when another connection committed since we last looked."""
+        version = self._read_data_version()
+        if version != self._data_version:
+            self._indexes.clear()
+            self._data_version = version
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- embedding bookkeeping ------------------------------------------------------------------------
+    def bind_embedder(self, model_id: str, dimensions: int) -> None:
+        rows = self._read("SELECT key, value FROM meta WHERE key IN ('model_id', 'dimensions')")
+        stored = dict(rows)
+        if not stored:
+            self._write(
+                lambda c: c.executemany(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                    [("model_id", model_id), ("dimensions", str(dimensions))],
+                )
+            )
+        elif stored.get("model_id") != model_id:
+            raise EmbedderMismatch(
+                f"{self.path} holds vectors of {stored.get('model_id')!r}; refusing to mix in {model_id!r}"
+            )
+        self._dimensions = dimensions
+
+    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
+        out: dict[str, Vector] = {}
+        unique = list(dict.fromkeys(content_hashes))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            rows = self._read(
+                f"SELECT content_hash, embedding FROM memories WHERE content_hash IN "
+                f"({','.join('?' * len(chunk))}) AND embedding IS NOT NULL GROUP BY content_hash",
+                chunk,
+            )
+            for digest, blob in rows:
+                out[digest] = np.frombuffer(blob, dtype=np.float32).copy()
+        return out
+
+    # -- writes ---------------------------------------------------------------------------------------
+    def _insert(self, c: sqlite3.Connection, record: MemoryRecord, vector: Vector | None) -> int:
+        blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+        cur = c.execute(
+            f"INSERT INTO memories ({COLUMNS}, embedding) VALUES ({_PLACEHOLDERS}, ?)",
+            (*record_params(record), blob),
+        )
+        rowid = int(cur.lastrowid or 0)
+        c.executemany(
+            "INSERT OR IGNORE INTO memory_tags (memory_rowid, user_id, tag) VALUES (?, ?, ?)",
+            [(rowid, record.user_id, tag) for tag in record.tags],
+        )
+        c.executemany(
+            "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, entity) VALUES (?, ?, ?)",
+            [(rowid, record.user_id, entity) for entity in record.entities],
+        )
+        return rowid
+
+    def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
+        if len(records) != len(vectors):
+            raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+
+        def op(c: sqlite3.Connection) -> list[int]:
+            return [self._insert(c, r, v) for r, v in zip(records, vectors, strict=True)]
+
+        rowids = self._write(op)
+        for record, rowid, vector in zip(records, rowids, vectors, strict=True):
+            index = self._indexes.get(record.user_id)
+            if index is not None:
+                index.add(rowid, record.id, vector, record.kind, record.status)
+
+    def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
+        def op(c: sqlite3.Connection) -> tuple[int, Vector | None] | None:
+            row = c.execute(
+                "SELECT rowid, embedding FROM memories WHERE id = ? AND user_id = ?",
+                (record.id, record.user_id),
+            ).fetchone()
+            if row is None:
+                return None
+            old_vector = None if row[1] is None else np.frombuffer(row[1], dtype=np.float32)
+            new_vector = vector if vector is not None else old_vector
+            c.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
+            return self._insert(c, record, new_vector), new_vector
+
+        result = self._write(op)
+        index = self._indexes.get(record.user_id)
+        if result is not None and index is not None:
+            index.remove_by_id(record.id)
+            if result[1] is not None:
+                index.add(result[0], record.id, result[1], record.kind, record.status)
+
+    def delete(self, user_id: str, memory_id: str) -> bool:
+        def op(c: sqlite3.Connection) -> bool:
+            cur = c.execute("DELETE FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
+            if cur.rowcount == 0:
+                return False
+            c.execute(
+                "DELETE FROM links WHERE user_id = ? AND (from_id = ? OR to_id = ?)",
+                (user_id, memory_id, memory_id),
+            )
+            return True
+
+        deleted = self._write(op)
+        index = self._indexes.get(user_id)
+        if deleted and index is not None:
+            index.remove_by_id(memory_id)
+        return deleted
+
+    def forget_user(self, user_id: str) -> int:
+        def op(c: sqlite3.Connection) -> int:
+            count = c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,)).rowcount
+            c.execute("DELETE FROM links WHERE user_id = ?", (user_id,))
+            c.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
+            return int(count)
+
+        count = self._write(op)
+        self._indexes.pop(user_id, None)
+        return count
+
+    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        ids = list(dict.fromkeys(memory_ids))
+        self._write(
+            lambda c: c.execute(
+                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? "
+                f"WHERE user_id = ? AND id IN ({','.join('?' * len(ids))})",
+                (to_us(at), user_id, *ids),
+            )
+        )
+
+    def add_link(self, user_id: str, link: Link) -> None:
+        self._write(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO links (user_id, from_id, to_id, type, strength, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (user_id, link.from_id, link.to_id, link.type, link.strength, to_us(datetime.now(UTC))),
+            )
+        )
+
+    def upsert_entity(self, user_id: str, entity: Entity) -> None:
+        self._write(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO entities (user_id, id, type, name, aliases) VALUES (?, ?, ?, ?, ?)",
+                (user_id, entity.id, entity.type, entity.name, json.dumps(list(entity.aliases))),
+            )
+        )
+
+    # -- reads ----------------------------------------------------------------------------------------
+    def get(self, user_id: str, memory_id: str) -> MemoryRecord | None:
+        rows = self._read(f"SELECT {COLUMNS} FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
+        return row_to_record(rows[0]) if rows else None
+
+    def fetch(self, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+        found: dict[str, MemoryRecord] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._read(
+                f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND id IN ({','.join('?' * len(chunk))})",
+                (user_id, *chunk),
+            )
+            for row in rows:
+                found[row[0]] = row_to_record(row)
+        return [found[i] for i in ids if i in found]
+
+    def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        out: dict[str, Vector] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self._read(
+                f"SELECT id, embedding FROM memories WHERE user_id = ? AND embedding IS NOT NULL "
+                f"AND id IN ({','.join('?' * len(chunk))})",
+                (user_id, *chunk),
+            )
+            for memory_id, blob in rows:
+                out[memory_id] = np.frombuffer(blob, dtype=np.float32).copy()
+        return out
+
+    def list(self, user_id: str, filters: Filters, *, limit: int = 100, offset: int = 0) -> builtins.list[MemoryRecord]:
+        where, params = filter_sql(filters)
+        rows = self._read(
+            f"SELECT {COLUMNS} FROM memories m WHERE m.user_id = ? AND {where} "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
+            (user_id, *params, limit, offset),
+        )
+        return [row_to_record(r) for r in rows]
+
+    def count(self, user_id: str | None = None) -> int:
+        if user_id is None:
+            return int(self._read("SELECT COUNT(*) FROM memories")[0][0])
+        return int(self._read("SELECT COUNT(*) FROM memories WHERE user_id = ?", (user_id,))[0][0])
+
+    def user_exists(self, user_id: str) -> bool:
+        return bool(self._read("SELECT 1 FROM memories WHERE user_id = ? LIMIT 1", (user_id,)))
+
+    def links(self, user_id: str, memory_id: str) -> builtins.list[Link]:
+        rows = self._read(
+            "SELECT from_id, to_id, type, strength FROM links WHERE user_id = ? AND (from_id = ? OR to_id = ?) "
+            "ORDER BY type, from_id, to_id",
+            (user_id, memory_id, memory_id),
+        )
+        return [Link(r[0], r[1], r[2], float(r[3])) for r in rows]
+
+    def entities(self, user_id: str) -> builtins.list[Entity]:
+        rows = self._read("SELECT id, type, name, aliases FROM entities WHERE user_id = ? ORDER BY id", (user_id,))
+        return [Entity(r[0], r[1], r[2], tuple(json.loads(r[3]))) for r in rows]
+
+    def stats(self) -> Mapping[str, Any]:
+        rows = self._read("SELECT kind, COUNT(*) FROM memories GROUP BY kind ORDER BY kind")
+        users = self._read("SELECT COUNT(DISTINCT user_id) FROM memories")[0][0]
+        meta = dict(self._read("SELECT key, value FROM meta"))
+        size = Path(self.path).stat().st_size if self.path != ":memory:" else 0
+        return {
+            "backend": "sqlite",
+            "path": self.path,
+            "memories": sum(n for _, n in rows),
+            "users": int(users),
+            "by_kind": {k: n for k, n in rows},
+            "model_id": meta.get("model_id"),
+            "bytes": size,
+        }
+
+    # -- candidate primitives -------------------------------------------------------------------------
+    def _index(self, user_id: str) -> ExactIndex:
+        self._check_foreign_writes()
+        index = self._indexes.get(user_id)
+        if index is None:
+            rows = self._conn.execute(
+                "SELECT rowid, id, embedding, kind, status FROM memories "
+                "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
+                (user_id,),
+            ).fetchall()
+            dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
+            index = ExactIndex(dim, capacity=max(1024, len(rows)))
+            for rowid, memory_id, blob, kind, status in rows:
+                index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
+            self._indexes[user_id] = index
+        return index
+
+    def _is_simple(self, filters: Filters) -> bool:
+        return filters == Filters(kinds=filters.kinds, statuses=filters.statuses)
+
+    def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
+        def op() -> builtins.list[Hit]:
+            index = self._index(user_id)
+            allowed = None
+            if not self._is_simple(filters):
+                where, params = filter_sql(filters)
+                allowed = {
+                    r[0]
+                    for r in self._conn.execute(
+                        f"SELECT m.rowid FROM memories m WHERE m.user_id = ? AND {where}", (user_id, *params)
+                    )
+                }
+            return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
+
+        return self._retry(op)
+
+    def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        terms = keyword_terms(text)
+        if not terms:
+            return []
+        # Each term quoted so FTS5 syntax in user text is inert; OR gives BM25 its usual recall.
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, params = filter_sql(filters)
+        rows = self._read(
+            "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts "
+            "JOIN memories m ON m.rowid = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND m.user_id = ? AND {where} "
+            "ORDER BY score DESC, m.id LIMIT ?",
+            (match, user_id, *params, n),
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
+                 score: str, order: str, n: int) -> builtins.list[Hit]:
+        where, params = filter_sql(filters)
+        rows = self._read(
+            f"SELECT m.id, {score} FROM memories m WHERE m.user_id = ? AND {where} {extra} "
+            f"ORDER BY {order}, m.id LIMIT ?",
+            (user_id, *params, *extra_params, n),
+        )
+        return [(r[0], float(r[1] or 0)) for r in rows]
+
+    def by_time_range(
+        self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
+    ) -> builtins.list[Hit]:
+        return self._ordered(
+            user_id, filters, "AND m.created_at BETWEEN ? AND ?", (to_us(start), to_us(end)),
+            "m.created_at / 1e6", "m.created_at DESC", n,
+        )
+
+    def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return []
+        where, params = filter_sql(filters)
+        rows = self._read(
+            "SELECT m.id, COUNT(DISTINCT e.entity) AS matches FROM memory_entities e "
+            "JOIN memories m ON m.rowid = e.memory_rowid "
+            f"WHERE e.user_id = ? AND e.entity IN ({','.join('?' * len(ids))}) AND m.user_id = ? AND {where} "
+            "GROUP BY m.rowid ORDER BY matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT ?",
+            (user_id, *ids, user_id, *params, n),
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def by_links(self, user_id: str, memory_ids: Sequence[str], n: int,
+                 link_types: Iterable[str] | None) -> builtins.list[Hit]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        types = list(link_types) if link_types is not None else None
+        type_sql = f"AND l.type IN ({','.join('?' * len(types))})" if types else ""
+        rows = self._read(
+            "SELECT other, MAX(strength) AS s FROM ("
+            " SELECT l.to_id AS other, l.strength FROM links l"
+            f" WHERE l.user_id = ? AND l.from_id IN ({marks}) {type_sql}"
+            " UNION ALL"
+            " SELECT l.from_id AS other, l.strength FROM links l"
+            f" WHERE l.user_id = ? AND l.to_id IN ({marks}) {type_sql}"
+            ") JOIN memories m ON m.id = other AND m.user_id = ? "
+            "GROUP BY other ORDER BY s DESC, other LIMIT ?",
+            (user_id, *ids, *(types or []), user_id, *ids, *(types or []), user_id, n),
+        )
+        return [(r[0], float(r[1])) for r in rows if r[0] not in ids]
+
+    def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(user_id, filters, "", (), "m.created_at / 1e6", "m.created_at DESC", n)
+
+    def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(
+            user_id, filters, "", (), "COALESCE(m.last_accessed_at, 0) / 1e6",
+            "COALESCE(m.last_accessed_at, 0) DESC, m.created_at DESC", n,
+        )
+
+    def most_important(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(user_id, filters, "", (), "m.importance", "m.importance DESC, m.created_at DESC", n)
+
+    def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(
+            user_id, filters, "", (), "m.access_count", "m.access_count DESC, m.created_at DESC", n
+        )

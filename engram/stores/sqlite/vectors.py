@@ -1,0 +1,167 @@
+"""Exact cosine top-n over one user's vectors, held in memory and kept current on writes.
+
+The seam is :class:`VectorIndex`; an approximate index (HNSW through hnswlib, faiss or usearch)
+for very large users can implement the same four methods without the store contract changing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.model import KINDS, STATUSES
+
+__all__ = ["ExactIndex", "VectorIndex"]
+
+
+def _code(names: Sequence[str], name: str) -> int:
+    return names.index(name) if name in names else -1
+
+Matrix = npt.NDArray[np.float32]
+
+
+class VectorIndex(Protocol):
+    def add(self, rowid: int, memory_id: str, vector: Matrix, kind: str, status: str) -> None: ...
+
+    def remove(self, rowid: int) -> None: ...
+
+    def set_status(self, rowid: int, status: str) -> None: ...
+
+    def search(
+        self,
+        query: Matrix,
+        n: int,
+        *,
+        statuses: Collection[str],
+        kinds: Collection[str] | None,
+        allowed: Collection[int] | None,
+    ) -> list[tuple[str, float]]: ...
+
+
+class ExactIndex:
+    """A growable float32 matrix; removal leaves a hole that a later compaction closes."""
+
+    def __init__(self, dimensions: int, capacity: int = 1024) -> None:
+        self._dim = dimensions
+        self._matrix: Matrix = np.zeros((capacity, dimensions), dtype=np.float32)
+        self._alive = np.zeros(capacity, dtype=bool)
+        # Kinds and statuses as small integer codes so filtering is one vectorized comparison.
+        self._kind = np.zeros(capacity, dtype=np.int8)
+        self._status = np.zeros(capacity, dtype=np.int8)
+        self._ids: list[str] = []
+        self._rowids = np.zeros(capacity, dtype=np.int64)
+        self._pos: dict[int, int] = {}
+        self._rowid_of: dict[str, int] = {}
+        self._size = 0
+        self._holes = 0
+
+    def __len__(self) -> int:
+        return self._size - self._holes
+
+    def _grow(self) -> None:
+        capacity = max(1024, len(self._matrix) * 2)
+        matrix = np.zeros((capacity, self._dim), dtype=np.float32)
+        matrix[: self._size] = self._matrix[: self._size]
+        alive = np.zeros(capacity, dtype=bool)
+        alive[: self._size] = self._alive[: self._size]
+        rowids = np.zeros(capacity, dtype=np.int64)
+        rowids[: self._size] = self._rowids[: self._size]
+        kind = np.zeros(capacity, dtype=np.int8)
+        kind[: self._size] = self._kind[: self._size]
+        status = np.zeros(capacity, dtype=np.int8)
+        status[: self._size] = self._status[: self._size]
+        self._matrix, self._alive, self._rowids = matrix, alive, rowids
+        self._kind, self._status = kind, status
+
+    def add(self, rowid: int, memory_id: str, vector: Matrix, kind: str, status: str) -> None:
+        if rowid in self._pos:
+            self.remove(rowid)
+        if self._size == len(self._matrix):
+            self._grow()
+        i = self._size
+        self._matrix[i] = vector
+        self._alive[i] = True
+        self._rowids[i] = rowid
+        self._ids.append(memory_id)
+        self._kind[i] = _code(KINDS, kind)
+        self._status[i] = _code(STATUSES, status)
+        self._pos[rowid] = i
+        self._rowid_of[memory_id] = rowid
+        self._size += 1
+
+    def remove(self, rowid: int) -> None:
+        i = self._pos.pop(rowid, None)
+        if i is None:
+            return
+        self._rowid_of.pop(self._ids[i], None)
+        self._alive[i] = False
+        self._holes += 1
+        if self._holes > 1024 and self._holes > self._size // 4:
+            self._compact()
+
+    def remove_by_id(self, memory_id: str) -> None:
+        rowid = self._rowid_of.get(memory_id)
+        if rowid is not None:
+            self.remove(rowid)
+
+    def set_status(self, rowid: int, status: str) -> None:
+        i = self._pos.get(rowid)
+        if i is not None:
+            self._status[i] = _code(STATUSES, status)
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._alive[: self._size])
+        self._matrix[: len(keep)] = self._matrix[keep]
+        self._rowids[: len(keep)] = self._rowids[keep]
+        self._ids = [self._ids[i] for i in keep]
+        self._kind[: len(keep)] = self._kind[keep]
+        self._status[: len(keep)] = self._status[keep]
+        self._alive[:] = False
+        self._alive[: len(keep)] = True
+        self._size = len(keep)
+        self._holes = 0
+        self._pos = {int(r): i for i, r in enumerate(self._rowids[: self._size])}
+
+    def _mask(
+        self, statuses: Collection[str], kinds: Collection[str] | None, allowed: Collection[int] | None
+    ) -> npt.NDArray[np.bool_]:
+        mask = self._alive[: self._size].copy()
+        if allowed is not None:
+            allowed_mask = np.zeros(self._size, dtype=bool)
+            positions = [self._pos[r] for r in allowed if r in self._pos]
+            allowed_mask[positions] = True
+            mask &= allowed_mask
+            return mask  # the caller's SQL already applied status and kind
+        mask &= np.isin(self._status[: self._size], [_code(STATUSES, s) for s in statuses])
+        if kinds is not None:
+            mask &= np.isin(self._kind[: self._size], [_code(KINDS, k) for k in kinds])
+        return mask
+
+    def search(
+        self,
+        query: Matrix,
+        n: int,
+        *,
+        statuses: Collection[str],
+        kinds: Collection[str] | None,
+        allowed: Collection[int] | None,
+    ) -> list[tuple[str, float]]:
+        if self._size == 0 or n <= 0:
+            return []
+        scores = self._matrix[: self._size] @ query.astype(np.float32)
+        mask = self._mask(statuses, kinds, allowed)
+        scores = np.where(mask, scores, -np.inf)
+        live = int(mask.sum())
+        n = min(n, live)
+        if n == 0:
+            return []
+        top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
+        # Sort by score, then id, so ties come out the same on every backend.
+        ranked = sorted((-float(scores[i]), self._ids[i]) for i in top)
+        return [(memory_id, -neg) for neg, memory_id in ranked]
+
+    def ids(self) -> Sequence[str]:
+        return [self._ids[i] for i in range(self._size) if self._alive[i]]

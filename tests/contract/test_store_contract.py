@@ -1,0 +1,203 @@
+"""What every store must do. Runs unchanged against each backend (see conftest ``store``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from engram.errors import EmbedderMismatch
+from engram.ext import Store
+from engram.ingest.normalize import content_hash
+from engram.model import Entity, Filters, Link, MemoryRecord, new_id
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+DIM = 8
+
+
+def unit(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def rec(user: str, content: str, **kw: object) -> MemoryRecord:
+    fields: dict[str, object] = {
+        "id": new_id(), "user_id": user, "content": content, "kind": "message",
+        "created_at": T0, "recorded_at": T0, "content_hash": content_hash(content),
+    }
+    fields.update(kw)
+    return MemoryRecord(**fields)  # type: ignore[arg-type]
+
+
+def put(store: Store, *records: MemoryRecord, seeds: list[int] | None = None) -> None:
+    seeds = seeds or list(range(len(records)))
+    store.put_many(list(records), np.stack([unit(s) for s in seeds]))
+
+
+def test_round_trip_every_field(store: Store) -> None:
+    r = rec(
+        "u1", "Acme prefers NET30", kind="fact", agent_id="a", session_id="s", project_id="p",
+        role="assistant", subject="customer:acme", predicate="prefers", object="NET30",
+        tags=("billing", "terms"), entities=("customer:acme",), importance=0.75,
+        valid_from=T0, valid_to=T0 + timedelta(days=3), metadata={"source": "chat", "n": 2},
+        doc_key="k", version=3, status="archived",
+        created_at=datetime(2024, 2, 3, 4, 5, 6, 789012, tzinfo=UTC),
+    )
+    put(store, r)
+    assert store.get("u1", r.id) == r
+    assert store.fetch("u1", [r.id]) == [r]
+
+
+def test_reads_are_scoped_to_the_user(store: Store) -> None:
+    mine, theirs = rec("u1", "shared words here"), rec("u2", "shared words here")
+    put(store, mine, theirs, seeds=[1, 1])
+    assert store.get("u1", theirs.id) is None
+    assert store.fetch("u1", [mine.id, theirs.id]) == [mine]
+    assert [h[0] for h in store.vector_search("u1", unit(1), 10, Filters())] == [mine.id]
+    assert [h[0] for h in store.keyword_search("u1", "shared words", 10, Filters())] == [mine.id]
+    assert [h[0] for h in store.most_recent("u1", 10, Filters())] == [mine.id]
+
+
+def test_vector_search_orders_by_cosine(store: Store) -> None:
+    records = [rec("u1", f"memory {i}") for i in range(5)]
+    put(store, *records, seeds=[10, 11, 12, 13, 14])
+    hits = store.vector_search("u1", unit(12), 3, Filters())
+    assert hits[0][0] == records[2].id
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert len(hits) == 3
+
+
+def test_keyword_search_is_bm25_like_and_inert_to_syntax(store: Store) -> None:
+    a = rec("u1", "The invoice for Acme was paid late")
+    b = rec("u1", "Lunch with Sarah about the garden")
+    put(store, a, b)
+    hits = store.keyword_search("u1", "acme invoice", 10, Filters())
+    assert [h[0] for h in hits] == [a.id]
+    assert hits[0][1] > 0
+    for hostile in ['"unbalanced', "NEAR(a b)", "a AND OR NOT", "col:acme", "*", "'; DROP TABLE memories; --"]:
+        store.keyword_search("u1", hostile, 10, Filters())  # must not raise
+    assert store.get("u1", a.id) is not None
+
+
+def test_filters(store: Store) -> None:
+    a = rec("u1", "alpha note", kind="fact", tags=("x", "y"), session_id="s1", metadata={"src": "chat"})
+    b = rec("u1", "alpha note two", kind="message", tags=("x",), session_id="s2", metadata={"src": "mail"})
+    c = rec("u1", "alpha archived", status="archived", tags=("y",))
+    put(store, a, b, c)
+
+    def ids(f: Filters) -> set[str]:
+        return {h[0] for h in store.keyword_search("u1", "alpha", 10, f)}
+
+    assert ids(Filters()) == {a.id, b.id}
+    assert ids(Filters(kinds=("fact",))) == {a.id}
+    assert ids(Filters(tags_all=("x", "y"))) == {a.id}
+    assert ids(Filters(tags_any=("y",))) == {a.id}
+    assert ids(Filters(tags_any=("y",), statuses=("active", "archived"))) == {a.id, c.id}
+    assert ids(Filters(session_id="s2")) == {b.id}
+    assert ids(Filters(metadata={"src": "mail"})) == {b.id}
+    vector_ids = {h[0] for h in store.vector_search("u1", unit(0), 10, Filters(tags_all=("x",)))}
+    assert vector_ids == {a.id, b.id}
+
+
+def test_time_entities_importance_access(store: Store) -> None:
+    old = rec("u1", "old", created_at=T0, entities=("customer:acme",), importance=0.9)
+    new = rec("u1", "new", created_at=T0 + timedelta(days=10), entities=("customer:acme", "order:1"))
+    put(store, old, new)
+    span = store.by_time_range("u1", T0 + timedelta(days=5), T0 + timedelta(days=15), 10, Filters())
+    assert [h[0] for h in span] == [new.id]
+    ents = store.by_entities("u1", ["customer:acme", "order:1"], 10, Filters())
+    assert ents[0] == (new.id, 2.0) and ents[1] == (old.id, 1.0)
+    assert store.most_important("u1", 1, Filters())[0][0] == old.id
+    assert [h[0] for h in store.most_recent("u1", 2, Filters())] == [new.id, old.id]
+    store.record_access("u1", [old.id], T0 + timedelta(days=20))
+    store.record_access("u1", [old.id], T0 + timedelta(days=21))
+    assert store.most_accessed("u1", 1, Filters())[0] == (old.id, 2.0)
+    assert store.most_recently_accessed("u1", 1, Filters())[0][0] == old.id
+    got = store.get("u1", old.id)
+    assert got is not None and got.access_count == 2
+    assert got.last_accessed_at == T0 + timedelta(days=21)
+
+
+def test_links_one_hop_both_directions(store: Store) -> None:
+    a, b, c, other = rec("u1", "a"), rec("u1", "b"), rec("u1", "c"), rec("u2", "x")
+    put(store, a, b, c, other)
+    store.add_link("u1", Link(a.id, b.id, "part_of", 0.5))
+    store.add_link("u1", Link(c.id, a.id, "supersedes", 0.9))
+    assert store.by_links("u1", [a.id], 10, None) == [(c.id, 0.9), (b.id, 0.5)]
+    assert store.by_links("u1", [a.id], 10, ["part_of"]) == [(b.id, 0.5)]
+    assert store.by_links("u2", [a.id], 10, None) == []
+    assert {link.type for link in store.links("u1", a.id)} == {"part_of", "supersedes"}
+
+
+def test_delete_removes_from_every_index(store: Store) -> None:
+    a, b = rec("u1", "unique zebra words"), rec("u1", "other")
+    put(store, a, b, seeds=[5, 6])
+    store.add_link("u1", Link(a.id, b.id, "related", 1.0))
+    assert store.vector_search("u1", unit(5), 1, Filters())[0][0] == a.id
+    assert store.delete("u1", a.id) is True
+    assert store.delete("u1", a.id) is False
+    assert store.get("u1", a.id) is None
+    assert store.keyword_search("u1", "zebra", 10, Filters()) == []
+    assert a.id not in [h[0] for h in store.vector_search("u1", unit(5), 10, Filters())]
+    assert store.links("u1", b.id) == []
+
+
+def test_delete_is_scoped_to_the_owner(store: Store) -> None:
+    a = rec("u1", "mine")
+    put(store, a)
+    assert store.delete("u2", a.id) is False
+    assert store.get("u1", a.id) == a
+
+
+def test_forget_user_leaves_others(store: Store) -> None:
+    put(store, rec("u1", "one zebra"), rec("u1", "two"), rec("u2", "three zebra"))
+    store.upsert_entity("u1", Entity("customer:acme", "customer", "Acme", ("Acme Corp",)))
+    assert store.forget_user("u1") == 2
+    assert store.count("u1") == 0 and store.count("u2") == 1
+    assert store.entities("u1") == []
+    assert store.keyword_search("u1", "zebra", 10, Filters()) == []
+    assert store.vector_search("u1", unit(0), 10, Filters()) == []
+    assert len(store.keyword_search("u2", "zebra", 10, Filters())) == 1
+    assert not store.user_exists("u1") and store.user_exists("u2")
+
+
+def test_replace_updates_row_and_indexes(store: Store) -> None:
+    a = rec("u1", "before text")
+    put(store, a, seeds=[1])
+    changed = replace(a, content="after words", content_hash=content_hash("after words"), status="superseded")
+    store.replace(changed, unit(2))
+    assert store.get("u1", a.id) == changed
+    assert store.keyword_search("u1", "before", 10, Filters()) == []
+    assert store.vector_search("u1", unit(2), 10, Filters()) == []  # superseded is not active
+    hits = store.vector_search("u1", unit(2), 10, Filters(statuses=("superseded",)))
+    assert hits[0][0] == a.id
+
+
+def test_embedding_cache_and_model_binding(store: Store) -> None:
+    store.bind_embedder("model-a", DIM)
+    a = rec("u1", "cached text")
+    put(store, a, seeds=[3])
+    cached = store.cached_vectors("model-a", [a.content_hash, "nope"])
+    assert set(cached) == {a.content_hash}
+    np.testing.assert_allclose(cached[a.content_hash], unit(3), rtol=1e-6)
+    with pytest.raises(EmbedderMismatch):
+        store.bind_embedder("model-b", DIM)
+
+
+def test_entities_round_trip(store: Store) -> None:
+    e = Entity("customer:acme", "customer", "Acme Corporation", ("Acme", "Acme Corp"))
+    store.upsert_entity("u1", e)
+    assert store.entities("u1") == [e]
+    assert store.entities("u2") == []
+
+
+def test_list_and_stats(store: Store) -> None:
+    put(store, rec("u1", "a", created_at=T0), rec("u1", "b", created_at=T0 + timedelta(1)), rec("u2", "c"))
+    listed = store.list("u1", Filters(), limit=10)
+    assert [r.content for r in listed] == ["b", "a"]
+    assert store.list("u1", Filters(), limit=1, offset=1)[0].content == "a"
+    stats = store.stats()
+    assert stats["memories"] == 3 and stats["users"] == 2

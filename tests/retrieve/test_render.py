@@ -1,0 +1,358 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engram.errors import ValidationError
+from engram.model import MemoryRecord
+from engram.retrieve.render import format_semantic_triple, format_time_ago, to_prompt
+from engram.retrieve.types import MemoryEntry, Retrieval, RetrievalMetadata
+
+NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)
+
+
+def record(content: str, kind: str, created_at: datetime = NOW, **fields: Any) -> MemoryRecord:
+    return MemoryRecord(
+        id=f"id-{abs(hash((content, kind))) % 10**8}",
+        user_id="u1",
+        content=content,
+        kind=kind,
+        created_at=created_at,
+        recorded_at=created_at,
+        content_hash="h",
+        **fields,
+    )
+
+
+def entry(
+    rec: MemoryRecord, score: float = 0.8, *, was_redacted: bool = False, content: str | None = None
+) -> MemoryEntry:
+    return MemoryEntry(
+        id=rec.id,
+        content=rec.content if content is None else content,
+        score=score,
+        timestamp=rec.created_at.isoformat(),
+        session_id=rec.session_id,
+        message_id=None,
+        type=rec.kind,
+        role=rec.role,
+        collection="u1",
+        search_type="hybrid",
+        original_length=len(rec.content),
+        was_redacted=was_redacted,
+        record=rec,
+    )
+
+
+def retrieval(
+    entries: list[MemoryEntry],
+    query: str = "q",
+    *,
+    query_time_ms: float = 12.4,
+    domain_rows: tuple[Mapping[str, Any], ...] = (),
+) -> Retrieval:
+    meta = RetrievalMetadata(
+        query_time_ms=query_time_ms,
+        total_results=len(entries) + 3,
+        included_results=len(entries),
+        total_tokens=100,
+        applied_filters=(),
+        config={},
+    )
+    return Retrieval(query=query, memories=tuple(entries), metadata=meta, domain_rows=domain_rows)
+
+
+# -- policy style (seed 001) ---------------------------------------------------------------------
+
+
+def test_policy_empty_is_empty_string() -> None:
+    assert to_prompt(retrieval([])) == ""
+    assert retrieval([]).to_prompt() == ""
+
+
+def test_policy_exact_seed_sections() -> None:
+    msg = record(
+        "I need the invoice", "message", datetime(2024, 2, 1, 9, 5, 59, tzinfo=UTC), role="assistant"
+    )
+    no_role = record("hello", "message", datetime(2024, 2, 2, 23, 59, tzinfo=UTC))
+    fact = record("Acme pays NET30", "fact")
+    summary = record("Acme is a big customer", "summary")
+    r = retrieval([entry(msg), entry(fact, 0.876), entry(no_role), entry(summary)], query_time_ms=12.6)
+    assert to_prompt(r) == (
+        "## Relevant Context from Previous Conversations\n"
+        "\n"
+        "### Previous Messages\n"
+        "[2024-02-01 09:05 UTC] assistant: I need the invoice\n"
+        "[2024-02-02 23:59 UTC] user: hello\n"
+        "\n"
+        "### Known Facts\n"
+        "- Acme pays NET30 (confidence: 0.88)\n"
+        "\n"
+        "### Conversation Summaries\n"
+        "- Acme is a big customer\n"
+        "\n"
+        "_Retrieved 4 memories in 13ms_\n"
+    )
+
+
+def test_policy_time_converted_to_utc_and_unparseable_kept() -> None:
+    msg = record("hi", "message")
+    e = replace(entry(msg), timestamp="2024-03-01T12:00:00+02:00", record=None)
+    bad = replace(entry(msg), timestamp="yesterday-ish", record=None)
+    out = to_prompt(retrieval([e, bad]))
+    assert "[2024-03-01 10:00 UTC] user: hi" in out
+    assert "[yesterday-ish] user: hi" in out
+
+
+def test_policy_extra_kinds_after_seed_sections() -> None:
+    proc = record("how to refund", "procedure", trigger="customer asks refund", action="check invoice first")
+    bare_proc = record("always cc finance", "procedure")
+    episode = record("Call with Acme went well", "episode")
+    doc = record("Terms are NET30", "document", metadata={"filename": "terms.pdf"}, doc_key="k1")
+    chunk = record("Section 2 text", "chunk", doc_key="handbook")
+    plain_chunk = record("orphan chunk", "chunk")
+    fact = record("Acme is in tech", "fact")
+    r = retrieval(
+        [entry(e) for e in (proc, episode, doc, bare_proc, chunk, fact, plain_chunk)], query_time_ms=3
+    )
+    assert to_prompt(r, "policy") == (
+        "## Relevant Context from Previous Conversations\n"
+        "\n"
+        "### Known Facts\n"
+        "- Acme is in tech (confidence: 0.80)\n"
+        "\n"
+        "### Procedures\n"
+        "- When: customer asks refund Then: check invoice first\n"
+        "- always cc finance\n"
+        "\n"
+        "### Past Events\n"
+        "- Call with Acme went well\n"
+        "\n"
+        "### Documents\n"
+        "- terms.pdf: Terms are NET30\n"
+        "- handbook: Section 2 text\n"
+        "- orphan chunk\n"
+        "\n"
+        "_Retrieved 7 memories in 3ms_\n"
+    )
+
+
+def test_unknown_style_rejected() -> None:
+    with pytest.raises(ValidationError) as info:
+        to_prompt(retrieval([]), "markdown")
+    assert info.value.field == "style"
+    assert "policy, augmentation" in str(info.value)
+
+
+# -- augmentation style (seed 003) ---------------------------------------------------------------
+
+CLOSING = (
+    "Use this context to inform your response, but be clear about what you know vs. what you're inferring.\n"
+)
+ACME_QUERY = "What did Acme Corporation order last month?"
+
+
+def acme_entries() -> list[MemoryEntry]:
+    summary = record(
+        "Acme Corporation (customer:a1b2c3d4) is a long-standing customer with frequent large orders, "
+        "typically in the technology sector.",
+        "summary",
+    )
+    facts = [
+        record(
+            "x1", "fact", subject="Acme Corporation", predicate="has_property", object="industry: technology"
+        ),
+        record("x2", "fact", subject="Acme Corporation", predicate="prefers", object="payment terms: NET30"),
+        record(
+            "x3",
+            "fact",
+            subject="Acme Corporation",
+            predicate="has_property",
+            object="recent order: order:12345 (2024-01-15)",
+        ),
+    ]
+    past = [
+        record(
+            "User asked about Acme's payment status for invoice #789", "message", NOW - timedelta(days=14)
+        ),
+        record(
+            "User reviewed Acme's Q4 2023 order history and noted increase in order frequency",
+            "episode",
+            NOW - timedelta(days=40),
+        ),
+    ]
+    # Interleaved on purpose: sections group by type but keep the retrieval's order within each.
+    return [entry(past[0]), entry(facts[0]), entry(summary), entry(facts[1]), entry(past[1]), entry(facts[2])]
+
+
+ACME_CONTEXT = (
+    "# Retrieved Context\n"
+    "\n"
+    f'The following information from your memory may be relevant to the query: "{ACME_QUERY}"\n'
+    "\n"
+    "## Relevant Summaries\n"
+    "- Acme Corporation (customer:a1b2c3d4) is a long-standing customer with frequent large orders, "
+    "typically in the technology sector.\n"
+    "\n"
+    "## Relevant Facts\n"
+    "- Acme Corporation has industry: technology\n"
+    "- Acme Corporation prefers payment terms: NET30\n"
+    "- Acme Corporation has recent order: order:12345 (2024-01-15)\n"
+    "\n"
+    "## Relevant Past Interactions\n"
+    "- User asked about Acme's payment status for invoice #789 (2 weeks ago)\n"
+    "- User reviewed Acme's Q4 2023 order history and noted increase in order frequency (1 month ago)\n"
+    "\n"
+)
+
+
+def test_augmentation_reproduces_seed_example_without_domain_rows() -> None:
+    out = to_prompt(retrieval(acme_entries(), ACME_QUERY), "augmentation", now=NOW)
+    assert out == ACME_CONTEXT + CLOSING
+
+
+def test_augmentation_with_domain_rows_ends_like_seed_example() -> None:
+    rows = (
+        {"order_id": "order:12345", "date": "2024-01-15", "total": 1200},
+        {"order_id": "order:12346", "date": "2024-01-20", "total": 80.5},
+    )
+    out = to_prompt(retrieval(acme_entries(), ACME_QUERY, domain_rows=rows), "augmentation", now=NOW)
+    assert out == ACME_CONTEXT + (
+        "# Domain Database Query Results\n"
+        "\n"
+        "- order_id: order:12345, date: 2024-01-15, total: 1200\n"
+        "- order_id: order:12346, date: 2024-01-20, total: 80.5\n"
+        "\n"
+        "---\n"
+        "\n"
+        "Based on the above context and current data, please respond to the user's query.\n"
+    )
+
+
+def test_augmentation_procedures_and_fallbacks() -> None:
+    proc = record(
+        "p", "procedure", trigger="a customer disputes an invoice", action="pull the delivery proof"
+    )
+    bare_proc = record("escalate after 3 days", "procedure")
+    fact_no_triple = record("Acme's CFO is Dana", "fact")
+    redacted = record("raw", "fact", subject="Dana", predicate="email", object="dana@acme.com")
+    doc = record("Handbook says NET30", "document")
+    out = to_prompt(
+        retrieval(
+            [
+                entry(proc),
+                entry(fact_no_triple),
+                entry(bare_proc),
+                entry(redacted, was_redacted=True, content="Dana email [REDACTED]"),
+                entry(doc),
+            ]
+        ),
+        "augmentation",
+        now=NOW + timedelta(seconds=30),
+    )
+    assert (
+        out
+        == (
+            "# Retrieved Context\n"
+            "\n"
+            'The following information from your memory may be relevant to the query: "q"\n'
+            "\n"
+            "## Relevant Procedures\n"
+            "- When: a customer disputes an invoice\n"
+            "  Then: pull the delivery proof\n"
+            "- escalate after 3 days\n"
+            "\n"
+            "## Relevant Facts\n"
+            "- Acme's CFO is Dana\n"
+            "- Dana email [REDACTED]\n"
+            "\n"
+            "## Relevant Past Interactions\n"
+            "- Handbook says NET30 (just now)\n"
+            "\n"
+        )
+        + CLOSING
+    )
+    assert "dana@acme.com" not in out
+
+
+def test_augmentation_empty_is_empty_string_but_rows_alone_render() -> None:
+    assert to_prompt(retrieval([]), "augmentation", now=NOW) == ""
+    out = to_prompt(retrieval([], domain_rows=({"a": 1},)), "augmentation", now=NOW)
+    assert "# Domain Database Query Results\n\n- a: 1\n" in out
+    assert "## Relevant" not in out
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("predicate", "expected"),
+    [
+        ("has_property", "Acme has color: red"),
+        ("related_to", "Acme is related to color: red"),
+        ("prefers", "Acme prefers color: red"),
+        ("is_a", "Acme is a color: red"),
+        ("Works At", "Acme works at color: red"),
+        ("located-in", "Acme is located in color: red"),
+        ("ships_via", "Acme ships via color: red"),
+    ],
+)
+def test_format_semantic_triple(predicate: str, expected: str) -> None:
+    assert format_semantic_triple("Acme", predicate, "color: red") == expected
+
+
+@pytest.mark.parametrize(
+    ("delta", "expected"),
+    [
+        (timedelta(seconds=0), "just now"),
+        (timedelta(seconds=59), "just now"),
+        (timedelta(seconds=-30), "just now"),
+        (timedelta(minutes=-5), "in the future"),
+        (timedelta(minutes=1), "1 minute ago"),
+        (timedelta(minutes=59, seconds=59), "59 minutes ago"),
+        (timedelta(hours=1), "1 hour ago"),
+        (timedelta(hours=23), "23 hours ago"),
+        (timedelta(hours=24), "yesterday"),
+        (timedelta(hours=47), "yesterday"),
+        (timedelta(days=2), "2 days ago"),
+        (timedelta(days=6), "6 days ago"),
+        (timedelta(days=7), "1 week ago"),
+        (timedelta(days=14), "2 weeks ago"),
+        (timedelta(days=29), "4 weeks ago"),
+        (timedelta(days=30), "1 month ago"),
+        (timedelta(days=364), "12 months ago"),
+        (timedelta(days=365), "1 year ago"),
+        (timedelta(days=800), "2 years ago"),
+    ],
+)
+def test_format_time_ago(delta: timedelta, expected: str) -> None:
+    assert format_time_ago(NOW - delta, NOW) == expected
+
+
+def test_format_time_ago_naive_means_utc() -> None:
+    assert format_time_ago(datetime(2024, 2, 15, 8, 30), NOW) == "2 hours ago"
+
+
+@given(st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=20_000)))
+def test_format_time_ago_monotone(delta: timedelta) -> None:
+    order = ["just now", "minute", "hour", "yesterday", "day", "week", "month", "year"]
+
+    def rank(text: str) -> int:
+        return max(i for i, word in enumerate(order) if word in text)
+
+    assert rank(format_time_ago(NOW - delta, NOW)) <= rank(format_time_ago(NOW - delta * 2, NOW))
+
+
+@given(st.lists(st.sampled_from(["message", "fact", "summary", "procedure", "episode", "document", "chunk"])))
+def test_every_memory_appears_once_in_policy(kinds: list[str]) -> None:
+    entries = [entry(record(f"memory number {i}", kind)) for i, kind in enumerate(kinds)]
+    out = to_prompt(retrieval(entries))
+    for i in range(len(kinds)):
+        assert out.count(f"memory number {i} ") + out.count(f"memory number {i}\n") == 1
+    assert out.endswith(f"_Retrieved {len(kinds)} memories in 12ms_\n") or not kinds

@@ -1,0 +1,214 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engram.errors import ValidationError
+from engram.retrieve.timeparse import MAX_UTC, MIN_UTC, parse_datetime, parse_time_scope
+
+NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)  # a Thursday
+END = timedelta(hours=23, minutes=59, seconds=59, microseconds=999999)
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+def eod(y: int, m: int, d: int) -> datetime:
+    return day(y, m, d) + END
+
+
+def span(text: str, now: datetime = NOW) -> tuple[datetime, datetime]:
+    found = parse_time_scope(text, now)
+    assert found is not None, text
+    return found.start, found.end
+
+
+CASES: list[tuple[str, datetime, datetime]] = [
+    # seed 003's own examples
+    ("last month", day(2024, 1, 1), eod(2024, 1, 31)),
+    ("yesterday", day(2024, 2, 14), eod(2024, 2, 14)),
+    ("this quarter", day(2024, 1, 1), eod(2024, 3, 31)),
+    ("recent", NOW - timedelta(days=7), NOW),
+    ("recently", NOW - timedelta(days=7), NOW),
+    ("lately", NOW - timedelta(days=7), NOW),
+    ("3 days ago", day(2024, 2, 12), eod(2024, 2, 12)),
+    # single days
+    ("today", day(2024, 2, 15), eod(2024, 2, 15)),
+    ("tonight", day(2024, 2, 15), eod(2024, 2, 15)),
+    ("this morning", day(2024, 2, 15), eod(2024, 2, 15)),
+    ("the day before yesterday", day(2024, 2, 13), eod(2024, 2, 13)),
+    ("last night", day(2024, 2, 14), eod(2024, 2, 14)),
+    # calendar periods
+    ("this week", day(2024, 2, 12), eod(2024, 2, 18)),
+    ("last week", day(2024, 2, 5), eod(2024, 2, 11)),
+    ("previous week", day(2024, 2, 5), eod(2024, 2, 11)),
+    ("this month", day(2024, 2, 1), eod(2024, 2, 29)),
+    ("last quarter", day(2023, 10, 1), eod(2023, 12, 31)),
+    ("this year", day(2024, 1, 1), eod(2024, 12, 31)),
+    ("last year", day(2023, 1, 1), eod(2023, 12, 31)),
+    ("this weekend", day(2024, 2, 17), eod(2024, 2, 18)),
+    ("last weekend", day(2024, 2, 10), eod(2024, 2, 11)),
+    ("over the weekend", day(2024, 2, 10), eod(2024, 2, 11)),
+    # rolling windows
+    ("past week", NOW - timedelta(days=7), NOW),
+    ("past 3 days", NOW - timedelta(days=3), NOW),
+    ("in the last two weeks", NOW - timedelta(days=14), NOW),
+    ("the last few days", NOW - timedelta(days=3), NOW),
+    ("last 2 months", datetime(2023, 12, 15, 10, 30, tzinfo=UTC), NOW),
+    ("past 24 hours", NOW - timedelta(hours=24), NOW),
+    # N units ago: the span containing that point
+    ("two days ago", day(2024, 2, 13), eod(2024, 2, 13)),
+    ("a week ago", day(2024, 2, 5), eod(2024, 2, 11)),
+    ("2 weeks ago", day(2024, 1, 29), eod(2024, 2, 4)),
+    ("a couple of months ago", day(2023, 12, 1), eod(2023, 12, 31)),
+    ("a few months ago", day(2023, 11, 1), eod(2023, 11, 30)),
+    ("an hour ago", datetime(2024, 2, 15, 9, tzinfo=UTC), datetime(2024, 2, 15, 9, 59, 59, 999999, UTC)),
+    ("one year ago", day(2023, 1, 1), eod(2023, 12, 31)),
+    ("twelve months ago", day(2023, 2, 1), eod(2023, 2, 28)),
+    # months
+    ("in March", day(2023, 3, 1), eod(2023, 3, 31)),
+    ("in February", day(2024, 2, 1), eod(2024, 2, 29)),
+    ("during Jan", day(2024, 1, 1), eod(2024, 1, 31)),
+    ("in March 2022", day(2022, 3, 1), eod(2022, 3, 31)),
+    ("December 2023", day(2023, 12, 1), eod(2023, 12, 31)),
+    ("in 2023", day(2023, 1, 1), eod(2023, 12, 31)),
+    ("Q3 2023", day(2023, 7, 1), eod(2023, 9, 30)),
+    # explicit dates
+    ("on 2024-01-15", day(2024, 1, 15), eod(2024, 1, 15)),
+    ("January 15, 2024", day(2024, 1, 15), eod(2024, 1, 15)),
+    ("January 15th", day(2024, 1, 15), eod(2024, 1, 15)),
+    ("15 January 2023", day(2023, 1, 15), eod(2023, 1, 15)),
+    ("the 3rd of March", day(2023, 3, 3), eod(2023, 3, 3)),
+    ("1/15/2024", day(2024, 1, 15), eod(2024, 1, 15)),
+    ("Feb 29", day(2020, 2, 29), eod(2020, 2, 29)),  # most recent Feb 29 not after now
+    # weekdays (now is a Thursday)
+    ("on Monday", day(2024, 2, 12), eod(2024, 2, 12)),
+    ("Thursday", day(2024, 2, 15), eod(2024, 2, 15)),
+    ("last Friday", day(2024, 2, 9), eod(2024, 2, 9)),
+    ("last Thursday", day(2024, 2, 8), eod(2024, 2, 8)),
+    ("next Monday", day(2024, 2, 19), eod(2024, 2, 19)),
+    # open and closed ranges
+    ("since January 15", day(2024, 1, 15), NOW),
+    ("since March", day(2023, 3, 1), NOW),
+    ("since last Friday", day(2024, 2, 9), NOW),
+    ("before 2024-01-15", MIN_UTC, eod(2024, 1, 14)),
+    ("until yesterday", MIN_UTC, eod(2024, 2, 14)),
+    ("after 2024-01-15", day(2024, 1, 16), MAX_UTC),
+    ("between January 1 and January 10", day(2024, 1, 1), eod(2024, 1, 10)),
+    ("between 2023-12-20 and 2024-01-05", day(2023, 12, 20), eod(2024, 1, 5)),
+    ("from last week to yesterday", day(2024, 2, 5), eod(2024, 2, 14)),
+    ("3 hours ago", datetime(2024, 2, 15, 7, tzinfo=UTC), datetime(2024, 2, 15, 7, 59, 59, 999999, UTC)),
+]
+
+
+@pytest.mark.parametrize(("text", "start", "end"), CASES, ids=[c[0] for c in CASES])
+def test_expressions(text: str, start: datetime, end: datetime) -> None:
+    assert span(text) == (start, end)
+
+
+def test_case_insensitive_and_expression_text() -> None:
+    found = parse_time_scope("What did Acme order LAST MONTH?", NOW)
+    assert found is not None
+    assert found.expression == "LAST MONTH"
+    assert (found.start, found.end) == (day(2024, 1, 1), eod(2024, 1, 31))
+
+
+def test_first_concrete_expression_wins_over_vague_words() -> None:
+    assert span("the most recent order last month") == (day(2024, 1, 1), eod(2024, 1, 31))
+    assert span("yesterday and last week") == (day(2024, 2, 14), eod(2024, 2, 14))
+    # "last weekend" is longer than "last week" at the same place
+    assert span("what happened last weekend") == (day(2024, 2, 10), eod(2024, 2, 11))
+
+
+def test_year_boundaries() -> None:
+    jan = datetime(2024, 1, 10, 9, tzinfo=UTC)
+    assert span("last month", jan) == (day(2023, 12, 1), eod(2023, 12, 31))
+    assert span("last quarter", jan) == (day(2023, 10, 1), eod(2023, 12, 31))
+    assert span("2 months ago", jan) == (day(2023, 11, 1), eod(2023, 11, 30))
+    assert span("last week", jan) == (day(2024, 1, 1), eod(2024, 1, 7))
+    assert span("in December", jan) == (day(2023, 12, 1), eod(2023, 12, 31))
+    dec = datetime(2023, 12, 31, 20, tzinfo=UTC)
+    assert span("this week", dec) == (day(2023, 12, 25), eod(2023, 12, 31))
+    assert span("next month", dec) == (day(2024, 1, 1), eod(2024, 1, 31))
+
+
+def test_month_lengths_and_leap_years() -> None:
+    mar31 = datetime(2024, 3, 31, 12, tzinfo=UTC)
+    assert span("last month", mar31) == (day(2024, 2, 1), eod(2024, 2, 29))
+    assert span("past month", mar31) == (datetime(2024, 2, 29, 12, tzinfo=UTC), mar31)
+    assert span("last month", datetime(2023, 3, 31, tzinfo=UTC)) == (day(2023, 2, 1), eod(2023, 2, 28))
+    leap = datetime(2024, 2, 29, 8, tzinfo=UTC)
+    assert span("past year", leap) == (datetime(2023, 2, 28, 8, tzinfo=UTC), leap)
+    assert span("yesterday", datetime(2024, 3, 1, tzinfo=UTC)) == (day(2024, 2, 29), eod(2024, 2, 29))
+    assert span("February 2100") == (day(2100, 2, 1), eod(2100, 2, 28))  # not a leap year
+
+
+def test_local_calendar_then_utc() -> None:
+    # 01:00 on Feb 15 in UTC+5 is still Feb 14 in UTC: "yesterday" is the user's local Feb 14.
+    now = datetime(2024, 2, 15, 1, tzinfo=timezone(timedelta(hours=5)))
+    start, end = span("yesterday", now)
+    assert start == datetime(2024, 2, 13, 19, tzinfo=UTC)
+    assert end == datetime(2024, 2, 14, 18, 59, 59, 999999, tzinfo=UTC)
+    assert start.tzinfo == UTC and end.tzinfo == UTC
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "hello there", "May I ask a question?", "march forward", "on Mondays", "February 30, 2024",
+     "13/45/2024", "before the meeting", "in 3 days", "since forever", "Q5", "2024-13-01"],
+)
+def test_no_time_expression(text: str) -> None:
+    assert parse_time_scope(text, NOW) is None
+
+
+def test_naive_now_is_rejected() -> None:
+    with pytest.raises(ValidationError) as info:
+        parse_time_scope("yesterday", datetime(2024, 2, 15))
+    assert info.value.field == "now"
+
+
+def test_extreme_dates_do_not_raise() -> None:
+    # The open range would overflow, so the bare date is what remains.
+    for text, date_text in (("after 9999-12-31", "9999-12-31"), ("before 0001-01-01", "0001-01-01")):
+        found = parse_time_scope(text, NOW)
+        assert found is not None and found.expression == date_text
+    assert parse_time_scope("99999 years ago", NOW) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(hours=-8))])))
+def test_never_raises_on_arbitrary_text(text: str, now: datetime) -> None:
+    found = parse_time_scope(text, now)
+    if found is not None:
+        assert found.start <= found.end
+        assert found.start.utcoffset() == timedelta(0)
+        assert found.expression and found.expression in text
+
+
+WORDS = ["last", "this", "past", "since", "before", "after", "between", "and", "in", "on", "ago", "3",
+         "two", "a", "few", "days", "week", "month", "quarter", "year", "March", "Friday", "2024-01-15",
+         "weekend", "yesterday", "today", "recent", "Feb", "29", "2023", "hours", "Q2", "from", "to"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), max_size=8), st.datetimes(timezones=st.just(UTC)))
+def test_word_salad_ranges_are_ordered(words: list[str], now: datetime) -> None:
+    found = parse_time_scope(" ".join(words), now)
+    if found is not None:
+        assert found.start <= found.end
+
+
+def test_parse_datetime() -> None:
+    assert parse_datetime("2024-01-15T10:00:00Z", "created_at") == datetime(2024, 1, 15, 10, tzinfo=UTC)
+    assert parse_datetime("2024-01-15T10:00:00+02:00", "x") == datetime(2024, 1, 15, 8, tzinfo=UTC)
+    assert parse_datetime(datetime(2024, 1, 15, 10, tzinfo=timezone(timedelta(hours=1))), "x").hour == 9
+    for bad in ("2024-01-15T10:00:00", "2024-01-15", "yesterday", "", "2024-02-30T00:00:00Z"):
+        with pytest.raises(ValidationError) as info:
+            parse_datetime(bad, "created_at")
+        assert info.value.field == "created_at"
+    with pytest.raises(ValidationError, match="timezone-aware"):
+        parse_datetime(datetime(2024, 1, 15), "valid_from")

@@ -1,0 +1,143 @@
+"""The facade end to end, with the real embedder and a real SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram import Memory, RetrievalConfig
+from engram.embedders.fake import FakeEmbedder
+from engram.errors import EmbedderMismatch, MemoryNotFound, ValidationError
+from engram.ext import Embedder
+from engram.model import Filters
+
+NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def memory(tmp_path: Path, embedder: Embedder) -> Iterator[Memory]:
+    with Memory(tmp_path / "m.db", embedder=embedder) as m:
+        yield m
+
+
+def test_add_get_round_trip(memory: Memory) -> None:
+    r = memory.add("Acme prefers NET30", user_id="u1", kind="fact", tags=["billing"], importance=0.7,
+                   metadata={"source": "call"}, created_at="2024-01-02T03:04:05+02:00")
+    got = memory.get(r.id, user_id="u1")
+    assert got == r
+    assert got.created_at == datetime(2024, 1, 2, 1, 4, 5, tzinfo=UTC)
+    with pytest.raises(MemoryNotFound):
+        memory.get(r.id, user_id="u2")
+
+
+def test_paraphrase_found_by_meaning_that_keywords_miss(memory: Memory) -> None:
+    memory.add_many([
+        {"user_id": "u1", "content": "I purchased a new automobile last week."},
+        {"user_id": "u1", "content": "My sister is visiting in June."},
+        {"user_id": "u1", "content": "The garden needs watering twice a week."},
+    ])
+    query = "Did I buy a car?"
+    keyword = memory.retrieve(query, user_id="u1", now=NOW,
+                              config=RetrievalConfig(search_type="keyword", min_score=0.0))
+    assert all("automobile" not in m.content for m in keyword.memories)
+    hybrid = memory.retrieve(query, user_id="u1", now=NOW, config=RetrievalConfig(min_score=0.0))
+    assert hybrid.memories[0].content == "I purchased a new automobile last week."
+    assert "semantic" in " ".join(hybrid.memories[0].reasons)
+
+
+def test_identical_content_is_embedded_once(tmp_path: Path) -> None:
+    fake = FakeEmbedder()
+    with Memory(tmp_path / "m.db", embedder=fake) as memory:
+        memory.add_many([{"user_id": "u1", "content": "same text"}, {"user_id": "u2", "content": "same text"}])
+        memory.add("same text", user_id="u3")
+        memory.add("other text", user_id="u3")
+    assert fake.texts_embedded == 2
+
+
+def test_update_re_embeds_only_on_content_change(tmp_path: Path) -> None:
+    fake = FakeEmbedder()
+    with Memory(tmp_path / "m.db", embedder=fake) as memory:
+        r = memory.add("alpha beta", user_id="u1")
+        memory.update(r.id, user_id="u1", importance=0.9)
+        assert fake.texts_embedded == 1
+        changed = memory.update(r.id, user_id="u1", content="gamma delta")
+        assert fake.texts_embedded == 2
+        assert memory.get(r.id, user_id="u1").content == "gamma delta"
+        assert changed.importance == 0.9
+        hits = memory.store.keyword_search("u1", "gamma", 5, Filters())
+        assert [h[0] for h in hits] == [r.id]
+
+
+def test_delete_and_forget_user_leave_no_trace(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, embedder=FakeEmbedder()) as memory:
+        a = memory.add("zebra crossing secret", user_id="u1")
+        memory.add("another zebra fact", user_id="u1")
+        keep = memory.add("zebra of someone else", user_id="u2")
+        memory.add_entity("customer:acme", user_id="u1", aliases=["Acme"])
+        assert memory.retrieve("zebra", user_id="u1", now=NOW).memories
+        assert memory.delete(a.id, user_id="u1")
+        assert all(m.id != a.id for m in memory.retrieve("zebra", user_id="u1", now=NOW).memories)
+        assert memory.forget_user("u1") == 1
+        assert memory.retrieve("zebra", user_id="u1", now=NOW).memories == ()
+        assert memory.get(keep.id, user_id="u2").content == "zebra of someone else"
+    conn = sqlite3.connect(db)
+    for table, column in [("memories", "user_id"), ("memory_tags", "user_id"),
+                          ("memory_entities", "user_id"), ("links", "user_id"), ("entities", "user_id")]:
+        assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = 'u1'").fetchone()[0] == 0
+    fts = conn.execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'zebra'").fetchone()[0]
+    assert fts == 1  # only u2's row remains in the keyword index
+
+
+def test_bad_input_is_typed_and_changes_nothing(memory: Memory) -> None:
+    memory.add("first", user_id="u1")
+    cases = [
+        ({"content": ""}, "content"),
+        ({"content": 42}, "content"),
+        ({"content": "x", "user_id": ""}, "user_id"),
+        ({"content": "x", "importance": 1.5}, "importance"),
+        ({"content": "x", "importance": float("nan")}, "importance"),
+        ({"content": "x", "created_at": datetime(2024, 1, 1)}, "created_at"),
+        ({"content": "x", "created_at": "yesterday-ish"}, "created_at"),
+        ({"content": "x", "kind": "gossip"}, "kind"),
+        ({"content": "x" * 200_001}, "content"),
+        ({"content": "x", "tags": "notalist"}, "tags"),
+        ({"content": "x", "metadata": {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}}, "metadata"),
+        ({"content": "x", "colour": "red"}, "colour"),
+    ]
+    for fields, field in cases:
+        item = {"user_id": "u1", **fields}
+        with pytest.raises(ValidationError) as info:
+            memory.add_many([{"content": "valid one", "user_id": "u1"}, item])
+        assert info.value.field == field, fields
+    assert [r.content for r in memory.list(user_id="u1")] == ["first"]
+
+
+def test_model_mismatch_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, embedder=FakeEmbedder(16)) as memory:
+        memory.add("hello", user_id="u1")
+    with Memory(db, embedder=FakeEmbedder(32)) as memory, pytest.raises(EmbedderMismatch):
+        memory.add("hello again", user_id="u1")
+
+
+def test_list_filters_and_stats(memory: Memory) -> None:
+    memory.add_many([
+        {"user_id": "u1", "content": "a", "kind": "fact", "created_at": NOW - timedelta(days=2)},
+        {"user_id": "u1", "content": "b", "tags": ["t"], "created_at": NOW - timedelta(days=1)},
+    ])
+    assert [r.content for r in memory.list(user_id="u1")] == ["b", "a"]
+    assert [r.content for r in memory.list(user_id="u1", filters={"kinds": ("fact",)})] == ["a"]
+    assert [r.content for r in memory.list(user_id="u1", filters={"tags_all": ("t",)})] == ["b"]
+    assert memory.stats()["memories"] == 2
+
+
+def test_vectors_are_normalized(embedder: Embedder) -> None:
+    v = embedder.embed_batch(["one", "two words here", ""])
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v[:2], axis=1), 1.0, rtol=1e-5)
