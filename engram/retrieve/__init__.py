@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -44,6 +45,9 @@ class Pipeline:
     metrics: Metrics
     cache: RetrievalCache[Retrieval] = field(default_factory=lambda: RetrievalCache(ttl=60.0))
     weights_by_strategy: Callable[[str], Mapping[str, Mapping[str, float]] | None] = lambda _u: None
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-candidates")
+    )
 
     def retrieve(
         self,
@@ -123,7 +127,7 @@ class Pipeline:
 
         found = gather(
             self.store, user_id=user_id, plan=plan, query_vec=query_vec, config=config,
-            filters=filters, timed=timed_hits,
+            filters=filters, timed=timed_hits, executor=self.executor,
         )
         records = timed("fetch", lambda: self.store.fetch(user_id, found.ids))
         records = [r for r in records if r.user_id == user_id and matches(r, filters)]

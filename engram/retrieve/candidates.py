@@ -7,6 +7,7 @@ still reaches ranking (Mem0 recalls only what its vector list found).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 
 from engram.config import RetrievalConfig
@@ -22,6 +23,7 @@ PROCEDURAL_LIMIT = 20
 SUMMARY_LIMIT = 5
 LINK_SEEDS = 5
 LINK_LIMIT = 10
+SOURCE_ORDER = ("semantic", "keyword", "entity", "temporal", "procedural", "summary")
 
 
 @dataclass
@@ -56,40 +58,45 @@ def gather(
     config: RetrievalConfig,
     filters: Filters,
     timed: Callable[[str, Callable[[], list[Hit]]], list[Hit]] | None = None,
+    executor: Executor | None = None,
 ) -> CandidateSet:
     """Ask every source that applies to this query; ``timed`` wraps each call for per-stage timing."""
     run = timed or (lambda _name, call: call())
     limit = max(config.candidate_limit, config.top_k * config.overfetch)
     out = CandidateSet()
-    if query_vec is not None and config.search_type != "keyword":
-        out.add("semantic", run("semantic", lambda: store.vector_search(user_id, query_vec, limit, filters)))
+    lists: dict[str, list[Hit]] = {}
+
+    def vector_sources() -> dict[str, list[Hit]]:
+        found: dict[str, list[Hit]] = {}
+        if query_vec is None or config.search_type == "keyword":
+            return found
+        found["semantic"] = run("semantic", lambda: store.vector_search(user_id, query_vec, limit, filters))
+        if plan.procedural and _allows(filters, "procedure"):
+            procedures = replace(filters, kinds=("procedure",))
+            found["procedural"] = run(
+                "procedural", lambda: store.vector_search(user_id, query_vec, PROCEDURAL_LIMIT, procedures)
+            )
+        return found
+
+    # The vector scan is numpy and the rest is SQLite: on two cores they overlap.
+    pending = executor.submit(vector_sources) if executor is not None else None
     if config.search_type != "semantic":
-        out.add("keyword", run("keyword", lambda: store.keyword_search(user_id, plan.text, limit, filters)))
+        lists["keyword"] = run("keyword", lambda: store.keyword_search(user_id, plan.text, limit, filters))
     if plan.entities:
-        out.add(
-            "entity",
-            run("entity", lambda: store.by_entities(user_id, plan.entities, ENTITY_LIMIT, filters)),
-        )
+        lists["entity"] = run("entity", lambda: store.by_entities(user_id, plan.entities, ENTITY_LIMIT, filters))
     time_range = plan.time_range
     if time_range is not None:
-        out.add(
+        lists["temporal"] = run(
             "temporal",
-            run(
-                "temporal",
-                lambda: store.by_time_range(
-                    user_id, time_range.start, time_range.end, TEMPORAL_LIMIT, filters
-                ),
-            ),
-        )
-    if plan.procedural and query_vec is not None and _allows(filters, "procedure"):
-        procedures = replace(filters, kinds=("procedure",))
-        out.add(
-            "procedural",
-            run("procedural", lambda: store.vector_search(user_id, query_vec, PROCEDURAL_LIMIT, procedures)),
+            lambda: store.by_time_range(user_id, time_range.start, time_range.end, TEMPORAL_LIMIT, filters),
         )
     if _allows(filters, "summary"):
         summaries = replace(filters, kinds=("summary",))
-        out.add("summary", run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries)))
+        lists["summary"] = run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries))
+    lists.update(pending.result() if pending is not None else vector_sources())
+    for source in SOURCE_ORDER:
+        if source in lists:
+            out.add(source, lists[source])
     seeds = out.ids[:LINK_SEEDS]
     if seeds:
         linked = run("links", lambda: store.by_links(user_id, seeds, LINK_LIMIT, None))

@@ -96,6 +96,10 @@ MIGRATIONS: tuple[str, ...] = (
         INSERT INTO memories_fts (rowid, content) VALUES (new.rowid, new.content);
     END;
     """,
+    # 2: document frequencies for the keyword planner (see keyword.py)
+    """
+    CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab (memories_fts, 'row');
+    """,
 )
 
 

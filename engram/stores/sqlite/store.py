@@ -18,10 +18,10 @@ import numpy as np
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable
 from engram.ext import Vector
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
+from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, DocFrequencies, keyword_hits
 from engram.stores.sqlite.rows import COLUMNS, filter_sql, record_params, row_to_record, to_us
 from engram.stores.sqlite.schema import migrate
 from engram.stores.sqlite.vectors import ExactIndex
-from engram.text import keyword_terms
 
 __all__ = ["SQLiteStore"]
 
@@ -32,8 +32,12 @@ _PLACEHOLDERS = ",".join("?" * 27)
 class SQLiteStore:
     """All access goes through one connection guarded by a lock; other processes may share the file."""
 
-    def __init__(self, path: str | Path, *, busy_retries: int = 12) -> None:
+    def __init__(
+        self, path: str | Path, *, busy_retries: int = 12, postings_budget: int = DEFAULT_POSTINGS_BUDGET
+    ) -> None:
         self.path = str(path)
+        self.postings_budget = postings_budget
+        self._frequencies = DocFrequencies()
         self._busy_retries = busy_retries
         try:
             if self.path != ":memory:":
@@ -249,7 +253,8 @@ class SQLiteStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows = self._read(
-                f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND id IN ({','.join('?' * len(chunk))})",
+                # "+user_id" keeps the planner on the id index instead of scanning the user's rows.
+                f"SELECT {COLUMNS} FROM memories WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))})",
                 (user_id, *chunk),
             )
             for row in rows:
@@ -259,10 +264,15 @@ class SQLiteStore:
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         out: dict[str, Vector] = {}
         ids = list(dict.fromkeys(memory_ids))
+        with self._lock:
+            self._check_foreign_writes()
+            index = self._indexes.get(user_id)
+            if index is not None:
+                return index.vectors(ids)
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows = self._read(
-                f"SELECT id, embedding FROM memories WHERE user_id = ? AND embedding IS NOT NULL "
+                f"SELECT id, embedding FROM memories WHERE +user_id = ? AND embedding IS NOT NULL "
                 f"AND id IN ({','.join('?' * len(chunk))})",
                 (user_id, *chunk),
             )
@@ -335,36 +345,23 @@ class SQLiteStore:
         return filters == Filters(kinds=filters.kinds, statuses=filters.statuses)
 
     def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
-        def op() -> builtins.list[Hit]:
+        def prepare() -> tuple[ExactIndex, set[int] | None]:
             index = self._index(user_id)
-            allowed = None
-            if not self._is_simple(filters):
-                where, params = filter_sql(filters)
-                allowed = {
-                    r[0]
-                    for r in self._conn.execute(
-                        f"SELECT m.rowid FROM memories m WHERE m.user_id = ? AND {where}", (user_id, *params)
-                    )
-                }
-            return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
+            if self._is_simple(filters):
+                return index, None
+            where, params = filter_sql(filters)
+            sql = f"SELECT m.rowid FROM memories m WHERE m.user_id = ? AND {where}"
+            return index, {r[0] for r in self._conn.execute(sql, (user_id, *params))}
 
-        return self._retry(op)
+        index, allowed = self._retry(prepare)
+        # The matrix product runs outside the store lock (the index has its own), so keyword search
+        # on the connection can proceed in parallel with it.
+        return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        terms = keyword_terms(text)
-        if not terms:
-            return []
-        # Each term quoted so FTS5 syntax in user text is inert; OR gives BM25 its usual recall.
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        where, params = filter_sql(filters)
-        rows = self._read(
-            "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts "
-            "JOIN memories m ON m.rowid = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND m.user_id = ? AND {where} "
-            "ORDER BY score DESC, m.id LIMIT ?",
-            (match, user_id, *params, n),
+        return self._retry(
+            lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._frequencies)
         )
-        return [(r[0], float(r[1])) for r in rows]
 
     def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
                  score: str, order: str, n: int) -> builtins.list[Hit]:

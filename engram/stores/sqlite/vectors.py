@@ -6,6 +6,7 @@ for very large users can implement the same four methods without the store contr
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection, Sequence
 from typing import Protocol
 
@@ -15,6 +16,14 @@ import numpy.typing as npt
 from engram.model import KINDS, STATUSES
 
 __all__ = ["ExactIndex", "VectorIndex"]
+
+#: Above this many vectors a user's search first scans an int8 copy of the matrix (a quarter of the
+#: memory traffic, which is what bounds a brute-force scan), then re-scores a generous pool of the
+#: best rows in float32. Below it every search is exact float32.
+QUANTIZE_ABOVE = 20_000
+#: Normalized 384-dimensional embeddings rarely have a component beyond 0.5; clipping there only
+#: coarsens the pre-scan, never the final scores.
+_INT8_SCALE = 254.0
 
 
 def _code(names: Sequence[str], name: str) -> int:
@@ -47,6 +56,7 @@ class ExactIndex:
     def __init__(self, dimensions: int, capacity: int = 1024) -> None:
         self._dim = dimensions
         self._matrix: Matrix = np.zeros((capacity, dimensions), dtype=np.float32)
+        self._int8: npt.NDArray[np.int8] | None = None  # built on the first large search
         self._alive = np.zeros(capacity, dtype=bool)
         # Kinds and statuses as small integer codes so filtering is one vectorized comparison.
         self._kind = np.zeros(capacity, dtype=np.int8)
@@ -57,6 +67,10 @@ class ExactIndex:
         self._rowid_of: dict[str, int] = {}
         self._size = 0
         self._holes = 0
+        self._lock = threading.RLock()
+        # The last query's scores: the procedural source asks again with the same vector.
+        self._last: tuple[bytes, npt.NDArray[np.float32]] | None = None
+        self._masks: dict[tuple[tuple[str, ...], tuple[str, ...] | None], npt.NDArray[np.bool_]] = {}
 
     def __len__(self) -> int:
         return self._size - self._holes
@@ -75,14 +89,23 @@ class ExactIndex:
         status[: self._size] = self._status[: self._size]
         self._matrix, self._alive, self._rowids = matrix, alive, rowids
         self._kind, self._status = kind, status
+        self._int8 = None
 
     def add(self, rowid: int, memory_id: str, vector: Matrix, kind: str, status: str) -> None:
+        with self._lock:
+            self._last = None
+            self._masks.clear()
+            self._add(rowid, memory_id, vector, kind, status)
+
+    def _add(self, rowid: int, memory_id: str, vector: Matrix, kind: str, status: str) -> None:
         if rowid in self._pos:
-            self.remove(rowid)
+            self._remove(rowid)
         if self._size == len(self._matrix):
             self._grow()
         i = self._size
         self._matrix[i] = vector
+        if self._int8 is not None and i < len(self._int8):
+            self._int8[i] = _quantize(self._matrix[i : i + 1])[0]
         self._alive[i] = True
         self._rowids[i] = rowid
         self._ids.append(memory_id)
@@ -93,6 +116,12 @@ class ExactIndex:
         self._size += 1
 
     def remove(self, rowid: int) -> None:
+        with self._lock:
+            self._last = None
+            self._masks.clear()
+            self._remove(rowid)
+
+    def _remove(self, rowid: int) -> None:
         i = self._pos.pop(rowid, None)
         if i is None:
             return
@@ -103,18 +132,24 @@ class ExactIndex:
             self._compact()
 
     def remove_by_id(self, memory_id: str) -> None:
-        rowid = self._rowid_of.get(memory_id)
-        if rowid is not None:
-            self.remove(rowid)
+        with self._lock:
+            rowid = self._rowid_of.get(memory_id)
+            if rowid is not None:
+                self._last = None
+                self._masks.clear()
+                self._remove(rowid)
 
     def set_status(self, rowid: int, status: str) -> None:
-        i = self._pos.get(rowid)
-        if i is not None:
-            self._status[i] = _code(STATUSES, status)
+        with self._lock:
+            i = self._pos.get(rowid)
+            if i is not None:
+                self._status[i] = _code(STATUSES, status)
+                self._masks.clear()
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._size])
         self._matrix[: len(keep)] = self._matrix[keep]
+        self._int8 = None
         self._rowids[: len(keep)] = self._rowids[keep]
         self._ids = [self._ids[i] for i in keep]
         self._kind[: len(keep)] = self._kind[keep]
@@ -135,9 +170,16 @@ class ExactIndex:
             allowed_mask[positions] = True
             mask &= allowed_mask
             return mask  # the caller's SQL already applied status and kind
+        key = (tuple(statuses), tuple(kinds) if kinds is not None else None)
+        cached = self._masks.get(key)
+        if cached is not None:
+            return cached
         mask &= np.isin(self._status[: self._size], [_code(STATUSES, s) for s in statuses])
         if kinds is not None:
             mask &= np.isin(self._kind[: self._size], [_code(KINDS, k) for k in kinds])
+        if len(self._masks) > 16:
+            self._masks.clear()
+        self._masks[key] = mask
         return mask
 
     def search(
@@ -149,9 +191,28 @@ class ExactIndex:
         kinds: Collection[str] | None,
         allowed: Collection[int] | None,
     ) -> list[tuple[str, float]]:
+        with self._lock:
+            return self._search(query, n, statuses, kinds, allowed)
+
+    def _search(
+        self,
+        query: Matrix,
+        n: int,
+        statuses: Collection[str],
+        kinds: Collection[str] | None,
+        allowed: Collection[int] | None,
+    ) -> list[tuple[str, float]]:
         if self._size == 0 or n <= 0:
             return []
-        scores = self._matrix[: self._size] @ query.astype(np.float32)
+        query = np.ascontiguousarray(query, dtype=np.float32)
+        if self._size > QUANTIZE_ABOVE:
+            return self._search_quantized(query, n, statuses, kinds, allowed)
+        key = query.tobytes()
+        if self._last is not None and self._last[0] == key:
+            scores = self._last[1]
+        else:
+            scores = self._matrix[: self._size] @ query
+            self._last = (key, scores)
         mask = self._mask(statuses, kinds, allowed)
         scores = np.where(mask, scores, -np.inf)
         live = int(mask.sum())
@@ -163,5 +224,50 @@ class ExactIndex:
         ranked = sorted((-float(scores[i]), self._ids[i]) for i in top)
         return [(memory_id, -neg) for neg, memory_id in ranked]
 
+    def _search_quantized(
+        self,
+        query: Matrix,
+        n: int,
+        statuses: Collection[str],
+        kinds: Collection[str] | None,
+        allowed: Collection[int] | None,
+    ) -> list[tuple[str, float]]:
+        import simsimd
+
+        if self._int8 is None or len(self._int8) < self._size:
+            self._int8 = _quantize(self._matrix[: len(self._matrix)])
+        key = query.tobytes()
+        if self._last is not None and self._last[0] == key:
+            coarse = self._last[1]
+        else:
+            q8 = _quantize(query[None, :])
+            coarse = np.asarray(simsimd.cdist(q8, self._int8[: self._size], metric="dot"), dtype=np.float32)[0]
+            self._last = (key, coarse)
+        mask = self._mask(statuses, kinds, allowed)
+        live = int(mask.sum())
+        n = min(n, live)
+        if n == 0:
+            return []
+        coarse = np.where(mask, coarse, -np.inf)
+        pool = min(live, max(4 * n, 256))
+        rows = np.argpartition(-coarse, pool - 1)[:pool] if pool < len(coarse) else np.flatnonzero(mask)
+        rows = rows[np.isfinite(coarse[rows])]
+        exact = self._matrix[rows] @ query
+        ranked = sorted((-float(exact[j]), self._ids[rows[j]]) for j in range(len(rows)))[:n]
+        return [(memory_id, -neg) for neg, memory_id in ranked]
+
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, Matrix]:
+        out: dict[str, Matrix] = {}
+        with self._lock:
+            for memory_id in memory_ids:
+                rowid = self._rowid_of.get(memory_id)
+                if rowid is not None:
+                    out[memory_id] = self._matrix[self._pos[rowid]].copy()
+        return out
+
     def ids(self) -> Sequence[str]:
         return [self._ids[i] for i in range(self._size) if self._alive[i]]
+
+
+def _quantize(matrix: Matrix) -> npt.NDArray[np.int8]:
+    return np.clip(np.rint(matrix * _INT8_SCALE), -127, 127).astype(np.int8)
