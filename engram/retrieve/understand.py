@@ -18,6 +18,7 @@ from engram.text import STOPWORDS
 
 __all__ = ["ENTITY_TYPE_WORDS", "keywords", "mention_ids", "select_strategy", "understand"]
 
+
 def _word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
@@ -52,6 +53,12 @@ _COMMON = STOPWORDS | _word_set(
     july august september october november december note remember update check look compare
     """
 ) | ENTITY_TYPE_WORDS | frozenset(word + "s" for word in ENTITY_TYPE_WORDS)
+
+# Never a name on their own ("May" can be one, so it is left out).
+_CALENDAR = _word_set(
+    """monday tuesday wednesday thursday friday saturday sunday january february march april june july
+    august september october november december"""
+)
 
 # Strong procedural cues win over analytical ones; weak ones ("process") only over the rest.
 _PROCEDURAL = re.compile(
@@ -115,12 +122,6 @@ def _mention_spans(text: str) -> list[tuple[int, int, str]]:
         name = _POSSESSIVE.sub("", " ".join(word for _, word in parts)).lower()
         out.append((m.start() + parts[0][0], m.end(), name))
     return out
-
-
-_CALENDAR = _word_set(
-    """monday tuesday wednesday thursday friday saturday sunday january february march april june july
-    august september october november december"""
-)
 
 
 def mention_ids(text: str) -> tuple[str, ...]:
