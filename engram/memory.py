@@ -15,10 +15,11 @@ from typing import Any
 from engram.config import Limits, RetrievalConfig
 from engram.errors import MemoryNotFound, ValidationError
 from engram.ext import Embedder, Metrics, Store, as_filters
+from engram.ingest import truth
 from engram.ingest.embed import embed_records
 from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id
 from engram.metrics import InMemoryMetrics
-from engram.model import Entity, Filters, Link, MemoryRecord
+from engram.model import KINDS, Entity, Filters, Link, MemoryRecord
 from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
 
@@ -111,11 +112,13 @@ class Memory:
         records = [normalize(item, limits=self.limits, now=now) for item in items]
         if not records:
             return []
+        records, supersessions = truth.plan(self.store, records)
         embedder = self._get_embedder()
         for start in range(0, len(records), BATCH):
             chunk = records[start : start + BATCH]
             vectors = embed_records(embedder, self.store, chunk)
             self.store.put_many(chunk, vectors)
+        truth.apply(self.store, supersessions, {r.id for r in records})
         for user_id in {r.user_id for r in records}:
             self.pipeline.cache.invalidate_user(user_id)
         return records
@@ -220,6 +223,7 @@ class Memory:
         tags: Sequence[str] | None = None,
         filters: Filters | Mapping[str, Any] | None = None,
         use_memory: bool = True,
+        as_of: datetime | str | None = None,
     ) -> Retrieval:
         """What from this user's memory matters for ``query`` now: ranked, selected, explained."""
         user = self._user(user_id)
@@ -230,8 +234,12 @@ class Memory:
             base = replace(base, kinds=tuple(kinds))
         if tags:
             base = replace(base, tags_all=tuple(tags))
+        if kinds is not None:
+            unknown = [k for k in kinds if k not in KINDS]
+            if unknown:
+                raise ValidationError("kinds", f"unknown kind {unknown[0]!r}; allowed: {', '.join(KINDS)}")
         when = to_utc(now, "now") if now is not None else None
         return self.pipeline.retrieve(
             query, user_id=user, config=config or self.config, now=when, filters=base,
-            use_memory=use_memory,
+            use_memory=use_memory, as_of=to_utc(as_of, "as_of") if as_of is not None else None,
         )

@@ -135,6 +135,9 @@ class Filters:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     created_after: datetime | None = None
     created_before: datetime | None = None
+    #: Fact triple parts, compared case-insensitively (how current truth finds earlier versions).
+    subject: str | None = None
+    predicate: str | None = None
 
     def describe(self) -> list[str]:
         """Names of the filters in force, for a payload's ``appliedFilters``."""
@@ -145,7 +148,7 @@ class Filters:
             names.append("tags_all")
         if self.tags_any:
             names.append("tags_any")
-        for name in ("session_id", "project_id", "agent_id"):
+        for name in ("session_id", "project_id", "agent_id", "subject", "predicate"):
             if getattr(self, name) is not None:
                 names.append(name)
         if self.statuses != ("active",):

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from engram.config import RetrievalConfig
 from engram.errors import StoreError, ValidationError
 from engram.ext import Embedder, Metrics, Store
+from engram.ingest import truth
 from engram.ingest.embed import embed_texts
 from engram.model import Filters, Hit, new_id
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
@@ -59,15 +60,21 @@ class Pipeline:
         filters: Filters,
         use_memory: bool = True,
         rate_limited: bool = False,
+        as_of: datetime | None = None,
     ) -> Retrieval:
         started = time.perf_counter()
         if now is None:
             now = datetime.now(UTC)
         elif now.tzinfo is None:
             raise ValidationError("now", "must be timezone-aware")
-        if config.include_superseded and "superseded" not in filters.statuses:
+        if (config.include_superseded or as_of is not None) and "superseded" not in filters.statuses:
             filters = replace(filters, statuses=(*filters.statuses, "superseded"))
-        key = make_key(user_id, query, config, filters, now_bucket(now))
+        if as_of is not None:
+            if as_of.tzinfo is None:
+                raise ValidationError("as_of", "must be timezone-aware")
+            before = as_of if filters.created_before is None else min(as_of, filters.created_before)
+            filters = replace(filters, created_before=before)
+        key = make_key(user_id, query, config, filters, now_bucket(now), as_of)
         if rate_limited:
             cached = self.cache.get(user_id, key)
             if cached is not None:
@@ -86,7 +93,7 @@ class Pipeline:
                     return _mark(cached, cached=True, error=None)
             if not self.store.user_exists(user_id):
                 return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
-            result = self._run(query, user_id, config, now, filters, started)
+            result = self._run(query, user_id, config, now, filters, started, as_of)
         except StoreError as exc:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
             return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
@@ -98,7 +105,7 @@ class Pipeline:
 
     def _run(
         self, query: str, user_id: str, config: RetrievalConfig, now: datetime, filters: Filters,
-        started: float,
+        started: float, as_of: datetime | None,
     ) -> Retrieval:
         stage_ms: dict[str, float] = {}
 
@@ -131,6 +138,8 @@ class Pipeline:
         )
         records = timed("fetch", lambda: self.store.fetch(user_id, found.ids))
         records = [r for r in records if r.user_id == user_id and matches(r, filters)]
+        if as_of is not None:
+            records = [r for r in records if truth.valid_at(r, as_of)]
         vectors = timed("fetch_vectors", lambda: self.store.vectors(user_id, [r.id for r in records]))
         scored = timed(
             "rank",
@@ -145,7 +154,14 @@ class Pipeline:
         selection = timed("select", lambda: select(kept, config, collection=f"user:{user_id}"))
         if config.track_access and selection.entries:
             timed("track_access", lambda: self.store.record_access(user_id, [e.id for e in selection.entries], now))
+        suppressed = 0
+        if not config.include_superseded and as_of is None and selection.entries:
+            # How many older versions of the returned facts current truth held back.
+            older = self.store.by_links(user_id, [e.id for e in selection.entries], 1000, ["supersedes"])
+            suppressed = len(older)
         applied = list(filters.describe())
+        if as_of is not None:
+            applied.append("as_of")
         if below:
             applied.append("score_threshold")
         applied.extend(selection.applied_filters)
@@ -161,6 +177,7 @@ class Pipeline:
             strategy=plan.strategy,
             stage_ms=stage_ms,
             dedup_removed=selection.dedup_removed,
+            suppressed_superseded=suppressed,
         )
         return Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now)
 

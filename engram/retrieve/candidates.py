@@ -119,6 +119,11 @@ def matches(record: MemoryRecord, filters: Filters) -> bool:
         wanted = getattr(filters, name)
         if wanted is not None and getattr(record, name) != wanted:
             return False
+    for name in ("subject", "predicate"):
+        wanted = getattr(filters, name)
+        value = getattr(record, name)
+        if wanted is not None and (value is None or value.casefold() != wanted.casefold()):
+            return False
     if filters.tags_all and not set(filters.tags_all) <= set(record.tags):
         return False
     if filters.tags_any and not set(filters.tags_any) & set(record.tags):

@@ -81,6 +81,11 @@ def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
         if value is not None:
             parts.append(f"{alias}.{column} = ?")
             params.append(value)
+    for column in ("subject", "predicate"):
+        value = getattr(filters, column)
+        if value is not None:
+            parts.append(f"{alias}.{column} = ? COLLATE NOCASE")
+            params.append(value)
     if filters.tags_all:
         tags = list(dict.fromkeys(filters.tags_all))
         parts.append(
