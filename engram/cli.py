@@ -143,6 +143,9 @@ def main() -> None:
 
 def _register_extras() -> None:
     # Commands of other modules attach themselves here so cli.py stays a thin mirror.
+    from engram.stores.copy import copy_command
+
+    cli.add_command(copy_command)
     try:
         from engram.eval.cli import eval_group
     except ImportError:

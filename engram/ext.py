@@ -86,6 +86,9 @@ class Store(Protocol):
 
     def user_exists(self, user_id: str) -> bool: ...
 
+    def users(self) -> builtins.list[str]:
+        """Every user id with memories, entities or links, sorted."""
+
     def links(self, user_id: str, memory_id: str) -> builtins.list[Link]: ...
 
     def entities(self, user_id: str) -> builtins.list[Entity]: ...

@@ -297,6 +297,12 @@ class SQLiteStore:
     def user_exists(self, user_id: str) -> bool:
         return bool(self._read("SELECT 1 FROM memories WHERE user_id = ? LIMIT 1", (user_id,)))
 
+    def users(self) -> builtins.list[str]:
+        rows = self._read(
+            "SELECT user_id FROM memories UNION SELECT user_id FROM entities UNION SELECT user_id FROM links ORDER BY 1"
+        )
+        return [r[0] for r in rows]
+
     def links(self, user_id: str, memory_id: str) -> builtins.list[Link]:
         rows = self._read(
             "SELECT from_id, to_id, type, strength FROM links WHERE user_id = ? AND (from_id = ? OR to_id = ?) "

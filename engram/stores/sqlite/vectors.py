@@ -270,4 +270,5 @@ class ExactIndex:
 
 
 def _quantize(matrix: Matrix) -> npt.NDArray[np.int8]:
-    return np.clip(np.rint(matrix * _INT8_SCALE), -127, 127).astype(np.int8)
+    quantized: npt.NDArray[np.int8] = np.clip(np.rint(matrix * _INT8_SCALE), -127, 127).astype(np.int8)
+    return quantized

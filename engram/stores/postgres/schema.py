@@ -1,0 +1,303 @@
+"""The PostgreSQL schema: numbered migrations (``engram_schema_migrations`` records those applied),
+the mapping between :class:`MemoryRecord` and a row, and the WHERE clause for :class:`Filters`.
+
+Every table leads its primary key with ``user_id`` and every foreign key and join includes it, so
+the tables can be distributed by ``user_id`` on Citus (see docs/scaling.md). Identifiers and other
+text that is sorted on use ``COLLATE "C"`` (byte order), the order SQLite and Python use, so ties
+break the same way on every backend whatever the database's default collation.
+
+Vectors live in an untyped ``vector`` column; the HNSW index is an expression index on
+``embedding::vector(<dims>)`` created once the dimensions are known (see :func:`hnsw_index_sql`),
+since an HNSW index needs a fixed dimension.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from engram.errors import ValidationError
+from engram.model import Filters, MemoryRecord
+from engram.text import words
+
+__all__ = [
+    "BM25_SQL",
+    "COLUMNS",
+    "INSERT_SQL",
+    "MIGRATIONS",
+    "TABLES",
+    "filter_sql",
+    "hnsw_index_name",
+    "hnsw_index_sql",
+    "migrate",
+    "record_params",
+    "redact",
+    "row_to_record",
+    "to_array",
+    "to_array_or_none",
+]
+
+#: Tables holding data, in an order safe for TRUNCATE ... CASCADE.
+TABLES = ("engram_links", "engram_entities", "engram_memories", "engram_meta")
+
+# Tags and entities are text[] on the row with GIN indexes (tags_all is @>, tags_any and entity
+# candidates are &&); times are timestamptz (microsecond precision, as SQLite's integers).
+MIGRATIONS: tuple[str, ...] = (
+    # 1: memories, keyword index, links, entities, meta
+    """
+    CREATE EXTENSION IF NOT EXISTS vector;
+    CREATE TABLE engram_meta (key text COLLATE "C" PRIMARY KEY, value text NOT NULL);
+    CREATE TABLE engram_memories (
+        user_id text COLLATE "C" NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        kind text COLLATE "C" NOT NULL,
+        content text NOT NULL,
+        content_hash text COLLATE "C" NOT NULL,
+        agent_id text, session_id text, project_id text, role text,
+        subject text, predicate text, object text, trigger_text text, action_text text,
+        tags text[] NOT NULL DEFAULT '{}',
+        entities text[] NOT NULL DEFAULT '{}',
+        importance double precision NOT NULL,
+        created_at timestamptz NOT NULL,
+        recorded_at timestamptz NOT NULL,
+        valid_from timestamptz, valid_to timestamptz,
+        last_accessed_at timestamptz,
+        access_count bigint NOT NULL DEFAULT 0,
+        status text COLLATE "C" NOT NULL DEFAULT 'active',
+        metadata json NOT NULL DEFAULT '{}',
+        doc_key text, version bigint,
+        doc_len integer NOT NULL,
+        content_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, content)) STORED,
+        embedding vector,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX engram_memories_user_created ON engram_memories (user_id, created_at DESC) INCLUDE (doc_len);
+    CREATE INDEX engram_memories_user_kind ON engram_memories (user_id, kind, created_at DESC);
+    CREATE INDEX engram_memories_important ON engram_memories (user_id, importance DESC)
+        WHERE importance > 0.7;
+    CREATE INDEX engram_memories_user_access ON engram_memories (user_id, access_count DESC);
+    CREATE INDEX engram_memories_user_accessed ON engram_memories (user_id, last_accessed_at DESC);
+    CREATE INDEX engram_memories_user_session ON engram_memories (user_id, session_id);
+    CREATE INDEX engram_memories_user_doc ON engram_memories (user_id, doc_key, version);
+    CREATE INDEX engram_memories_user_fact ON engram_memories (user_id, subject, predicate);
+    CREATE INDEX engram_memories_hash ON engram_memories (content_hash);
+    CREATE INDEX engram_memories_tsv ON engram_memories USING gin (content_tsv);
+    CREATE INDEX engram_memories_tags ON engram_memories USING gin (tags);
+    CREATE INDEX engram_memories_entities ON engram_memories USING gin (entities);
+
+    CREATE TABLE engram_links (
+        user_id text COLLATE "C" NOT NULL,
+        from_id text COLLATE "C" NOT NULL,
+        to_id text COLLATE "C" NOT NULL,
+        type text COLLATE "C" NOT NULL,
+        strength double precision NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (user_id, from_id, to_id, type)
+    );
+    CREATE INDEX engram_links_user_to ON engram_links (user_id, to_id);
+
+    CREATE TABLE engram_entities (
+        user_id text COLLATE "C" NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        type text NOT NULL,
+        name text NOT NULL,
+        aliases text[] NOT NULL DEFAULT '{}',
+        PRIMARY KEY (user_id, id)
+    );
+    """,
+)
+
+_LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
+
+
+def migrate(conn: psycopg.Connection[Any]) -> int:
+    """Apply every migration not yet applied, each in its own transaction; returns the version."""
+    with conn.transaction():
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS engram_schema_migrations "
+            "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+    current = 0
+    for number, script in enumerate(MIGRATIONS, start=1):
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM engram_schema_migrations").fetchone()
+            current = int(row[0]) if row else 0
+            if number <= current:
+                continue
+            conn.execute(script.encode())  # no parameters: a multi-statement script is allowed
+            conn.execute("INSERT INTO engram_schema_migrations (version) VALUES (%s)", (number,))
+            current = number
+    return current
+
+
+def hnsw_index_name(dimensions: int) -> str:
+    return f"engram_memories_hnsw_{int(dimensions)}"
+
+
+def hnsw_index_sql(dimensions: int) -> sql.Composed:
+    """The HNSW (cosine) index for vectors of one dimension, as a partial expression index."""
+    dims = sql.Literal(int(dimensions))
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON engram_memories "
+        "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE vector_dims(embedding) = {dims}"
+    ).format(name=sql.Identifier(hnsw_index_name(dimensions)), dims=dims)
+
+
+# -- keyword ranking: Okapi BM25 as FTS5 computes it (k1=1.2, b=0.75, IDF floored at 1e-6), with N,
+# average length and document frequencies over the user's own memories ---------------------------------
+BM25_SQL = """
+WITH q AS (SELECT tsvector_to_array(to_tsvector('simple', %s)) AS lexemes),
+hits AS MATERIALIZED (
+    SELECT m.id, m.doc_len, m.content_tsv FROM engram_memories m
+    WHERE m.user_id = %s AND m.content_tsv @@ to_tsquery('simple', %s)
+    ORDER BY m.created_at DESC LIMIT %s),
+tf AS (
+    SELECT h.id, h.doc_len, t.lexeme, cardinality(t.positions) AS tf
+    FROM hits h CROSS JOIN q CROSS JOIN LATERAL unnest(h.content_tsv) t
+    WHERE t.lexeme = ANY(q.lexemes)),
+df AS (SELECT lexeme, count(*) AS df FROM tf GROUP BY lexeme),
+stats AS (
+    SELECT count(*)::float8 AS n, COALESCE(avg(doc_len), 1)::float8 AS avgdl
+    FROM engram_memories WHERE user_id = %s),
+scored AS (
+    SELECT tf.id, SUM(
+        GREATEST(ln((stats.n - df.df + 0.5) / (df.df + 0.5)), 1e-6)
+        * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.doc_len / GREATEST(stats.avgdl, 1e-9)))
+    ) AS score
+    FROM tf JOIN df USING (lexeme) CROSS JOIN stats GROUP BY tf.id)
+SELECT m.id, s.score FROM scored s JOIN engram_memories m ON m.user_id = %s AND m.id = s.id
+WHERE {where} ORDER BY s.score DESC, m.id LIMIT %s
+"""
+
+
+def to_array(value: Any) -> npt.NDArray[np.float32]:
+    """A float32 row from what pgvector's loader returns (a ``Vector``, or an array in older versions)."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.array(value, dtype=np.float32)
+
+
+def to_array_or_none(value: Any) -> npt.NDArray[np.float32] | None:
+    return None if value is None else to_array(value)
+
+
+def redact(url: str) -> str:
+    try:
+        info = conninfo_to_dict(url)
+    except psycopg.Error:
+        return "postgresql://?"
+    return f"postgresql://{info.get('user') or ''}@{info.get('host') or ''}:{info.get('port') or 5432}/" + str(
+        info.get("dbname") or ""
+    )
+
+
+# -- rows ---------------------------------------------------------------------------------------------
+COLUMNS = (
+    "id, user_id, kind, content, content_hash, agent_id, session_id, project_id, role, subject, "
+    "predicate, object, trigger_text, action_text, tags, entities, importance, created_at, recorded_at, "
+    "valid_from, valid_to, last_accessed_at, access_count, status, metadata, doc_key, version"
+)
+#: COLUMNS plus doc_len (tokens, for BM25) and embedding: what an INSERT supplies.
+INSERT_SQL = (
+    f"INSERT INTO engram_memories ({COLUMNS}, doc_len, embedding) VALUES ({', '.join(['%s'] * 29)})"
+)
+_METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+
+
+def record_params(r: MemoryRecord, vector: Any) -> tuple[Any, ...]:
+    return (
+        r.id, r.user_id, r.kind, r.content, r.content_hash, r.agent_id, r.session_id, r.project_id,
+        r.role, r.subject, r.predicate, r.object, r.trigger, r.action, list(r.tags), list(r.entities),
+        r.importance, r.created_at, r.recorded_at, r.valid_from, r.valid_to, r.last_accessed_at,
+        r.access_count, r.status, json.dumps(dict(r.metadata), ensure_ascii=False), r.doc_key, r.version,
+        len(words(r.content)), vector,
+    )
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
+
+
+def row_to_record(row: Any) -> MemoryRecord:
+    metadata = row[24]
+    if isinstance(metadata, str | bytes):
+        metadata = json.loads(metadata)
+    return MemoryRecord(
+        id=row[0], user_id=row[1], kind=row[2], content=row[3], content_hash=row[4],
+        agent_id=row[5], session_id=row[6], project_id=row[7], role=row[8], subject=row[9],
+        predicate=row[10], object=row[11], trigger=row[12], action=row[13],
+        tags=tuple(row[14]), entities=tuple(row[15]), importance=float(row[16]),
+        created_at=row[17].astimezone(UTC), recorded_at=row[18].astimezone(UTC),
+        valid_from=_utc(row[19]), valid_to=_utc(row[20]), last_accessed_at=_utc(row[21]),
+        access_count=int(row[22]), status=row[23], metadata=metadata,
+        doc_key=row[25], version=None if row[26] is None else int(row[26]),
+    )
+
+
+def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """AND-ed conditions for one user's rows (the caller adds ``user_id = %s``); as SQLite's."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if filters.statuses:
+        parts.append(f"{alias}.status = ANY(%s::text[])")
+        params.append(list(filters.statuses))
+    if filters.kinds is not None:
+        if not filters.kinds:
+            return "FALSE", []
+        parts.append(f"{alias}.kind = ANY(%s::text[])")
+        params.append(list(filters.kinds))
+    for column in ("session_id", "project_id", "agent_id"):
+        value = getattr(filters, column)
+        if value is not None:
+            parts.append(f"{alias}.{column} = %s")
+            params.append(value)
+    for column in ("subject", "predicate"):
+        value = getattr(filters, column)
+        if value is not None:
+            parts.append(f"lower({alias}.{column}) = lower(%s)")
+            params.append(value)
+    if filters.tags_all:
+        parts.append(f"{alias}.tags @> %s::text[]")
+        params.append(list(dict.fromkeys(filters.tags_all)))
+    if filters.tags_any:
+        parts.append(f"{alias}.tags && %s::text[]")
+        params.append(list(filters.tags_any))
+    for key, value in filters.metadata.items():
+        if not _METADATA_KEY.match(key):
+            raise ValidationError("filters.metadata", f"key {key!r} must match [A-Za-z0-9_-]{{1,64}}")
+        field = f"({alias}.metadata -> %s::text)"
+        if value is None:
+            parts.append(f"COALESCE(json_typeof{field}, 'null') = 'null'")
+            params.append(key)
+        elif isinstance(value, bool):
+            parts.append(f"json_typeof{field} = 'boolean' AND {field}::text = %s")
+            params.extend([key, key, "true" if value else "false"])
+        elif isinstance(value, int | float):
+            # SQLite's json_extract gives true/false as 1/0, so numbers match booleans there too.
+            cast = "numeric" if isinstance(value, int) else "float8"
+            parts.append(
+                f"(CASE json_typeof{field} WHEN 'number' THEN ({field}::text)::{cast} "
+                f"WHEN 'boolean' THEN ({field}::text = 'true')::int::{cast} END) = %s::{cast}"
+            )
+            params.extend([key, key, key, value])
+        elif isinstance(value, str):
+            parts.append(f"json_typeof{field} = 'string' AND ({alias}.metadata ->> %s::text) = %s")
+            params.extend([key, key, value])
+        else:
+            raise ValidationError("filters.metadata", "values must be strings, numbers, booleans or null")
+    if filters.created_after is not None:
+        parts.append(f"{alias}.created_at >= %s")
+        params.append(filters.created_after)
+    if filters.created_before is not None:
+        parts.append(f"{alias}.created_at <= %s")
+        params.append(filters.created_before)
+    return (" AND ".join(parts) or "TRUE"), params

@@ -1,0 +1,394 @@
+"""The server store: PostgreSQL with pgvector (HNSW, cosine), a tsvector GIN index and a connection pool.
+
+Semantics mirror :class:`engram.stores.sqlite.store.SQLiteStore` call for call (same ordering, same
+tie-breaks: score descending then id ascending). Two candidate sources are computed differently:
+
+* ``vector_search`` is exact (a scan of the user's rows) while the user has at most ``exact_limit``
+  memories; above that it uses the HNSW index with ``hnsw.ef_search`` raised and pgvector 0.8's
+  iterative scan (``relaxed_order``) so a per-user filter still yields ``n`` results. That path is
+  approximate: recall below 1 is possible, and ``hnsw.max_scan_tuples`` bounds the work.
+* ``keyword_search`` computes Okapi BM25 (k1=1.2, b=0.75, FTS5's IDF with its 1e-6 floor) in SQL over
+  the ``simple`` tsvector, with N, average length and document frequencies taken over the user's own
+  memories (FTS5 uses the whole file). At most ``keyword_budget`` newest matches are scored.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable
+from engram.ext import Vector
+from engram.model import Entity, Filters, Hit, Link, MemoryRecord
+from engram.stores.postgres import schema
+from engram.text import keyword_terms
+
+__all__ = ["PostgresStore"]
+
+Conn = psycopg.Connection[Any]
+_EPOCH = "EXTRACT(EPOCH FROM {})::float8"
+
+class PostgresStore:
+    """Every call takes a pooled connection for one transaction; safe to share between threads."""
+
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 8, exact_limit: int = 20_000,
+        keyword_budget: int = 10_000, ef_search: int = 200,
+    ) -> None:
+        self.url = url
+        self.exact_limit = exact_limit
+        self.keyword_budget = keyword_budget
+        self.ef_search = ef_search
+        self._indexed_dims: set[int] = set()
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                schema.migrate(conn)
+            self._pool: ConnectionPool[Conn] = ConnectionPool(
+                url, min_size=min_size, max_size=max_size, configure=self._configure, open=False,
+                name="engram",
+            )
+            self._pool.open(wait=True, timeout=30)
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise StoreUnavailable(f"cannot open {schema.redact(url)}: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"postgres: {exc}") from exc
+
+    @staticmethod
+    def _configure(conn: Conn) -> None:
+        register_vector(conn)
+        conn.execute("SET TIME ZONE 'UTC'")
+        conn.commit()
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    @contextmanager
+    def _tx(self) -> Iterator[Conn]:
+        """One pooled connection in one transaction (committed on success, rolled back on error)."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise StoreUnavailable(f"postgres: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"postgres: {exc}") from exc
+
+    def _read(self, query: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]:
+        with self._tx() as conn:
+            return conn.execute(query, params).fetchall()
+
+    def _scalar(self, query: str, params: Sequence[Any] = ()) -> Any:
+        rows = self._read(query, params)
+        return rows[0][0] if rows else None
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def truncate(self) -> None:
+        """Delete every row of every table (tests); the schema and indexes stay."""
+        with self._tx() as conn:
+            conn.execute(f"TRUNCATE {', '.join(schema.TABLES)}")
+
+    # -- embedding bookkeeping --------------------------------------------------------------------
+    def bind_embedder(self, model_id: str, dimensions: int) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO engram_meta (key, value) VALUES ('model_id', %s), ('dimensions', %s) "
+                "ON CONFLICT (key) DO NOTHING",
+                (model_id, str(dimensions)),
+            )
+            stored = conn.execute("SELECT value FROM engram_meta WHERE key = 'model_id'").fetchone()
+        if stored is not None and stored[0] != model_id:
+            raise EmbedderMismatch(
+                f"{schema.redact(self.url)} holds vectors of {stored[0]!r}; refusing to mix in {model_id!r}"
+            )
+        self._ensure_hnsw(dimensions)
+
+    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
+        unique = list(dict.fromkeys(content_hashes))
+        if not unique:
+            return {}
+        # Across users, like SQLite's: the embedding of a text does not depend on who wrote it.
+        rows = self._read(
+            "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM engram_memories "
+            "WHERE content_hash = ANY(%s::text[]) AND embedding IS NOT NULL",
+            (unique,),
+        )
+        return {digest: schema.to_array(vec) for digest, vec in rows}
+
+    def _ensure_hnsw(self, dimensions: int) -> None:
+        if dimensions in self._indexed_dims:
+            return
+        with self._tx() as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", (schema.hnsw_index_name(dimensions),)).fetchone()
+            if exists is None or exists[0] is None:
+                conn.execute(schema.hnsw_index_sql(dimensions))
+        self._indexed_dims.add(dimensions)
+
+    # -- writes -----------------------------------------------------------------------------------
+    def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
+        if len(records) != len(vectors):
+            raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+        if not records:
+            return
+        matrix = np.asarray(vectors, dtype=np.float32)
+        self._ensure_hnsw(int(matrix.shape[1]))
+        with self._tx() as conn, conn.cursor() as cur:
+            rows = [schema.record_params(r, v) for r, v in zip(records, matrix, strict=True)]
+            cur.executemany(schema.INSERT_SQL, rows)
+
+    def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
+        new = None if vector is None else np.asarray(vector, dtype=np.float32)
+        if new is not None:
+            self._ensure_hnsw(len(new))
+        with self._tx() as conn:
+            row = conn.execute(
+                "DELETE FROM engram_memories WHERE user_id = %s AND id = %s RETURNING embedding",
+                (record.user_id, record.id),
+            ).fetchone()
+            if row is None:
+                return
+            kept = new if new is not None else schema.to_array_or_none(row[0])
+            conn.execute(schema.INSERT_SQL, schema.record_params(record, kept))
+
+    def delete(self, user_id: str, memory_id: str) -> bool:
+        with self._tx() as conn:
+            cur = conn.execute("DELETE FROM engram_memories WHERE user_id = %s AND id = %s", (user_id, memory_id))
+            if cur.rowcount == 0:
+                return False
+            conn.execute(
+                "DELETE FROM engram_links WHERE user_id = %s AND (from_id = %s OR to_id = %s)",
+                (user_id, memory_id, memory_id),
+            )
+            return True
+
+    def forget_user(self, user_id: str) -> int:
+        with self._tx() as conn:
+            count = conn.execute("DELETE FROM engram_memories WHERE user_id = %s", (user_id,)).rowcount
+            conn.execute("DELETE FROM engram_links WHERE user_id = %s", (user_id,))
+            conn.execute("DELETE FROM engram_entities WHERE user_id = %s", (user_id,))
+            return int(count)
+
+    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE engram_memories SET access_count = access_count + 1, last_accessed_at = %s "
+                "WHERE user_id = %s AND id = ANY(%s::text[])",
+                (at, user_id, list(dict.fromkeys(memory_ids))),
+            )
+
+    def add_link(self, user_id: str, link: Link) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO engram_links (user_id, from_id, to_id, type, strength, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (user_id, from_id, to_id, type) "
+                "DO UPDATE SET strength = EXCLUDED.strength, created_at = EXCLUDED.created_at",
+                (user_id, link.from_id, link.to_id, link.type, link.strength, datetime.now(UTC)),
+            )
+
+    def upsert_entity(self, user_id: str, entity: Entity) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO engram_entities (user_id, id, type, name, aliases) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (user_id, id) DO UPDATE SET type = EXCLUDED.type, name = EXCLUDED.name, "
+                "aliases = EXCLUDED.aliases",
+                (user_id, entity.id, entity.type, entity.name, list(entity.aliases)),
+            )
+
+    # -- reads ------------------------------------------------------------------------------------
+    def get(self, user_id: str, memory_id: str) -> MemoryRecord | None:
+        rows = self._read(
+            f"SELECT {schema.COLUMNS} FROM engram_memories WHERE user_id = %s AND id = %s", (user_id, memory_id)
+        )
+        return schema.row_to_record(rows[0]) if rows else None
+
+    def fetch(self, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+        ids = list(dict.fromkeys(memory_ids))
+        rows = self._read(
+            f"SELECT {schema.COLUMNS} FROM engram_memories WHERE user_id = %s AND id = ANY(%s::text[])", (user_id, ids)
+        )
+        found = {row[0]: schema.row_to_record(row) for row in rows}
+        return [found[i] for i in ids if i in found]
+
+    def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        rows = self._read(
+            "SELECT id, embedding FROM engram_memories WHERE user_id = %s AND id = ANY(%s::text[]) "
+            "AND embedding IS NOT NULL",
+            (user_id, list(dict.fromkeys(memory_ids))),
+        )
+        return {memory_id: schema.to_array(vec) for memory_id, vec in rows}
+
+    def list(self, user_id: str, filters: Filters, *, limit: int = 100, offset: int = 0) -> builtins.list[MemoryRecord]:
+        where, params = schema.filter_sql(filters)
+        rows = self._read(
+            f"SELECT {schema.COLUMNS} FROM engram_memories m WHERE m.user_id = %s AND {where} "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s",
+            (user_id, *params, limit, offset),
+        )
+        return [schema.row_to_record(r) for r in rows]
+
+    def count(self, user_id: str | None = None) -> int:
+        if user_id is None:
+            return int(self._scalar("SELECT count(*) FROM engram_memories"))
+        return int(self._scalar("SELECT count(*) FROM engram_memories WHERE user_id = %s", (user_id,)))
+
+    def user_exists(self, user_id: str) -> bool:
+        return bool(self._read("SELECT 1 FROM engram_memories WHERE user_id = %s LIMIT 1", (user_id,)))
+
+    def users(self) -> builtins.list[str]:
+        """Every user with memories, entities or links, sorted (for copy_store)."""
+        rows = self._read(
+            "SELECT user_id FROM engram_memories UNION SELECT user_id FROM engram_entities "
+            "UNION SELECT user_id FROM engram_links ORDER BY 1"
+        )
+        return [r[0] for r in rows]
+
+    def links(self, user_id: str, memory_id: str) -> builtins.list[Link]:
+        rows = self._read(
+            "SELECT from_id, to_id, type, strength FROM engram_links "
+            "WHERE user_id = %s AND (from_id = %s OR to_id = %s) ORDER BY type, from_id, to_id",
+            (user_id, memory_id, memory_id),
+        )
+        return [Link(r[0], r[1], r[2], float(r[3])) for r in rows]
+
+    def entities(self, user_id: str) -> builtins.list[Entity]:
+        rows = self._read(
+            "SELECT id, type, name, aliases FROM engram_entities WHERE user_id = %s ORDER BY id", (user_id,)
+        )
+        return [Entity(r[0], r[1], r[2], tuple(r[3])) for r in rows]
+
+    def stats(self) -> Mapping[str, Any]:
+        rows = self._read("SELECT kind, count(*) FROM engram_memories GROUP BY kind ORDER BY kind")
+        users = self._scalar("SELECT count(DISTINCT user_id) FROM engram_memories")
+        model_id = self._scalar("SELECT value FROM engram_meta WHERE key = 'model_id'")
+        size = self._scalar("SELECT " + " + ".join(f"pg_total_relation_size('{t}')" for t in schema.TABLES))
+        return {
+            "backend": "postgres",
+            "url": schema.redact(self.url),
+            "memories": sum(int(n) for _, n in rows),
+            "users": int(users),
+            "by_kind": {k: int(n) for k, n in rows},
+            "model_id": model_id,
+            "bytes": int(size or 0),
+        }
+
+    # -- candidate primitives ---------------------------------------------------------------------
+    def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
+        if n <= 0:
+            return []
+        where, params = schema.filter_sql(filters)
+        q = np.asarray(query, dtype=np.float32)
+        dims = int(q.shape[0])
+        with self._tx() as conn:
+            size = conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM engram_memories WHERE user_id = %s LIMIT %s) s",
+                (user_id, self.exact_limit + 1),
+            ).fetchone()
+            if size is not None and int(size[0]) <= self.exact_limit:
+                rows = conn.execute(
+                    "SELECT m.id, 1 - (m.embedding <=> %s) AS score FROM engram_memories m "
+                    f"WHERE m.user_id = %s AND m.embedding IS NOT NULL AND vector_dims(m.embedding) = %s "
+                    f"AND {where} ORDER BY score DESC, m.id LIMIT %s",
+                    (q, user_id, dims, *params, n),
+                ).fetchall()
+            else:
+                # The dimension is a literal (an int) so the planner can match the partial HNSW index.
+                conn.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                    (str(min(1000, max(self.ef_search, 2 * n))),),
+                )
+                rows = conn.execute(
+                    f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding::vector({dims}) <=> %s::vector({dims}) AS d "
+                    f"FROM engram_memories m WHERE m.user_id = %s AND vector_dims(m.embedding) = {dims} "
+                    f"AND {where} ORDER BY d LIMIT %s) SELECT id, 1 - d AS score FROM c ORDER BY score DESC, id",
+                    (q, user_id, *params, n),
+                ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        terms = keyword_terms(text)
+        if not terms or n <= 0:
+            return []
+        where, params = schema.filter_sql(filters)
+        # Terms are \w+ only, so joined by "|" they are a tsquery with no operator of the user's.
+        rows = self._read(
+            schema.BM25_SQL.format(where=where),
+            (" ".join(terms), user_id, " | ".join(terms), self.keyword_budget, user_id, user_id, *params, n),
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
+                 score: str, order: str, n: int) -> builtins.list[Hit]:
+        where, params = schema.filter_sql(filters)
+        rows = self._read(
+            f"SELECT m.id, {score} FROM engram_memories m WHERE m.user_id = %s AND {where} {extra} "
+            f"ORDER BY {order}, m.id LIMIT %s",
+            (user_id, *params, *extra_params, n),
+        )
+        return [(r[0], float(r[1] or 0)) for r in rows]
+
+    def by_time_range(
+        self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
+    ) -> builtins.list[Hit]:
+        return self._ordered(
+            user_id, filters, "AND m.created_at BETWEEN %s AND %s", (start, end),
+            _EPOCH.format("m.created_at"), "m.created_at DESC", n,
+        )
+
+    def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return []
+        where, params = schema.filter_sql(filters)
+        rows = self._read(
+            "SELECT m.id, (SELECT count(DISTINCT e) FROM unnest(m.entities) e WHERE e = ANY(%s::text[])) AS matches "
+            f"FROM engram_memories m WHERE m.user_id = %s AND m.entities && %s::text[] AND {where} "
+            "ORDER BY matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT %s",
+            (ids, user_id, ids, *params, n),
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def by_links(self, user_id: str, memory_ids: Sequence[str], n: int,
+                 link_types: Iterable[str] | None) -> builtins.list[Hit]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        types = list(link_types) if link_types is not None else None
+        type_sql = "AND l.type = ANY(%s::text[])" if types else ""
+        type_params = [types] if types else []
+        rows = self._read(
+            "SELECT x.other, MAX(x.strength) AS s FROM ("
+            " SELECT l.to_id AS other, l.strength FROM engram_links l"
+            f" WHERE l.user_id = %s AND l.from_id = ANY(%s::text[]) {type_sql}"
+            " UNION ALL"
+            " SELECT l.from_id AS other, l.strength FROM engram_links l"
+            f" WHERE l.user_id = %s AND l.to_id = ANY(%s::text[]) {type_sql}"
+            ") x JOIN engram_memories m ON m.user_id = %s AND m.id = x.other "
+            "GROUP BY x.other ORDER BY s DESC, x.other LIMIT %s",
+            (user_id, ids, *type_params, user_id, ids, *type_params, user_id, n),
+        )
+        return [(r[0], float(r[1])) for r in rows if r[0] not in ids]
+
+    def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(user_id, filters, "", (), _EPOCH.format("m.created_at"), "m.created_at DESC", n)
+
+    def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        accessed = f"COALESCE({_EPOCH.format('m.last_accessed_at')}, 0)"
+        return self._ordered(user_id, filters, "", (), accessed, f"{accessed} DESC, m.created_at DESC", n)
+
+    def most_important(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(user_id, filters, "", (), "m.importance", "m.importance DESC, m.created_at DESC", n)
+
+    def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(
+            user_id, filters, "", (), "m.access_count", "m.access_count DESC, m.created_at DESC", n
+        )

