@@ -12,16 +12,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from engram import keyword_search
+from engram import recall as recall_modes
 from engram.config import Limits, RetrievalConfig
 from engram.errors import MemoryNotFound, ValidationError
 from engram.ext import Embedder, Metrics, Store, as_filters
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
 from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id
+from engram.keyword_search import KeywordResult
 from engram.metrics import InMemoryMetrics
 from engram.model import KINDS, Entity, Filters, Link, MemoryRecord
+from engram.recall import Recall
 from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
+from engram.salience import memory_salience
 
 __all__ = ["Memory", "open_store"]
 
@@ -81,6 +86,11 @@ class Memory:
                 self._bound = True
             return self._embedder
 
+    def _invalidate(self, user_id: str) -> None:
+        """Every write ends here: cached retrievals and keyword searches of that user are stale."""
+        self.pipeline.cache.invalidate_user(user_id)
+        keyword_search.invalidate(self, user_id)
+
     @property
     def embedder(self) -> Embedder:
         return self._get_embedder()
@@ -119,8 +129,8 @@ class Memory:
             vectors = embed_records(embedder, self.store, chunk)
             self.store.put_many(chunk, vectors)
         truth.apply(self.store, supersessions, {r.id for r in records})
-        for user_id in {r.user_id for r in records}:
-            self.pipeline.cache.invalidate_user(user_id)
+        for user_id in sorted({r.user_id for r in records}):
+            self._invalidate(user_id)
         return records
 
     def update(self, memory_id: str, *, user_id: str, **changes: Any) -> MemoryRecord:
@@ -142,19 +152,19 @@ class Memory:
         if record.content_hash != old.content_hash:
             vector = embed_records(self._get_embedder(), self.store, [record])[0]
         self.store.replace(record, vector)
-        self.pipeline.cache.invalidate_user(record.user_id)
+        self._invalidate(record.user_id)
         return record
 
     def delete(self, memory_id: str, *, user_id: str) -> bool:
         """Remove a memory from every index at once; False if it was not there."""
         deleted = self.store.delete(self._user(user_id), memory_id)
-        self.pipeline.cache.invalidate_user(user_id)
+        self._invalidate(user_id)
         return deleted
 
     def forget_user(self, user_id: str) -> int:
         """Remove every row of one user from every table and index; returns memories removed."""
         count = self.store.forget_user(self._user(user_id))
-        self.pipeline.cache.invalidate_user(user_id)
+        self._invalidate(user_id)
         return count
 
     def link(self, from_id: str, to_id: str, type: str, strength: float = 1.0, *, user_id: str) -> Link:
@@ -167,7 +177,7 @@ class Memory:
             raise ValidationError("strength", f"must be in [0, 1], got {strength!r}")
         link = Link(from_id, to_id, type, float(strength))
         self.store.add_link(user, link)
-        self.pipeline.cache.invalidate_user(user)
+        self._invalidate(user)
         return link
 
     def add_entity(
@@ -184,7 +194,7 @@ class Memory:
             aliases=tuple(aliases),
         )
         self.store.upsert_entity(user, entity)
-        self.pipeline.cache.invalidate_user(user)
+        self._invalidate(user)
         return entity
 
     # -- reads ----------------------------------------------------------------------------------------
@@ -243,3 +253,44 @@ class Memory:
             query, user_id=user, config=config or self.config, now=when, filters=base,
             use_memory=use_memory, as_of=to_utc(as_of, "as_of") if as_of is not None else None,
         )
+
+    # -- recall modes (seed 004) and keyword search (seed 002): engram.recall, engram.keyword_search
+    def recall(self, query: str | None = None, *, user_id: str, mode: str = "relevant", **options: Any) -> Recall:
+        """Recall by mode: relevant, recent, important or frequent (see ``engram.recall.recall``)."""
+        return recall_modes.recall(self, query, user_id=self._user(user_id), mode=mode, **options)
+
+    def recall_temporal(
+        self, start: datetime | str, end: datetime | str, *, user_id: str, topic: str | None = None, **options: Any
+    ) -> Recall:
+        """Memories created in [start, end], newest first, optionally filtered by topic similarity."""
+        return recall_modes.recall_temporal(self, start, end, user_id=self._user(user_id), topic=topic, **options)
+
+    def recall_by_kind(self, kind: str, *, user_id: str, limit: int = 10, **options: Any) -> Recall:
+        return recall_modes.recall_by_kind(self, kind, user_id=self._user(user_id), limit=limit, **options)
+
+    def recall_linked(
+        self, memory_id: str, *, user_id: str, link_types: Sequence[str] | None = None, depth: int = 1, **options: Any
+    ) -> Recall:
+        """Memories reachable over links from one memory (breadth-first, depth 1-3)."""
+        return recall_modes.recall_linked(
+            self, memory_id, user_id=self._user(user_id), link_types=link_types, depth=depth, **options
+        )
+
+    def find_contradictions(self, content: str, *, user_id: str, **options: Any) -> Recall:
+        """Memories similar to ``content`` that carry a ``contradicts`` link."""
+        return recall_modes.find_contradictions(self, content, user_id=self._user(user_id), **options)
+
+    def salience(self, memory_id: str, *, user_id: str, now: datetime | None = None) -> float:
+        """Read-time salience in [0, 1] from importance, age and access; never stored."""
+        return memory_salience(self, memory_id, user_id=self._user(user_id), now=now)
+
+    def search_keywords(
+        self, keywords: str | Sequence[str], *, user_id: str, cached: bool = False, **options: Any
+    ) -> builtins.list[KeywordResult]:
+        """Seed 002 keyword search with match reasons; ``cached=True`` uses the 300 s cache."""
+        search = keyword_search.search_with_cache if cached else keyword_search.search_keywords
+        return search(self, keywords, user_id=self._user(user_id), **options)
+
+    def enrich_context(self, query: str | Sequence[str], *, user_id: str, **options: Any) -> dict[str, Any]:
+        """Seed 002 context building: {memories, summary, count, last_retrieved}."""
+        return keyword_search.enrich_context(self, query, user_id=self._user(user_id), **options)

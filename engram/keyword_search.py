@@ -1,0 +1,342 @@
+"""Keyword search, a small result cache, and prompt context from the results (seed 002).
+
+Finding candidates. The store's FTS5 index holds whole tokens of ``content`` only, while seed 002
+matches substrings ("acm" finds "Acme") in every data field. So candidates come from two places:
+
+* FTS5, once per keyword (one OR query would let the store's postings budget drop common keywords),
+  up to ``FTS_PER_KEYWORD`` best BM25 hits each, over all of the user's memories;
+* a scan of the user's newest ``SCAN_LIMIT`` memories, which is what finds substring-only matches and
+  matches in subject/predicate/object, trigger/action, tags and metadata.
+
+Every candidate is then checked in Python, field by field, and only memories matching at least one
+keyword are returned (seed decision 3). The bound: an older memory than the newest ``SCAN_LIMIT`` is
+found only when a keyword is a whole token of its content.
+
+Ranking is seed 002's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
+0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a
+preferred kind, else 0.5; preferred are fact, procedure and summary: distilled knowledge gives a
+prompt more per token than a raw message). Ties go to the smaller id.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from engram.errors import ValidationError
+from engram.ingest.normalize import to_utc, validate_id
+from engram.model import KINDS, Filters, MemoryRecord
+from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
+from engram.salience import check_unit
+from engram.text import keyword_terms, words
+
+if TYPE_CHECKING:
+    from engram.memory import Memory
+
+__all__ = [
+    "CACHE_MAX_ENTRIES", "CACHE_TTL", "PREFERRED_KINDS", "SCAN_LIMIT", "WEIGHTS", "KeywordResult", "cache_stats",
+    "clear_cache", "enrich_context", "invalidate", "match_keywords", "relevance", "search_keywords",
+    "search_with_cache",
+]
+
+WEIGHTS: Mapping[str, float] = {"keyword": 0.4, "recency": 0.2, "importance": 0.2, "type": 0.2}
+RECENCY_DAYS = 30.0
+PREFERRED_KINDS = frozenset({"fact", "procedure", "summary"})
+FTS_PER_KEYWORD = 200
+SCAN_LIMIT = 2000
+SCAN_PAGE = 500
+MAX_KEYWORDS = 32
+MAX_LIMIT = 1000
+CACHE_MAX_ENTRIES = 100
+CACHE_TTL = 300.0
+CHARS_PER_TOKEN = 4  # the usual estimate for English text; no tokenizer is loaded for a budget check
+_TEXT_FIELDS = ("content", "subject", "predicate", "object", "trigger", "action")
+
+MatchMode = Literal["substring", "exact"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordResult:
+    """Seed 002 result: the memory, its relevance in [0, 1], and which keyword matched which field."""
+
+    record: MemoryRecord
+    score: float
+    match_reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        reasons = list(self.match_reasons)
+        return {"memory": self.record.to_dict(), "score": round(self.score, 6), "match_reasons": reasons}
+
+
+def _keywords(keywords: str | Sequence[str]) -> list[str]:
+    # A bare string would otherwise iterate as characters; it means whitespace-separated keywords.
+    items = keywords.split() if isinstance(keywords, str) else list(keywords)
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ValidationError("keywords", f"must be strings, got {type(item).__name__}")
+        keyword = " ".join(item.casefold().split())
+        if keyword and keyword not in out:
+            out.append(keyword)
+    if len(out) > MAX_KEYWORDS:
+        raise ValidationError("keywords", f"at most {MAX_KEYWORDS} keywords, got {len(out)}")
+    return out
+
+
+def _metadata_texts(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _metadata_texts(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _metadata_texts(item, path)
+
+
+def _field_texts(record: MemoryRecord) -> Iterator[tuple[str, str]]:
+    for name in _TEXT_FIELDS:
+        text = getattr(record, name)
+        if text:
+            yield name, text
+    for tag in record.tags:
+        yield "tags", tag
+    yield from _metadata_texts(record.metadata, "metadata")
+
+
+def _contains(keyword: str, text: str, mode: MatchMode) -> bool:
+    if mode == "substring":
+        return keyword in text.casefold()
+    # Exact: the keyword's words appear as whole, consecutive words of the field.
+    wanted, tokens = words(keyword), words(text)
+    if not wanted:
+        return keyword == text.casefold().strip()
+    span = len(wanted)
+    return any(tokens[i : i + span] == wanted for i in range(len(tokens) - span + 1))
+
+
+def match_keywords(
+    record: MemoryRecord, keywords: Sequence[str], mode: MatchMode = "substring"
+) -> tuple[int, tuple[str, ...]]:
+    """How many of ``keywords`` (already casefolded) match, and ``"<keyword> in <field>"`` for each hit."""
+    matched = 0
+    reasons: list[str] = []
+    fields = list(_field_texts(record))
+    for keyword in keywords:
+        hits = [name for name, text in fields if _contains(keyword, text, mode)]
+        if hits:
+            matched += 1
+            reasons.extend(f"{keyword} in {name}" for name in dict.fromkeys(hits))
+    return matched, tuple(reasons)
+
+
+def relevance(
+    record: MemoryRecord, matched: int, total: int, *, kind: str | None = None, recency_boost: bool = True,
+    now: datetime | None = None,
+) -> float:
+    """Seed 002's four-factor score in [0, 1]."""
+    keyword = matched / total if total else 0.0
+    recency = 0.0
+    if recency_boost:
+        age_days = ((now or datetime.now(UTC)) - record.created_at).total_seconds() / 86_400
+        recency = math.exp(-max(0.0, age_days) / RECENCY_DAYS)
+    kind_fit = 1.0 if record.kind == kind or record.kind in PREFERRED_KINDS else 0.5
+    importance = min(1.0, max(0.0, record.importance))
+    return (WEIGHTS["keyword"] * keyword + WEIGHTS["recency"] * recency + WEIGHTS["importance"] * importance
+            + WEIGHTS["type"] * kind_fit)
+
+
+def _candidates(memory: Memory, user: str, keywords: list[str], filters: Filters) -> list[MemoryRecord]:
+    ids: dict[str, None] = {}
+    for keyword in keywords:
+        for memory_id, _ in memory.store.keyword_search(user, keyword, FTS_PER_KEYWORD, filters):
+            ids[memory_id] = None
+    found = {r.id: r for r in memory.store.fetch(user, list(ids))}
+    for offset in range(0, SCAN_LIMIT, SCAN_PAGE):
+        page = memory.store.list(user, filters, limit=SCAN_PAGE, offset=offset)
+        found.update((r.id, r) for r in page)
+        if len(page) < SCAN_PAGE:
+            break
+    return list(found.values())
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    user: str
+    keywords: tuple[str, ...]
+    kind: str | None
+    min_importance: float | None
+    limit: int
+    recency_boost: bool
+    match_mode: MatchMode
+    now: datetime | None
+
+
+def _query(
+    memory: Memory, keywords: str | Sequence[str], user_id: str, kind: str | None, min_importance: float | None,
+    limit: int, recency_boost: bool, match_mode: str, now: datetime | str | None,
+) -> _Query:
+    user = validate_id(user_id, "user_id", memory.limits) or ""  # required: never None, "or" is for mypy
+    if kind is not None and kind not in KINDS:
+        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    if min_importance is not None:
+        check_unit("min_importance", min_importance, ValidationError)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError("limit", f"must be an integer in [1, {MAX_LIMIT}], got {limit!r}")
+    if match_mode not in ("substring", "exact"):
+        raise ValidationError("match_mode", f"must be 'substring' or 'exact', got {match_mode!r}")
+    mode: MatchMode = "substring" if match_mode == "substring" else "exact"
+    when = None if now is None else to_utc(now, "now")
+    return _Query(user, tuple(_keywords(keywords)), kind, min_importance, limit, bool(recency_boost), mode, when)
+
+
+def _run(memory: Memory, q: _Query) -> list[KeywordResult]:
+    if not q.keywords:
+        return []  # nothing can match no keyword, and seed 002 returns only matches
+    now = q.now or datetime.now(UTC)
+    filters = Filters(kinds=None if q.kind is None else (q.kind,))  # active memories only
+    results: list[KeywordResult] = []
+    for record in _candidates(memory, q.user, list(q.keywords), filters):
+        if record.user_id != q.user or record.status != "active" or (q.kind is not None and record.kind != q.kind):
+            continue
+        if q.min_importance is not None and record.importance < q.min_importance:
+            continue
+        matched, reasons = match_keywords(record, q.keywords, q.match_mode)
+        if matched:
+            score = relevance(record, matched, len(q.keywords), kind=q.kind, recency_boost=q.recency_boost, now=now)
+            results.append(KeywordResult(record, score, reasons))
+    results.sort(key=lambda r: r.record.id)
+    results.sort(key=lambda r: -r.score)  # stable: equal scores keep the id order
+    return results[: q.limit]
+
+
+def search_keywords(
+    memory: Memory, keywords: str | Sequence[str], *, user_id: str, kind: str | None = None,
+    min_importance: float | None = None, limit: int = 10, recency_boost: bool = True,
+    match_mode: str = "substring", now: datetime | str | None = None,
+) -> list[KeywordResult]:
+    """Memories of ``user_id`` matching any of ``keywords`` (case-insensitive), best first."""
+    q = _query(memory, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
+    return _run(memory, q)
+
+
+# -- cache ----------------------------------------------------------------------------------------------
+_caches: weakref.WeakKeyDictionary[Memory, RetrievalCache[tuple[KeywordResult, ...]]] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _cache(memory: Memory) -> RetrievalCache[tuple[KeywordResult, ...]]:
+    # One cache per Memory, dropped with it: a module-level cache keyed by user alone would mix
+    # two Memory objects opened on different databases.
+    with _caches_lock:
+        cache = _caches.get(memory)
+        if cache is None:
+            cache = _caches[memory] = RetrievalCache(max_entries=CACHE_MAX_ENTRIES, ttl=CACHE_TTL)
+        return cache
+
+
+def search_with_cache(
+    memory: Memory, keywords: str | Sequence[str], *, user_id: str, kind: str | None = None,
+    min_importance: float | None = None, limit: int = 10, recency_boost: bool = True,
+    match_mode: str = "substring", now: datetime | str | None = None, cache_ttl: float = CACHE_TTL,
+) -> list[KeywordResult]:
+    """:func:`search_keywords` through a per-Memory cache of at most 100 queries, each kept
+    ``cache_ttl`` seconds (0: bypass) and dropped as soon as the user's memories change.
+
+    The key holds the user's write generation from ``memory.pipeline.cache``, which every write
+    through ``Memory`` bumps, so a write makes older answers unreachable even before ``Memory``
+    calls :func:`invalidate`. An explicit ``now`` is part of the key (to the minute); without one,
+    recency drifts by at most ``cache_ttl`` while an answer is cached.
+    """
+    q = _query(memory, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
+    if isinstance(cache_ttl, bool) or not isinstance(cache_ttl, int | float) or not 0 <= cache_ttl < math.inf:
+        raise ValidationError("cache_ttl", f"must be a finite number of seconds >= 0, got {cache_ttl!r}")
+    if cache_ttl == 0:
+        return _run(memory, q)
+    cache = _cache(memory)
+    written = memory.pipeline.cache.generation(q.user)
+    key = make_key(
+        "keyword_search", q.keywords, q.kind, q.min_importance, q.limit, q.recency_boost, q.match_mode,
+        None if q.now is None else now_bucket(q.now), written,
+    )
+    cached = cache.get(q.user, key)
+    if cached is not None:
+        return list(cached)
+    generation = cache.generation(q.user)  # read before searching: an invalidation meanwhile wins
+    results = _run(memory, q)
+    cache.put(q.user, key, tuple(results), ttl=float(cache_ttl), generation=generation)
+    return results
+
+
+def invalidate(memory: Memory, user_id: str) -> None:
+    """Drop ``user_id``'s cached keyword searches; ``Memory`` calls this from its write paths."""
+    _cache(memory).invalidate_user(user_id)
+
+
+def clear_cache(memory: Memory) -> None:
+    _cache(memory).clear()
+
+
+def cache_stats(memory: Memory) -> dict[str, Any]:
+    """Hits, misses, size, max_entries, evictions, expirations and hit_rate."""
+    return _cache(memory).stats()
+
+
+# -- context --------------------------------------------------------------------------------------------
+def _line(result: KeywordResult) -> str:
+    record = result.record
+    text = " ".join(record.content.split())
+    return f"- [{record.kind}] {text} ({record.created_at.date().isoformat()})"
+
+
+def enrich_context(
+    memory: Memory, query: str | Sequence[str], *, user_id: str, max_tokens: int = 1000, limit: int = 5,
+    now: datetime | str | None = None,
+) -> dict[str, Any]:
+    """Seed 002 ``enrich_context``: ``{memories, summary, count, last_retrieved}``.
+
+    ``summary`` is the context for the prompt: a header and one line per memory, best first, within
+    ``max_tokens`` (at ``CHARS_PER_TOKEN`` characters a token). A line that does not fit whole is cut
+    if at least a few words of it fit, and nothing after it is added; ``memories`` and ``count`` cover
+    exactly what ``summary`` shows. A string query gives its content words as keywords.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 1_000_000:
+        raise ValidationError("max_tokens", f"must be an integer in [1, 1000000], got {max_tokens!r}")
+    keywords = keyword_terms(query) if isinstance(query, str) else list(query)
+    when = datetime.now(UTC) if now is None else to_utc(now, "now")
+    results = search_keywords(memory, keywords, user_id=user_id, limit=limit, now=when)
+    budget = max_tokens * CHARS_PER_TOKEN
+    # The header with the largest possible count: the real one is never longer.
+    header = f"Found {len(results)} related memories:"
+    room = budget - len(header)
+    shown: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for result in results:
+        line = _line(result)
+        cost = len(line) + 1  # the newline before it
+        truncated = cost > room
+        if truncated:
+            if room < 24:  # less than a few words: a stub would cost tokens and say nothing
+                break
+            line = line[: room - 2] + "…"
+        lines.append(line)
+        room -= len(line) + 1
+        shown.append({
+            "id": result.record.id, "kind": result.record.kind, "content": result.record.content,
+            "score": round(result.score, 6), "match_reasons": list(result.match_reasons),
+            "created_at": result.record.created_at.isoformat(), "truncated": truncated,
+        })
+        if truncated:
+            break
+    if shown:
+        noun = "memory" if len(shown) == 1 else "memories"
+        summary = "\n".join([f"Found {len(shown)} related {noun}:", *lines])
+    else:
+        # With results but no room even for the header, an empty context is the honest answer.
+        summary = "" if results else "No related memories found."[:budget]
+    return {"memories": shown, "summary": summary, "count": len(shown), "last_retrieved": when}
