@@ -22,6 +22,7 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 unit: $(STAMP)
+	bash scripts/install-browser.sh
 	$(PY) -m pytest
 
 test: lint typecheck unit

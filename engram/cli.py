@@ -143,9 +143,20 @@ def main() -> None:
 
 def _register_extras() -> None:
     # Commands of other modules attach themselves here so cli.py stays a thin mirror.
+    from engram.documents_cli import doc_group, ingest_command
     from engram.stores.copy import copy_command
 
     cli.add_command(copy_command)
+    cli.add_command(ingest_command)
+    cli.add_command(doc_group)
+    try:
+        from engram.service.cli import keys_group, mcp_command, serve_command
+    except ImportError:  # the service extra is not installed
+        pass
+    else:
+        cli.add_command(serve_command)
+        cli.add_command(keys_group)
+        cli.add_command(mcp_command)
     try:
         from engram.eval.cli import eval_group
     except ImportError:

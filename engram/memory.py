@@ -5,20 +5,23 @@ from __future__ import annotations
 import builtins
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from engram import keyword_search
+from engram import documents, keyword_search
 from engram import recall as recall_modes
 from engram.config import Limits, RetrievalConfig
+from engram.documents import Document
 from engram.errors import MemoryNotFound, ValidationError
 from engram.ext import Embedder, Metrics, Store, as_filters
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
+from engram.ingest.files import IngestReport
+from engram.ingest.files import ingest as ingest_files
 from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id
 from engram.keyword_search import KeywordResult
 from engram.metrics import InMemoryMetrics
@@ -294,3 +297,28 @@ class Memory:
     def enrich_context(self, query: str | Sequence[str], *, user_id: str, **options: Any) -> dict[str, Any]:
         """Seed 002 context building: {memories, summary, count, last_retrieved}."""
         return keyword_search.enrich_context(self, query, user_id=self._user(user_id), **options)
+
+    # -- documents (seed 000): engram.ingest.files, engram.documents
+    def ingest(
+        self, paths: Any, *, user_id: str, tags: Sequence[str] = (), topic: str | None = None,
+        note: str | None = None, provider: str | None = None, force: bool = False,
+        now: datetime | None = None, progress: Callable[[Any, int, int], None] | None = None,
+    ) -> IngestReport:
+        """Ingest files, directories and glob patterns as versioned documents, split into chunks."""
+        return ingest_files(
+            self, paths, user_id=self._user(user_id), tags=tags, topic=topic, note=note, provider=provider,
+            force=force, now=now, progress=progress,
+        )
+
+    def get_document(
+        self, meta: Mapping[str, Any], *, user_id: str, k: int = 50, default_tags: Sequence[str] | None = None,
+        strategy: str = "latest", as_of: str | datetime | None = None,
+    ) -> Document:
+        """Exactly one version of one ingested document (seed 000: latest, earliest, longest, score)."""
+        return documents.get_document(
+            self, meta, user_id=self._user(user_id), k=k, default_tags=default_tags, strategy=strategy, as_of=as_of
+        )
+
+    def document_versions(self, filename_or_doc_key: str, *, user_id: str) -> builtins.list[Document]:
+        """Every stored version of a file, oldest first."""
+        return documents.document_versions(self, filename_or_doc_key, user_id=self._user(user_id))

@@ -25,7 +25,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable
+from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.postgres import schema
@@ -139,9 +139,14 @@ class PostgresStore:
             return
         matrix = np.asarray(vectors, dtype=np.float32)
         self._ensure_hnsw(int(matrix.shape[1]))
-        with self._tx() as conn, conn.cursor() as cur:
-            rows = [schema.record_params(r, v) for r, v in zip(records, matrix, strict=True)]
-            cur.executemany(schema.INSERT_SQL, rows)
+        try:
+            with self._tx() as conn, conn.cursor() as cur:
+                rows = [schema.record_params(r, v) for r, v in zip(records, matrix, strict=True)]
+                cur.executemany(schema.INSERT_SQL, rows)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
+            raise
 
     def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
         new = None if vector is None else np.asarray(vector, dtype=np.float32)

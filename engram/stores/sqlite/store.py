@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable
+from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, DocFrequencies, keyword_hits
@@ -159,7 +159,11 @@ class SQLiteStore:
         def op(c: sqlite3.Connection) -> list[int]:
             return [self._insert(c, r, v) for r, v in zip(records, vectors, strict=True)]
 
-        rowids = self._write(op)
+        try:
+            rowids = self._write(op)
+        except sqlite3.IntegrityError as exc:
+            # Ids are unique across the whole file; say so without naming whose id it was.
+            raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
         for record, rowid, vector in zip(records, rowids, vectors, strict=True):
             index = self._indexes.get(record.user_id)
             if index is not None:

@@ -1,0 +1,276 @@
+"""Retrieve exactly one ingested document from a description (seed 000 ``retrieve_document_from_metadata``).
+
+The pipeline is the seed's: required tags (``file_ingest`` + default tags + ``meta["tags"]``), a query
+built from ``meta``, one vector search over ``kind="document"`` memories tagged ``file_ingest``, then
+local AND tag filtering, ``as_of`` filtering and a version strategy, each filter falling back to the
+full candidate set rather than failing. One refinement: when ``meta`` names a file, candidates with
+exactly that filename are preferred (same fallback), so "latest" means the latest version of *that*
+file rather than the most recently ingested of whatever else the search returned. Earlier versions
+are ``superseded`` (so general retrieval quotes current text); the search here includes them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from engram.errors import DocumentNotFound, ValidationError
+from engram.ingest.embed import embed_texts
+from engram.ingest.files import FILE_INGEST
+from engram.ingest.normalize import to_utc, validate_id
+from engram.model import Filters, MemoryRecord
+
+if TYPE_CHECKING:
+    from engram.memory import Memory
+
+__all__ = [
+    "DEFAULT_QUERY",
+    "STRATEGIES",
+    "VERSION_STATUSES",
+    "Document",
+    "build_query",
+    "close_default_memory",
+    "document_versions",
+    "get_default_memory",
+    "get_default_user_id",
+    "get_document",
+    "required_tags",
+    "retrieve_document_from_metadata",
+    "select",
+]
+
+STRATEGIES = ("latest", "earliest", "longest", "score")
+DEFAULT_QUERY = "document relevant to current request"
+VERSION_STATUSES = ("active", "superseded")  # archived or deleted versions are withdrawn on purpose
+_MIN_TIME = datetime.min.replace(tzinfo=UTC)
+_MAX_TIME = datetime.max.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One version of one ingested file. ``score`` is the query's cosine (None when listed)."""
+
+    content: str
+    filename: str
+    path: str
+    version: int | None
+    doc_key: str | None
+    ingested_at: datetime
+    score: float | None
+    memory_id: str
+
+    @classmethod
+    def from_record(cls, record: MemoryRecord, score: float | None = None) -> Document:
+        meta = record.metadata
+        return cls(
+            content=record.content,
+            filename=str(meta.get("filename") or ""),
+            path=str(meta.get("path") or ""),
+            version=record.version if record.version is not None else _int_or_none(meta.get("version")),
+            doc_key=record.doc_key or (str(meta["doc_key"]) if meta.get("doc_key") else None),
+            # A document stored without ingested_at (not by ingest) still has a creation time.
+            ingested_at=_ingested_at(record) or record.created_at,
+            score=score,
+            memory_id=record.id,
+        )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# -- defaults -------------------------------------------------------------------------------------
+
+_default_lock = threading.Lock()
+_default_memory: list[Memory] = []
+
+
+def get_default_user_id() -> str:
+    """The user namespace when none is given: ``$ENGRAM_USER``, else ``"default"``."""
+    return os.environ.get("ENGRAM_USER") or "default"
+
+
+def get_default_memory() -> Memory:
+    """A process-wide Memory on ``$ENGRAM_DB`` (else ./engram.db), opened on first use."""
+    with _default_lock:
+        if not _default_memory:
+            from engram.memory import Memory
+
+            _default_memory.append(Memory(os.environ.get("ENGRAM_DB") or None))
+        return _default_memory[0]
+
+
+def close_default_memory() -> None:
+    """Close the default Memory if it was opened; the next use opens it again."""
+    with _default_lock:
+        if _default_memory:
+            _default_memory.pop().close()
+
+
+# -- the pieces of the pipeline -------------------------------------------------------------------
+
+
+def required_tags(meta: Mapping[str, Any], default_tags: Sequence[str] | None = None) -> list[str]:
+    """``file_ingest``, then ``default_tags``, then ``meta["tags"]``; deduplicated, order kept."""
+    tags: list[str] = [FILE_INGEST, *(default_tags or ())]
+    extra = meta.get("tags") or ()
+    tags.extend([extra] if isinstance(extra, str) else [str(t) for t in extra])
+    return list(dict.fromkeys(t for t in tags if t))
+
+
+def _filename(meta: Mapping[str, Any]) -> str | None:
+    name = meta.get("filename") or meta.get("file_name")
+    return str(name) if name else None
+
+
+def build_query(meta: Mapping[str, Any]) -> str:
+    """``meta["query"]`` if given, else filename, topic, note and "provided by {provider}"."""
+    if meta.get("query"):
+        return str(meta["query"])
+    pieces = [_filename(meta), meta.get("topic"), meta.get("note")]
+    if meta.get("provider"):
+        pieces.append(f"provided by {meta['provider']}")
+    return " ".join(str(p) for p in pieces if p) or DEFAULT_QUERY
+
+
+def _ingested_at(record: MemoryRecord) -> datetime | None:
+    value = record.metadata.get("ingested_at")
+    if not value:
+        return None
+    try:
+        return to_utc(value, "ingested_at")
+    except ValidationError:
+        return None  # unparsable counts as unknown, as in the seed's parse_iso
+
+
+def _parse_as_of(as_of: str | datetime | None) -> datetime | None:
+    if as_of is None:
+        return None
+    if isinstance(as_of, str) and not as_of.strip():
+        raise ValidationError("as_of", "must be an ISO-8601 datetime with an offset, e.g. 2025-12-04T09:00:00+00:00")
+    return to_utc(as_of, "as_of")
+
+
+Candidate = tuple[MemoryRecord, float]
+
+
+def _keep_or_all(candidates: list[Candidate], kept: list[Candidate]) -> list[Candidate]:
+    return kept or candidates
+
+
+def select(
+    candidates: Sequence[Candidate],
+    *,
+    tags: Sequence[str],
+    filename: str | None = None,
+    strategy: str = "latest",
+    as_of: datetime | None = None,
+) -> Candidate:
+    """The seed's local stage: AND tag filter, filename preference, ``as_of``, then the strategy."""
+    pool = list(candidates)
+    if not pool:
+        raise DocumentNotFound("no ingested document matches")
+    required = set(tags)
+    pool = _keep_or_all(pool, [c for c in pool if required.issubset(c[0].tags)])
+    if filename:
+        name = os.path.basename(filename)
+        pool = _keep_or_all(pool, [c for c in pool if c[0].metadata.get("filename") == name])
+    if strategy == "latest" and as_of is not None:
+        pool = _keep_or_all(pool, [c for c in pool if (t := _ingested_at(c[0])) is None or t <= as_of])
+    if strategy == "latest":
+        return max(pool, key=lambda c: (_ingested_at(c[0]) or _MIN_TIME, len(c[0].content), c[1]))
+    if strategy == "earliest":
+        return min(pool, key=lambda c: _ingested_at(c[0]) or _MAX_TIME)
+    if strategy == "longest":
+        return max(pool, key=lambda c: (len(c[0].content), c[1]))
+    if strategy == "score":
+        return max(pool, key=lambda c: c[1])
+    raise ValidationError("strategy", f"must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+
+
+# -- the API --------------------------------------------------------------------------------------
+
+
+def get_document(
+    memory: Memory,
+    meta: Mapping[str, Any],
+    *,
+    user_id: str | None = None,
+    k: int = 50,
+    default_tags: Sequence[str] | None = None,
+    strategy: str = "latest",
+    as_of: str | datetime | None = None,
+) -> Document:
+    """The one document version ``meta`` describes, with its provenance (see the module doc)."""
+    if not isinstance(meta, Mapping):
+        raise ValidationError("meta", f"must be a mapping, got {type(meta).__name__}")
+    if strategy not in STRATEGIES:
+        raise ValidationError("strategy", f"must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10_000:
+        raise ValidationError("k", f"must be an integer in [1, 10000], got {k!r}")
+    when = _parse_as_of(as_of)
+    user = validate_id(user_id if user_id is not None else get_default_user_id(), "user_id", memory.limits) or ""
+    tags = required_tags(meta, default_tags)
+    vector = embed_texts(memory.embedder, [build_query(meta)])[0]
+    # The one search: only documents tagged file_ingest can ever be candidates, so a message that
+    # merely mentions a filename is never returned as that file. (fetch then reads those hits' rows:
+    # the Store protocol's searches return ids and scores only.)
+    filters = Filters(kinds=("document",), tags_any=(FILE_INGEST,), statuses=VERSION_STATUSES)
+    hits = memory.store.vector_search(user, vector, k, filters)
+    scores = dict(hits)
+    records = [r for r in memory.store.fetch(user, [h[0] for h in hits]) if r.id in scores]
+    candidates = [(r, scores[r.id]) for r in sorted(records, key=lambda r: -scores[r.id])]
+    if not candidates:
+        raise DocumentNotFound(f"no ingested document for user {user!r} (query {build_query(meta)!r})")
+    record, score = select(candidates, tags=tags, filename=_filename(meta), strategy=strategy, as_of=when)
+    if not record.content:
+        raise ValueError(f"document memory {record.id} has no content")
+    return Document.from_record(record, score)
+
+
+def retrieve_document_from_metadata(
+    meta: Mapping[str, Any],
+    *,
+    user_id: str | None = None,
+    k: int = 50,
+    default_tags: Sequence[str] | None = None,
+    strategy: str = "latest",
+    as_of: str | datetime | None = None,
+    memory: Memory | None = None,
+) -> str:
+    """Seed 000's single-call API: the full text of exactly one document version.
+
+    >>> retrieve_document_from_metadata(                                     # doctest: +SKIP
+    ...     {"filename": "memory_storage.md"}, as_of="2025-12-04T09:00:00+00:00")
+    """
+    target = memory if memory is not None else get_default_memory()
+    return get_document(
+        target, meta, user_id=user_id, k=k, default_tags=default_tags, strategy=strategy, as_of=as_of
+    ).content
+
+
+def document_versions(memory: Memory, filename_or_doc_key: str, *, user_id: str) -> list[Document]:
+    """Every stored version of a file (by doc_key, else by filename), ordered by version then time.
+
+    A bare filename may name files from several directories; their versions are all listed.
+    """
+    user = validate_id(user_id, "user_id", memory.limits) or ""
+    name = validate_id(filename_or_doc_key, "filename_or_doc_key", memory.limits) or ""
+    records: list[MemoryRecord] = []
+    for key in ("doc_key", "filename"):
+        filters = Filters(kinds=("document",), tags_all=(FILE_INGEST,), metadata={key: name}, statuses=VERSION_STATUSES)
+        offset = 0
+        while True:
+            page = memory.store.list(user, filters, limit=1000, offset=offset)
+            records.extend(page)
+            if len(page) < 1000:
+                break
+            offset += 1000
+        if records:
+            break
+    documents = [Document.from_record(r) for r in records]
+    return sorted(documents, key=lambda d: (d.version or 0, d.ingested_at, d.memory_id))

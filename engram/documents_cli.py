@@ -1,0 +1,112 @@
+"""``engram ingest`` and ``engram doc``: files in, one document version out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from engram.documents import STRATEGIES, document_versions, get_document
+from engram.ingest.files import FileResult, ingest
+
+if TYPE_CHECKING:
+    from engram.memory import Memory
+
+__all__ = ["doc_group", "ingest_command"]
+
+DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
+USER_HELP = "Whose memory (default: $ENGRAM_USER)."
+
+
+def _memory(db: str | None) -> Memory:
+    from engram.memory import Memory
+
+    return Memory(db)
+
+
+@click.command(name="ingest", help="Ingest files, directories (recursively) and glob patterns as versioned documents.")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--user", "user_id", required=True, envvar="ENGRAM_USER", help=USER_HELP)
+@click.option("--tag", "tags", multiple=True, help="A tag for every document and chunk (repeatable).")
+@click.option("--topic", default=None, help="What the documents are about.")
+@click.option("--note", default=None, help="A note kept with each version.")
+@click.option("--provider", default=None, help="Who supplied the files.")
+@click.option("--force", is_flag=True, help="Add a version even when the content is unchanged.")
+@click.option("--db", default=None, help=DB_HELP)
+def ingest_command(paths: tuple[str, ...], user_id: str, tags: tuple[str, ...], topic: str | None,
+                   note: str | None, provider: str | None, force: bool, db: str | None) -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    console = Console()
+    with _memory(db) as memory, Progress(console=console, transient=True) as bar:
+        task = bar.add_task("ingesting", total=None)
+
+        def advance(result: FileResult, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=f"ingesting {done}/{total}")
+
+        report = ingest(memory, paths, user_id=user_id, tags=tags, topic=topic, note=note, provider=provider,
+                        force=force, progress=advance)
+    table = Table(title=f"ingested in {report.seconds:.2f} s")
+    for column in ("file", "status", "version", "chunks", "reason"):
+        table.add_column(column, overflow="fold")
+    for result in report.files:
+        table.add_row(result.path, result.status, str(result.version or "-"), str(result.chunks or "-"),
+                      result.reason or "")
+    console.print(table)
+    summary = ", ".join(f"{n} {status}" for status, n in report.counts.items() if n)
+    console.print(f"{summary or 'nothing to ingest'}; {report.documents_added} versions, "
+                  f"{report.chunks_added} chunks added")
+    if report.failed:
+        raise click.exceptions.Exit(1)
+
+
+@click.group(name="doc", help="Retrieve ingested documents.")
+def doc_group() -> None:
+    pass
+
+
+@doc_group.command(name="get", help="Print the one document version the description selects.")
+@click.option("--user", "user_id", required=True, envvar="ENGRAM_USER", help=USER_HELP)
+@click.option("--filename", default=None, help="Basename of the file, e.g. memory_storage.md.")
+@click.option("--topic", default=None, help="What the document is about.")
+@click.option("--note", default=None, help="Notes that describe it.")
+@click.option("--provider", default=None, help="Who supplied it.")
+@click.option("--query", default=None, help="An explicit search query (overrides the fields above).")
+@click.option("--tag", "tags", multiple=True, help="A tag the document must carry (repeatable).")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="latest", show_default=True,
+              help="Which version to pick.")
+@click.option("--as-of", default=None, help="With latest: the newest version ingested at or before this ISO-8601 time.")
+@click.option("--k", default=50, show_default=True, help="Candidates to consider.")
+@click.option("--db", default=None, help=DB_HELP)
+def doc_get(user_id: str, filename: str | None, topic: str | None, note: str | None, provider: str | None,
+            query: str | None, tags: tuple[str, ...], strategy: str, as_of: str | None, k: int,
+            db: str | None) -> None:
+    meta = {"filename": filename, "topic": topic, "note": note, "provider": provider, "query": query,
+            "tags": list(tags)}
+    with _memory(db) as memory:
+        document = get_document(memory, {key: value for key, value in meta.items() if value},
+                                user_id=user_id, k=k, strategy=strategy, as_of=as_of)
+    click.echo(document.content)
+
+
+@doc_group.command(name="versions", help="List every stored version of a file (by filename or doc_key).")
+@click.argument("name")
+@click.option("--user", "user_id", required=True, envvar="ENGRAM_USER", help=USER_HELP)
+@click.option("--db", default=None, help=DB_HELP)
+def doc_versions(name: str, user_id: str, db: str | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    with _memory(db) as memory:
+        versions = document_versions(memory, name, user_id=user_id)
+    if not versions:
+        raise click.ClickException(f"no ingested document named {name!r} for user {user_id!r}")
+    table = Table(title=f"{name}: {len(versions)} versions")
+    for column in ("version", "ingested_at", "chars", "doc_key", "path", "memory id"):
+        table.add_column(column, overflow="fold")
+    for doc in versions:
+        table.add_row(str(doc.version or "-"), doc.ingested_at.isoformat(), str(len(doc.content)),
+                      doc.doc_key or "-", doc.path, doc.memory_id)
+    Console().print(table)

@@ -1,0 +1,227 @@
+"""The FastAPI application: middleware (request ids, size limits, access logs), error mapping,
+health, metrics, admin settings and the /ui explorer; the memory routes live in ``routes``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from dataclasses import asdict
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from engram.config import AdminMemorySettings
+from engram.errors import EngramError
+from engram.memory import Memory
+from engram.service.auth import KeyStore
+from engram.service.deps import (
+    AuthKey,
+    Service,
+    ServiceError,
+    ServiceSettings,
+    SvcDep,
+    check_admin,
+    error_status,
+    jsonable,
+)
+from engram.service.logs import install_record_factory, request_context
+from engram.service.routes import router
+from engram.service.schemas import AdminSettingsBody, to_camel
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("engram.service")
+access = logging.getLogger("engram.service.access")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_UI_FILES = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
+_CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED",
+          406: "NOT_ACCEPTABLE", 413: "PAYLOAD_TOO_LARGE", 414: "URI_TOO_LONG", 415: "UNSUPPORTED_MEDIA_TYPE",
+          429: "RATE_LIMITED"}
+
+
+def _error(status: int, code: str, message: str, field: str | None = None,
+           headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(ServiceError(status, code, message, field=field).body(), status_code=status, headers=headers)
+
+
+class RequestMiddleware:
+    """Request id, size limits and one structured access line per request.
+
+    Pure ASGI rather than BaseHTTPMiddleware: the body limit has to see the stream as it arrives,
+    not after it was read whole into memory.
+    """
+
+    def __init__(self, app: ASGIApp, settings: ServiceSettings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        given = headers.get("x-request-id", "")
+        request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex[:16]
+        token = request_context.set({"request_id": request_id})
+        started = time.perf_counter()
+        status = [500]
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, send_wrapper, headers)
+        finally:
+            access.info(
+                "%s %s %d", scope["method"], scope["path"], status[0],
+                extra={"method": scope["method"], "path": scope["path"], "status": status[0],
+                       "duration_ms": round((time.perf_counter() - started) * 1000, 3)},
+            )
+            request_context.reset(token)
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        if len(scope.get("query_string", b"")) > self.settings.max_query_chars:
+            response = _error(414, "URI_TOO_LONG", f"query string over {self.settings.max_query_chars} bytes")
+            await response(scope, receive, send)
+            return
+        path: str = scope["path"]
+        limit = self.settings.max_ingest_bytes if path == "/v1/documents" else self.settings.max_body_bytes
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            await _error(413, "PAYLOAD_TOO_LARGE", f"request body over {limit} bytes")(scope, receive, send)
+            return
+        seen = [0]
+
+        async def counted() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                seen[0] += len(message.get("body", b""))
+                if seen[0] > limit:
+                    # FastAPI re-raises HTTPException from body reading as is, so this becomes a 413.
+                    raise StarletteHTTPException(413, f"request body over {limit} bytes")
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def _install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def on_service_error(_request: Request, exc: ServiceError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers or None)
+
+    @app.exception_handler(EngramError)
+    async def on_engram_error(_request: Request, exc: EngramError) -> JSONResponse:
+        status = error_status(exc)
+        if status >= 500:
+            log.error("engram error: %s", exc, extra={"code": exc.code})
+        return JSONResponse({"error": exc.to_dict()}, status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
+        field = ".".join(loc) or "body"
+        return _error(422, "INVALID_INPUT", f"{field}: {first.get('msg', 'invalid')}", field=field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _CODES.get(exc.status_code, "HTTP_ERROR")
+        return _error(exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {}))
+
+    @app.exception_handler(Exception)
+    async def on_crash(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return _error(500, "INTERNAL", "internal error; see the server log with this request's id")
+
+
+def admin_json(settings: AdminMemorySettings) -> dict[str, Any]:
+    data = asdict(settings)
+    return {
+        "retrieval": {to_camel(k): (list(v) if isinstance(v, tuple) else v) for k, v in data.items()
+                      if not k.startswith("interleaving_")},
+        "interleaving": {"strategy": settings.interleaving_strategy, "ratio": settings.interleaving_ratio},
+    }
+
+
+def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None = None) -> FastAPI:
+    """The service over one ``Memory``; the caller owns (and closes) the memory and the key store."""
+    install_record_factory()
+    app = FastAPI(title="Engram", version="1", summary="Memory retrieval for LLM agents.",
+                  docs_url="/docs", redoc_url=None)
+    app.state.service = Service(memory=memory, keys=keys, settings=settings or ServiceSettings())
+    app.add_middleware(RequestMiddleware, settings=app.state.service.settings)
+    _install_handlers(app)
+    app.include_router(router)
+
+    @app.get("/healthz", tags=["service"])
+    def healthz() -> dict[str, Any]:
+        return {"status": "ok"}
+
+    @app.get("/metrics", tags=["service"], response_class=PlainTextResponse)
+    def metrics(svc: SvcDep) -> PlainTextResponse:
+        render = getattr(svc.memory.metrics, "to_prometheus", None)
+        text = render() if callable(render) else ""
+        return PlainTextResponse(str(text), media_type="text/plain; version=0.0.4")
+
+    @app.get("/v1/me", tags=["service"])
+    def me(key: AuthKey) -> dict[str, Any]:
+        """The calling key: which users it may touch, whether it is an admin key."""
+        return key.to_dict()
+
+    @app.get("/v1/admin/settings", tags=["admin"])
+    def get_settings(key: AuthKey, svc: SvcDep) -> dict[str, Any]:
+        check_admin(key)
+        return admin_json(svc.admin or AdminMemorySettings())
+
+    @app.get("/v1/admin/stats", tags=["admin"])
+    def stats(key: AuthKey, svc: SvcDep) -> dict[str, Any]:
+        """Store-wide counts: admin only, since they span every user."""
+        check_admin(key)
+        return dict(jsonable(svc.memory.stats()))
+
+    @app.put("/v1/admin/settings", tags=["admin"])
+    def put_settings(body: AdminSettingsBody, key: AuthKey,
+                     svc: SvcDep) -> dict[str, Any]:
+        """Seed 001 AdminMemorySettings within the seed's ranges; later retrievals run with them."""
+        check_admin(key)
+        current = asdict(svc.admin or AdminMemorySettings())
+        if body.retrieval is not None:
+            current.update(body.retrieval.model_dump(exclude_none=True))
+        if body.interleaving is not None:
+            inter = body.interleaving.model_dump(exclude_none=True)
+            current.update({f"interleaving_{k}": v for k, v in inter.items()})
+        current["custom_redaction_patterns"] = tuple(current["custom_redaction_patterns"])
+        new = AdminMemorySettings(**current)  # ConfigError (422) names the field and its range
+        svc.set_admin(new)
+        log.info("admin settings changed", extra={"key_id": key.id, "settings": json.dumps(admin_json(new))})
+        return admin_json(new)
+
+    @app.get("/ui", include_in_schema=False)
+    def ui_index() -> Response:
+        return _ui_file("index.html")
+
+    @app.get("/ui/{name}", include_in_schema=False)
+    def ui_asset(name: str) -> Response:
+        return _ui_file(name)
+
+    return app
+
+
+def _ui_file(name: str) -> Response:
+    media = _UI_FILES.get(name)
+    if media is None:
+        raise ServiceError(404, "NOT_FOUND", "no such file")
+    body = resources.files("engram.service").joinpath("ui", name).read_bytes()
+    return Response(body, media_type=media, headers={"Cache-Control": "no-cache"})

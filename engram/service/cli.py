@@ -1,0 +1,129 @@
+"""``engram serve``, ``engram keys`` and ``engram mcp``; engram/cli.py registers these commands."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from engram.service.auth import KeyStore
+
+__all__ = ["keys_group", "mcp_command", "serve_command"]
+
+DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
+
+
+def _db(db: str | None) -> str:
+    return db or os.environ.get("ENGRAM_DB", "engram.db")
+
+
+def _embedder(fake_dimensions: int | None) -> Any:
+    if fake_dimensions is None:
+        return None
+    from engram.embedders.fake import FakeEmbedder
+
+    return FakeEmbedder(fake_dimensions)
+
+
+@click.command(name="serve", help="Serve the HTTP API (/v1, /openapi.json, /metrics) and the /ui explorer.")
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="TCP port.")
+@click.option("--rate", default=100.0, show_default=True, help="Requests a second per key (0: no limit).")
+@click.option("--burst", default=200.0, show_default=True, help="Requests a key may make at once.")
+@click.option("--max-body-bytes", default=1_048_576, show_default=True, help="Largest request body.")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+@click.option("--fake-embedder", "fake_dimensions", type=int, default=None, hidden=True,
+              help="Benchmarks only: hash embedder of this many dimensions instead of the model.")
+def serve_command(db: str | None, host: str, port: int, rate: float, burst: float, max_body_bytes: int,
+                  log_level: str, fake_dimensions: int | None) -> None:
+    import uvicorn
+
+    from engram.memory import Memory
+    from engram.service.app import create_app
+    from engram.service.deps import ServiceSettings
+    from engram.service.logs import configure_logging
+
+    configure_logging(log_level)
+    target = _db(db)
+    settings = ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes)
+    memory = Memory(target, embedder=_embedder(fake_dimensions))
+    keys = KeyStore(target)
+    try:
+        memory.embedder  # noqa: B018 - load the model before the first request, not during it
+        app = create_app(memory, keys, settings)
+        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
+    finally:
+        keys.close()
+        memory.close()
+
+
+@click.group(name="keys", help="Create, list and revoke API keys of `engram serve`.")
+def keys_group() -> None:
+    pass
+
+
+@keys_group.command(name="create", help="Create a key; its token is the last word printed, shown only once.")
+@click.option("--user", "users", multiple=True, help="A user id the key may touch (repeatable).")
+@click.option("--tenant", "tenants", multiple=True, help="Every user id starting with TENANT: (repeatable).")
+@click.option("--admin", is_flag=True, help="May change AdminMemorySettings; touches every user unless --user given.")
+@click.option("--name", default=None, help="A note to recognise the key by.")
+@click.option("--rate", type=float, default=None, help="Requests a second for this key (default: the server's).")
+@click.option("--burst", type=float, default=None, help="Burst size for this key (default: the server's).")
+@click.option("--db", default=None, help=DB_HELP)
+def create_key(users: tuple[str, ...], tenants: tuple[str, ...], admin: bool, name: str | None,
+               rate: float | None, burst: float | None, db: str | None) -> None:
+    scopes = [*users, *(f"{t}:*" for t in tenants)]
+    store = KeyStore(_db(db))
+    try:
+        key, token = store.create(scopes, admin=admin, name=name, rate=rate, burst=burst)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    finally:
+        store.close()
+    role = "admin key" if key.admin else "key"
+    click.echo(f"created {role} {key.id} for {', '.join(key.scopes)}; store this token now, it is not kept:")
+    click.echo(token)
+
+
+@keys_group.command(name="list", help="List keys (never their tokens).")
+@click.option("--all", "include_revoked", is_flag=True, help="Include revoked keys.")
+@click.option("--db", default=None, help=DB_HELP)
+def list_keys(include_revoked: bool, db: str | None) -> None:
+    store = KeyStore(_db(db))
+    try:
+        keys = store.list(include_revoked=include_revoked)
+    finally:
+        store.close()
+    for key in keys:
+        flags = " admin" if key.admin else ""
+        revoked = f" revoked {key.revoked_at}" if key.revoked_at else ""
+        click.echo(f"{key.id}{flags} users={','.join(key.scopes)} created={key.created_at}"
+                   f"{revoked} name={key.name or '-'}")
+    if not keys:
+        click.echo("no keys")
+
+
+@keys_group.command(name="revoke", help="Revoke a key by its id; it stops working at once.")
+@click.argument("key_id")
+@click.option("--db", default=None, help=DB_HELP)
+def revoke_key(key_id: str, db: str | None) -> None:
+    store = KeyStore(_db(db))
+    try:
+        revoked = store.revoke(key_id)
+    finally:
+        store.close()
+    if not revoked:
+        raise click.ClickException(f"no live key {key_id!r}")
+    click.echo(f"revoked {key_id}")
+
+
+@click.command(name="mcp", help="Serve one user's memory to an MCP client over stdio.")
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--user", "user_id", required=True, help="The user whose memory the tools read and write.")
+def mcp_command(db: str | None, user_id: str) -> None:
+    from engram.mcp import serve
+
+    serve(_db(db), user_id)

@@ -1,0 +1,204 @@
+"""Request bodies of the HTTP API (the service's only pydantic): seed 001 camelCase on the wire.
+
+Numeric ranges are left to Engram's own configs where they exist, so an out-of-range value gets
+the same 422 naming the field and the allowed range as the Python API raises.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AdminSettingsBody",
+    "ConfigOverrides",
+    "DocumentQuery",
+    "EntityIn",
+    "FeedbackRequest",
+    "IngestRequest",
+    "LinkIn",
+    "MemoryBatch",
+    "MemoryIn",
+    "MemoryPatch",
+    "RecallRequest",
+    "RetrieveFilters",
+    "RetrieveRequest",
+    "to_camel",
+]
+
+Id = Field(min_length=1, max_length=256)
+Text = Field(default=None, max_length=10_000)
+RECALL_MODES = ("relevant", "recent", "important", "frequent", "temporal", "by_kind", "linked")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class ConfigOverrides(_Body):
+    """Seed 001 ``RetrievalConfig`` overrides plus Engram's; unset fields keep the service's settings."""
+
+    top_k: int | None = None
+    clip_sentences: int | None = None
+    max_tokens: int | None = None
+    search_type: Literal["hybrid", "semantic", "keyword"] | None = None
+    min_score: float | None = None
+    interleave: Literal["alternate", "score_first", "recency_first"] | None = None
+    mmr_lambda: float | None = None
+    dedup: bool | None = None
+    fusion: Literal["signals", "rrf"] | None = None
+    weights: dict[str, float] | None = Field(default=None, max_length=16)
+    candidate_limit: int | None = None
+    keyword_weight: float | None = None
+    include_superseded: bool | None = None
+
+
+class RetrieveFilters(_Body):
+    session_id: str | None = Field(default=None, max_length=256)
+    project_id: str | None = Field(default=None, max_length=256)
+    agent_id: str | None = Field(default=None, max_length=256)
+    tags_any: list[str] | None = Field(default=None, max_length=100)
+    created_after: str | None = Field(default=None, max_length=64)
+    created_before: str | None = Field(default=None, max_length=64)
+
+
+class RetrieveRequest(_Body):
+    """Seed 001's request: who asks, in which session, whether to use memory, and the message."""
+
+    user_id: str = Id
+    session_id: str | None = Field(default=None, max_length=256)
+    use_memory: bool = True
+    message: str = Field(max_length=100_000)
+    config: ConfigOverrides | None = None
+    now: str | None = Field(default=None, max_length=64, description="Reference time (ISO-8601): 'as of'.")
+    format: Literal["policy", "augmentation"] | None = Field(
+        default=None, description="Also return the payload rendered as a prompt section."
+    )
+    kinds: list[str] | None = Field(default=None, max_length=16)
+    tags: list[str] | None = Field(default=None, max_length=100)
+    filters: RetrieveFilters | None = None
+
+
+class _MemoryFields(_Body):
+    kind: str | None = Field(default=None, max_length=64)
+    role: str | None = Field(default=None, max_length=256)
+    session_id: str | None = Field(default=None, max_length=256)
+    agent_id: str | None = Field(default=None, max_length=256)
+    project_id: str | None = Field(default=None, max_length=256)
+    subject: str | None = Text
+    predicate: str | None = Text
+    object: str | None = Text
+    trigger: str | None = Text
+    action: str | None = Text
+    tags: list[str] | None = Field(default=None, max_length=1000)
+    entities: list[str] | None = Field(default=None, max_length=1000)
+    importance: float | None = None
+    created_at: str | None = Field(default=None, max_length=64)
+    valid_from: str | None = Field(default=None, max_length=64)
+    valid_to: str | None = Field(default=None, max_length=64)
+    status: str | None = Field(default=None, max_length=32)
+    metadata: dict[str, Any] | None = None
+
+
+class MemoryIn(_MemoryFields):
+    user_id: str = Id
+    # No client-chosen ``id``: an id taken by another user would fail the store's unique index
+    # (a 500, and an oracle for other users' ids); the service assigns every id.
+    content: str = Field(max_length=1_000_000)
+
+
+class MemoryBatch(_Body):
+    memories: list[MemoryIn] = Field(min_length=1, max_length=1000)
+
+
+class MemoryPatch(_MemoryFields):
+    user_id: str = Id
+    content: str | None = Field(default=None, max_length=1_000_000)
+
+
+class LinkIn(_Body):
+    user_id: str = Id
+    from_id: str = Id
+    to_id: str = Id
+    type: str = Field(min_length=1, max_length=64)
+    strength: float = 1.0
+
+
+class EntityIn(_Body):
+    user_id: str = Id
+    entity_id: str = Id
+    type: str | None = Field(default=None, max_length=256)
+    name: str | None = Field(default=None, max_length=1000)
+    aliases: list[str] = Field(default_factory=list, max_length=100)
+
+
+class RecallRequest(_Body):
+    """Seed 004 recall: one request shape for every mode; each mode reads the fields it needs."""
+
+    user_id: str = Id
+    mode: Literal["relevant", "recent", "important", "frequent", "temporal", "by_kind", "linked"] = "relevant"
+    query: str | None = Field(default=None, max_length=100_000)
+    max_results: int = 10
+    kind: str | None = Field(default=None, max_length=64)
+    min_salience: float = 0.0
+    project_id: str | None = Field(default=None, max_length=256)
+    include_archived: bool = False
+    start: str | None = Field(default=None, max_length=64)
+    end: str | None = Field(default=None, max_length=64)
+    topic: str | None = Field(default=None, max_length=1000)
+    memory_id: str | None = Field(default=None, max_length=256)
+    link_types: list[str] | None = Field(default=None, max_length=32)
+    depth: int = 1
+
+
+class DocumentUpload(_Body):
+    name: str = Field(min_length=1, max_length=200, description="File name; its extension picks the reader.")
+    content: str = Field(max_length=8_000_000)
+
+
+class IngestRequest(_Body):
+    user_id: str = Id
+    documents: list[DocumentUpload] = Field(min_length=1, max_length=100)
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    topic: str | None = Field(default=None, max_length=1000)
+    note: str | None = Field(default=None, max_length=10_000)
+    force: bool = False
+
+
+class DocumentQuery(_Body):
+    user_id: str = Id
+    meta: dict[str, Any] | str
+    k: int = 50
+    default_tags: list[str] | None = Field(default=None, max_length=100)
+    strategy: str = Field(default="latest", max_length=32)
+    as_of: str | None = Field(default=None, max_length=64)
+
+
+class FeedbackRequest(_Body):
+    user_id: str = Id
+    retrieval_id: str = Id
+    used_ids: list[str] = Field(max_length=1000)
+
+
+class AdminRetrieval(_Body):
+    top_k: int | None = Field(default=None, description="Range 1-20.")
+    clip_sentences: int | None = Field(default=None, description="Range 1-5.")
+    max_tokens: int | None = Field(default=None, description="Range 100-3000.")
+    search_type: str | None = Field(default=None, max_length=32, description="hybrid, semantic or keyword.")
+    min_score: float | None = Field(default=None, description="Range 0.0-1.0.")
+    enable_redaction: bool | None = None
+    custom_redaction_patterns: list[str] | None = Field(default=None, max_length=50)
+
+
+class AdminInterleaving(_Body):
+    strategy: str | None = Field(default=None, max_length=32, description="alternate, score_first or recency_first.")
+    ratio: float | None = Field(default=None, description="Range 0.0-1.0.")
+
+
+class AdminSettingsBody(_Body):
+    """Seed 001 ``AdminMemorySettings``; omitted fields keep their current values."""
+
+    retrieval: AdminRetrieval | None = None
+    interleaving: AdminInterleaving | None = None

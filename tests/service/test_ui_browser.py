@@ -1,0 +1,101 @@
+"""The /ui explorer in a real headless Chromium (Debian's, driven by Playwright; never downloaded).
+
+A missing browser is a skip on a developer's machine and a failure in CI (CI=true), where
+scripts/install-browser.sh must have put it in place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engram.ext import Embedder
+from tests.service import Harness, harness, running
+
+CHROMIUM = os.environ.get("ENGRAM_CHROMIUM", "/usr/bin/chromium")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason} (run scripts/install-browser.sh)")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[object]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("playwright is not installed")
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        _missing(f"no chromium at {CHROMIUM}")
+    profile = tmp_path / "profile"
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS
+        )
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Harness, str]]:
+    h = harness(tmp_path, embedder)
+    acme = h.memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact",
+                        created_at="2024-02-01T09:00:00+00:00")
+    note = h.memory.add("Call Acme's finance team before invoicing", user_id="u1", kind="procedure",
+                        created_at="2024-02-03T09:00:00+00:00")
+    h.memory.link(note.id, acme.id, "about", user_id="u1")
+    with running(h.app) as url:
+        yield h, url
+    h.close()
+
+
+def test_search_and_open_a_memory(page: object, served: tuple[Harness, str]) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    h, url = served
+    page.goto(f"{url}/ui")
+    expect(page.locator("h1")).to_have_text("Engram memory explorer")
+    page.fill("#api-key", h.key("u1"))
+    page.click("#key-save")
+    expect(page.locator("#key-status")).to_contain_text("key ")
+    expect(page.locator("#user")).to_have_value("u1")
+    page.fill("#query", "How does Acme pay?")
+    page.fill("#as-of", "2024-02-15T10:30:00")
+    page.fill("#min-score", "0")
+    page.click("#search")
+    results = page.locator("#results .memory")
+    expect(results.first).to_contain_text("NET30", timeout=20_000)
+    expect(results.first.locator(".signals .bar").first).to_be_visible()
+    expect(results.first.locator(".reasons li").first).to_be_visible()
+    expect(page.locator("#timings")).to_contain_text("ms")
+    expect(page.locator("#summary")).to_contain_text("candidates")
+    results.first.click()
+    detail = page.locator("#detail")
+    expect(detail).to_be_visible()
+    expect(detail).to_contain_text("Links")
+    expect(detail).to_contain_text("about")
+    assert page.evaluate("sessionStorage.getItem('engram.apiKey')").startswith("egk_")
+
+
+def test_wrong_key_shows_the_error(page: object, served: tuple[Harness, str]) -> None:
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    _, url = served
+    page.goto(f"{url}/ui")
+    page.fill("#api-key", "egk_wrong_key")
+    page.click("#key-save")
+    expect(page.locator("#error")).to_contain_text("401")
