@@ -106,6 +106,11 @@ def mmr(items: Sequence[Scored], k: int, lam: float) -> list[Scored]:
     relevance = np.nan_to_num(
         np.array([s.score for s in ordered], dtype=np.float64), nan=-1e9, posinf=1e9, neginf=-1e9
     )
+    # Rescale relevance to [0, 1] over the pool: weighted scores spread over a narrow band (often
+    # 0.3-0.5) while cosine similarity spans [0, 1], so without this lambda = 0.7 would let
+    # similarity, not relevance, decide. A monotone map: lam = 1 still gives relevance order.
+    low, high = float(relevance.min()), float(relevance.max())
+    relevance = (relevance - low) / (high - low) if high > low else np.ones_like(relevance)
     dim = next((s.vector.size for s in ordered if s.vector is not None and s.vector.size), 0)
     matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
     for i, s in enumerate(ordered):
