@@ -4,7 +4,8 @@ Each case gets a fresh in-memory store, so no question sees another's haystack. 
 the same index for the same question:
 
 - ``engram``: ``Memory.retrieve`` with the full pipeline, but as a raw ranking (no sentence clipping,
-  no token budget, no score floor, no result cache) so rank metrics measure ranking alone;
+  no token budget, no score floor, no result cache, score-ordered rather than interleaved) so rank
+  metrics measure ranking alone;
 - ``bm25``: ``store.keyword_search`` alone;
 - ``dense``: ``store.vector_search`` with the question's embedding alone.
 
@@ -35,7 +36,12 @@ __all__ = ["FIXED_CONFIG", "SYSTEMS", "retrieval_config", "run"]
 SYSTEMS = ("engram", "bm25", "dense")
 USER = "eval"
 #: What the protocol pins: rank metrics need the whole raw ranking, uncached.
-FIXED_CONFIG: Mapping[str, Any] = {"clip_sentences": None, "max_tokens": None, "min_score": 0.0, "cache_ttl": 0.0}
+#: Interleaving is pinned to score order too: seed 001's alternate interleave reorders the chosen
+#: memories for the prompt (alternating the best-scored and the newest), a presentation step that a
+#: rank metric would otherwise count as a ranking.
+FIXED_CONFIG: Mapping[str, Any] = {
+    "clip_sentences": None, "max_tokens": None, "min_score": 0.0, "cache_ttl": 0.0, "interleave": "score_first",
+}
 METRICS: tuple[tuple[str, Callable[[Sequence[str], frozenset[str], int], float]], ...] = (
     ("recall_all", recall_all_at_k),
     ("recall_any", recall_any_at_k),
