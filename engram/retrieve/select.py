@@ -37,7 +37,7 @@ __all__ = [
 INTERLEAVE_STRATEGIES = ("alternate", "score_first", "recency_first")
 
 _WS = re.compile(r"\s+")
-_EDGE_NON_WORD = re.compile(r"^\W+|\W+$")
+_WORD_CHAR = re.compile(r"\w")
 # Seed 001's sentence pattern, plus an unterminated tail (see clip_content).
 _SENTENCE = re.compile(r"[^.!?]+[.!?]+|[^.!?]+$")
 
@@ -62,8 +62,23 @@ def normalize_and_hash(text: str) -> str:
     """
     normalized = unicodedata.normalize("NFKC", text.lower())
     normalized = _WS.sub(" ", normalized).strip()
-    normalized = _EDGE_NON_WORD.sub("", normalized)
+    normalized = _strip_edges(normalized)
     return hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:16]
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_" or _WORD_CHAR.match(char) is not None
+
+
+def _strip_edges(text: str) -> str:
+    """``re.sub(r"^\\W+|\\W+$", "", text)`` without the regex: its ``\\W+$`` branch retries from every
+    non-word run, quadratic on long punctuated texts; walking in from both ends is linear."""
+    start, end = 0, len(text)
+    while start < end and not _is_word(text[start]):
+        start += 1
+    while end > start and not _is_word(text[end - 1]):
+        end -= 1
+    return text[start:end]
 
 
 def dedup(items: Sequence[Scored]) -> tuple[list[Scored], int]:
