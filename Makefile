@@ -35,4 +35,4 @@ eval: $(STAMP)
 	$(PY) -m engram.cli eval longmemeval ../shared/data/longmemeval_s_dev.json.gz
 
 clean:
-	rm -rf $(VENV) engram-demo.db .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) engram-demo.db engram-demo-domain.db .mypy_cache .ruff_cache .pytest_cache

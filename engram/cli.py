@@ -105,7 +105,8 @@ def explain(result: Any) -> str:
     """One block per memory: score, content and why it was recalled."""
     meta = result.metadata
     lines = [f"{meta.included_results} of {meta.total_results} candidates in {meta.query_time_ms:.1f} ms "
-             f"(query type {meta.query_type}, strategy {meta.strategy})"]
+             f"(query type {meta.query_type}, strategy {meta.strategy}, "
+             f"weights {meta.config.get('weightsSource', 'default')})"]
     for i, entry in enumerate(result.memories, start=1):
         lines.append(f"{i}. [{entry.score:.3f}] ({entry.type}) {entry.content}")
         lines.append(f"   why: {'; '.join(entry.reasons) or '-'}")
@@ -145,8 +146,10 @@ def _register_extras() -> None:
     # Commands of other modules attach themselves here so cli.py stays a thin mirror.
     from engram.documents_cli import doc_group, ingest_command
     from engram.stores.copy import copy_command
+    from engram.tune_cli import tune_command
 
     cli.add_command(copy_command)
+    cli.add_command(tune_command)
     cli.add_command(ingest_command)
     cli.add_command(doc_group)
     try:

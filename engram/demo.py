@@ -1,19 +1,25 @@
 """``make demo``: a few weeks of an assistant working with a small coffee roastery's owner.
 
-Writes the sample memory into a fresh store and prints what a handful of queries retrieve, with
-the reasons each memory was recalled. The data was written for this project.
+Writes the sample memory into a fresh store, and the roastery's order book into a small domain
+database beside it, then prints what a handful of queries retrieve, with the reasons each memory was
+recalled; then current truth replacing a stale fact, feedback, and the four recall modes. The data
+was written for this project.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from engram.cli import explain
 from engram.config import RedactionConfig, RetrievalConfig
+from engram.domain import SQLiteDomainSource
 from engram.memory import Memory
+from engram.recall import Recall
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 USER = "maya"  # Maya runs "Ember & Oak", a small coffee roastery
@@ -28,7 +34,12 @@ ENTITIES: list[dict[str, Any]] = [
     {"entity_id": "customer:acme", "name": "Acme Corporation", "aliases": ["Acme", "Acme Corp"]},
     {"entity_id": "customer:harbor", "name": "Harbor Hotel", "aliases": ["the Harbor"]},
     {"entity_id": "supplier:finca", "name": "Finca La Esperanza", "aliases": ["Finca", "La Esperanza"]},
+    {"entity_id": "order:a-1042", "name": "order A-1042", "aliases": ["A-1042"]},
 ]
+
+# The ontology (customer --HAS_MANY--> order) and the relations it allows.
+ONTOLOGY = [("customer", "HAS_MANY", "order")]
+RELATIONS = [("customer:acme", "HAS_MANY", "order:a-1042")]
 
 MEMORIES: list[dict[str, Any]] = [
     # summaries
@@ -62,6 +73,8 @@ MEMORIES: list[dict[str, Any]] = [
     # episodes
     {"kind": "episode", "content": "Acme ordered 40 kg of the Huila single origin and 20 kg of house espresso "
      "for their office relaunch.", "entities": ["customer:acme"], "created_at": _at(24)},
+    {"kind": "episode", "content": "Order A-1042 was delayed a day: the courier missed the Friday pickup, so "
+     "Maya drove the first 20 kg over herself.", "entities": ["order:a-1042"], "created_at": _at(23)},
     {"kind": "episode", "content": "Bluebird Bakery added 3 kg of decaf to this week's order for a wedding.",
      "entities": ["customer:bluebird"], "created_at": _at(18)},
     {"kind": "episode", "content": "Acme's invoice #789 for the relaunch order is 35 days overdue; Maya sent a "
@@ -101,38 +114,128 @@ QUERIES = [
 ]
 
 
+# What changed later: Acme renegotiated, so the NET30 fact is no longer current truth.
+LATER_FACT: dict[str, Any] = {
+    "kind": "fact", "subject": "Acme Corporation", "predicate": "prefers", "object": "NET60 payment terms",
+    "entities": ["customer:acme"], "importance": 0.8, "created_at": _at(5),
+}
+
+# The roastery's order book: what the domain database answers ("What did Acme order?").
+ORDERS = [
+    ("A-0990", "acme", "house espresso", 15, _at(68)),
+    ("A-1042", "acme", "Huila single origin", 40, _at(24)),
+    ("A-1043", "acme", "house espresso", 20, _at(24, hour=11)),
+    ("B-2001", "bluebird", "house espresso", 12, _at(25)),
+    ("B-2007", "bluebird", "decaf", 3, _at(18)),
+]
+
+
 def build(memory: Memory) -> int:
     for entity in ENTITIES:
         fields = dict(entity)
         memory.add_entity(fields.pop("entity_id"), user_id=USER, **fields)
+    for from_type, relation, to_type in ONTOLOGY:
+        memory.define_relation(from_type, relation, to_type, user_id=USER)
+    for a, relation, b in RELATIONS:
+        memory.entities.relate(a, relation, b, user_id=USER)
     return len(memory.add_many({"user_id": USER, **item} for item in MEMORIES))
+
+
+def build_domain(path: str) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE customers (id TEXT PRIMARY KEY, name TEXT NOT NULL)")
+        conn.execute(
+            "CREATE TABLE orders (id TEXT PRIMARY KEY, customer_id TEXT NOT NULL REFERENCES customers (id), "
+            "item TEXT NOT NULL, kg REAL NOT NULL, ordered_at TEXT NOT NULL)"
+        )
+        conn.executemany("INSERT INTO customers VALUES (?, ?)", [("acme", "Acme Corporation"), ("bluebird", "Bluebird Bakery")])
+        conn.executemany(
+            "INSERT INTO orders VALUES (?, ?, ?, ?, ?)",
+            [(i, c, item, kg, at[:19]) for i, c, item, kg, at in ORDERS],  # UTC, text order is time order
+        )
+    conn.close()
+
+
+def _remove(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
+def _heading(title: str) -> None:
+    print("=" * 100)
+    print(title)
+    print("-" * 100)
+
+
+def _recall_lines(result: Recall, limit: int = 3) -> str:
+    return "\n".join(f"  [{m.score:.2f}] {m.record.content[:80]}  <- {m.reason}" for m in result.memories[:limit])
+
+
+def show_truth(memory: Memory, config: RetrievalConfig) -> None:
+    _heading("CURRENT TRUTH: later, Acme renegotiated to NET60; the NET30 fact is superseded, not deleted")
+    newer = memory.add_many([{"user_id": USER, **LATER_FACT}])[0]
+    older = memory.get(next(link.to_id for link in memory.links(newer.id, user_id=USER)), user_id=USER)
+    print(f"new:   {newer.content}  (status {newer.status})")
+    print(f"older: {older.content}  (status {older.status}, valid until {older.valid_to:%Y-%m-%d})")
+    query = "What payment terms does Acme Corp prefer?"
+    now = memory.retrieve(query, user_id=USER, now=NOW, config=config)
+    then = memory.retrieve(query, user_id=USER, now=NOW, config=config, as_of=_at(10))
+    facts = [m.content for m in now.memories if m.type == "fact"]
+    print(f"\nretrieve now: {facts[0] if facts else '-'}  ({now.metadata.suppressed_superseded} older version held back)")
+    facts = [m.content for m in then.memories if m.type == "fact"]
+    print(f"retrieve as_of ten days ago: {facts[0] if facts else '-'}")
+    print("\nmemory.recall_linked(<the NET30 fact>, direction='both') -- what replaced it:")
+    for link_type in ("supersedes", "contradicts"):
+        print(_recall_lines(memory.recall_linked(older.id, user_id=USER, link_types=[link_type], direction="both")))
+    print("\nmemory.find_contradictions('Acme payment terms'):")
+    print(_recall_lines(memory.find_contradictions("Acme payment terms", user_id=USER, now=NOW, min_salience=0.0)))
+    print()
+
+
+def show_feedback_and_recall(memory: Memory, config: RetrievalConfig) -> None:
+    _heading("FEEDBACK: the agent reports which retrieved memories it used (they gain reinforcement)")
+    for query in ("How do I usually handle rush orders?", "What did Acme order last month?"):
+        result = memory.retrieve(query, user_id=USER, now=NOW, config=config)
+        if result.memories:
+            used = max(result.memories, key=lambda m: m.score)
+            fed = memory.feedback(result.metadata.retrieval_id or "", [used.id], user_id=USER)
+            print(f"{query!r}: used {used.content[:60]!r} (recorded {fed.recorded}, "
+                  f"weights {result.metadata.config['weightsSource']})")
+    print("`engram tune --user maya` fits the weights once enough feedback is logged.\n")
+    _heading("RECALL MODES: memory.recall(..., mode=...)")
+    for mode in ("relevant", "recent", "important", "frequent"):
+        topic = "Acme payment" if mode == "relevant" else None
+        print(f"{mode}:")
+        print(_recall_lines(memory.recall(topic, user_id=USER, mode=mode, now=NOW, max_results=3)))
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", default="engram-demo.db", help="where to write the sample store")
     args = parser.parse_args(argv)
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(args.db + suffix):
-            os.remove(args.db + suffix)
-    with Memory(args.db) as memory:
+    domain_db = str(Path(args.db).with_name(Path(args.db).stem + "-domain.db"))
+    _remove(args.db)
+    _remove(domain_db)
+    build_domain(domain_db)
+    with Memory(args.db, domain_source=SQLiteDomainSource(domain_db)) as memory:
         count = build(memory)
-        print(f"Wrote {count} memories of {USER!r} to {args.db}\n")
+        print(f"Wrote {count} memories of {USER!r} to {args.db}, and {len(ORDERS)} orders to {domain_db}\n")
         config = RetrievalConfig(top_k=5, max_tokens=600)
+        show_truth(memory, config)
         for query in QUERIES:
             result = memory.retrieve(query, user_id=USER, now=NOW, config=config)
-            print("=" * 100)
-            print(f"QUERY: {query}")
-            print("-" * 100)
+            _heading(f"QUERY: {query}")
             print(explain(result))
             print("-" * 100)
             print(result.to_prompt(style="augmentation"))
-        print("=" * 100)
+        show_feedback_and_recall(memory, config)
+        _heading("Redaction on, seed 001 policy format:")
         redacted = memory.retrieve(
             "What is my accountant's e-mail?", user_id=USER, now=NOW,
             config=config.with_(redaction=RedactionConfig(enabled=True)),
         )
-        print("Redaction on, seed 001 policy format:\n")
         print(redacted.to_prompt(style="policy"))
 
 

@@ -15,7 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from engram.feedback import LoggedRetrieval
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
+from engram.ontology import EntityRelation, RelationType
 
 __all__ = ["Embedder", "Metrics", "Store", "Vector"]
 
@@ -63,7 +65,9 @@ class Store(Protocol):
 
     def delete(self, user_id: str, memory_id: str) -> bool: ...
 
-    def forget_user(self, user_id: str) -> int: ...
+    def forget_user(self, user_id: str) -> int:
+        """Delete every row of the user in every table (memories, links, entities, relations,
+        ontology, retrieval log, feedback, tuned weights); returns the memories removed."""
 
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None: ...
 
@@ -126,6 +130,41 @@ class Store(Protocol):
     def most_important(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]: ...
 
     def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]: ...
+
+    # -- entity relations and their ontology (engram.ontology) ------------------------------------
+    def define_relation(self, user_id: str, relation: RelationType) -> None:
+        """Declare a relation between entity types (idempotent)."""
+
+    def ontology(self, user_id: str) -> builtins.list[RelationType]:
+        """The declared relation types, sorted by from_type, relation, to_type."""
+
+    def relate_entities(self, user_id: str, relation: EntityRelation) -> None:
+        """Store a relation between two entities (idempotent; the caller checked the ontology)."""
+
+    def related_entities(
+        self, user_id: str, entity_ids: Sequence[str], limit_per_entity: int
+    ) -> builtins.list[EntityRelation]:
+        """One hop outward from each entity along relations whose types the ontology declares:
+        at most ``limit_per_entity`` each, newest first, then by relation and to_id."""
+
+    # -- retrieval log, feedback and tuned weights (engram.feedback, engram.tune) -----------------
+    def log_retrieval(self, user_id: str, entry: LoggedRetrieval) -> None:
+        """One statement; logging the same retrieval id twice keeps the first."""
+
+    def get_retrieval(self, user_id: str, retrieval_id: str) -> LoggedRetrieval | None:
+        """The logged retrieval (``used`` filled from feedback), None if unknown or another user's."""
+
+    def record_feedback(self, user_id: str, retrieval_id: str, memory_ids: Sequence[str], at: datetime) -> int:
+        """Record uses and increment each newly used memory's ``access_count`` in one transaction;
+        returns how many uses were new (feedback repeated for a retrieval counts once)."""
+
+    def feedback_log(self, user_id: str, limit: int) -> builtins.list[LoggedRetrieval]:
+        """The newest ``limit`` retrievals that got feedback, oldest first, ``used`` filled."""
+
+    def save_weights(self, user_id: str, weights: Mapping[str, Mapping[str, float]]) -> None:
+        """Replace the user's tuned weights (strategy -> signal -> weight)."""
+
+    def load_weights(self, user_id: str) -> dict[str, dict[str, float]]: ...
 
 
 def as_filters(value: Filters | Mapping[str, Any] | None) -> Filters:

@@ -16,8 +16,10 @@ from engram import documents, keyword_search
 from engram import recall as recall_modes
 from engram.config import Limits, RetrievalConfig
 from engram.documents import Document
+from engram.domain import DomainSource
 from engram.errors import MemoryNotFound, ValidationError
 from engram.ext import Embedder, Metrics, Store, as_filters
+from engram.feedback import FeedbackResult, TunedWeights, record_feedback
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
 from engram.ingest.files import IngestReport
@@ -26,10 +28,14 @@ from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id
 from engram.keyword_search import KeywordResult
 from engram.metrics import InMemoryMetrics
 from engram.model import KINDS, Entity, Filters, Link, MemoryRecord
+from engram.ontology import EntitiesAccessor, EntityRelation, RelationType
+from engram.ontology import define_relation as define_ontology_relation
+from engram.ontology import relate as relate_entities
 from engram.recall import Recall
 from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
 from engram.salience import memory_salience
+from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport, tune_user
 
 __all__ = ["Memory", "open_store"]
 
@@ -66,6 +72,8 @@ class Memory:
         limits: Limits | None = None,
         metrics: Metrics | None = None,
         store: Store | None = None,
+        domain_source: DomainSource | None = None,
+        log_retrievals: bool = True,
     ) -> None:
         self.store: Store = store if store is not None else open_store(path_or_url)
         self.config = config or RetrievalConfig()
@@ -74,7 +82,11 @@ class Memory:
         self._embedder = embedder
         self._bound = False
         self._lock = threading.Lock()
-        self.pipeline = Pipeline(store=self.store, embedder=self._get_embedder, metrics=self.metrics)
+        self._tuned = TunedWeights(self.store)
+        self.pipeline = Pipeline(
+            store=self.store, embedder=self._get_embedder, metrics=self.metrics, weights_by_strategy=self._tuned,
+            domain_source=domain_source, log_retrievals=log_retrievals,
+        )
 
     # -- wiring ---------------------------------------------------------------------------------------
     def _get_embedder(self) -> Embedder:
@@ -167,6 +179,7 @@ class Memory:
     def forget_user(self, user_id: str) -> int:
         """Remove every row of one user from every table and index; returns memories removed."""
         count = self.store.forget_user(self._user(user_id))
+        self._tuned.invalidate(user_id)
         self._invalidate(user_id)
         return count
 
@@ -200,6 +213,39 @@ class Memory:
         self._invalidate(user)
         return entity
 
+    # -- entity relations and ontology (seed 003): engram.ontology
+    def define_relation(self, from_type: str, relation: str, to_type: str, *, user_id: str) -> RelationType:
+        """Declare that entities of ``from_type`` may have ``relation`` to ``to_type`` (customer HAS_MANY order)."""
+        return define_ontology_relation(self, from_type, relation, to_type, user_id=self._user(user_id))
+
+    def relate(self, a: str, relation: str, b: str, *, user_id: str) -> EntityRelation:
+        """Relate two entities; the ontology must declare the relation for their types."""
+        return relate_entities(self, a, relation, b, user_id=self._user(user_id))
+
+    # -- domain database, feedback and tuning (seed 003): engram.domain, engram.feedback, engram.tune
+    def set_domain_source(self, source: DomainSource | None) -> None:
+        """Where queries that need live data (``requires_domain_db``) get their rows; None turns it off."""
+        self.pipeline.domain_source = source
+        self.pipeline.cache.clear()
+
+    def feedback(self, retrieval_id: str, used_ids: Sequence[str], *, user_id: str) -> FeedbackResult:
+        """Record which memories of a retrieval were used; they gain reinforcement and teach ``tune``."""
+        user = self._user(user_id)
+        result = record_feedback(self, retrieval_id, used_ids, user_id=user)
+        self._invalidate(user)
+        return result
+
+    def tune(
+        self, *, user_id: str, holdout: float = DEFAULT_HOLDOUT, min_examples: int = MIN_EXAMPLES,
+        dry_run: bool = False,
+    ) -> TuneReport:
+        """Fit the user's strategy weights to their feedback; kept only where they beat the defaults."""
+        user = self._user(user_id)
+        report = tune_user(self.store, user, holdout=holdout, min_examples=min_examples, dry_run=dry_run)
+        self._tuned.invalidate(user)
+        self._invalidate(user)
+        return report
+
     # -- reads ----------------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str) -> MemoryRecord:
         record = self.store.get(self._user(user_id), memory_id)
@@ -218,8 +264,10 @@ class Memory:
     def links(self, memory_id: str, *, user_id: str) -> builtins.list[Link]:
         return self.store.links(self._user(user_id), memory_id)
 
-    def entities(self, *, user_id: str) -> builtins.list[Entity]:
-        return self.store.entities(self._user(user_id))
+    @property
+    def entities(self) -> EntitiesAccessor:
+        """``memory.entities(user_id=...)`` lists entities; ``memory.entities.relate(...)`` relates two."""
+        return EntitiesAccessor(self)
 
     def stats(self) -> Mapping[str, Any]:
         return self.store.stats()

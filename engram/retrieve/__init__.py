@@ -1,4 +1,9 @@
-"""retrieve(): understand -> candidates -> rank -> select, with seed 001's gating and fallbacks."""
+"""retrieve(): understand -> candidates -> rank -> select, with seed 001's gating and fallbacks.
+
+Around the memory pipeline: the domain source is asked in parallel when the query needs live data
+(:mod:`engram.domain`), tuned weights replace the defaults when a user has them (:mod:`engram.tune`),
+and each computed retrieval is logged for feedback (:mod:`engram.feedback`).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,14 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from engram.config import RetrievalConfig
+from engram.domain import DomainSource
 from engram.errors import StoreError, ValidationError
 from engram.ext import Embedder, Metrics, Store
+from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
-from engram.model import Filters, Hit, new_id
+from engram.model import Filters, Hit, QueryPlan, new_id
+from engram.ontology import credit, restore
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches
 from engram.retrieve.rank import apply_min_score, rank
@@ -34,7 +42,9 @@ FALLBACKS = {
     "COLLECTION_NOT_FOUND": ("User memory collection does not exist", "empty"),
     "RATE_LIMITED": ("Memory retrieval rate limit exceeded", "cache"),
     "INVALID_QUERY": ("Query text invalid or too long", "skip"),
+    "DOMAIN_UNAVAILABLE": ("Domain database query failed", "skip"),
 }
+DOMAIN_ROW_LIMIT = 50  # rows of a domain source kept for the prompt
 
 
 @dataclass
@@ -49,6 +59,9 @@ class Pipeline:
     executor: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-candidates")
     )
+    domain_source: DomainSource | None = None
+    #: Log every computed retrieval (one INSERT after the result is built) for feedback and tuning.
+    log_retrievals: bool = True
 
     def retrieve(
         self,
@@ -116,15 +129,19 @@ class Pipeline:
             finally:
                 stage_ms[name] = stage_ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000
 
+        tuned = self.weights_by_strategy(user_id)
         plan = timed(
             "understand",
-            lambda: understand(
-                query,
-                now=now,
-                known_entities=self.store.entities(user_id),
-                weights_by_strategy=self.weights_by_strategy(user_id),
-            ),
+            lambda: understand(query, now=now, known_entities=self.store.entities(user_id), weights_by_strategy=tuned),
         )
+        if config.weights is not None:
+            weights_source = "config"
+        else:
+            weights_source = "tuned" if tuned and plan.strategy in tuned else "default"
+        domain = None
+        if self.domain_source is not None and plan.requires_domain_db and plan.entities:
+            # Seed 003 asks the domain database in parallel with memory retrieval.
+            domain = self.executor.submit(self._query_domain, self.domain_source, plan)
         query_vec = None
         if config.search_type != "keyword":
             query_vec = timed("embed", lambda: embed_texts(self.embedder(), [query])[0])
@@ -141,15 +158,17 @@ class Pipeline:
         if as_of is not None:
             records = [r for r in records if truth.valid_at(r, as_of)]
         vectors = timed("fetch_vectors", lambda: self.store.vectors(user_id, [r.id for r in records]))
+        credited = credit(records, found.expansion)
         scored = timed(
             "rank",
             lambda: rank(
-                records, query_vec=query_vec, vectors=vectors, query_entities=plan.entities,
+                credited, query_vec=query_vec, vectors=vectors, query_entities=plan.entities,
                 time_range=plan.time_range, now=now, weights=plan.weights,
                 keyword_scores=found.scores("keyword"), sources=found.sources,
                 source_ranks=found.ranks, config=config,
             ),
         )
+        scored = restore(scored, {r.id: r for r in records}, found.expansion)
         kept, below = apply_min_score(scored, config.min_score)
         selection = timed("select", lambda: select(kept, config, collection=f"user:{user_id}"))
         if config.track_access and selection.entries:
@@ -165,13 +184,19 @@ class Pipeline:
         if below:
             applied.append("score_threshold")
         applied.extend(selection.applied_filters)
+        rows: tuple[Mapping[str, Any], ...] = ()
+        error = None
+        if domain is not None:
+            rows, error = timed("domain", domain.result)
         metadata = RetrievalMetadata(
             query_time_ms=(time.perf_counter() - started) * 1000,
             total_results=len(records),
             included_results=len(selection.entries),
             total_tokens=selection.total_tokens,
             applied_filters=tuple(applied),
-            config=config.to_dict(),
+            # Which weights ranked this retrieval travels with the config it ran with.
+            config={**config.to_dict(), "weightsSource": weights_source},
+            error=error,
             retrieval_id=new_id(),
             query_type=plan.category,
             strategy=plan.strategy,
@@ -179,7 +204,30 @@ class Pipeline:
             dedup_removed=selection.dedup_removed,
             suppressed_superseded=suppressed,
         )
-        return Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now)
+        result = Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now, domain_rows=rows)
+        if self.log_retrievals and result.memories:
+            self._log(user_id, result, config, weights_source)
+        return result
+
+    def _query_domain(
+        self, source: DomainSource, plan: QueryPlan
+    ) -> tuple[tuple[Mapping[str, Any], ...], Mapping[str, str] | None]:
+        """The source's rows, or none and the error: a domain failure must not cost the memories."""
+        try:
+            rows = source.query(plan, plan.entities, plan.time_range)
+            return tuple(dict(row) for row in list(rows)[:DOMAIN_ROW_LIMIT]), None
+        except Exception as exc:  # any failure of user code: the seed's "skip" policy
+            log.warning("[MEM:RETRIEVE] domain source failed, continuing without it: %r", exc)
+            self.metrics.increment("retrieval.domain_errors")
+            message, fallback = FALLBACKS["DOMAIN_UNAVAILABLE"]
+            return (), {"code": "DOMAIN_UNAVAILABLE", "message": message, "fallback": fallback}
+
+    def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str) -> None:
+        try:
+            self.store.log_retrieval(user_id, log_entry(result, config, weights_source, datetime.now(UTC)))
+        except StoreError as exc:  # the log serves learning; losing one entry must not fail the answer
+            log.warning("[MEM:RETRIEVE] could not log retrieval %s: %s", result.metadata.retrieval_id, exc)
+            self.metrics.increment("retrieval.log_errors")
 
     def _empty(
         self, query: str, config: RetrievalConfig, filters: Filters, started: float, code: str | None

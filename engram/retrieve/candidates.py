@@ -1,7 +1,9 @@
 """Stage 2: every source is a ranked list of (id, raw score); the union is what stage 3 scores.
 
 Each source can recall a memory on its own: a memory found only by its entity, its time, or a link
-still reaches ranking (Mem0 recalls only what its vector list found).
+still reaches ranking (Mem0 recalls only what its vector list found). When the query names entities,
+they first expand one level through the ontology (:mod:`engram.ontology`), and memories naming a
+related entity come in as the "ontology" source.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from engram.config import RetrievalConfig
 from engram.ext import Store, Vector
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan
+from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 
 __all__ = ["CandidateSet", "gather", "matches"]
 
@@ -23,7 +26,7 @@ PROCEDURAL_LIMIT = 20
 SUMMARY_LIMIT = 5
 LINK_SEEDS = 5
 LINK_LIMIT = 10
-SOURCE_ORDER = ("semantic", "keyword", "entity", "temporal", "procedural", "summary")
+SOURCE_ORDER = ("semantic", "keyword", "entity", SOURCE, "temporal", "procedural", "summary")
 
 
 @dataclass
@@ -32,6 +35,7 @@ class CandidateSet:
     sources: dict[str, list[str]] = field(default_factory=dict)
     ranks: dict[str, dict[str, int]] = field(default_factory=dict)
     raw: dict[str, dict[str, float]] = field(default_factory=dict)
+    expansion: Expansion = field(default_factory=Expansion)
 
     def add(self, source: str, hits: list[Hit]) -> None:
         ranks = self.ranks.setdefault(source, {})
@@ -59,6 +63,7 @@ def gather(
     filters: Filters,
     timed: Callable[[str, Callable[[], list[Hit]]], list[Hit]] | None = None,
     executor: Executor | None = None,
+    expand_entities: bool = True,
 ) -> CandidateSet:
     """Ask every source that applies to this query; ``timed`` wraps each call for per-stage timing."""
     run = timed or (lambda _name, call: call())
@@ -84,6 +89,19 @@ def gather(
         lists["keyword"] = run("keyword", lambda: store.keyword_search(user_id, plan.text, limit, filters))
     if plan.entities:
         lists["entity"] = run("entity", lambda: store.by_entities(user_id, plan.entities, ENTITY_LIMIT, filters))
+        if expand_entities:
+            # Two reads only for queries that name entities, and the second only if something is related.
+            relations: list[EntityRelation] = []
+
+            def related_entities() -> list[Hit]:  # a list of hits only so ``run`` can time it
+                relations.extend(store.related_entities(user_id, list(plan.entities), EXPANSION_LIMIT))
+                return []
+
+            run("expand", related_entities)
+            out.expansion = Expansion.of(plan.entities, relations)
+            related = out.expansion.ids()
+            if related:
+                lists[SOURCE] = run(SOURCE, lambda: store.by_entities(user_id, related, ENTITY_LIMIT, filters))
     time_range = plan.time_range
     if time_range is not None:
         lists["temporal"] = run(

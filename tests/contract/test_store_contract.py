@@ -10,8 +10,10 @@ import pytest
 
 from engram.errors import EmbedderMismatch
 from engram.ext import Store
+from engram.feedback import LoggedItem, LoggedRetrieval
 from engram.ingest.normalize import content_hash
 from engram.model import Entity, Filters, Link, MemoryRecord, new_id
+from engram.ontology import EntityRelation, RelationType
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 DIM = 8
@@ -152,12 +154,31 @@ def test_delete_is_scoped_to_the_owner(store: Store) -> None:
     assert store.get("u1", a.id) == a
 
 
+def _knowledge(store: Store, user: str, memory_id: str) -> str:
+    """Give ``user`` a row in every table beyond memories; returns the logged retrieval id."""
+    store.define_relation(user, RelationType("customer", "HAS_MANY", "order"))
+    store.relate_entities(user, EntityRelation("customer:acme", "HAS_MANY", "order:1", "customer", "order"))
+    entry = logged(memory_id)
+    store.log_retrieval(user, entry)
+    store.record_feedback(user, entry.id, [memory_id], T0)
+    store.save_weights(user, {"exploratory": {"semantic_similarity": 1.0}})
+    return entry.id
+
+
 def test_forget_user_leaves_others(store: Store) -> None:
-    put(store, rec("u1", "one zebra"), rec("u1", "two"), rec("u2", "three zebra"))
+    mine, theirs = rec("u1", "one zebra"), rec("u2", "three zebra")
+    put(store, mine, rec("u1", "two"), theirs)
     store.upsert_entity("u1", Entity("customer:acme", "customer", "Acme", ("Acme Corp",)))
+    mine_log, theirs_log = _knowledge(store, "u1", mine.id), _knowledge(store, "u2", theirs.id)
     assert store.forget_user("u1") == 2
     assert store.count("u1") == 0 and store.count("u2") == 1
     assert store.entities("u1") == []
+    assert store.ontology("u1") == [] and store.related_entities("u1", ["customer:acme"], 10) == []
+    assert store.get_retrieval("u1", mine_log) is None and store.feedback_log("u1", 10) == []
+    assert store.load_weights("u1") == {}
+    assert len(store.ontology("u2")) == 1 and len(store.related_entities("u2", ["customer:acme"], 10)) == 1
+    assert [e.id for e in store.feedback_log("u2", 10)] == [theirs_log]
+    assert store.load_weights("u2") == {"exploratory": {"semantic_similarity": 1.0}}
     assert store.keyword_search("u1", "zebra", 10, Filters()) == []
     assert store.vector_search("u1", unit(0), 10, Filters()) == []
     assert len(store.keyword_search("u2", "zebra", 10, Filters())) == 1
@@ -201,3 +222,116 @@ def test_list_and_stats(store: Store) -> None:
     assert store.list("u1", Filters(), limit=1, offset=1)[0].content == "a"
     stats = store.stats()
     assert stats["memories"] == 3 and stats["users"] == 2
+
+
+# -- entity relations and ontology ----------------------------------------------------------------------
+def test_ontology_round_trip_and_idempotence(store: Store) -> None:
+    has_many = RelationType("customer", "HAS_MANY", "order")
+    supplies = RelationType("supplier", "SUPPLIES", "product")
+    for edge in (supplies, has_many, has_many):
+        store.define_relation("u1", edge)
+    assert store.ontology("u1") == [has_many, supplies]
+    assert store.ontology("u2") == []
+
+
+def test_related_entities_follow_only_declared_relations(store: Store) -> None:
+    store.define_relation("u1", RelationType("customer", "HAS_MANY", "order"))
+    allowed = EntityRelation("customer:acme", "HAS_MANY", "order:1", "customer", "order")
+    undeclared = EntityRelation("customer:acme", "KNOWS", "person:bo", "customer", "person")
+    for rel in (allowed, undeclared, allowed):
+        store.relate_entities("u1", rel)
+    assert store.related_entities("u1", ["customer:acme"], 10) == [allowed]
+    assert store.related_entities("u1", ["order:1"], 10) == []  # one direction: from the query entity out
+    assert store.related_entities("u2", ["customer:acme"], 10) == []
+    store.define_relation("u2", RelationType("customer", "HAS_MANY", "order"))
+    assert store.related_entities("u2", ["customer:acme"], 10) == []  # u1's relation is not u2's
+
+
+def test_related_entities_limit_applies_per_entity(store: Store) -> None:
+    store.define_relation("u1", RelationType("customer", "HAS_MANY", "order"))
+    for customer in ("customer:a", "customer:b"):
+        for i in range(12):
+            store.relate_entities("u1", EntityRelation(customer, "HAS_MANY", f"order:{customer[-1]}{i:02d}",
+                                                       "customer", "order"))
+    related = store.related_entities("u1", ["customer:a", "customer:b", "customer:none"], 10)
+    assert [sum(r.from_id == c for r in related) for c in ("customer:a", "customer:b")] == [10, 10]
+    assert all(r.to_id.startswith(f"order:{r.from_id[-1]}") for r in related)
+    assert store.related_entities("u1", [], 10) == []
+
+
+# -- retrieval log, feedback and tuned weights -----------------------------------------------------------
+def logged(*ids: str, at: datetime = T0, rid: str | None = None) -> LoggedRetrieval:
+    items = tuple(
+        LoggedItem(i, "fact", {"semantic_similarity": 0.5 + n / 10, "entity_overlap": 1.0, "reinforcement": 0.0})
+        for n, i in enumerate(ids)
+    )
+    return LoggedRetrieval(
+        id=rid or new_id(), query="What did Acme order?", category="factual", strategy="factual_entity_focused",
+        created_at=at, items=items, settings={"searchType": "hybrid", "keywordWeight": 0.25, "fusion": "signals"},
+    )
+
+
+def test_retrieval_log_round_trip_is_scoped(store: Store) -> None:
+    entry = logged("m1", "m2")
+    store.log_retrieval("u1", entry)
+    store.log_retrieval("u1", replace(entry, query="changed"))  # the first log of an id stands
+    assert store.get_retrieval("u1", entry.id) == entry
+    assert store.get_retrieval("u2", entry.id) is None
+    assert store.get_retrieval("u1", "unknown") is None
+
+
+def test_feedback_counts_each_use_once_and_reinforces(store: Store) -> None:
+    a, b, c = rec("u1", "a"), rec("u1", "b"), rec("u1", "c")
+    put(store, a, b, c)
+    first, second, unused = logged(a.id, b.id, at=T0), logged(a.id, c.id, at=T0 + timedelta(1)), logged(b.id)
+    for entry in (first, second, unused):
+        store.log_retrieval("u1", entry)
+    assert store.record_feedback("u1", first.id, [a.id, b.id, a.id], T0 + timedelta(2)) == 2
+    assert store.record_feedback("u1", first.id, [a.id], T0 + timedelta(3)) == 0  # repeated: not a new use
+    assert store.record_feedback("u1", second.id, [a.id], T0 + timedelta(4)) == 1
+    got = {r.id: r for r in store.fetch("u1", [a.id, b.id, c.id])}
+    assert (got[a.id].access_count, got[b.id].access_count, got[c.id].access_count) == (2, 1, 0)
+    assert got[a.id].last_accessed_at == T0 + timedelta(4)
+    log = store.feedback_log("u1", 10)
+    assert [e.id for e in log] == [first.id, second.id]  # oldest first, only those with feedback
+    assert log[0].used == tuple(sorted([a.id, b.id])) and log[1].used == (a.id,)
+    assert [e.id for e in store.feedback_log("u1", 1)] == [second.id]  # the newest ``limit``
+    assert store.feedback_log("u2", 10) == []
+    fetched = store.get_retrieval("u1", first.id)
+    assert fetched is not None and fetched.used == tuple(sorted([a.id, b.id]))
+
+
+def test_feedback_does_not_touch_another_users_memory(store: Store) -> None:
+    theirs = rec("u2", "theirs")
+    put(store, theirs)
+    entry = logged(theirs.id)
+    store.log_retrieval("u1", entry)
+    store.record_feedback("u1", entry.id, [theirs.id], T0)
+    got = store.get("u2", theirs.id)
+    assert got is not None and got.access_count == 0
+
+
+def test_tuned_weights_replace_and_are_scoped(store: Store) -> None:
+    first = {"procedural": {"semantic_similarity": 0.6, "reinforcement": 0.4}, "analytical": {"importance": 1.0}}
+    store.save_weights("u1", first)
+    assert store.load_weights("u1") == first
+    store.save_weights("u1", {"analytical": {"importance": 0.5, "temporal_relevance": 0.5}})
+    assert store.load_weights("u1") == {"analytical": {"importance": 0.5, "temporal_relevance": 0.5}}
+    assert store.load_weights("u2") == {}
+    store.save_weights("u1", {})
+    assert store.load_weights("u1") == {}
+
+
+def test_delete_drops_the_logged_retrievals_that_returned_the_memory(store: Store) -> None:
+    victim, kept = rec("u1", "victim"), rec("u1", "kept")
+    put(store, victim, kept)
+    with_victim, without = logged(victim.id, kept.id), logged(kept.id)
+    mine_elsewhere = logged(victim.id)
+    for entry in (with_victim, without):
+        store.log_retrieval("u1", entry)
+        store.record_feedback("u1", entry.id, [kept.id], T0)
+    store.log_retrieval("u2", mine_elsewhere)  # same id under another user: not u1's to delete
+    assert store.delete("u1", victim.id)
+    assert store.get_retrieval("u1", with_victim.id) is None
+    assert [e.id for e in store.feedback_log("u1", 10)] == [without.id]
+    assert store.get_retrieval("u2", mine_elsewhere.id) is not None

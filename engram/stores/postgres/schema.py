@@ -46,7 +46,10 @@ __all__ = [
 ]
 
 #: Tables holding data, in an order safe for TRUNCATE ... CASCADE.
-TABLES = ("engram_links", "engram_entities", "engram_memories", "engram_meta")
+TABLES = (
+    "engram_links", "engram_entities", "engram_memories", "engram_meta", "engram_entity_ontology",
+    "engram_entity_relations", "engram_retrieval_log", "engram_retrieval_feedback", "engram_tuned_weights",
+)
 
 # Tags and entities are text[] on the row with GIN indexes (tags_all is @>, tags_any and entity
 # candidates are &&); times are timestamptz (microsecond precision, as SQLite's integers).
@@ -111,6 +114,53 @@ MIGRATIONS: tuple[str, ...] = (
         name text NOT NULL,
         aliases text[] NOT NULL DEFAULT '{}',
         PRIMARY KEY (user_id, id)
+    );
+    """,
+    # 2: entity relations and their ontology, retrieval log, feedback, tuned weights (as SQLite's 3)
+    """
+    CREATE TABLE engram_entity_ontology (
+        user_id text COLLATE "C" NOT NULL,
+        from_type text COLLATE "C" NOT NULL,
+        relation text COLLATE "C" NOT NULL,
+        to_type text COLLATE "C" NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (user_id, from_type, relation, to_type)
+    );
+    CREATE TABLE engram_entity_relations (
+        user_id text COLLATE "C" NOT NULL,
+        from_id text COLLATE "C" NOT NULL,
+        relation text COLLATE "C" NOT NULL,
+        to_id text COLLATE "C" NOT NULL,
+        from_type text COLLATE "C" NOT NULL,
+        to_type text COLLATE "C" NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (user_id, from_id, relation, to_id)
+    );
+    CREATE TABLE engram_retrieval_log (
+        user_id text COLLATE "C" NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        query text NOT NULL,
+        category text NOT NULL,
+        strategy text NOT NULL,
+        items json NOT NULL,
+        settings json NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX engram_retrieval_log_user_created ON engram_retrieval_log (user_id, created_at DESC);
+    CREATE TABLE engram_retrieval_feedback (
+        user_id text COLLATE "C" NOT NULL,
+        retrieval_id text COLLATE "C" NOT NULL,
+        memory_id text COLLATE "C" NOT NULL,
+        used_at timestamptz NOT NULL,
+        PRIMARY KEY (user_id, retrieval_id, memory_id)
+    );
+    CREATE TABLE engram_tuned_weights (
+        user_id text COLLATE "C" NOT NULL,
+        strategy text COLLATE "C" NOT NULL,
+        weights json NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (user_id, strategy)
     );
     """,
 )

@@ -15,7 +15,7 @@ tie-breaks: score descending then id ascending). Two candidate sources are compu
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -29,15 +29,20 @@ from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, Valida
 from engram.ext import Vector
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.postgres import schema
+from engram.stores.postgres.candidates import CandidateMixin
+from engram.stores.postgres.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
 from engram.text import keyword_terms
 
 __all__ = ["PostgresStore"]
 
 Conn = psycopg.Connection[Any]
-_EPOCH = "EXTRACT(EPOCH FROM {})::float8"
 
-class PostgresStore:
-    """Every call takes a pooled connection for one transaction; safe to share between threads."""
+class PostgresStore(CandidateMixin, KnowledgeMixin):
+    """Every call takes a pooled connection for one transaction; safe to share between threads.
+
+    Plain-SQL candidate primitives live in :mod:`.candidates`, relations, the retrieval log and
+    tuned weights in :mod:`.knowledge`.
+    """
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 8, exact_limit: int = 20_000,
@@ -171,6 +176,7 @@ class PostgresStore:
                 "DELETE FROM engram_links WHERE user_id = %s AND (from_id = %s OR to_id = %s)",
                 (user_id, memory_id, memory_id),
             )
+            forget_memory_in_log(conn, user_id, memory_id)
             return True
 
     def forget_user(self, user_id: str) -> int:
@@ -178,6 +184,7 @@ class PostgresStore:
             count = conn.execute("DELETE FROM engram_memories WHERE user_id = %s", (user_id,)).rowcount
             conn.execute("DELETE FROM engram_links WHERE user_id = %s", (user_id,))
             conn.execute("DELETE FROM engram_entities WHERE user_id = %s", (user_id,))
+            forget_knowledge(conn, user_id)
             return int(count)
 
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
@@ -330,70 +337,3 @@ class PostgresStore:
             (" ".join(terms), user_id, " | ".join(terms), self.keyword_budget, user_id, user_id, *params, n),
         )
         return [(r[0], float(r[1])) for r in rows]
-
-    def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
-                 score: str, order: str, n: int) -> builtins.list[Hit]:
-        where, params = schema.filter_sql(filters)
-        rows = self._read(
-            f"SELECT m.id, {score} FROM engram_memories m WHERE m.user_id = %s AND {where} {extra} "
-            f"ORDER BY {order}, m.id LIMIT %s",
-            (user_id, *params, *extra_params, n),
-        )
-        return [(r[0], float(r[1] or 0)) for r in rows]
-
-    def by_time_range(
-        self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
-    ) -> builtins.list[Hit]:
-        return self._ordered(
-            user_id, filters, "AND m.created_at BETWEEN %s AND %s", (start, end),
-            _EPOCH.format("m.created_at"), "m.created_at DESC", n,
-        )
-
-    def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
-        ids = list(dict.fromkeys(entity_ids))
-        if not ids:
-            return []
-        where, params = schema.filter_sql(filters)
-        rows = self._read(
-            "SELECT m.id, (SELECT count(DISTINCT e) FROM unnest(m.entities) e WHERE e = ANY(%s::text[])) AS matches "
-            f"FROM engram_memories m WHERE m.user_id = %s AND m.entities && %s::text[] AND {where} "
-            "ORDER BY matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT %s",
-            (ids, user_id, ids, *params, n),
-        )
-        return [(r[0], float(r[1])) for r in rows]
-
-    def by_links(self, user_id: str, memory_ids: Sequence[str], n: int,
-                 link_types: Iterable[str] | None) -> builtins.list[Hit]:
-        ids = list(dict.fromkeys(memory_ids))
-        if not ids:
-            return []
-        types = list(link_types) if link_types is not None else None
-        type_sql = "AND l.type = ANY(%s::text[])" if types else ""
-        type_params = [types] if types else []
-        rows = self._read(
-            "SELECT x.other, MAX(x.strength) AS s FROM ("
-            " SELECT l.to_id AS other, l.strength FROM engram_links l"
-            f" WHERE l.user_id = %s AND l.from_id = ANY(%s::text[]) {type_sql}"
-            " UNION ALL"
-            " SELECT l.from_id AS other, l.strength FROM engram_links l"
-            f" WHERE l.user_id = %s AND l.to_id = ANY(%s::text[]) {type_sql}"
-            ") x JOIN engram_memories m ON m.user_id = %s AND m.id = x.other "
-            "GROUP BY x.other ORDER BY s DESC, x.other LIMIT %s",
-            (user_id, ids, *type_params, user_id, ids, *type_params, user_id, n),
-        )
-        return [(r[0], float(r[1])) for r in rows if r[0] not in ids]
-
-    def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(user_id, filters, "", (), _EPOCH.format("m.created_at"), "m.created_at DESC", n)
-
-    def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        accessed = f"COALESCE({_EPOCH.format('m.last_accessed_at')}, 0)"
-        return self._ordered(user_id, filters, "", (), accessed, f"{accessed} DESC, m.created_at DESC", n)
-
-    def most_important(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(user_id, filters, "", (), "m.importance", "m.importance DESC, m.created_at DESC", n)
-
-    def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(
-            user_id, filters, "", (), "m.access_count", "m.access_count DESC, m.created_at DESC", n
-        )

@@ -100,6 +100,54 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab (memories_fts, 'row');
     """,
+    # 3: entity relations and their ontology, retrieval log, feedback, tuned weights (engram.ontology,
+    # engram.feedback, engram.tune). Every primary key leads with user_id, as on PostgreSQL.
+    """
+    CREATE TABLE entity_ontology (
+        user_id TEXT NOT NULL,
+        from_type TEXT NOT NULL,
+        relation TEXT NOT NULL,
+        to_type TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, from_type, relation, to_type)
+    );
+    CREATE TABLE entity_relations (
+        user_id TEXT NOT NULL,
+        from_id TEXT NOT NULL,
+        relation TEXT NOT NULL,
+        to_id TEXT NOT NULL,
+        from_type TEXT NOT NULL,
+        to_type TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, from_id, relation, to_id)
+    );
+    CREATE TABLE retrieval_log (
+        user_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        query TEXT NOT NULL,
+        category TEXT NOT NULL,
+        strategy TEXT NOT NULL,
+        items TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, id)
+    );
+    CREATE INDEX retrieval_log_user_created ON retrieval_log (user_id, created_at DESC);
+    CREATE TABLE retrieval_feedback (
+        user_id TEXT NOT NULL,
+        retrieval_id TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        used_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, retrieval_id, memory_id)
+    );
+    CREATE TABLE tuned_weights (
+        user_id TEXT NOT NULL,
+        strategy TEXT NOT NULL,
+        weights TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, strategy)
+    );
+    """,
 )
 
 

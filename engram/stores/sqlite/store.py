@@ -8,7 +8,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,7 +18,9 @@ import numpy as np
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
+from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, DocFrequencies, keyword_hits
+from engram.stores.sqlite.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
 from engram.stores.sqlite.rows import COLUMNS, filter_sql, record_params, row_to_record, to_us
 from engram.stores.sqlite.schema import migrate
 from engram.stores.sqlite.vectors import ExactIndex
@@ -29,8 +31,12 @@ T = TypeVar("T")
 _PLACEHOLDERS = ",".join("?" * 27)
 
 
-class SQLiteStore:
-    """All access goes through one connection guarded by a lock; other processes may share the file."""
+class SQLiteStore(CandidateMixin, KnowledgeMixin):
+    """All access goes through one connection guarded by a lock; other processes may share the file.
+
+    Plain-SQL candidate primitives live in :mod:`.candidates`, relations, the retrieval log and
+    tuned weights in :mod:`.knowledge`.
+    """
 
     def __init__(
         self, path: str | Path, *, busy_retries: int = 12, postings_budget: int = DEFAULT_POSTINGS_BUDGET
@@ -198,6 +204,7 @@ class SQLiteStore:
                 "DELETE FROM links WHERE user_id = ? AND (from_id = ? OR to_id = ?)",
                 (user_id, memory_id, memory_id),
             )
+            forget_memory_in_log(c, user_id, memory_id)
             return True
 
         deleted = self._write(op)
@@ -211,6 +218,7 @@ class SQLiteStore:
             count = c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,)).rowcount
             c.execute("DELETE FROM links WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
+            forget_knowledge(c, user_id)
             return int(count)
 
         count = self._write(op)
@@ -371,74 +379,4 @@ class SQLiteStore:
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._retry(
             lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._frequencies)
-        )
-
-    def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
-                 score: str, order: str, n: int) -> builtins.list[Hit]:
-        where, params = filter_sql(filters)
-        rows = self._read(
-            f"SELECT m.id, {score} FROM memories m WHERE m.user_id = ? AND {where} {extra} "
-            f"ORDER BY {order}, m.id LIMIT ?",
-            (user_id, *params, *extra_params, n),
-        )
-        return [(r[0], float(r[1] or 0)) for r in rows]
-
-    def by_time_range(
-        self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
-    ) -> builtins.list[Hit]:
-        return self._ordered(
-            user_id, filters, "AND m.created_at BETWEEN ? AND ?", (to_us(start), to_us(end)),
-            "m.created_at / 1e6", "m.created_at DESC", n,
-        )
-
-    def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
-        ids = list(dict.fromkeys(entity_ids))
-        if not ids:
-            return []
-        where, params = filter_sql(filters)
-        rows = self._read(
-            "SELECT m.id, COUNT(DISTINCT e.entity) AS matches FROM memory_entities e "
-            "JOIN memories m ON m.rowid = e.memory_rowid "
-            f"WHERE e.user_id = ? AND e.entity IN ({','.join('?' * len(ids))}) AND m.user_id = ? AND {where} "
-            "GROUP BY m.rowid ORDER BY matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT ?",
-            (user_id, *ids, user_id, *params, n),
-        )
-        return [(r[0], float(r[1])) for r in rows]
-
-    def by_links(self, user_id: str, memory_ids: Sequence[str], n: int,
-                 link_types: Iterable[str] | None) -> builtins.list[Hit]:
-        ids = list(dict.fromkeys(memory_ids))
-        if not ids:
-            return []
-        marks = ",".join("?" * len(ids))
-        types = list(link_types) if link_types is not None else None
-        type_sql = f"AND l.type IN ({','.join('?' * len(types))})" if types else ""
-        rows = self._read(
-            "SELECT other, MAX(strength) AS s FROM ("
-            " SELECT l.to_id AS other, l.strength FROM links l"
-            f" WHERE l.user_id = ? AND l.from_id IN ({marks}) {type_sql}"
-            " UNION ALL"
-            " SELECT l.from_id AS other, l.strength FROM links l"
-            f" WHERE l.user_id = ? AND l.to_id IN ({marks}) {type_sql}"
-            ") JOIN memories m ON m.id = other AND m.user_id = ? "
-            "GROUP BY other ORDER BY s DESC, other LIMIT ?",
-            (user_id, *ids, *(types or []), user_id, *ids, *(types or []), user_id, n),
-        )
-        return [(r[0], float(r[1])) for r in rows if r[0] not in ids]
-
-    def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(user_id, filters, "", (), "m.created_at / 1e6", "m.created_at DESC", n)
-
-    def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(
-            user_id, filters, "", (), "COALESCE(m.last_accessed_at, 0) / 1e6",
-            "COALESCE(m.last_accessed_at, 0) DESC, m.created_at DESC", n,
-        )
-
-    def most_important(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(user_id, filters, "", (), "m.importance", "m.importance DESC, m.created_at DESC", n)
-
-    def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(
-            user_id, filters, "", (), "m.access_count", "m.access_count DESC, m.created_at DESC", n
         )

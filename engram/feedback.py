@@ -1,0 +1,194 @@
+"""Retrieval log and feedback (seed 003, Feedback and Learning, phases 2 and 3).
+
+Every retrieval that ran (not a cache hit, not an empty fallback) is logged with one INSERT after
+its result is computed: the query, its category and strategy, the search settings, and each
+returned memory with its kind and signal values, which is all :mod:`engram.tune` needs to re-rank
+the retrieval under other weights. ``Memory.feedback`` then records which returned memories were
+used.
+
+Reinforcement keeps the seed's formula, ``min(1, log(1 + use_count) / 5)``, and reads use_count
+from the memory's ``access_count``: recording feedback increments it once per (retrieval, memory),
+in the same transaction as the feedback rows, so ranking needs no extra query. ``access_count``
+also counts recalls that ask for access tracking (``track_access``, off by default); that is an
+explicit "treat every return as a use", so both count as uses.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from engram.errors import NotFound, ValidationError
+from engram.ingest.normalize import validate_id
+
+if TYPE_CHECKING:
+    from engram.config import RetrievalConfig
+    from engram.ext import Store
+    from engram.memory import Memory
+    from engram.retrieve.types import Retrieval
+
+__all__ = [
+    "FeedbackResult",
+    "LoggedItem",
+    "LoggedRetrieval",
+    "TunedWeights",
+    "decode_items",
+    "encode_items",
+    "item_token",
+    "log_entry",
+    "record_feedback",
+]
+
+MAX_USED = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedItem:
+    """One returned memory as ranking saw it."""
+
+    id: str
+    kind: str
+    signals: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRetrieval:
+    """One logged retrieval; ``used`` is filled from feedback when read back for tuning."""
+
+    id: str
+    query: str
+    category: str
+    strategy: str
+    created_at: datetime
+    items: tuple[LoggedItem, ...]
+    #: searchType, keywordWeight, fusion and weightsSource of the retrieval.
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    used: tuple[str, ...] = ()
+
+    def returned_ids(self) -> list[str]:
+        return [item.id for item in self.items]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackResult:
+    """What ``Memory.feedback`` recorded; ``recorded`` excludes uses reported before."""
+
+    retrieval_id: str
+    used_ids: tuple[str, ...]
+    recorded: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"retrievalId": self.retrieval_id, "usedIds": list(self.used_ids), "recorded": self.recorded}
+
+
+def encode_items(items: Sequence[LoggedItem]) -> str:
+    """Compact JSON (signals rounded to 6 places): the log row stays a few hundred bytes."""
+    return json.dumps(
+        [{"id": i.id, "kind": i.kind, "signals": {k: round(v, 6) for k, v in i.signals.items()}} for i in items],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def item_token(memory_id: str) -> str:
+    """How ``encode_items`` writes a memory's id: an exact substring, so a store finds the retrievals
+    that returned a memory without parsing JSON."""
+    return '"id":' + json.dumps(memory_id, ensure_ascii=False)
+
+
+def decode_items(value: Any) -> tuple[LoggedItem, ...]:
+    data = json.loads(value) if isinstance(value, str | bytes) else value
+    return tuple(
+        LoggedItem(str(d["id"]), str(d["kind"]), {str(k): float(v) for k, v in d["signals"].items()}) for d in data
+    )
+
+
+def decode_settings(value: Any) -> dict[str, Any]:
+    data = json.loads(value) if isinstance(value, str | bytes) else value
+    return dict(data or {})
+
+
+def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str, at: datetime) -> LoggedRetrieval:
+    meta = retrieval.metadata
+    items = tuple(
+        LoggedItem(m.id, m.record.kind if m.record is not None else m.type, dict(m.signals))
+        for m in retrieval.memories
+    )
+    settings = {
+        "searchType": config.search_type,
+        "keywordWeight": config.keyword_weight,
+        "fusion": config.fusion,
+        "weightsSource": weights_source,
+    }
+    return LoggedRetrieval(
+        id=meta.retrieval_id or "",
+        query=retrieval.query,
+        category=meta.query_type or "",
+        strategy=meta.strategy or "",
+        created_at=at,
+        items=items,
+        settings=settings,
+    )
+
+
+def record_feedback(
+    memory: Memory, retrieval_id: str, used_ids: Sequence[str], *, user_id: str, at: datetime | None = None
+) -> FeedbackResult:
+    """Validate ``used_ids`` against the logged retrieval, then record them and count each use once."""
+    rid = validate_id(retrieval_id, "retrieval_id", memory.limits) or ""
+    if isinstance(used_ids, str) or not isinstance(used_ids, Sequence):
+        raise ValidationError("used_ids", "must be a list of memory ids")
+    if len(used_ids) > MAX_USED:
+        raise ValidationError("used_ids", f"at most {MAX_USED} ids, got {len(used_ids)}")
+    used = tuple(dict.fromkeys(validate_id(u, "used_ids", memory.limits) or "" for u in used_ids))
+    entry = memory.store.get_retrieval(user_id, rid)
+    if entry is None:
+        # Another user's retrieval looks exactly like an unknown one: ids must not leak across users.
+        raise NotFound(f"no logged retrieval {rid!r} for this user")
+    returned = set(entry.returned_ids())
+    stray = [u for u in used if u not in returned]
+    if stray:
+        raise ValidationError("used_ids", f"{stray[0]!r} was not returned by retrieval {rid!r}")
+    recorded = memory.store.record_feedback(user_id, rid, used, at or datetime.now(UTC)) if used else 0
+    return FeedbackResult(rid, used, recorded)
+
+
+class TunedWeights:
+    """The ``Pipeline.weights_by_strategy`` hook: a user's tuned weights, re-read at most every ``ttl`` s.
+
+    The TTL keeps retrieval free of a per-query read while still picking up weights that
+    ``engram tune`` saved from another process; ``invalidate`` makes a save in this process
+    visible at once.
+    """
+
+    def __init__(self, store: Store, *, ttl: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = store
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[float, dict[str, dict[str, float]]]] = {}
+
+    def __call__(self, user_id: str) -> Mapping[str, Mapping[str, float]] | None:
+        now = self._clock()
+        with self._lock:
+            hit = self._cache.get(user_id)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1] or None
+        weights = self._store.load_weights(user_id)
+        with self._lock:
+            if len(self._cache) > 10_000:  # bounded: a server sees many users
+                self._cache.clear()
+            self._cache[user_id] = (now, weights)
+        return weights or None
+
+    def invalidate(self, user_id: str | None = None) -> None:
+        with self._lock:
+            if user_id is None:
+                self._cache.clear()
+            else:
+                self._cache.pop(user_id, None)

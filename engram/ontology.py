@@ -1,0 +1,206 @@
+"""Entity relations and the ontology of entity types that allows them (seed 003, ontology-aware expansion).
+
+The ontology says which kinds of relation exist between entity types (``customer --HAS_MANY--> order``);
+relations connect entities (``customer:acme --HAS_MANY--> order:a-1042``). A relation is accepted only
+when the ontology declares it, so a typo fails loudly instead of never expanding.
+
+At retrieval time each query entity expands one level outward, at most ``EXPANSION_LIMIT`` related
+entities each (the seed's "don't explode context"), and the memories naming a related entity become
+candidates. For ranking, a memory naming ``order:a-1042`` counts as naming ``customer:acme``: a memory
+about Acme's order is about Acme, and without that credit the entity-focused weights would bury
+exactly the memories the expansion found. The memory returned is the stored one, and its reason says
+"related to customer:acme via HAS_MANY" instead of claiming a mention.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from engram.errors import ValidationError
+from engram.ingest.normalize import validate_id
+from engram.model import Entity, MemoryRecord
+
+if TYPE_CHECKING:
+    from engram.ext import Store
+    from engram.memory import Memory
+    from engram.retrieve.types import Scored
+
+__all__ = [
+    "EXPANSION_LIMIT",
+    "SOURCE",
+    "EntitiesAccessor",
+    "EntityRelation",
+    "Expansion",
+    "RelationType",
+    "credit",
+    "define_relation",
+    "expand",
+    "relate",
+    "restore",
+]
+
+#: Related entities followed per query entity (seed 003: ``limit=10``).
+EXPANSION_LIMIT = 10
+#: The candidate source name of memories found through expansion.
+SOURCE = "ontology"
+_MAX_NAME = 64
+
+
+@dataclass(frozen=True, slots=True)
+class RelationType:
+    """An ontology edge: entities of ``from_type`` may have ``relation`` to entities of ``to_type``."""
+
+    from_type: str
+    relation: str
+    to_type: str
+
+    def __str__(self) -> str:
+        return f"{self.from_type} --{self.relation}--> {self.to_type}"
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRelation:
+    """One stored relation between two entities, with the types it was checked against."""
+
+    from_id: str
+    relation: str
+    to_id: str
+    from_type: str
+    to_type: str
+
+    def __str__(self) -> str:
+        return f"{self.from_id} --{self.relation}--> {self.to_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """What the query entities reached: related entity id -> the relations that reached it."""
+
+    via: Mapping[str, tuple[EntityRelation, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, query_entities: Sequence[str], relations: Sequence[EntityRelation]) -> Expansion:
+        asked = set(query_entities)
+        via: dict[str, list[EntityRelation]] = {}
+        for rel in relations:
+            if rel.from_id in asked and rel.to_id not in asked:  # a query entity needs no expansion
+                via.setdefault(rel.to_id, []).append(rel)
+        return cls({k: tuple(v) for k, v in via.items()})
+
+    def ids(self) -> list[str]:
+        return list(self.via)
+
+    def __bool__(self) -> bool:
+        return bool(self.via)
+
+
+def _name(value: object, field_name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field_name, "must be a non-empty string")
+    value = value.strip()
+    if len(value) > _MAX_NAME or any(c.isspace() for c in value):
+        raise ValidationError(field_name, f"must be at most {_MAX_NAME} characters without spaces, got {value!r}")
+    return value
+
+
+def _type_of(entity_id: str, known: Mapping[str, Entity]) -> str:
+    """A registered entity's type, else the id's prefix (``customer:acme`` -> ``customer``) as add_entity does."""
+    entity = known.get(entity_id)
+    return entity.type if entity is not None else entity_id.split(":", 1)[0]
+
+
+def define_relation(memory: Memory, from_type: str, relation: str, to_type: str, *, user_id: str) -> RelationType:
+    edge = RelationType(_name(from_type, "from_type"), _name(relation, "relation"), _name(to_type, "to_type"))
+    memory.store.define_relation(user_id, edge)
+    memory._invalidate(user_id)
+    return edge
+
+
+def relate(memory: Memory, a: str, relation: str, b: str, *, user_id: str) -> EntityRelation:
+    from_id = validate_id(a, "from_entity", memory.limits) or ""
+    to_id = validate_id(b, "to_entity", memory.limits) or ""
+    name = _name(relation, "relation")
+    known = {e.id: e for e in memory.store.entities(user_id)}
+    rel = EntityRelation(from_id, name, to_id, _type_of(from_id, known), _type_of(to_id, known))
+    if RelationType(rel.from_type, name, rel.to_type) not in set(memory.store.ontology(user_id)):
+        raise ValidationError(
+            "relation",
+            f"the ontology has no {rel.from_type} --{name}--> {rel.to_type}; declare it with define_relation first",
+        )
+    memory.store.relate_entities(user_id, rel)
+    memory._invalidate(user_id)
+    return rel
+
+
+def expand(store: Store, user_id: str, entities: Sequence[str], limit: int = EXPANSION_LIMIT) -> Expansion:
+    """One store call: the entities one allowed relation away from ``entities``."""
+    if not entities:
+        return Expansion()
+    return Expansion.of(entities, store.related_entities(user_id, list(entities), limit))
+
+
+def credit(records: Sequence[MemoryRecord], expansion: Expansion) -> list[MemoryRecord]:
+    """Records as ranking should see them: naming a related entity counts as naming its source."""
+    if not expansion:
+        return list(records)
+    out: list[MemoryRecord] = []
+    for record in records:
+        sources = [rel.from_id for e in record.entities for rel in expansion.via.get(e, ())]
+        missing = [s for s in dict.fromkeys(sources) if s not in record.entities]
+        out.append(replace(record, entities=(*record.entities, *missing)) if missing else record)
+    return out
+
+
+def restore(scored: Sequence[Scored], originals: Mapping[str, MemoryRecord], expansion: Expansion) -> list[Scored]:
+    """Put the stored records back and say how expansion related each one to the query."""
+    if not expansion:
+        return list(scored)
+    out: list[Scored] = []
+    for item in scored:
+        record = originals.get(item.record.id, item.record)
+        named = {*record.entities, *([record.subject] if record.subject else [])}
+        via = [
+            (rel.from_id, f"related to {rel.from_id} via {rel.relation}")
+            for e in record.entities
+            for rel in expansion.via.get(e, ())
+            if rel.from_id not in named
+        ]
+        # The source's own reason would read "found by ontology"; the "related to" reason says more.
+        reasons = [r for r in item.reasons if r != f"found by {SOURCE}"]
+        for source, text in dict.fromkeys(via):
+            claim = f"mentions {source}"  # true only of the credited copy ranking saw
+            if claim in reasons:
+                reasons[reasons.index(claim)] = text
+            elif text not in reasons:
+                reasons.append(text)
+        out.append(replace(item, record=record, reasons=tuple(reasons)))
+    return out
+
+
+class EntitiesAccessor:
+    """``memory.entities(user_id=...)`` lists entities; ``memory.entities.relate(...)`` relates them."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def __call__(self, *, user_id: str) -> builtins.list[Entity]:
+        return self._memory.store.entities(self._memory._user(user_id))
+
+    def relate(self, a: str, relation: str, b: str, *, user_id: str) -> EntityRelation:
+        return self._memory.relate(a, relation, b, user_id=user_id)
+
+    def define(self, from_type: str, relation: str, to_type: str, *, user_id: str) -> RelationType:
+        return self._memory.define_relation(from_type, relation, to_type, user_id=user_id)
+
+    def related(
+        self, entity_id: str, *, user_id: str, limit: int = EXPANSION_LIMIT
+    ) -> builtins.list[EntityRelation]:
+        """What ``entity_id`` relates to, as retrieval expands it."""
+        user = self._memory._user(user_id)
+        return self._memory.store.related_entities(user, [entity_id], limit)
+
+    def ontology(self, *, user_id: str) -> builtins.list[RelationType]:
+        return self._memory.store.ontology(self._memory._user(user_id))

@@ -1,0 +1,182 @@
+"""SQLite side of entity relations, ontology, retrieval log, feedback and tuned weights (migration 3)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from engram.feedback import LoggedRetrieval, decode_items, decode_settings, encode_items, item_token
+from engram.ontology import EntityRelation, RelationType
+from engram.stores.sqlite.rows import from_us, to_us
+
+__all__ = ["KnowledgeMixin", "forget_knowledge", "forget_memory_in_log"]
+
+T = TypeVar("T")
+
+_KNOWLEDGE_TABLES = ("entity_ontology", "entity_relations", "retrieval_log", "retrieval_feedback", "tuned_weights")
+
+_LOG_COLUMNS = "l.id, l.query, l.category, l.strategy, l.created_at, l.items, l.settings"
+# json_group_array keeps ids intact whatever characters they hold (group_concat would need a separator).
+_USED = (
+    "(SELECT json_group_array(f.memory_id) FROM retrieval_feedback f "
+    "WHERE f.user_id = l.user_id AND f.retrieval_id = l.id)"
+)
+
+
+def forget_knowledge(c: sqlite3.Connection, user_id: str) -> None:
+    """Called inside forget_user's transaction."""
+    for table in _KNOWLEDGE_TABLES:
+        c.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+
+
+def forget_memory_in_log(c: sqlite3.Connection, user_id: str, memory_id: str) -> None:
+    """Called inside delete's transaction: a deleted memory leaves no trace, so the logged retrievals
+    that returned it (whose query may quote it) go, with their feedback."""
+    token = item_token(memory_id)
+    c.execute(
+        "DELETE FROM retrieval_feedback WHERE user_id = ? AND retrieval_id IN ("
+        " SELECT id FROM retrieval_log WHERE user_id = ? AND instr(items, ?) > 0)",
+        (user_id, user_id, token),
+    )
+    c.execute("DELETE FROM retrieval_log WHERE user_id = ? AND instr(items, ?) > 0", (user_id, token))
+    c.execute("DELETE FROM retrieval_feedback WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
+
+
+def _logged(row: Any) -> LoggedRetrieval:
+    created = from_us(row[4])
+    assert created is not None
+    used = tuple(sorted(json.loads(row[7]))) if row[7] else ()
+    return LoggedRetrieval(
+        id=row[0], query=row[1], category=row[2], strategy=row[3], created_at=created,
+        items=decode_items(row[5]), settings=decode_settings(row[6]), used=used,
+    )
+
+
+class KnowledgeMixin:
+    """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore` beyond memories themselves."""
+
+    if TYPE_CHECKING:
+
+        def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+        def _write(self, op: Callable[[sqlite3.Connection], T]) -> T: ...
+
+    # -- ontology and relations ---------------------------------------------------------------
+    def define_relation(self, user_id: str, relation: RelationType) -> None:
+        self._write(
+            lambda c: c.execute(
+                "INSERT OR IGNORE INTO entity_ontology (user_id, from_type, relation, to_type, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (user_id, relation.from_type, relation.relation, relation.to_type, to_us(datetime.now(UTC))),
+            )
+        )
+
+    def ontology(self, user_id: str) -> builtins.list[RelationType]:
+        rows = self._read(
+            "SELECT from_type, relation, to_type FROM entity_ontology WHERE user_id = ? "
+            "ORDER BY from_type, relation, to_type",
+            (user_id,),
+        )
+        return [RelationType(*r) for r in rows]
+
+    def relate_entities(self, user_id: str, relation: EntityRelation) -> None:
+        self._write(
+            lambda c: c.execute(
+                "INSERT OR IGNORE INTO entity_relations "
+                "(user_id, from_id, relation, to_id, from_type, to_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (user_id, relation.from_id, relation.relation, relation.to_id, relation.from_type,
+                 relation.to_type, to_us(datetime.now(UTC))),
+            )
+        )
+
+    def related_entities(
+        self, user_id: str, entity_ids: Sequence[str], limit_per_entity: int
+    ) -> builtins.list[EntityRelation]:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids or limit_per_entity <= 0:
+            return []
+        # The join with the ontology is what "relations whose types the ontology allows" means.
+        rows = self._read(
+            "SELECT from_id, relation, to_id, from_type, to_type FROM ("
+            " SELECT r.from_id, r.relation, r.to_id, r.from_type, r.to_type, ROW_NUMBER() OVER ("
+            "  PARTITION BY r.from_id ORDER BY r.created_at DESC, r.relation, r.to_id) AS n"
+            " FROM entity_relations r JOIN entity_ontology o ON o.user_id = r.user_id"
+            "  AND o.from_type = r.from_type AND o.relation = r.relation AND o.to_type = r.to_type"
+            f" WHERE r.user_id = ? AND r.from_id IN ({','.join('?' * len(ids))})"
+            ") WHERE n <= ? ORDER BY from_id, n",
+            (user_id, *ids, limit_per_entity),
+        )
+        return [EntityRelation(*r) for r in rows]
+
+    # -- retrieval log and feedback -------------------------------------------------------------
+    def log_retrieval(self, user_id: str, entry: LoggedRetrieval) -> None:
+        self._write(
+            lambda c: c.execute(
+                "INSERT OR IGNORE INTO retrieval_log "
+                "(user_id, id, query, category, strategy, items, settings, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (user_id, entry.id, entry.query, entry.category, entry.strategy, encode_items(entry.items),
+                 json.dumps(dict(entry.settings), separators=(",", ":")), to_us(entry.created_at)),
+            )
+        )
+
+    def get_retrieval(self, user_id: str, retrieval_id: str) -> LoggedRetrieval | None:
+        rows = self._read(
+            f"SELECT {_LOG_COLUMNS}, {_USED} FROM retrieval_log l WHERE l.user_id = ? AND l.id = ?",
+            (user_id, retrieval_id),
+        )
+        return _logged(rows[0]) if rows else None
+
+    def record_feedback(self, user_id: str, retrieval_id: str, memory_ids: Sequence[str], at: datetime) -> int:
+        ids = list(dict.fromkeys(memory_ids))
+
+        def op(c: sqlite3.Connection) -> int:
+            new = [
+                memory_id
+                for memory_id in ids
+                if c.execute(
+                    "INSERT OR IGNORE INTO retrieval_feedback (user_id, retrieval_id, memory_id, used_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (user_id, retrieval_id, memory_id, to_us(at)),
+                ).rowcount
+            ]
+            if new:
+                # The use count reinforcement reads (see engram.feedback): once per retrieval and memory.
+                c.execute(
+                    "UPDATE memories SET access_count = access_count + 1, "
+                    "last_accessed_at = MAX(COALESCE(last_accessed_at, 0), ?) "
+                    f"WHERE user_id = ? AND id IN ({','.join('?' * len(new))})",
+                    (to_us(at), user_id, *new),
+                )
+            return len(new)
+
+        return self._write(op)
+
+    def feedback_log(self, user_id: str, limit: int) -> builtins.list[LoggedRetrieval]:
+        rows = self._read(
+            f"SELECT {_LOG_COLUMNS}, {_USED} FROM retrieval_log l WHERE l.user_id = ? AND EXISTS ("
+            " SELECT 1 FROM retrieval_feedback f WHERE f.user_id = l.user_id AND f.retrieval_id = l.id)"
+            " ORDER BY l.created_at DESC, l.id DESC LIMIT ?",
+            (user_id, limit),
+        )
+        return [_logged(r) for r in reversed(rows)]
+
+    # -- tuned weights ----------------------------------------------------------------------------
+    def save_weights(self, user_id: str, weights: Mapping[str, Mapping[str, float]]) -> None:
+        at = to_us(datetime.now(UTC))
+
+        def op(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM tuned_weights WHERE user_id = ?", (user_id,))
+            c.executemany(
+                "INSERT INTO tuned_weights (user_id, strategy, weights, updated_at) VALUES (?, ?, ?, ?)",
+                [(user_id, strategy, json.dumps(dict(w), sort_keys=True), at) for strategy, w in weights.items()],
+            )
+
+        self._write(op)
+
+    def load_weights(self, user_id: str) -> dict[str, dict[str, float]]:
+        rows = self._read("SELECT strategy, weights FROM tuned_weights WHERE user_id = ? ORDER BY strategy", (user_id,))
+        return {strategy: {k: float(v) for k, v in json.loads(w).items()} for strategy, w in rows}

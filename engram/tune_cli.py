@@ -1,0 +1,54 @@
+"""``engram tune``: fit a user's ranking weights to their retrieval feedback (see :mod:`engram.tune`)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport
+
+__all__ = ["tune_command"]
+
+DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
+
+
+@click.command(
+    name="tune",
+    help="Fit per-strategy ranking weights to a user's feedback; weights are kept only where they beat "
+    "the defaults on held-back (newest) feedback.",
+)
+@click.option("--user", "user_id", required=True, envvar="ENGRAM_USER", help="Whose feedback to learn from.")
+@click.option("--holdout", type=float, default=DEFAULT_HOLDOUT, show_default=True,
+              help="Share of each strategy's newest feedback held back to check the fit.")
+@click.option("--min-examples", type=int, default=MIN_EXAMPLES, show_default=True,
+              help="Retrievals with feedback a strategy needs before it is tuned.")
+@click.option("--dry-run", is_flag=True, help="Report what would be kept without saving.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--db", default=None, help=DB_HELP)
+def tune_command(user_id: str, holdout: float, min_examples: int, dry_run: bool, fmt: str, db: str | None) -> None:
+    from engram.memory import Memory
+
+    with Memory(db) as memory:
+        report = memory.tune(user_id=user_id, holdout=holdout, min_examples=min_examples, dry_run=dry_run)
+    if fmt == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo(render(report))
+
+
+def render(report: TuneReport) -> str:
+    lines = [f"{report.logged} retrievals with feedback for {report.user_id}"]
+    if not report.fits:
+        lines.append("no strategy has feedback yet; defaults stay")
+    for fit in report.fits:
+        held = f"held-back NDCG {fit.holdout_ndcg[0]:.3f} -> {fit.holdout_ndcg[1]:.3f}"
+        verdict = "tuned" if fit.kept else "defaults"
+        lines.append(
+            f"{fit.strategy}: {verdict} ({fit.reason}; {fit.train_examples} train, {fit.holdout_examples} held back"
+            + (f"; {held})" if fit.evaluated else ")")
+        )
+        if fit.kept:
+            lines.append("  " + ", ".join(f"{k}={v:.3f}" for k, v in fit.weights.items()))
+    lines.append("saved" if report.saved else "dry run: nothing saved")
+    return "\n".join(lines)
