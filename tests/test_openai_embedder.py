@@ -18,7 +18,7 @@ SEEN: list[dict[str, Any]] = []
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         SEEN.append({"body": body, "auth": self.headers.get("Authorization")})
         if body["model"] == "broken":
