@@ -215,7 +215,7 @@ def get_document(
     when = _parse_as_of(as_of)
     user = validate_id(user_id if user_id is not None else get_default_user_id(), "user_id", memory.limits) or ""
     tags = required_tags(meta, default_tags)
-    vector = embed_texts(memory.embedder, [build_query(meta)])[0]
+    vector = embed_texts(memory.embedder, [build_query(meta)], as_query=True)[0]
     # The one search: only documents tagged file_ingest can ever be candidates, so a message that
     # merely mentions a filename is never returned as that file. (fetch then reads those hits' rows:
     # the Store protocol's searches return ids and scores only.)

@@ -158,7 +158,7 @@ def _embed(memory: Memory, text: str, field: str) -> Vector:
         raise InvalidQuery(field, "must be a non-empty string")
     if len(text) > memory.config.query_max_chars:
         raise InvalidQuery(field, f"must be at most {memory.config.query_max_chars} characters")
-    vector: Vector = embed_texts(memory.embedder, [text])[0]
+    vector: Vector = embed_texts(memory.embedder, [text], as_query=True)[0]
     return vector
 
 

@@ -165,7 +165,7 @@ def _rank_case(
             elif system == "bm25":
                 ids = [i for i, _ in store.keyword_search(USER, case.question, depth, Filters())]
             elif system == "dense":
-                query = embed_texts(embedder, [case.question])[0]
+                query = embed_texts(embedder, [case.question], as_query=True)[0]
                 ids = [i for i, _ in store.vector_search(USER, query, depth, Filters())]
             else:
                 raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")

@@ -13,9 +13,13 @@ from engram.model import MemoryRecord
 __all__ = ["embed_records", "embed_texts"]
 
 
-def embed_texts(embedder: Embedder, texts: Sequence[str]) -> Vector:
-    """Embed and check the shape, so a faulty plugin fails here rather than inside the store."""
-    vectors = np.asarray(embedder.embed_batch(list(texts)), dtype=np.float32)
+def embed_texts(embedder: Embedder, texts: Sequence[str], *, as_query: bool = False) -> Vector:
+    """Embed and check the shape, so a faulty plugin fails here rather than inside the store.
+
+    Asymmetric models (E5: ``query:`` vs ``passage:``) may offer ``embed_query``; queries use it.
+    """
+    embed = getattr(embedder, "embed_query", None) if as_query else None
+    vectors = np.asarray((embed or embedder.embed_batch)(list(texts)), dtype=np.float32)
     if vectors.shape != (len(texts), embedder.dimensions):
         raise EmbedderError(
             f"{embedder.model_id} returned shape {vectors.shape}, expected ({len(texts)}, {embedder.dimensions})"

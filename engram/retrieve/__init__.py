@@ -144,7 +144,7 @@ class Pipeline:
             domain = self.executor.submit(self._query_domain, self.domain_source, plan)
         query_vec = None
         if config.search_type != "keyword":
-            query_vec = timed("embed", lambda: embed_texts(self.embedder(), [query])[0])
+            query_vec = timed("embed", lambda: embed_texts(self.embedder(), [query], as_query=True)[0])
 
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
             return timed(f"candidates.{name}", call)

