@@ -1,0 +1,202 @@
+"""Resource limits: oversize inputs are refused by a configurable limit with an error naming it, and
+the worst queries a caller can send stay fast. Missing limits are pinned as strict xfails."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engram import Memory, RetrievalConfig
+from engram.config import AdminMemorySettings, Limits
+from engram.embedders.fake import FakeEmbedder
+from engram.errors import ConfigError, InvalidQuery, ValidationError
+from engram.ingest.normalize import normalize
+from engram.model import Filters
+from engram.retrieve.timeparse import parse_time_scope
+from engram.retrieve.understand import understand
+
+NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)
+WORST_QUERIES = [
+    "A " * 1000, "of the " * 285, "1/" * 1000, "past " * 400, "9" * 2000, "'s " * 666, "how to " * 285,
+    "Mr. O'Brien-Smith of the Coca-Cola & Co " * 50, "invoice " * 250, "between 1/2/2020 and " * 95,
+    "\u200b" * 2000, "İ" * 2000, "Acme " * 400, "last 3 weeks since March " * 80,
+]
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    path: Path = tmp_path_factory.mktemp("limits") / "limits.db"
+    with Memory(path, embedder=FakeEmbedder()) as m:
+        m.add_many([
+            {"user_id": "u", "content": f"invoice {i} for Acme Corp shipped via Rotterdam, paid NET{i % 90}",
+             "entities": ["customer:acme"], "tags": ["billing"], "kind": "fact" if i % 3 else "message"}
+            for i in range(3000)
+        ])
+        m.add_entity("customer:acme", user_id="u", name="Acme Corp", aliases=["Acme", "ACME Inc"])
+        yield m
+
+
+def _field(call: Any) -> str:
+    with pytest.raises(ValidationError) as info:
+        call()
+    return info.value.field
+
+
+# -- writes ---------------------------------------------------------------------------------------------
+
+
+def test_oversize_content_is_refused_by_a_configurable_limit(tmp_path: Path) -> None:
+    limits = Limits()
+    assert _field(lambda: normalize({"user_id": "u", "content": "x" * (limits.max_content_chars + 1)},
+                                    limits=limits, now=NOW)) == "content"
+    with Memory(tmp_path / "c.db", embedder=FakeEmbedder(), limits=Limits(max_content_chars=10)) as m:
+        with pytest.raises(ValidationError, match="limit is 10"):
+            m.add("x" * 11, user_id="u")
+        m.add("x" * 10, user_id="u")
+        # add_many validates every item before writing any: one oversize item writes nothing.
+        with pytest.raises(ValidationError):
+            m.add_many([{"user_id": "u", "content": "fine"}, {"user_id": "u", "content": "y" * 11}])
+        assert len(m.list(user_id="u")) == 1
+
+
+def test_deeply_nested_or_large_metadata_is_refused_quickly() -> None:
+    nested: dict[str, Any] = {}
+    node = nested
+    for _ in range(50_000):  # deeper than the recursion limit: must be refused, not crash
+        node["k"] = {}
+        node = node["k"]
+    started = time.perf_counter()
+    assert _field(lambda: normalize({"user_id": "u", "content": "c", "metadata": nested}, limits=Limits(),
+                                    now=NOW)) == "metadata"
+    assert time.perf_counter() - started < 0.5
+    assert _field(lambda: normalize({"user_id": "u", "content": "c", "metadata": {"k": "v" * 70_000}},
+                                    limits=Limits(), now=NOW)) == "metadata"
+    assert _field(lambda: normalize({"user_id": "u", "content": "c", "metadata": {"k": [[[1]]]}},
+                                    limits=Limits(max_metadata_depth=2), now=NOW)) == "metadata"
+
+
+def test_huge_tag_and_entity_lists_are_refused() -> None:
+    limits = Limits()
+    for name in ("tags", "entities"):
+        assert _field(lambda name=name: normalize(
+            {"user_id": "u", "content": "c", name: [f"t{i}" for i in range(limits.max_tags + 1)]},
+            limits=limits, now=NOW)) == name
+    assert _field(lambda: normalize({"user_id": "u", "content": "c", "tags": ["t" * 201]}, limits=limits,
+                                    now=NOW)) == "tags"
+    # Duplicates collapse before the count: 10,000 copies of one tag are one tag.
+    record = normalize({"user_id": "u", "content": "c", "tags": ["same"] * 10_000}, limits=limits, now=NOW)
+    assert record.tags == ("same",)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: normalize._string_list deduplicates with `item not in out` (a list) and checks max_tags only "
+    "after the loop, so 12,000 distinct tags cost ~72M comparisons (>1 s; 100,000 take minutes) before "
+    "the refusal: refuse as soon as len(out) exceeds max_tags, and dedupe with a set"
+))
+def test_huge_distinct_tag_list_is_refused_in_linear_time() -> None:
+    started = time.perf_counter()
+    with pytest.raises(ValidationError):
+        normalize({"user_id": "u", "content": "c", "tags": [f"t{i}" for i in range(12_000)]}, limits=Limits(),
+                  now=NOW)
+    assert time.perf_counter() - started < 0.25
+
+
+def test_long_ids_are_refused() -> None:
+    limits = Limits()
+    for name in ("user_id", "session_id", "agent_id", "project_id", "id"):
+        item = {"user_id": "u", "content": "c", name: "i" * (limits.max_id_chars + 1)}
+        assert _field(lambda item=item: normalize(item, limits=limits, now=NOW)) == name
+
+
+# -- reads ----------------------------------------------------------------------------------------------
+
+
+def test_huge_top_k_and_page_sizes_are_refused(memory: Memory) -> None:
+    for value in (0, 1001, 10**9):
+        with pytest.raises(ConfigError) as info:
+            RetrievalConfig(top_k=value)
+        assert info.value.field == "top_k"
+    with pytest.raises(ConfigError):
+        AdminMemorySettings(top_k=21)
+    with pytest.raises(ConfigError):
+        RetrievalConfig(candidate_limit=10_001)
+    with pytest.raises(ValidationError):
+        memory.list(user_id="u", limit=10_001)
+    recall = pytest.importorskip("engram.recall")
+    with pytest.raises(ValidationError):
+        recall.recall(memory, "invoice", user_id="u", max_results=10**9)
+
+
+def test_over_long_query_returns_the_invalid_query_fallback(memory: Memory) -> None:
+    limit = memory.config.query_max_chars
+    for query in ("x" * (limit + 1), "invoice " * 10_000, "", "   "):
+        result = memory.retrieve(query, user_id="u")
+        assert result.memories == ()
+        assert result.metadata.error is not None
+        assert result.metadata.error["code"] == InvalidQuery.code
+        assert result.metadata.error["fallback"] == "skip"
+    short = RetrievalConfig(query_max_chars=10)
+    error = memory.retrieve("invoice Acme", user_id="u", config=short).metadata.error
+    assert error is not None and error["code"] == "INVALID_QUERY"
+    assert memory.retrieve("invoice", user_id="u", config=short).metadata.error is None
+
+
+@pytest.mark.parametrize("query", WORST_QUERIES, ids=range(len(WORST_QUERIES)))
+def test_worst_case_queries_stay_fast(memory: Memory, query: str) -> None:
+    query = query[: memory.config.query_max_chars]
+    started = time.perf_counter()
+    understand(query, now=NOW, known_entities=memory.entities(user_id="u"))
+    parse_time_scope(query, NOW)
+    understood = time.perf_counter() - started
+    started = time.perf_counter()
+    result = memory.retrieve(query, user_id="u", config=RetrievalConfig(cache_ttl=0))
+    took = time.perf_counter() - started
+    assert result.metadata.error is None
+    assert understood < 0.25, f"understand+timeparse took {understood:.3f}s"
+    assert took < 1.5, f"retrieve over 3,000 memories took {took:.3f}s"
+
+
+def test_store_keyword_search_bounds_huge_text(memory: Memory) -> None:
+    started = time.perf_counter()
+    memory.store.keyword_search("u", "invoice Acme Rotterdam " * 50_000, 50, Filters())
+    assert time.perf_counter() - started < 1.0
+
+
+# -- missing limits, pinned -----------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "MISSING LIMIT: Memory.add_entity validates only the entity id: aliases (count and length), name and "
+    "type are unbounded, and every retrieve() loads all of the user's entities and scans every alias "
+    "(200,000 aliases make each retrieve take >1 s). Needs Limits.max_aliases / alias length checks"
+))
+def test_entity_aliases_are_bounded(tmp_path: Path) -> None:
+    with Memory(tmp_path / "e.db", embedder=FakeEmbedder()) as m, pytest.raises(ValidationError):
+        m.add_entity("customer:acme", user_id="u", aliases=[f"alias {i}" for i in range(100_000)])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "MISSING LIMIT: Memory.link accepts a link type of any length (5 MB is stored as is) and "
+    "add_entity a name of any length"
+))
+def test_link_type_and_entity_name_are_bounded(tmp_path: Path) -> None:
+    with Memory(tmp_path / "l.db", embedder=FakeEmbedder()) as m:
+        a, b = m.add("a", user_id="u"), m.add("b", user_id="u")
+        with pytest.raises(ValidationError):
+            m.link(a.id, b.id, "t" * 1_000_000, user_id="u")
+        with pytest.raises(ValidationError):
+            m.add_entity("customer:x", user_id="u", name="n" * 1_000_000)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "MISSING LIMIT: no retrieval deadline: RetrievalConfig has no timeout/deadline field, so a slow store "
+    "or embedder holds retrieve() for as long as it takes"
+))
+def test_retrieval_has_a_configurable_deadline() -> None:
+    names = set(RetrievalConfig.field_names())
+    assert names & {"timeout", "timeout_ms", "deadline", "deadline_ms", "max_query_ms"}
