@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -67,22 +67,45 @@ STRATEGY_WEIGHTS: Mapping[str, Mapping[str, float]] = {
 }
 
 
+def _short(value: Any) -> str:
+    """A value for an error message, cut short; never raises (repr of a 5,000-digit int does)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of about {value.bit_length() * 0.30103:.0f} digits"
+    try:
+        text = repr(value)
+    except Exception:  # an arbitrary object's __repr__ may raise anything
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _check_range(name: str, value: float | int, low: float, high: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(name, f"must be a number in [{low}, {high}], got {value!r}")
-    if not math.isfinite(value) or not low <= value <= high:
-        raise ConfigError(name, f"must be in [{low}, {high}], got {value!r}")
+        raise ConfigError(name, f"must be a number in [{low}, {high}], got {type(value).__name__}")
+    # math.isfinite only on floats: on a huge int (10**400) it raises OverflowError, while the
+    # int/float comparison below is exact for any int.
+    if (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
+        raise ConfigError(name, f"must be in [{low}, {high}], got {_short(value)}")
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(name, f"must be an integer in [{low}, {high}], got {value!r}")
+        raise ConfigError(name, f"must be an integer in [{low}, {high}], got {_short(value)}")
     _check_range(name, value, low, high)
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(name, f"must be one of {', '.join(allowed)}; got {value!r}")
+    if not isinstance(value, str) or value not in allowed:
+        raise ConfigError(name, f"must be one of {', '.join(allowed)}; got {_short(value)}")
+
+
+def _check_patterns(name: str, value: Any) -> tuple[str, ...]:
+    """A list or tuple of regex strings, as a tuple; anything else is a ConfigError naming ``name``."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ConfigError(name, f"must be a list of regex strings, got {type(value).__name__}")
+    for i, pattern in enumerate(value):
+        if not isinstance(pattern, str):
+            raise ConfigError(f"{name}[{i}]", f"must be a regex string, got {type(pattern).__name__}")
+    return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -94,6 +117,9 @@ class RedactionConfig:
     replacement: str = "[REDACTED]"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "patterns", _check_patterns("redaction.patterns", self.patterns))
+        if not isinstance(self.replacement, str):
+            raise ConfigError("redaction.replacement", f"must be a string, got {type(self.replacement).__name__}")
         for i, pattern in enumerate(self.patterns):
             try:
                 re.compile(pattern)
@@ -142,8 +168,13 @@ class RetrievalConfig:
         _check_int("query_max_chars", self.query_max_chars, 1, 100_000)
         _check_range("cache_ttl", self.cache_ttl, 0.0, 86_400.0)
         _check_int("rrf_k", self.rrf_k, 1, 10_000)
+        if not isinstance(self.redaction, RedactionConfig):
+            raise ConfigError("redaction", f"must be a RedactionConfig, got {type(self.redaction).__name__}")
         if self.weights is not None:
-            unknown = set(self.weights) - set(SIGNALS)
+            if not isinstance(self.weights, Mapping):
+                kind = type(self.weights).__name__
+                raise ConfigError("weights", f"must be a mapping of signal to weight, got {kind}")
+            unknown = {str(name) for name in self.weights} - set(SIGNALS)
             if unknown:
                 raise ConfigError("weights", f"unknown signals {sorted(unknown)}; allowed: {SIGNALS}")
             for name, value in self.weights.items():
@@ -199,7 +230,9 @@ class AdminMemorySettings:
         )
         if self.interleaving_ratio is not None:
             _check_range("interleaving.ratio", self.interleaving_ratio, 0.0, 1.0)
-        RedactionConfig(patterns=self.custom_redaction_patterns)  # validates the regexes
+        patterns = _check_patterns("custom_redaction_patterns", self.custom_redaction_patterns)
+        object.__setattr__(self, "custom_redaction_patterns", patterns)
+        RedactionConfig(patterns=patterns)  # validates the regexes
 
     def to_config(self, base: RetrievalConfig | None = None) -> RetrievalConfig:
         base = base or RetrievalConfig()
@@ -228,6 +261,7 @@ class Limits:
     max_metadata_bytes: int = 64_000
     max_metadata_depth: int = 8
     max_id_chars: int = 256
+    max_batch: int = 100_000
 
     def __post_init__(self) -> None:
         _check_int("max_content_chars", self.max_content_chars, 1, 100_000_000)
@@ -236,3 +270,4 @@ class Limits:
         _check_int("max_metadata_bytes", self.max_metadata_bytes, 2, 100_000_000)
         _check_int("max_metadata_depth", self.max_metadata_depth, 1, 100)
         _check_int("max_id_chars", self.max_id_chars, 1, 10_000)
+        _check_int("max_batch", self.max_batch, 1, 10_000_000)

@@ -249,9 +249,9 @@ def search_with_cache(
     ``cache_ttl`` seconds (0: bypass) and dropped as soon as the user's memories change.
 
     The key holds the user's write generation from ``memory.pipeline.cache``, which every write
-    through ``Memory`` bumps, so a write makes older answers unreachable even before ``Memory``
-    calls :func:`invalidate`. An explicit ``now`` is part of the key (to the minute); without one,
-    recency drifts by at most ``cache_ttl`` while an answer is cached.
+    through ``Memory`` bumps, and the store's change token, which writes by other processes change,
+    so a write anywhere makes older answers unreachable. An explicit ``now`` is part of the key (to
+    the minute); without one, recency drifts by at most ``cache_ttl`` while an answer is cached.
     """
     q = _query(memory, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
     if isinstance(cache_ttl, bool) or not isinstance(cache_ttl, int | float) or not 0 <= cache_ttl < math.inf:
@@ -260,9 +260,11 @@ def search_with_cache(
         return _run(memory, q)
     cache = _cache(memory)
     written = memory.pipeline.cache.generation(q.user)
+    # The store's change token covers writes by other processes, which this process never sees.
+    token = memory.store.change_token(q.user)
     key = make_key(
         "keyword_search", q.keywords, q.kind, q.min_importance, q.limit, q.recency_boost, q.match_mode,
-        None if q.now is None else now_bucket(q.now), written,
+        None if q.now is None else now_bucket(q.now), written, token,
     )
     cached = cache.get(q.user, key)
     if cached is not None:

@@ -24,10 +24,10 @@ from engram.ingest import truth
 from engram.ingest.embed import embed_records
 from engram.ingest.files import IngestReport
 from engram.ingest.files import ingest as ingest_files
-from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id
+from engram.ingest.normalize import FIELDS, normalize, short_repr, to_utc, validate_id, validate_strings, validate_text
 from engram.keyword_search import KeywordResult
 from engram.metrics import InMemoryMetrics
-from engram.model import KINDS, Entity, Filters, Link, MemoryRecord
+from engram.model import Entity, Filters, Link, MemoryRecord
 from engram.ontology import EntitiesAccessor, EntityRelation, RelationType
 from engram.ontology import define_relation as define_ontology_relation
 from engram.ontology import relate as relate_entities
@@ -41,6 +41,10 @@ __all__ = ["Memory", "open_store"]
 
 DEFAULT_PATH = "engram.db"
 BATCH = 256  # records per transaction in add_many: bounded memory, few fsyncs
+MAX_OFFSET = 10**9  # list(): beyond any real page, and far inside SQLite's 64-bit integers
+MAX_LINK_TYPE_CHARS = 64
+MAX_ENTITY_TEXT_CHARS = 200  # an entity's type, name and each alias
+MAX_ALIASES = 100  # every retrieve() scans all of a user's aliases
 
 
 def open_store(path_or_url: str | os.PathLike[str] | None) -> Store:
@@ -134,7 +138,11 @@ class Memory:
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Validate every item first, then embed in batches and store; all or nothing per batch."""
         now = datetime.now(UTC)
-        records = [normalize(item, limits=self.limits, now=now) for item in items]
+        records: list[MemoryRecord] = []
+        for item in items:
+            if len(records) >= self.limits.max_batch:
+                raise ValidationError("items", f"at most {self.limits.max_batch} items per call (Limits.max_batch)")
+            records.append(normalize(item, limits=self.limits, now=now))
         if not records:
             return []
         records, supersessions = truth.plan(self.store, records)
@@ -187,10 +195,9 @@ class Memory:
         user = self._user(user_id)
         for memory_id in (from_id, to_id):
             self.get(memory_id, user_id=user)
-        if not isinstance(type, str) or not type.strip():
-            raise ValidationError("type", "must be a non-empty string")
-        if not 0.0 <= strength <= 1.0:
-            raise ValidationError("strength", f"must be in [0, 1], got {strength!r}")
+        validate_text(type, "type", MAX_LINK_TYPE_CHARS)
+        if isinstance(strength, bool) or not isinstance(strength, int | float) or not 0.0 <= strength <= 1.0:
+            raise ValidationError("strength", f"must be a number in [0, 1], got {short_repr(strength)}")
         link = Link(from_id, to_id, type, float(strength))
         self.store.add_link(user, link)
         self._invalidate(user)
@@ -203,6 +210,11 @@ class Memory:
         """Register a canonical entity (``customer:a1b2``) and the names queries may use for it."""
         user = self._user(user_id)
         entity_id = validate_id(entity_id, "entity_id", self.limits) or ""
+        if type is not None:
+            validate_text(type, "type", MAX_ENTITY_TEXT_CHARS)
+        if name is not None:
+            validate_text(name, "name", MAX_ENTITY_TEXT_CHARS)
+        aliases = validate_strings(aliases, "aliases", MAX_ALIASES, MAX_ENTITY_TEXT_CHARS)
         entity = Entity(
             id=entity_id,
             type=type or entity_id.split(":", 1)[0],
@@ -257,9 +269,11 @@ class Memory:
         self, *, user_id: str, filters: Filters | Mapping[str, Any] | None = None, limit: int = 100,
         offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
-        if not 1 <= limit <= 10_000:
-            raise ValidationError("limit", f"must be in [1, 10000], got {limit!r}")
-        return self.store.list(self._user(user_id), as_filters(filters), limit=limit, offset=max(0, offset))
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise ValidationError("limit", f"must be an integer in [1, 10000], got {short_repr(limit)}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
+            raise ValidationError("offset", f"must be an integer in [0, {MAX_OFFSET}], got {short_repr(offset)}")
+        return self.store.list(self._user(user_id), as_filters(filters), limit=limit, offset=offset)
 
     def links(self, memory_id: str, *, user_id: str) -> builtins.list[Link]:
         return self.store.links(self._user(user_id), memory_id)
@@ -292,13 +306,10 @@ class Memory:
         if session_id is not None:
             base = replace(base, session_id=validate_id(session_id, "session_id", self.limits))
         if kinds is not None:
-            base = replace(base, kinds=tuple(kinds))
+            base = replace(base, kinds=kinds)  # type: ignore[arg-type]  # as_filters checks and converts
         if tags:
-            base = replace(base, tags_all=tuple(tags))
-        if kinds is not None:
-            unknown = [k for k in kinds if k not in KINDS]
-            if unknown:
-                raise ValidationError("kinds", f"unknown kind {unknown[0]!r}; allowed: {', '.join(KINDS)}")
+            base = replace(base, tags_all=tags)  # type: ignore[arg-type]
+        base = as_filters(base)
         when = to_utc(now, "now") if now is not None else None
         return self.pipeline.retrieve(
             query, user_id=user, config=config or self.config, now=when, filters=base,

@@ -16,7 +16,10 @@ from engram.config import Limits
 from engram.errors import ValidationError
 from engram.model import KINDS, STATUSES, MemoryRecord, new_id
 
-__all__ = ["FIELDS", "content_hash", "normalize", "to_utc", "validate_id"]
+__all__ = [
+    "FIELDS", "MAX_VERSION", "check_utf8", "content_hash", "normalize", "short_repr", "to_utc", "validate_id",
+    "validate_strings", "validate_text",
+]
 
 #: Fields a caller may give to ``add``; anything else is refused by name.
 FIELDS = frozenset(
@@ -27,6 +30,9 @@ FIELDS = frozenset(
         "doc_key", "version", "id",
     }
 )
+
+#: Versions are stored in a signed 32-bit-safe column range: [1, 2**31 - 1].
+MAX_VERSION = 2**31 - 1
 
 #: Seed 003 gives procedures 0.8 and summaries 0.9 when nothing says otherwise.
 DEFAULT_IMPORTANCE = {"procedure": 0.8, "summary": 0.9}
@@ -46,12 +52,24 @@ def to_utc(value: Any, field: str) -> datetime:
         try:
             value = datetime.fromisoformat(text)
         except ValueError as exc:
-            raise ValidationError(field, f"not an ISO-8601 datetime: {value!r}") from exc
+            raise ValidationError(field, f"not an ISO-8601 datetime: {short_repr(value)}") from exc
     if not isinstance(value, datetime):
         raise ValidationError(field, f"must be a datetime or ISO-8601 string, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(field, "must be timezone-aware (naive datetimes are ambiguous)")
     return value.astimezone(UTC)
+
+
+def check_utf8(value: str, field: str) -> str:
+    """Refuse text that cannot be encoded as UTF-8 (a lone surrogate such as ``"\\ud800"``)."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValidationError(
+                field, f"must be valid Unicode text; lone surrogate at position {exc.start}"
+            ) from None
+    return value
 
 
 def validate_id(value: Any, field: str, limits: Limits, *, required: bool = True) -> str | None:
@@ -63,7 +81,18 @@ def validate_id(value: Any, field: str, limits: Limits, *, required: bool = True
         raise ValidationError(field, f"must be at most {limits.max_id_chars} characters")
     if "\x00" in value:
         raise ValidationError(field, "must not contain NUL characters")
-    return value
+    return check_utf8(value, field)
+
+
+def validate_text(value: Any, field: str, max_chars: int) -> str:
+    """A non-empty string of at most ``max_chars`` characters, without NUL, encodable as UTF-8."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field, "must be a non-empty string")
+    if len(value) > max_chars:
+        raise ValidationError(field, f"must be at most {max_chars} characters, got {len(value)}")
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL characters")
+    return check_utf8(value, field)
 
 
 def _optional_text(value: Any, field: str, max_chars: int) -> str | None:
@@ -73,15 +102,20 @@ def _optional_text(value: Any, field: str, max_chars: int) -> str | None:
         raise ValidationError(field, "must be a non-empty string when given")
     if len(value) > max_chars:
         raise ValidationError(field, f"must be at most {max_chars} characters")
-    return value
+    return check_utf8(value, field)
 
 
-def _string_list(value: Any, field: str, max_items: int, max_chars: int) -> tuple[str, ...]:
+def validate_strings(value: Any, field: str, max_items: int, max_chars: int) -> tuple[str, ...]:
+    """A list of non-empty strings, duplicates dropped (first kept), at most ``max_items`` distinct ones.
+
+    Linear: duplicates are found with a dict, and the refusal comes as soon as the count exceeds
+    ``max_items`` rather than after the whole list was read.
+    """
     if value is None:
         return ()
     if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
-        raise ValidationError(field, "must be a list of strings")
-    out: list[str] = []
+        raise ValidationError(field, f"must be a list of strings, got {type(value).__name__}")
+    out: dict[str, None] = {}
     for item in value:
         if not isinstance(item, str) or not item.strip():
             raise ValidationError(field, "every item must be a non-empty string")
@@ -90,9 +124,10 @@ def _string_list(value: Any, field: str, max_items: int, max_chars: int) -> tupl
         if "\x00" in item:
             raise ValidationError(field, "items must not contain NUL characters")
         if item not in out:
-            out.append(item)
-    if len(out) > max_items:
-        raise ValidationError(field, f"at most {max_items} items allowed, got {len(out)}")
+            check_utf8(item, field)
+            out[item] = None
+            if len(out) > max_items:
+                raise ValidationError(field, f"at most {max_items} distinct items allowed")
     return tuple(out)
 
 
@@ -121,7 +156,11 @@ def _metadata(value: Any, limits: Limits) -> dict[str, Any]:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError("metadata", f"must be JSON-serializable: {exc}") from exc
-    if len(encoded.encode()) > limits.max_metadata_bytes:
+    try:
+        size = len(encoded.encode())
+    except UnicodeEncodeError:
+        raise ValidationError("metadata", "keys and strings must be valid Unicode (no lone surrogates)") from None
+    if size > limits.max_metadata_bytes:
         raise ValidationError("metadata", f"must be at most {limits.max_metadata_bytes} bytes as JSON")
     result: dict[str, Any] = json.loads(encoded)
     return result
@@ -130,11 +169,24 @@ def _metadata(value: Any, limits: Limits) -> dict[str, Any]:
 def _importance(value: Any, kind: str) -> float:
     if value is None:
         return DEFAULT_IMPORTANCE.get(kind, 0.5)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError("importance", f"must be a number in [0, 1], got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise ValidationError("importance", f"must be in [0, 1], got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError("importance", f"must be a number in [0, 1], got {type(value).__name__}")
+    # Compared as is: int/float comparison is exact in Python, so a huge int (10**400) is simply
+    # out of range; math.isfinite or float() on it would raise OverflowError.
+    if (isinstance(value, float) and math.isnan(value)) or not 0.0 <= value <= 1.0:
+        raise ValidationError("importance", f"must be in [0, 1], got {short_repr(value)}")
     return float(value)
+
+
+def short_repr(value: Any) -> str:
+    """A value for an error message, cut short; never raises (repr of a 5,000-digit int does)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of about {value.bit_length() * 0.30103:.0f} digits"
+    try:
+        text = repr(value)
+    except Exception:  # an arbitrary object's __repr__ may raise anything
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _content(item: Mapping[str, Any], kind: str, limits: Limits) -> str:
@@ -155,7 +207,7 @@ def _content(item: Mapping[str, Any], kind: str, limits: Limits) -> str:
         )
     if "\x00" in content:
         raise ValidationError("content", "must not contain NUL characters")
-    return content
+    return check_utf8(content, "content")
 
 
 def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> MemoryRecord:
@@ -167,14 +219,16 @@ def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> Memo
     assert user_id is not None
     kind = item.get("kind") or "message"
     if kind not in KINDS:
-        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
+        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {short_repr(kind)}")
     status = item.get("status") or "active"
     if status not in STATUSES:
-        raise ValidationError("status", f"must be one of {', '.join(STATUSES)}; got {status!r}")
+        raise ValidationError("status", f"must be one of {', '.join(STATUSES)}; got {short_repr(status)}")
     content = _content(item, kind, limits)
     version = item.get("version")
-    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-        raise ValidationError("version", f"must be a positive integer, got {version!r}")
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MAX_VERSION
+    ):
+        raise ValidationError("version", f"must be an integer in [1, {MAX_VERSION}], got {short_repr(version)}")
     created = to_utc(item["created_at"], "created_at") if item.get("created_at") is not None else now
     return MemoryRecord(
         id=validate_id(item.get("id"), "id", limits, required=False) or new_id(),
@@ -193,8 +247,8 @@ def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> Memo
         object=_optional_text(item.get("object"), "object", 10_000),
         trigger=_optional_text(item.get("trigger"), "trigger", 10_000),
         action=_optional_text(item.get("action"), "action", 10_000),
-        tags=_string_list(item.get("tags"), "tags", limits.max_tags, limits.max_tag_chars),
-        entities=_string_list(item.get("entities"), "entities", limits.max_tags, limits.max_id_chars),
+        tags=validate_strings(item.get("tags"), "tags", limits.max_tags, limits.max_tag_chars),
+        entities=validate_strings(item.get("entities"), "entities", limits.max_tags, limits.max_id_chars),
         importance=_importance(item.get("importance"), kind),
         valid_from=to_utc(item["valid_from"], "valid_from") if item.get("valid_from") else None,
         valid_to=to_utc(item["valid_to"], "valid_to") if item.get("valid_to") else None,

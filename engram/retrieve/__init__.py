@@ -87,7 +87,15 @@ class Pipeline:
                 raise ValidationError("as_of", "must be timezone-aware")
             before = as_of if filters.created_before is None else min(as_of, filters.created_before)
             filters = replace(filters, created_before=before)
-        key = make_key(user_id, query, config, filters, now_bucket(now), as_of)
+        try:
+            # The store's change token joins the key: a write by another process (a second worker,
+            # the CLI) makes every cached answer of this user unreachable at once.
+            token = self.store.change_token(user_id)
+        except StoreError as exc:
+            log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
+            return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
+        key = make_key(user_id, query, config, filters, now_bucket(now), as_of, token)
+        generation = self.cache.generation(user_id)
         if rate_limited:
             cached = self.cache.get(user_id, key)
             if cached is not None:
@@ -95,7 +103,10 @@ class Pipeline:
             return self._empty(query, config, filters, started, "RATE_LIMITED")
         if not use_memory:
             return self._empty(query, config, filters, started, None)
-        if not isinstance(query, str) or not query.strip() or len(query) > config.query_max_chars:
+        if (
+            not isinstance(query, str) or not query.strip() or len(query) > config.query_max_chars
+            or (not query.isascii() and any("\ud800" <= ch <= "\udfff" for ch in query))  # not UTF-8 encodable
+        ):
             return self._empty(query if isinstance(query, str) else "", config, filters, started, "INVALID_QUERY")
         try:
             if config.cache_ttl > 0:
@@ -111,7 +122,8 @@ class Pipeline:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
             return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
         if config.cache_ttl > 0:
-            self.cache.put(user_id, key, result, ttl=config.cache_ttl)
+            # Dropped if this user was written to while it ran: it may hold what was just deleted.
+            self.cache.put(user_id, key, result, ttl=config.cache_ttl, generation=generation)
         self.metrics.increment("retrieval.cache_misses")
         self._observe(result, cached=False)
         return result

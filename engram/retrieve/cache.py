@@ -88,7 +88,8 @@ def _dumps(value: Any) -> str:
 
 def make_key(*parts: Any) -> str:
     """A stable hex sha256 of ``parts``: equal parts give equal keys across processes."""
-    return hashlib.sha256(_dumps(_canonical(list(parts))).encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate in a query must reach the query check, not crash the key.
+    return hashlib.sha256(_dumps(_canonical(list(parts))).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclasses.dataclass(slots=True)

@@ -45,7 +45,9 @@ def hash_token(token: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """A key's row. ``scopes`` holds user ids, ``tenant:*`` prefixes, or ``*`` for every user."""
+    """A key's row. ``scopes`` holds ``user:<id>``, ``tenant:<prefix>`` (every user id starting with
+    ``<prefix>:``) or ``*`` for every user. The kinds are spelled out because any character, ``*``
+    included, is legal in a user id: a user named ``acme:*`` must not read every ``acme:`` user."""
 
     id: str
     scopes: tuple[str, ...]
@@ -58,9 +60,9 @@ class ApiKey:
 
     def may_access(self, user_id: str) -> bool:
         for scope in self.scopes:
-            if scope == "*" or scope == user_id:
+            if scope == "*" or scope == f"user:{user_id}":
                 return True
-            if scope.endswith("*") and user_id.startswith(scope[:-1]):
+            if scope.startswith("tenant:") and user_id.startswith(scope[len("tenant:") :] + ":"):
                 return True
         return False
 
@@ -114,11 +116,13 @@ class KeyStore:
             self._conn.close()
 
     def create(
-        self, scopes: Iterable[str], *, admin: bool = False, name: str | None = None,
-        rate: float | None = None, burst: float | None = None,
+        self, users: Iterable[str] = (), *, tenants: Iterable[str] = (), admin: bool = False,
+        name: str | None = None, rate: float | None = None, burst: float | None = None,
     ) -> tuple[ApiKey, str]:
-        """A new key and its token; the token is shown once and never stored."""
-        clean = tuple(dict.fromkeys(s.strip() for s in scopes if s and s.strip()))
+        """A new key for these exact user ids and tenant prefixes; the token is shown once, never stored."""
+        # Ids are taken exactly as given (never stripped): "a " and "a" are different users.
+        scoped = [f"user:{u}" for u in users if u] + [f"tenant:{t}" for t in tenants if t]
+        clean = tuple(dict.fromkeys(scoped))
         if not clean and admin:
             clean = ("*",)
         if not clean:

@@ -75,10 +75,10 @@ def keys_group() -> None:
 @click.option("--db", default=None, help=DB_HELP)
 def create_key(users: tuple[str, ...], tenants: tuple[str, ...], admin: bool, name: str | None,
                rate: float | None, burst: float | None, db: str | None) -> None:
-    scopes = [*users, *(f"{t}:*" for t in tenants)]
+
     store = KeyStore(_db(db))
     try:
-        key, token = store.create(scopes, admin=admin, name=name, rate=rate, burst=burst)
+        key, token = store.create(users, tenants=tenants, admin=admin, name=name, rate=rate, burst=burst)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     finally:

@@ -49,12 +49,6 @@ def test_concurrent_writers_and_readers_postgres(tmp_path: Path) -> None:
         _check(concurrency_run(server.url, tmp_path, writers=3, readers=3, seconds=seconds))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: SQLiteStore._write() re-reads PRAGMA data_version after its own COMMIT without dropping the "
-    "cached vector indexes, so a commit by another connection that landed before this connection's "
-    "own write is never noticed: its memories stay invisible to vector search (and its deletes stay "
-    "visible) in this process until yet another foreign write happens"
-))
 def test_foreign_commit_then_own_write_keeps_vector_index_current(tmp_path: Path) -> None:
     db = tmp_path / "dv.db"
     with Memory(db, embedder=FakeEmbedder()) as a, Memory(db, embedder=FakeEmbedder()) as b:
@@ -67,10 +61,6 @@ def test_foreign_commit_then_own_write_keeps_vector_index_current(tmp_path: Path
         assert foreign.id in [h[0] for h in hits]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: same stale-index cause: a memory deleted by another process stays in this process's vector "
-    "index, so store.vector_search keeps returning its id (retrieve() is saved by its fetch)"
-))
 def test_foreign_delete_then_own_write_drops_vector(tmp_path: Path) -> None:
     db = tmp_path / "dv2.db"
     with Memory(db, embedder=FakeEmbedder()) as a, Memory(db, embedder=FakeEmbedder()) as b:

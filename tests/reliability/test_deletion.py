@@ -287,11 +287,6 @@ def test_mem0_3695_deleted_memory_not_in_keyword_search_cache_or_recall(memory: 
 # -- bugs: deleted memories still recalled ---------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Pipeline.retrieve caches its result with cache.put(user, key, result) without the generation "
-    "read before computing it, so a retrieval that was running while the memory was deleted caches "
-    "the deleted memory as fresh; every identical query then recalls it for cache_ttl (60 s)"
-))
 def test_mem0_3695_delete_during_retrieval_is_not_cached(tmp_path: Path) -> None:
     with Memory(tmp_path / "race.db", embedder=FakeEmbedder()) as memory:
         victim = memory.add("zebra secret ledger", user_id="u")
@@ -316,11 +311,6 @@ def test_mem0_3695_delete_during_retrieval_is_not_cached(tmp_path: Path) -> None
         assert victim.id not in {e.id for e in after.memories}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: the retrieval cache lives in one process and is invalidated only by that process's writes; "
-    "after another process (a second service worker, the CLI) deletes or forgets, this process keeps "
-    "serving the deleted memories for cache_ttl (60 s). The key ignores the store's data version."
-))
 def test_mem0_3695_forget_in_another_process_is_not_served_from_cache(tmp_path: Path) -> None:
     db = tmp_path / "xproc.db"
     with Memory(db, embedder=FakeEmbedder()) as a, Memory(db, embedder=FakeEmbedder()) as b:
@@ -330,12 +320,6 @@ def test_mem0_3695_forget_in_another_process_is_not_served_from_cache(tmp_path: 
         assert a.retrieve("pineapple secret", user_id="victim", config=ANY).memories == ()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (data remanence): forget_user/delete remove the FTS5 entries with the 'delete' command, which "
-    "only appends delete markers; the forgotten words stay inside memories_fts_data segments until a "
-    "merge, and the file keeps them (secure_delete is off). A right-to-erasure forget should end with "
-    "INSERT INTO memories_fts(memories_fts) VALUES('optimize') and PRAGMA secure_delete=ON"
-))
 def test_forget_user_leaves_no_words_in_fts_segments(tmp_path: Path) -> None:
     db = tmp_path / "remanence.db"
     with Memory(db, embedder=FakeEmbedder()) as memory:
@@ -349,10 +333,6 @@ def test_forget_user_leaves_no_words_in_fts_segments(tmp_path: Path) -> None:
     assert b"pineapplesecret" not in raw
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: same per-process cause in engram.keyword_search.search_with_cache (TTL 300 s): its key holds "
-    "this process's write generation, which a delete in another process never bumps"
-))
 def test_mem0_3695_delete_in_another_process_not_served_from_keyword_cache(tmp_path: Path) -> None:
     keyword_search = pytest.importorskip("engram.keyword_search")
     db = tmp_path / "xkw.db"

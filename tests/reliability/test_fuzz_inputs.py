@@ -2,8 +2,8 @@
 normalize and Memory.retrieve; nothing escapes but a typed ``engram.errors`` error.
 
 Every case is counted (cases, typed rejections, untyped failures) and the totals are printed and
-reported by the last test. Inputs that hit a known bug are kept out of the properties and pinned by
-the xfail tests at the end, so the properties keep guarding everything else.
+reported by the last test. Inputs that once hit a bug (lone surrogates, huge integers, non-mapping
+configs) are part of the properties, and each bug also has its own test at the end.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from engram import Memory
 from engram.config import AdminMemorySettings, Limits, RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
-from engram.errors import EngramError
+from engram.errors import ConfigError, EngramError, ValidationError
 from engram.ingest.normalize import FIELDS, normalize
 from engram.model import KINDS, STATUSES, Entity, Filters, MemoryRecord, QueryPlan, TimeRange
 from engram.retrieve.timeparse import parse_time_scope
@@ -138,17 +138,15 @@ def test_naive_or_junk_now_is_a_typed_rejection(text: str, now: Any) -> None:
 CHOICES = ["hybrid", "semantic", "keyword", "alternate", "score_first", "recency_first", "signals", "rrf", ""]
 config_value = st.one_of(st.sampled_from(NASTY_NUMBERS + CHOICES), st.integers(-5, 200_000),
                          st.floats(-2, 2), scalar)
-# Known bug classes kept out here, pinned below: non-mapping weights, non-sequence redaction patterns.
 retrieval_kwargs = st.dictionaries(
-    st.sampled_from([n for n in RetrievalConfig.field_names() if n not in ("weights", "redaction")]),
-    config_value, max_size=6,
+    st.sampled_from([n for n in RetrievalConfig.field_names() if n != "weights"]), config_value, max_size=6,
 )
 weights = st.dictionaries(st.one_of(st.sampled_from(["semantic_similarity", "importance", "entity_overlap"]),
                                     st.text(max_size=10)), config_value, max_size=3)
 
 
 @fuzz(800)
-@given(kwargs=retrieval_kwargs, w=st.one_of(st.none(), weights))
+@given(kwargs=retrieval_kwargs, w=st.one_of(st.none(), weights, junk))
 def test_retrieval_config_validates_any_value(kwargs: dict[str, Any], w: dict[str, Any] | None) -> None:
     attempt("RetrievalConfig", lambda: RetrievalConfig(**kwargs, weights=w))
 
@@ -158,7 +156,7 @@ def test_retrieval_config_validates_any_value(kwargs: dict[str, Any], w: dict[st
     st.sampled_from(["top_k", "clip_sentences", "max_tokens", "search_type", "min_score", "enable_redaction",
                      "interleaving_strategy", "interleaving_ratio"]), config_value, max_size=6),
     patterns=st.lists(st.one_of(st.text(max_size=10), st.sampled_from(["(", "[a-", "*", "(?P<x>", r"\d+"])),
-                      max_size=3).map(tuple))
+                      max_size=3).map(tuple) | junk)
 def test_admin_settings_validate_any_value(kwargs: dict[str, Any], patterns: tuple[str, ...]) -> None:
     settings_ = attempt("AdminMemorySettings",
                         lambda: AdminMemorySettings(**kwargs, custom_redaction_patterns=patterns))
@@ -169,7 +167,7 @@ def test_admin_settings_validate_any_value(kwargs: dict[str, Any], patterns: tup
 @fuzz(500)
 @given(kwargs=st.dictionaries(
     st.sampled_from(["max_content_chars", "max_tags", "max_tag_chars", "max_metadata_bytes", "max_metadata_depth",
-                     "max_id_chars"]), config_value, max_size=6))
+                     "max_id_chars", "max_batch"]), config_value, max_size=6))
 def test_limits_validate_any_value(kwargs: dict[str, Any]) -> None:
     attempt("Limits", lambda: Limits(**kwargs))
 
@@ -177,28 +175,26 @@ def test_limits_validate_any_value(kwargs: dict[str, Any]) -> None:
 # -- normalize ------------------------------------------------------------------------------------------
 
 TEXTY = st.one_of(st.text(max_size=60), st.sampled_from(["%", "_", "'", "\x00", "x" * 300, " ", ""]))
+# st.text never generates lone surrogates (not encodable as UTF-8); json.loads makes them of "\\ud800".
+SURROGATES = st.sampled_from(["caf\ud800e", "\udfff", "\ud83d\ude00"])
+NASTY_TEXT = st.one_of(TEXTY, SURROGATES)
+HUGE_INTS = st.sampled_from([2**31, 2**63, 2**64, 10**400, -(10**400)])
 field_value: dict[str, st.SearchStrategy[Any]] = {
-    "content": st.one_of(TEXTY, junk), "user_id": st.one_of(TEXTY, junk), "kind": st.one_of(st.sampled_from(KINDS),
-                                                                                             junk),
-    "status": st.one_of(st.sampled_from(STATUSES), junk), "tags": st.one_of(st.lists(TEXTY, max_size=5), junk),
-    "entities": st.one_of(st.lists(TEXTY, max_size=5), junk), "metadata": st.one_of(
-        st.dictionaries(st.text(max_size=8), junk, max_size=4), junk),
-    "importance": st.one_of(st.floats(), st.sampled_from(NASTY_NUMBERS), junk),
+    "content": st.one_of(NASTY_TEXT, junk), "user_id": st.one_of(NASTY_TEXT, junk),
+    "kind": st.one_of(st.sampled_from(KINDS), junk),
+    "status": st.one_of(st.sampled_from(STATUSES), junk), "tags": st.one_of(st.lists(NASTY_TEXT, max_size=5), junk),
+    "entities": st.one_of(st.lists(NASTY_TEXT, max_size=5), junk), "metadata": st.one_of(
+        st.dictionaries(NASTY_TEXT, st.one_of(junk, NASTY_TEXT, HUGE_INTS), max_size=4), junk),
+    "importance": st.one_of(st.floats(), st.sampled_from(NASTY_NUMBERS), HUGE_INTS, junk),
     "created_at": st.one_of(aware, st.datetimes(), aware.map(datetime.isoformat), junk),
     "valid_from": st.one_of(aware, aware.map(datetime.isoformat), junk),
-    "valid_to": st.one_of(aware, junk), "version": st.one_of(st.integers(-5, 10**6), junk),
+    "valid_to": st.one_of(aware, junk), "version": st.one_of(st.integers(-5, 10**6), HUGE_INTS, junk),
 }
-def _float_sized(value: Any) -> bool:
-    return not (isinstance(value, int) and abs(value) > 1e300)
-
-
-# Known bugs kept out here and pinned below: ints beyond float range as importance; lone surrogates
-# (st.text never generates them).
 items: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
-    {"content": TEXTY, "user_id": TEXTY},
-    optional={name: field_value.get(name, st.one_of(TEXTY, junk)) for name in sorted(FIELDS)
+    {"content": NASTY_TEXT, "user_id": NASTY_TEXT},
+    optional={name: field_value.get(name, st.one_of(NASTY_TEXT, junk)) for name in sorted(FIELDS)
               if name not in ("content", "user_id")} | {"bogus_field": junk},
-).filter(lambda item: _float_sized(item.get("importance")))
+)
 
 
 @fuzz(2000)
@@ -237,12 +233,12 @@ config_for_retrieve = st.builds(
 )
 filters_ = st.fixed_dictionaries({}, optional={
     "kinds": st.lists(st.one_of(st.sampled_from(KINDS), TEXTY), max_size=3).map(tuple),
-    "tags_all": st.lists(TEXTY, max_size=3).map(tuple), "tags_any": st.lists(TEXTY, max_size=3).map(tuple),
-    "session_id": TEXTY, "project_id": TEXTY, "agent_id": TEXTY,
+    "tags_all": st.lists(NASTY_TEXT, max_size=3).map(tuple), "tags_any": st.lists(NASTY_TEXT, max_size=3),
+    "session_id": NASTY_TEXT, "project_id": NASTY_TEXT, "agent_id": NASTY_TEXT,
     "statuses": st.lists(st.sampled_from(STATUSES), max_size=3).map(tuple),
-    "metadata": st.dictionaries(st.one_of(st.just("k"), st.text(max_size=8)),
-                                st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), TEXTY,
-                                          st.floats(allow_nan=False)), max_size=2),
+    "metadata": st.dictionaries(st.one_of(st.just("k"), st.text(max_size=8), SURROGATES),
+                                st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), NASTY_TEXT,
+                                          st.floats(allow_nan=False), HUGE_INTS), max_size=2),
     "created_after": aware, "created_before": aware,
 })
 
@@ -256,9 +252,9 @@ def _or_none(build: Callable[[], RetrievalConfig]) -> RetrievalConfig | None:
 
 @fuzz(1200)
 @given(query=st.one_of(queries, st.text(min_size=1990, max_size=2100)), user=st.one_of(st.sampled_from(
-    ["u1", "u%", "u_", "nobody"]), TEXTY), config=config_for_retrieve,
+    ["u1", "u%", "u_", "nobody"]), NASTY_TEXT), config=config_for_retrieve,
     now=st.one_of(st.none(), aware, aware.map(datetime.isoformat), st.sampled_from(["", "yesterday", "2024-13-01"])),
-    session=st.one_of(st.none(), TEXTY), kinds=st.one_of(st.none(), st.lists(st.sampled_from(KINDS), max_size=2)),
+    session=st.one_of(st.none(), NASTY_TEXT), kinds=st.one_of(st.none(), st.lists(st.sampled_from(KINDS), max_size=2)),
     tags=st.one_of(st.none(), st.lists(TEXTY, max_size=3)), filters=st.one_of(st.none(), filters_))
 def test_memory_retrieve_takes_any_input(memory: Memory, query: str, user: str, config: RetrievalConfig | None,
                                          now: Any, session: str | None, kinds: list[str] | None,
@@ -291,37 +287,39 @@ def test_fuzz_figures() -> None:
     assert total["cases"] >= 10_000 * FACTOR or total["cases"] == 0
 
 
-# -- known bugs: untyped exceptions, pinned ----------------------------------------------------------
+# -- fixed bugs: once untyped exceptions, now typed rejections ------------------------------------------
 
 LONE_SURROGATE = "caf\ud800e"
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError, reason=(
-    "BUG: a lone surrogate (what json.loads makes of '\\ud800') in content, user_id or query escapes as "
-    "UnicodeEncodeError from sqlite3/hashlib instead of a ValidationError; validate_id, _content and "
-    "the query check should refuse text that is not encodable as UTF-8"
-))
-@pytest.mark.parametrize("where", ["content", "user_id", "query"])
+@pytest.mark.parametrize("where", [
+    "content", "user_id", "tags", "metadata",
+    "query",
+])
 def test_lone_surrogate_is_a_typed_rejection(memory: Memory, where: str) -> None:
-    try:
-        if where == "query":
-            memory.retrieve(LONE_SURROGATE, user_id="u1")
-        elif where == "content":
-            memory.add(LONE_SURROGATE, user_id="u1")
-        else:
-            memory.add("fine", user_id=LONE_SURROGATE)
-    except EngramError:
+    """A lone surrogate (what json.loads makes of '\\ud800') cannot be encoded as UTF-8: a write refuses it
+    naming the field; a query gets seed 001's INVALID_QUERY fallback."""
+    if where == "query":
+        result = memory.retrieve(LONE_SURROGATE, user_id="u1")
+        assert result.memories == ()
+        assert result.metadata.error is not None and result.metadata.error["code"] == "INVALID_QUERY"
         return
+    fields: dict[str, Any] = {
+        "content": {"content": LONE_SURROGATE}, "user_id": {"user_id": LONE_SURROGATE},
+        "tags": {"tags": ["ok", LONE_SURROGATE]}, "metadata": {"metadata": {"k": [LONE_SURROGATE]}},
+    }[where]
+    with pytest.raises(ValidationError) as info:
+        memory.add_many([{"content": "fine", "user_id": "u1", **fields}])
+    assert info.value.field == where
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=(
-    "BUG: integers beyond SQLite's 64-bit range pass validation and escape as OverflowError: "
-    "version=2**64 on add, offset=2**64 on list, an int filter value 2**70 in filters.metadata, and "
-    "importance=10**400 (math.isfinite on a huge int)"
-))
-@pytest.mark.parametrize("case", ["version", "offset", "metadata_filter", "importance"])
-def test_huge_integers_are_typed_rejections(memory: Memory, case: str) -> None:
-    try:
+@pytest.mark.parametrize(("case", "field"), [
+    ("version", "version"), ("offset", "offset"), ("metadata_filter", "filters.metadata"),
+    ("importance", "importance"),
+])
+def test_huge_integers_are_typed_rejections(memory: Memory, case: str, field: str) -> None:
+    """Integers beyond SQLite's 64-bit range (or float range) are refused before they reach the store."""
+    with pytest.raises(ValidationError) as info:
         if case == "version":
             memory.add("v", user_id="u1", version=2**64)
         elif case == "offset":
@@ -330,40 +328,33 @@ def test_huge_integers_are_typed_rejections(memory: Memory, case: str) -> None:
             memory.list(user_id="u1", filters={"metadata": {"k": 2**70}})
         else:
             memory.add("i", user_id="u1", importance=10**400)
-    except EngramError:
-        return
+    assert info.value.field == field
 
 
-@pytest.mark.xfail(strict=True, raises=(TypeError, AttributeError), reason=(
-    "BUG: filters given as a mapping are not validated: an unknown key (as_filters calls Filters(**value)) or "
-    "a non-sequence tags_any/kinds escapes as TypeError, and list(limit='5') compares str with int"
-))
-@pytest.mark.parametrize("case", ["unknown_key", "tags_any_int", "limit_str"])
-def test_malformed_filters_are_typed_rejections(memory: Memory, case: str) -> None:
-    try:
+@pytest.mark.parametrize(("case", "field"), [
+    ("unknown_key", "filters"), ("tags_any_int", "filters.tags_any"), ("limit_str", "limit"),
+])
+def test_malformed_filters_are_typed_rejections(memory: Memory, case: str, field: str) -> None:
+    """Filters given as a mapping are validated field by field; list(limit='5') is refused by name."""
+    with pytest.raises(ValidationError) as info:
         if case == "unknown_key":
             memory.list(user_id="u1", filters={"tag": "billing"})
         elif case == "tags_any_int":
             memory.retrieve("invoice", user_id="u1", filters={"tags_any": 5})
         else:
             memory.list(user_id="u1", limit="5")  # type: ignore[arg-type]
-    except EngramError:
-        return
+    assert info.value.field == field
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "BUG: RetrievalConfig(weights=<non-mapping>) and RedactionConfig(patterns=<non-iterable>) escape as "
-    "TypeError instead of ConfigError"
-))
-@pytest.mark.parametrize("case", ["weights", "patterns"])
-def test_config_non_mappings_are_typed_rejections(case: str) -> None:
-    try:
+@pytest.mark.parametrize(("case", "field"), [("weights", "weights"), ("patterns", "custom_redaction_patterns")])
+def test_config_non_mappings_are_typed_rejections(case: str, field: str) -> None:
+    """RetrievalConfig(weights=<non-mapping>) and non-sequence redaction patterns are ConfigErrors."""
+    with pytest.raises(ConfigError) as info:
         if case == "weights":
             RetrievalConfig(weights=5)  # type: ignore[arg-type]
         else:
             AdminMemorySettings(custom_redaction_patterns=5)  # type: ignore[arg-type]
-    except EngramError:
-        return
+    assert info.value.field == field
 
 
 def test_fuzz_strategies_cover_what_they_claim() -> None:

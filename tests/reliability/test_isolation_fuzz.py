@@ -285,10 +285,6 @@ def service(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     keys.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: KeyStore.create strips whitespace from scopes but user ids are not stripped (validate_id keeps "
-    "'a ' distinct from 'a'), so a key created for user 'a ' is granted user 'a' instead"
-))
 def test_service_key_for_padded_user_id_does_not_grant_the_trimmed_user(world: World, service: Any) -> None:
     client, keys = service
     token = keys.create(["a "])[1]
@@ -296,11 +292,6 @@ def test_service_key_for_padded_user_id_does_not_grant_the_trimmed_user(world: W
     assert response.status_code == 403
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (design): a key scope ending in '*' is a tenant prefix, but '*' is legal in a user id, so a key "
-    "created for the literal user 'acme:*' can read every 'acme:...' user; ids ending in '*' should be "
-    "refused, or tenant scopes given explicitly"
-))
 def test_service_key_for_user_ending_in_star_is_not_a_tenant_wildcard(world: World, service: Any) -> None:
     client, keys = service
     token = keys.create(["acme:*"])[1]

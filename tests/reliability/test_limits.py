@@ -93,12 +93,9 @@ def test_huge_tag_and_entity_lists_are_refused() -> None:
     assert record.tags == ("same",)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: normalize._string_list deduplicates with `item not in out` (a list) and checks max_tags only "
-    "after the loop, so 12,000 distinct tags cost ~72M comparisons (>1 s; 100,000 take minutes) before "
-    "the refusal: refuse as soon as len(out) exceeds max_tags, and dedupe with a set"
-))
 def test_huge_distinct_tag_list_is_refused_in_linear_time() -> None:
+    """Duplicates are found with a dict and the refusal comes as soon as max_tags distinct ones are
+    exceeded, not after scanning a list for each of 12,000 tags (~72M comparisons)."""
     started = time.perf_counter()
     with pytest.raises(ValidationError):
         normalize({"user_id": "u", "content": "c", "tags": [f"t{i}" for i in range(12_000)]}, limits=Limits(),
@@ -167,30 +164,76 @@ def test_store_keyword_search_bounds_huge_text(memory: Memory) -> None:
     assert time.perf_counter() - started < 1.0
 
 
-# -- missing limits, pinned -----------------------------------------------------------------------------
+# -- limits once missing, now enforced ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "MISSING LIMIT: Memory.add_entity validates only the entity id: aliases (count and length), name and "
-    "type are unbounded, and every retrieve() loads all of the user's entities and scans every alias "
-    "(200,000 aliases make each retrieve take >1 s). Needs Limits.max_aliases / alias length checks"
-))
 def test_entity_aliases_are_bounded(tmp_path: Path) -> None:
-    with Memory(tmp_path / "e.db", embedder=FakeEmbedder()) as m, pytest.raises(ValidationError):
-        m.add_entity("customer:acme", user_id="u", aliases=[f"alias {i}" for i in range(100_000)])
+    """Every retrieve() scans all of a user's aliases: at most 100 per entity, 200 characters each."""
+    with Memory(tmp_path / "e.db", embedder=FakeEmbedder()) as m:
+        with pytest.raises(ValidationError) as info:
+            m.add_entity("customer:acme", user_id="u", aliases=[f"alias {i}" for i in range(100_000)])
+        assert info.value.field == "aliases"
+        for aliases in ([f"alias {i}" for i in range(101)], ["a" * 201], [""], ["a\x00b"], "Acme", [5]):
+            with pytest.raises(ValidationError) as info:
+                m.add_entity("customer:acme", user_id="u", aliases=aliases)  # type: ignore[arg-type]
+            assert info.value.field == "aliases"
+        entity = m.add_entity("customer:acme", user_id="u", aliases=[f"alias {i}" for i in range(100)] * 2)
+        assert len(entity.aliases) == 100  # duplicates collapse before the count
+        assert m.add_entity("customer:acme", user_id="u", aliases=["a" * 200]).aliases == ("a" * 200,)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "MISSING LIMIT: Memory.link accepts a link type of any length (5 MB is stored as is) and "
-    "add_entity a name of any length"
-))
 def test_link_type_and_entity_name_are_bounded(tmp_path: Path) -> None:
     with Memory(tmp_path / "l.db", embedder=FakeEmbedder()) as m:
         a, b = m.add("a", user_id="u"), m.add("b", user_id="u")
-        with pytest.raises(ValidationError):
+        with pytest.raises(ValidationError) as info:
             m.link(a.id, b.id, "t" * 1_000_000, user_id="u")
-        with pytest.raises(ValidationError):
+        assert info.value.field == "type"
+        for bad in ("t" * 65, "", "   ", "a\x00b", 5):
+            with pytest.raises(ValidationError) as info:
+                m.link(a.id, b.id, bad, user_id="u")  # type: ignore[arg-type]
+            assert info.value.field == "type"
+        assert m.link(a.id, b.id, "t" * 64, user_id="u").type == "t" * 64
+        for strength in (1.5, -0.1, float("nan"), "1", 10**400):
+            with pytest.raises(ValidationError) as info:
+                m.link(a.id, b.id, "related", strength, user_id="u")  # type: ignore[arg-type]
+            assert info.value.field == "strength"
+        with pytest.raises(ValidationError) as info:
             m.add_entity("customer:x", user_id="u", name="n" * 1_000_000)
+        assert info.value.field == "name"
+        for field in ("name", "type"):
+            for bad in ("n" * 201, "", "a\x00b", 5):
+                with pytest.raises(ValidationError) as info:
+                    m.add_entity("customer:x", user_id="u", **{field: bad})
+                assert info.value.field == field
+        entity = m.add_entity("customer:x", user_id="u", type="t" * 200, name="n" * 200)
+        assert (entity.type, entity.name) == ("t" * 200, "n" * 200)
+
+
+def test_add_many_is_bounded_by_max_batch(tmp_path: Path) -> None:
+    """At most Limits.max_batch items per call, refused before anything is embedded or written; a
+    generator is read only one item past the limit."""
+    assert Limits().max_batch == 100_000
+    for bad in (0, 10_000_001, "5", True):
+        with pytest.raises(ConfigError) as info:
+            Limits(max_batch=bad)  # type: ignore[arg-type]
+        assert info.value.field == "max_batch"
+    with Memory(tmp_path / "b.db", embedder=FakeEmbedder(), limits=Limits(max_batch=3)) as m:
+        read = []
+
+        def items() -> Iterator[dict[str, Any]]:
+            for i in range(1_000_000):
+                read.append(i)
+                yield {"user_id": "u", "content": f"c{i}"}
+
+        with pytest.raises(ValidationError) as info:
+            m.add_many(items())
+        assert info.value.field == "items" and "max_batch" in str(info.value)
+        assert len(read) == 4
+        assert m.list(user_id="u") == []
+        assert len(m.add_many([{"user_id": "u", "content": f"c{i}"} for i in range(3)])) == 3
+
+
+# -- missing limits, pinned -----------------------------------------------------------------------------
 
 
 @pytest.mark.xfail(strict=True, reason=(

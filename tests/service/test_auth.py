@@ -28,7 +28,7 @@ def h(tmp_path: Path, embedder: Embedder) -> Iterator[Harness]:
 def test_tokens_are_stored_only_as_sha256(h: Harness) -> None:
     key, token = h.keys.create(["u1"])
     rows = sqlite3.connect(h.db).execute("SELECT digest, scopes FROM api_keys").fetchall()
-    assert rows == [(hash_token(token), '["u1"]')]
+    assert rows == [(hash_token(token), '["user:u1"]')]
     assert token not in repr(rows)
     assert h.keys.authenticate(token) == key
     assert h.keys.authenticate(token[:-1] + ("A" if token[-1] != "A" else "B")) is None
@@ -66,7 +66,7 @@ def test_other_users_are_403_with_the_same_body(h: Harness) -> None:
 
 
 def test_tenant_scope_and_revocation(h: Harness) -> None:
-    key, token = h.keys.create(["acme:*"])
+    key, token = h.keys.create(tenants=["acme"])
     with TestClient(h.app) as client:
         client.headers["X-API-Key"] = token
         assert client.get("/v1/memories", params={"userId": "acme:alice"}).status_code == 200
@@ -135,7 +135,7 @@ def test_keys_cli(tmp_path: Path) -> None:
     token = created.output.split()[-1]
     store = KeyStore(db)
     key = store.authenticate(token)
-    assert key is not None and key.scopes == ("u1", "acme:*")
+    assert key is not None and key.scopes == ("user:u1", "tenant:acme")
     listed = runner.invoke(keys_group, ["list", "--db", db])
     assert key.id in listed.output and token not in listed.output
     assert runner.invoke(keys_group, ["revoke", key.id, "--db", db]).exit_code == 0

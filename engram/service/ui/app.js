@@ -47,7 +47,8 @@ async function loadKey() {
     const me = await api("GET", "/v1/me");
     $("key-status").textContent = `key ${me.id}${me.admin ? " (admin)" : ""}`;
     const list = $("users");
-    list.replaceChildren(...me.scopes.filter((s) => !s.endsWith("*")).map((s) => el("option", { value: s })));
+    const users = me.scopes.filter((s) => s.startsWith("user:")).map((s) => s.slice("user:".length));
+    list.replaceChildren(...users.map((u) => el("option", { value: u })));
     if (!$("user").value && list.options.length) $("user").value = list.options[0].value;
     showError("");
   } catch (err) {

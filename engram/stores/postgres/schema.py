@@ -47,6 +47,7 @@ __all__ = [
 
 #: Tables holding data, in an order safe for TRUNCATE ... CASCADE.
 TABLES = (
+    "engram_user_versions",
     "engram_links", "engram_entities", "engram_memories", "engram_meta", "engram_entity_ontology",
     "engram_entity_relations", "engram_retrieval_log", "engram_retrieval_feedback", "engram_tuned_weights",
 )
@@ -162,6 +163,39 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at timestamptz NOT NULL,
         PRIMARY KEY (user_id, strategy)
     );
+    """,
+    # 3: a per-user write counter, bumped by triggers in the writing transaction, so a cache in any
+    # process can tell that a user's memories, links or entities changed (see change_token)
+    """
+    CREATE TABLE engram_user_versions (
+        user_id text COLLATE "C" PRIMARY KEY,
+        version bigint NOT NULL
+    );
+    CREATE FUNCTION engram_bump_user_version() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO engram_user_versions (user_id, version)
+        SELECT DISTINCT user_id, 1 FROM changed
+        ON CONFLICT (user_id) DO UPDATE SET version = engram_user_versions.version + 1;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER engram_memories_insert_version AFTER INSERT ON engram_memories
+        REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
+    CREATE TRIGGER engram_memories_update_version AFTER UPDATE ON engram_memories
+        REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
+    CREATE TRIGGER engram_memories_delete_version AFTER DELETE ON engram_memories
+        REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
+    CREATE TRIGGER engram_links_insert_version AFTER INSERT ON engram_links
+        REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
+    CREATE TRIGGER engram_links_update_version AFTER UPDATE ON engram_links
+        REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
+    CREATE TRIGGER engram_links_delete_version AFTER DELETE ON engram_links
+        REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
+    CREATE TRIGGER engram_entities_insert_version AFTER INSERT ON engram_entities
+        REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
+    CREATE TRIGGER engram_entities_update_version AFTER UPDATE ON engram_entities
+        REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
+    CREATE TRIGGER engram_entities_delete_version AFTER DELETE ON engram_entities
+        REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
     """,
 )
 

@@ -255,6 +255,10 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
     def user_exists(self, user_id: str) -> bool:
         return bool(self._read("SELECT 1 FROM engram_memories WHERE user_id = %s LIMIT 1", (user_id,)))
 
+    def change_token(self, user_id: str) -> str:
+        """The user's write counter, which triggers bump in every writing transaction."""
+        return str(self._scalar("SELECT version FROM engram_user_versions WHERE user_id = %s", (user_id,)) or 0)
+
     def users(self) -> builtins.list[str]:
         """Every user with memories, entities or links, sorted (for copy_store)."""
         rows = self._read(

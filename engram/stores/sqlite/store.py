@@ -57,10 +57,15 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoint, no torn DB
         self._conn.execute("PRAGMA foreign_keys=ON")
+        # Freed pages are zeroed, so deleted and forgotten text does not linger in the file.
+        self._conn.execute("PRAGMA secure_delete=ON")
         self._retry(lambda: migrate(self._conn))
         self._indexes: dict[str, ExactIndex] = {}
         self._dimensions: int | None = None
         self._data_version = self._read_data_version()
+        # Bumped when another connection's commit is noticed; this process's own writes go through
+        # Memory, which invalidates its caches itself (and logging a retrieval must not).
+        self._epoch = 0
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _retry(self, op: Callable[[], T]) -> T:
@@ -87,7 +92,9 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
-            self._data_version = self._read_data_version()
+            # A commit by another connection may have landed before ours: look, or its rows would
+            # stay missing from (or its deletes stay in) the cached vector indexes.
+            self._check_foreign_writes()
             return result
 
         return self._retry(run)
@@ -104,6 +111,13 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         if version != self._data_version:
             self._indexes.clear()
             self._data_version = version
+            self._epoch += 1
+
+    def change_token(self, user_id: str) -> str:
+        """Changes whenever another process wrote to the file (own writes invalidate caches directly)."""
+        with self._lock:
+            self._check_foreign_writes()
+            return str(self._epoch)
 
     def close(self) -> None:
         with self._lock:
@@ -223,7 +237,17 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
 
         count = self._write(op)
         self._indexes.pop(user_id, None)
+        self._purge()
         return count
+
+    def _purge(self) -> None:
+        """Erase for real: FTS5 'delete' only appends markers, so merge the segments, then move the WAL's
+        copies of old pages into the (secure-delete) database file and truncate it."""
+        def op(c: sqlite3.Connection) -> None:
+            c.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+
+        self._write(op)
+        self._retry(lambda: self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
 
     def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
