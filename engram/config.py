@@ -150,6 +150,7 @@ class RetrievalConfig:
     query_max_chars: int = 2000
     cache_ttl: float = 60.0
     rrf_k: int = 60
+    timeout_ms: float | None = 5000.0
 
     def __post_init__(self) -> None:
         _check_int("top_k", self.top_k, 1, 1000)
@@ -168,6 +169,8 @@ class RetrievalConfig:
         _check_int("query_max_chars", self.query_max_chars, 1, 100_000)
         _check_range("cache_ttl", self.cache_ttl, 0.0, 86_400.0)
         _check_int("rrf_k", self.rrf_k, 1, 10_000)
+        if self.timeout_ms is not None:
+            _check_range("timeout_ms", self.timeout_ms, 1.0, 600_000.0)
         if not isinstance(self.redaction, RedactionConfig):
             raise ConfigError("redaction", f"must be a RedactionConfig, got {type(self.redaction).__name__}")
         if self.weights is not None:

@@ -14,7 +14,8 @@
     │   ├── StoreUnavailable         ZEP_UNAVAILABLE (seed 001 policy: skip)
     │   └── EmbedderMismatch         EMBEDDER_MISMATCH  vectors of another model are stored
     ├── EmbedderError                EMBEDDER_ERROR  the model could not load or run
-    └── RateLimited                  RATE_LIMITED    (seed 001 policy: cache)
+    ├── RateLimited                  RATE_LIMITED    (seed 001 policy: cache)
+    └── DeadlineExceeded             TIMEOUT         a retrieval ran past RetrievalConfig.timeout_ms (skip)
 
 Every class carries a stable ``code`` so callers (and the HTTP service) can branch on it
 without parsing messages.
@@ -26,6 +27,7 @@ from typing import Any
 
 __all__ = [
     "ConfigError",
+    "DeadlineExceeded",
     "DocumentNotFound",
     "EmbedderError",
     "EmbedderMismatch",
@@ -105,3 +107,7 @@ class EmbedderError(EngramError):
 
 class RateLimited(EngramError):
     code = "RATE_LIMITED"
+
+
+class DeadlineExceeded(EngramError):
+    code = "TIMEOUT"

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from engram.config import RetrievalConfig
 from engram.domain import DomainSource
-from engram.errors import StoreError, ValidationError
+from engram.errors import DeadlineExceeded, StoreError, ValidationError
 from engram.ext import Embedder, Metrics, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
@@ -42,6 +42,7 @@ FALLBACKS = {
     "COLLECTION_NOT_FOUND": ("User memory collection does not exist", "empty"),
     "RATE_LIMITED": ("Memory retrieval rate limit exceeded", "cache"),
     "INVALID_QUERY": ("Query text invalid or too long", "skip"),
+    "TIMEOUT": ("Memory retrieval exceeded its deadline", "skip"),
     "DOMAIN_UNAVAILABLE": ("Domain database query failed", "skip"),
 }
 DOMAIN_ROW_LIMIT = 50  # rows of a domain source kept for the prompt
@@ -118,6 +119,9 @@ class Pipeline:
             if not self.store.user_exists(user_id):
                 return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
             result = self._run(query, user_id, config, now, filters, started, as_of)
+        except DeadlineExceeded as exc:
+            log.warning("[MEM:RETRIEVE] %s; continuing without memory", exc)
+            return self._empty(query, config, filters, started, "TIMEOUT")
         except StoreError as exc:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
             return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
@@ -134,12 +138,19 @@ class Pipeline:
     ) -> Retrieval:
         stage_ms: dict[str, float] = {}
 
+        if config.search_type != "keyword":
+            self.embedder()  # loading the model (once per process) is set-up, not retrieval time
+        deadline = None if config.timeout_ms is None else time.perf_counter() + config.timeout_ms / 1000
+
         def timed(name: str, call: Callable[[], T]) -> T:
             t0 = time.perf_counter()
             try:
                 return call()
             finally:
                 stage_ms[name] = stage_ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000
+                # Checked between stages: a stage is never interrupted, so the overrun is one stage.
+                if deadline is not None and time.perf_counter() > deadline:
+                    raise DeadlineExceeded(f"retrieval passed its {config.timeout_ms} ms deadline after {name}")
 
         tuned = self.weights_by_strategy(user_id)
         plan = timed(

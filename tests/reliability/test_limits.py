@@ -236,10 +236,25 @@ def test_add_many_is_bounded_by_max_batch(tmp_path: Path) -> None:
 # -- missing limits, pinned -----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "MISSING LIMIT: no retrieval deadline: RetrievalConfig has no timeout/deadline field, so a slow store "
-    "or embedder holds retrieve() for as long as it takes"
-))
-def test_retrieval_has_a_configurable_deadline() -> None:
-    names = set(RetrievalConfig.field_names())
-    assert names & {"timeout", "timeout_ms", "deadline", "deadline_ms", "max_query_ms"}
+def test_retrieval_has_a_configurable_deadline(tmp_path: Path) -> None:
+    """A slow store cannot hold retrieve() past its deadline by more than one stage."""
+
+    with Memory(tmp_path / "slow.db", embedder=FakeEmbedder()) as m:
+        m.add("alpha beta gamma", user_id="u")
+        original = m.store.keyword_search
+
+        def slow(*args: Any, **kwargs: Any) -> Any:
+            time.sleep(0.3)
+            return original(*args, **kwargs)
+
+        m.store.keyword_search = slow  # type: ignore[method-assign]
+        started = time.perf_counter()
+        result = m.retrieve("alpha", user_id="u", config=RetrievalConfig(timeout_ms=50, cache_ttl=0))
+        elapsed = time.perf_counter() - started
+        assert result.memories == ()
+        assert result.metadata.error is not None and result.metadata.error["code"] == "TIMEOUT"
+        assert elapsed < 1.0
+        m.store.keyword_search = original  # type: ignore[method-assign]
+        assert m.retrieve("alpha", user_id="u", config=RetrievalConfig(cache_ttl=0, min_score=0)).memories
+    with pytest.raises(ConfigError):
+        RetrievalConfig(timeout_ms=0)
