@@ -34,7 +34,7 @@ def main() -> None:
             for start in range(0, len(items), 5000):
                 memory.add_many(items[start : start + 5000])
         report: dict[str, object] = {"memories": args.memories}
-        with start_postgres(Path(tmp)) as server:
+        with start_postgres() as server:  # its own dir: the server's user cannot enter ours
             src = SQLiteStore(src_path)
             dst = Memory(server.url, embedder=FakeEmbedder(384)).store
             started = time.perf_counter()

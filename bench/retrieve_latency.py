@@ -68,8 +68,8 @@ def open_backend(backend: str, workdir: Path, n: int) -> tuple[Memory, Any]:
         return Memory(workdir / f"bench-{n}.db", embedder=FakeEmbedder(384)), None
     from engram.testing.pgserver import start_postgres
 
-    (workdir / f"pg-{n}").mkdir(parents=True, exist_ok=True)
-    server = start_postgres(workdir / f"pg-{n}")
+    # Its own temp dir: the server runs as an unprivileged user that cannot enter ours (mode 0700).
+    server = start_postgres()
     return Memory(server.url, embedder=FakeEmbedder(384)), server
 
 
