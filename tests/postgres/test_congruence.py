@@ -185,3 +185,20 @@ def test_keyword_search_overlaps(pair: tuple[SQLiteStore, Any, list[MemoryRecord
     assert queries > 50
     assert sum(scores) / len(scores) >= MEAN_JACCARD, sum(scores) / len(scores)
     assert top1 / queries >= SAME_TOP1
+
+
+@pytest.mark.postgres
+def test_keyword_search_finds_memories_written_after_a_cached_plan(postgres_store: Any) -> None:
+    """The planner caches document frequencies; a term first seen absent must still find new rows."""
+
+    def record(text: str) -> MemoryRecord:
+        t = datetime(2024, 1, 1, tzinfo=UTC)
+        return MemoryRecord(id=new_id(), user_id="u", content=text, kind="message", created_at=t, recorded_at=t,
+                            content_hash=content_hash(text))
+
+    vec = np.ones((1, 8), dtype=np.float32) / np.sqrt(8)
+    postgres_store.put_many([record("alpha words")], vec)
+    assert postgres_store.keyword_search("u", "zanzibar", 10, Filters()) == []
+    fresh = record("a trip to zanzibar")
+    postgres_store.put_many([fresh], vec)
+    assert [h[0] for h in postgres_store.keyword_search("u", "zanzibar", 10, Filters())] == [fresh.id]

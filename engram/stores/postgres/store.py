@@ -30,8 +30,8 @@ from engram.ext import Vector
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.postgres import schema
 from engram.stores.postgres.candidates import CandidateMixin
+from engram.stores.postgres.keyword import KeywordPlanner
 from engram.stores.postgres.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
-from engram.text import keyword_terms
 
 __all__ = ["PostgresStore"]
 
@@ -46,11 +46,12 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 8, exact_limit: int = 20_000,
-        keyword_budget: int = 10_000, ef_search: int = 200,
+        keyword_budget: int = 2_000, ef_search: int = 200,
     ) -> None:
         self.url = url
         self.exact_limit = exact_limit
         self.keyword_budget = keyword_budget
+        self._keywords = KeywordPlanner(keyword_budget)
         self.ef_search = ef_search
         self._indexed_dims: set[int] = set()
         try:
@@ -331,13 +332,4 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
         return [(r[0], float(r[1])) for r in rows]
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        terms = keyword_terms(text)
-        if not terms or n <= 0:
-            return []
-        where, params = schema.filter_sql(filters)
-        # Terms are \w+ only, so joined by "|" they are a tsquery with no operator of the user's.
-        rows = self._read(
-            schema.BM25_SQL.format(where=where),
-            (" ".join(terms), user_id, " | ".join(terms), self.keyword_budget, user_id, user_id, *params, n),
-        )
-        return [(r[0], float(r[1])) for r in rows]
+        return self._keywords.search(self._read, user_id, text, n, filters)
