@@ -71,20 +71,18 @@ def gather(
     out = CandidateSet()
     lists: dict[str, list[Hit]] = {}
 
-    def vector_sources() -> dict[str, list[Hit]]:
-        found: dict[str, list[Hit]] = {}
-        if query_vec is None or config.search_type == "keyword":
-            return found
-        found["semantic"] = run("semantic", lambda: store.vector_search(user_id, query_vec, limit, filters))
+    vector_calls: dict[str, Callable[[], list[Hit]]] = {}
+    if query_vec is not None and config.search_type != "keyword":
+        vector_calls["semantic"] = lambda: store.vector_search(user_id, query_vec, limit, filters)
         if plan.procedural and _allows(filters, "procedure"):
             procedures = replace(filters, kinds=("procedure",))
-            found["procedural"] = run(
-                "procedural", lambda: store.vector_search(user_id, query_vec, PROCEDURAL_LIMIT, procedures)
-            )
-        return found
+            vector_calls["procedural"] = lambda: store.vector_search(user_id, query_vec, PROCEDURAL_LIMIT, procedures)
 
-    # The vector scan is numpy and the rest is SQLite: on two cores they overlap.
-    pending = executor.submit(vector_sources) if executor is not None else None
+    # Vector searches are numpy or a remote index while the rest are SQL reads: on two cores (or
+    # two database connections) they overlap.
+    pending = {
+        name: executor.submit(run, name, call) for name, call in vector_calls.items()
+    } if executor is not None else {}
     if config.search_type != "semantic":
         lists["keyword"] = run("keyword", lambda: store.keyword_search(user_id, plan.text, limit, filters))
     if plan.entities:
@@ -111,7 +109,8 @@ def gather(
     if _allows(filters, "summary"):
         summaries = replace(filters, kinds=("summary",))
         lists["summary"] = run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries))
-    lists.update(pending.result() if pending is not None else vector_sources())
+    for name, call in vector_calls.items():
+        lists[name] = pending[name].result() if name in pending else run(name, call)
     for source in SOURCE_ORDER:
         if source in lists:
             out.add(source, lists[source])
