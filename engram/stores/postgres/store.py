@@ -9,7 +9,8 @@ tie-breaks: score descending then id ascending). Two candidate sources are compu
   approximate: recall below 1 is possible, and ``hnsw.max_scan_tuples`` bounds the work.
 * ``keyword_search`` computes Okapi BM25 (k1=1.2, b=0.75, FTS5's IDF with its 1e-6 floor) in SQL over
   the ``simple`` tsvector, with N, average length and document frequencies taken over the user's own
-  memories (FTS5 uses the whole file). At most ``keyword_budget`` newest matches are scored.
+  memories (FTS5 uses the whole file); terms are planned rarest first within ``keyword_budget``
+  postings, as on SQLite (see keyword.py).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
     """
 
     def __init__(
-        self, url: str, *, min_size: int = 1, max_size: int = 8, exact_limit: int = 20_000,
+        self, url: str, *, min_size: int = 1, max_size: int = 8, exact_limit: int = 5_000,
         keyword_budget: int = 2_000, ef_search: int = 200,
     ) -> None:
         self.url = url
@@ -232,11 +233,13 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
         return [found[i] for i in ids if i in found]
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
-        rows = self._read(
-            "SELECT id, embedding FROM engram_memories WHERE user_id = %s AND id = ANY(%s::text[]) "
-            "AND embedding IS NOT NULL",
-            (user_id, list(dict.fromkeys(memory_ids))),
-        )
+        # Binary transfer: pgvector's binary loader is a buffer copy, its text form a float parse each.
+        with self._tx() as conn, conn.cursor(binary=True) as cur:
+            rows = cur.execute(
+                "SELECT id, embedding FROM engram_memories WHERE user_id = %s AND id = ANY(%s::text[]) "
+                "AND embedding IS NOT NULL",
+                (user_id, list(dict.fromkeys(memory_ids))),
+            ).fetchall()
         return {memory_id: schema.to_array(vec) for memory_id, vec in rows}
 
     def list(self, user_id: str, filters: Filters, *, limit: int = 100, offset: int = 0) -> builtins.list[MemoryRecord]:
