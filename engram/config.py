@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from engram.errors import ConfigError
+from engram.errors import ConfigError, short_repr
 
 __all__ = [
     "DEFAULT_REDACTION_PATTERNS",
@@ -67,35 +67,24 @@ STRATEGY_WEIGHTS: Mapping[str, Mapping[str, float]] = {
 }
 
 
-def _short(value: Any) -> str:
-    """A value for an error message, cut short; never raises (repr of a 5,000-digit int does)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
-        return f"an integer of about {value.bit_length() * 0.30103:.0f} digits"
-    try:
-        text = repr(value)
-    except Exception:  # an arbitrary object's __repr__ may raise anything
-        return f"a {type(value).__name__}"
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _check_range(name: str, value: float | int, low: float, high: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(name, f"must be a number in [{low}, {high}], got {type(value).__name__}")
     # math.isfinite only on floats: on a huge int (10**400) it raises OverflowError, while the
     # int/float comparison below is exact for any int.
     if (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
-        raise ConfigError(name, f"must be in [{low}, {high}], got {_short(value)}")
+        raise ConfigError(name, f"must be in [{low}, {high}], got {short_repr(value)}")
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(name, f"must be an integer in [{low}, {high}], got {_short(value)}")
+        raise ConfigError(name, f"must be an integer in [{low}, {high}], got {short_repr(value)}")
     _check_range(name, value, low, high)
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
     if not isinstance(value, str) or value not in allowed:
-        raise ConfigError(name, f"must be one of {', '.join(allowed)}; got {_short(value)}")
+        raise ConfigError(name, f"must be one of {', '.join(allowed)}; got {short_repr(value)}")
 
 
 def _check_patterns(name: str, value: Any) -> tuple[str, ...]:

@@ -43,6 +43,17 @@ __all__ = [
 ]
 
 
+def short_repr(value: Any) -> str:
+    """A value for an error message, cut short; never raises (repr of a 5,000-digit int does)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of about {value.bit_length() * 0.30103:.0f} digits"
+    try:
+        text = repr(value)
+    except Exception:  # an arbitrary object's __repr__ may raise anything
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class EngramError(Exception):
     """Root of every error Engram raises."""
 

@@ -17,9 +17,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from engram.errors import ValidationError
+from engram.errors import ValidationError, short_repr
 from engram.feedback import LoggedRetrieval
-from engram.ingest.normalize import check_utf8, short_repr, to_utc
+from engram.ingest.normalize import check_utf8, to_utc
 from engram.model import KINDS, STATUSES, Entity, Filters, Hit, Link, MemoryRecord
 from engram.ontology import EntityRelation, RelationType
 

@@ -17,14 +17,14 @@ from engram import recall as recall_modes
 from engram.config import Limits, RetrievalConfig
 from engram.documents import Document
 from engram.domain import DomainSource
-from engram.errors import MemoryNotFound, ValidationError
+from engram.errors import MemoryNotFound, ValidationError, short_repr
 from engram.ext import Embedder, Metrics, Store, as_filters
 from engram.feedback import FeedbackResult, TunedWeights, record_feedback
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
 from engram.ingest.files import IngestReport
 from engram.ingest.files import ingest as ingest_files
-from engram.ingest.normalize import FIELDS, normalize, short_repr, to_utc, validate_id, validate_strings, validate_text
+from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id, validate_strings, validate_text
 from engram.keyword_search import KeywordResult
 from engram.metrics import InMemoryMetrics
 from engram.model import Entity, Filters, Link, MemoryRecord

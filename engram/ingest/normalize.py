@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.config import Limits
-from engram.errors import ValidationError
+from engram.errors import ValidationError, short_repr
 from engram.model import KINDS, STATUSES, MemoryRecord, new_id
 
 __all__ = [
@@ -176,17 +176,6 @@ def _importance(value: Any, kind: str) -> float:
     if (isinstance(value, float) and math.isnan(value)) or not 0.0 <= value <= 1.0:
         raise ValidationError("importance", f"must be in [0, 1], got {short_repr(value)}")
     return float(value)
-
-
-def short_repr(value: Any) -> str:
-    """A value for an error message, cut short; never raises (repr of a 5,000-digit int does)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
-        return f"an integer of about {value.bit_length() * 0.30103:.0f} digits"
-    try:
-        text = repr(value)
-    except Exception:  # an arbitrary object's __repr__ may raise anything
-        return f"a {type(value).__name__}"
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _content(item: Mapping[str, Any], kind: str, limits: Limits) -> str:
