@@ -205,56 +205,41 @@ class ExactIndex:
         if self._size == 0 or n <= 0:
             return []
         query = np.ascontiguousarray(query, dtype=np.float32)
-        if self._size > QUANTIZE_ABOVE:
-            return self._search_quantized(query, n, statuses, kinds, allowed)
+        quantized = self._size > QUANTIZE_ABOVE
+        scores = self._scores(query, quantized)
+        mask = self._mask(statuses, kinds, allowed)
+        live = int(mask.sum())
+        n = min(n, live)
+        if n == 0:
+            return []
+        scores = np.where(mask, scores, -np.inf)
+        # The int8 scores only pick a generous pool; float32 decides the order within it.
+        pool = min(live, max(4 * n, 256)) if quantized else n
+        rows = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else np.flatnonzero(mask)
+        rows = rows[np.isfinite(scores[rows])]
+        final = self._matrix[rows] @ query if quantized else scores[rows]
+        # Sort by score, then id, so ties come out the same on every backend.
+        ranked = sorted((-float(final[j]), self._ids[rows[j]]) for j in range(len(rows)))[:n]
+        return [(memory_id, -neg) for neg, memory_id in ranked]
+
+    def _scores(self, query: Matrix, quantized: bool) -> npt.NDArray[np.float32]:
+        """Every row's score for ``query``, kept for the next call with the same query (the
+        procedural source asks again with the semantic source's vector)."""
         key = query.tobytes()
         if self._last is not None and self._last[0] == key:
-            scores = self._last[1]
+            return self._last[1]
+        if quantized:
+            import simsimd
+
+            if self._int8 is None or len(self._int8) < self._size:
+                self._int8 = _quantize(self._matrix[: len(self._matrix)])
+            scores: npt.NDArray[np.float32] = np.asarray(
+                simsimd.cdist(_quantize(query[None, :]), self._int8[: self._size], metric="dot"), dtype=np.float32
+            )[0]
         else:
             scores = self._matrix[: self._size] @ query
-            self._last = (key, scores)
-        mask = self._mask(statuses, kinds, allowed)
-        scores = np.where(mask, scores, -np.inf)
-        live = int(mask.sum())
-        n = min(n, live)
-        if n == 0:
-            return []
-        top = np.argpartition(-scores, n - 1)[:n] if n < len(scores) else np.arange(len(scores))
-        # Sort by score, then id, so ties come out the same on every backend.
-        ranked = sorted((-float(scores[i]), self._ids[i]) for i in top)
-        return [(memory_id, -neg) for neg, memory_id in ranked]
-
-    def _search_quantized(
-        self,
-        query: Matrix,
-        n: int,
-        statuses: Collection[str],
-        kinds: Collection[str] | None,
-        allowed: Collection[int] | None,
-    ) -> list[tuple[str, float]]:
-        import simsimd
-
-        if self._int8 is None or len(self._int8) < self._size:
-            self._int8 = _quantize(self._matrix[: len(self._matrix)])
-        key = query.tobytes()
-        if self._last is not None and self._last[0] == key:
-            coarse = self._last[1]
-        else:
-            q8 = _quantize(query[None, :])
-            coarse = np.asarray(simsimd.cdist(q8, self._int8[: self._size], metric="dot"), dtype=np.float32)[0]
-            self._last = (key, coarse)
-        mask = self._mask(statuses, kinds, allowed)
-        live = int(mask.sum())
-        n = min(n, live)
-        if n == 0:
-            return []
-        coarse = np.where(mask, coarse, -np.inf)
-        pool = min(live, max(4 * n, 256))
-        rows = np.argpartition(-coarse, pool - 1)[:pool] if pool < len(coarse) else np.flatnonzero(mask)
-        rows = rows[np.isfinite(coarse[rows])]
-        exact = self._matrix[rows] @ query
-        ranked = sorted((-float(exact[j]), self._ids[rows[j]]) for j in range(len(rows)))[:n]
-        return [(memory_id, -neg) for neg, memory_id in ranked]
+        self._last = (key, scores)
+        return scores
 
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, Matrix]:
         out: dict[str, Matrix] = {}
