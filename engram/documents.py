@@ -181,10 +181,11 @@ def select(
         pool = _keep_or_all(pool, [c for c in pool if c[0].metadata.get("filename") == name])
     if strategy == "latest" and as_of is not None:
         pool = _keep_or_all(pool, [c for c in pool if (t := _ingested_at(c[0])) is None or t <= as_of])
+    # Versions ingested in one call share their time; the version number then orders them.
     if strategy == "latest":
-        return max(pool, key=lambda c: (_ingested_at(c[0]) or _MIN_TIME, len(c[0].content), c[1]))
+        return max(pool, key=lambda c: (_ingested_at(c[0]) or _MIN_TIME, c[0].version or 0, len(c[0].content), c[1]))
     if strategy == "earliest":
-        return min(pool, key=lambda c: _ingested_at(c[0]) or _MAX_TIME)
+        return min(pool, key=lambda c: (_ingested_at(c[0]) or _MAX_TIME, c[0].version or 0))
     if strategy == "longest":
         return max(pool, key=lambda c: (len(c[0].content), c[1]))
     if strategy == "score":

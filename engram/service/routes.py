@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -40,6 +37,7 @@ from engram.service.schemas import (
     RetrieveRequest,
     to_camel,
 )
+from engram.service.uploads import Upload, ingest_uploads
 
 __all__ = ["effective_config", "router"]
 
@@ -253,32 +251,16 @@ def recall(body: RecallRequest, key: LimitedKey, svc: SvcDep) -> Any:
 
 @router.post("/documents", status_code=201, tags=["documents"])
 def ingest(body: IngestRequest, key: LimitedKey, svc: SvcDep) -> Any:
-    """Ingest uploaded files as versioned documents; the same name is the same document."""
+    """Ingest uploaded files as versioned documents; the same name is the same document.
+
+    Each upload is read from the request itself (see ``engram.service.uploads``): no file is
+    written, and the report names each upload as the request did, never by a server path.
+    """
     user = check_user(key, body.user_id)
-    method = _require(svc, "ingest")
-    # Each document gets a stable path per (user, name): ingest keys versions by path, so a
-    # re-upload of a name becomes its next version; the copies go once ingested.
-    spool = Path(tempfile.gettempdir()) / "engram-ingest" / _safe(user)
-    spool.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for doc in body.documents:
-        name = _safe(doc.name)
-        if not Path(name).suffix:
-            raise ValidationError("documents.name", "needs an extension (.md, .txt, .html, .rst)")
-        path = spool / name
-        path.write_text(doc.content, encoding="utf-8")
-        paths.append(path)
-    try:
-        report = method(paths, user_id=user, tags=tuple(body.tags), topic=body.topic, note=body.note, force=body.force)
-    finally:
-        for path in paths:
-            path.unlink(missing_ok=True)
+    uploads = [Upload(doc.name, doc.content) for doc in body.documents]
+    report = ingest_uploads(svc.memory, uploads, user_id=user, tags=tuple(body.tags), topic=body.topic,
+                            note=body.note, force=body.force)
     return jsonable(report)
-
-
-def _safe(name: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(name))
-    return cleaned.lstrip(".")[:200] or "_"
 
 
 @router.post("/documents/query", tags=["documents"])

@@ -6,10 +6,12 @@ the same 422 naming the field and the allowed range as the Python API raises.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from engram.service.uploads import check_upload_name
 
 __all__ = [
     "AdminSettingsBody",
@@ -154,7 +156,10 @@ class RecallRequest(_Body):
 
 
 class DocumentUpload(_Body):
-    name: str = Field(min_length=1, max_length=200, description="File name; its extension picks the reader.")
+    name: Annotated[str, AfterValidator(check_upload_name)] = Field(
+        min_length=1, max_length=200,
+        description="File name; its extension picks the reader, and the same name is the same document.",
+    )
     content: str = Field(max_length=8_000_000)
 
 
