@@ -12,10 +12,19 @@ Two styles:
 
 Both are pure functions of the retrieval (and ``now`` for relative times), so a rendered prompt
 can be cached or compared byte for byte.
+
+What a prompt is made of: each memory appears as its entry's ``content`` only, the text that
+selection redacted, clipped and fitted to ``RetrievalConfig.max_tokens``; a record's raw fields
+(a fact's subject/predicate/object, a procedure's trigger/action, a document's file name) never
+reach it, since they would bypass all three (and could be older than the content after an update).
+So the token budget covers the memory text; around it a prompt adds only fixed headings, the
+query (augmentation style), the domain rows when a retrieval carries them, and per memory line a
+frame of at most :data:`LINE_FRAME_CHARS` characters (bullet, time, role label, confidence, age).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,6 +33,8 @@ from engram.errors import ValidationError
 from engram.retrieve.types import MemoryEntry, Retrieval
 
 __all__ = [
+    "LINE_FRAME_CHARS",
+    "MAX_ROLE_CHARS",
     "STYLES",
     "format_augmentation_context",
     "format_policy_prompt",
@@ -33,6 +44,12 @@ __all__ = [
 ]
 
 STYLES = ("policy", "augmentation")
+#: A message's role is shown when it is a short label (letters, spaces, ' _ -), else as "user".
+MAX_ROLE_CHARS = 24
+#: What one memory line adds to its text at most: "[YYYY-MM-DD HH:MM UTC] <role>: " in the policy
+#: style's messages is the longest frame.
+LINE_FRAME_CHARS = 25 + MAX_ROLE_CHARS
+_ROLE_LABEL = re.compile(rf"[^\W\d](?:[^\W\d]|[ '_-]){{0,{MAX_ROLE_CHARS - 1}}}")
 
 #: Seed 003 predicate templates, plus common predicates an extractor is likely to emit.
 _TRIPLE_TEMPLATES: Mapping[str, str] = {
@@ -81,24 +98,11 @@ def _created_at(entry: MemoryEntry) -> datetime | None:
     return _parse_time(entry.timestamp)
 
 
-def _triple(entry: MemoryEntry) -> tuple[str, str, str] | None:
-    record = entry.record
-    # A redacted entry's content is the only text that passed redaction; the record's raw
-    # fields could reintroduce what was removed, so they are not used for it.
-    if record is None or entry.was_redacted:
-        return None
-    if record.subject and record.predicate and record.object:
-        return record.subject, record.predicate, record.object
-    return None
-
-
-def _trigger_action(entry: MemoryEntry) -> tuple[str, str] | None:
-    record = entry.record
-    if record is None or entry.was_redacted:
-        return None
-    if record.trigger and record.action:
-        return record.trigger, record.action
-    return None
+def _role(entry: MemoryEntry) -> str:
+    # The role is a record field, not redacted or budgeted text: only a short word-like label
+    # (user, assistant, a speaker's name) is shown, never an address, a number or a paragraph.
+    role = entry.role
+    return role if role and _ROLE_LABEL.fullmatch(role) else "user"
 
 
 def _group(entries: Iterable[MemoryEntry], key: Callable[[MemoryEntry], str]) -> dict[str, list[MemoryEntry]]:
@@ -109,7 +113,10 @@ def _group(entries: Iterable[MemoryEntry], key: Callable[[MemoryEntry], str]) ->
 
 
 def format_semantic_triple(subject: str, predicate: str, object: str) -> str:
-    """A fact triple as a sentence (seed 003 templates; unknown predicates read as words)."""
+    """A fact triple as a sentence (seed 003 templates; unknown predicates read as words).
+
+    For callers that phrase a triple as a memory's content; prompts print the content itself.
+    """
     normalized = predicate.strip().lower().replace(" ", "_").replace("-", "_")
     template = _TRIPLE_TEMPLATES.get(normalized)
     if template is None:
@@ -184,21 +191,6 @@ def _policy_section(entry: MemoryEntry) -> str:
     return _POLICY_SECTIONS.get(entry.type, "events")
 
 
-def _document_line(entry: MemoryEntry) -> str:
-    record = entry.record
-    name: Any = None
-    if record is not None:
-        name = record.metadata.get("filename") or record.doc_key
-    return f"- {name}: {entry.content}" if name else f"- {entry.content}"
-
-
-def _procedure_line(entry: MemoryEntry) -> str:
-    pair = _trigger_action(entry)
-    if pair is None:
-        return f"- {entry.content}"
-    return f"- When: {pair[0]} Then: {pair[1]}"
-
-
 def format_policy_prompt(retrieval: Retrieval) -> str:
     """Seed 001 ``formatForSystemPrompt``; '' when nothing was retrieved."""
     if not retrieval.memories:
@@ -215,15 +207,15 @@ def format_policy_prompt(retrieval: Retrieval) -> str:
     add(
         "### Previous Messages",
         [
-            f"[{_policy_time(m.timestamp)}] {m.role or 'user'}: {m.content}"
+            f"[{_policy_time(m.timestamp)}] {_role(m)}: {m.content}"
             for m in groups.get("messages", [])
         ],
     )
     add("### Known Facts", [f"- {f.content} (confidence: {f.score:.2f})" for f in groups.get("facts", [])])
     add("### Conversation Summaries", [f"- {s.content}" for s in groups.get("summaries", [])])
-    add("### Procedures", [_procedure_line(p) for p in groups.get("procedures", [])])
+    add("### Procedures", [f"- {p.content}" for p in groups.get("procedures", [])])
     add("### Past Events", [f"- {e.content}" for e in groups.get("events", [])])
-    add("### Documents", [_document_line(d) for d in groups.get("documents", [])])
+    add("### Documents", [f"- {d.content}" for d in groups.get("documents", [])])
 
     meta = retrieval.metadata
     sections.append(f"_Retrieved {meta.included_results} memories in {round(meta.query_time_ms)}ms_\n")
@@ -239,11 +231,6 @@ _AUGMENTATION_TYPES: Mapping[str, str] = {"summary": "summary", "procedure": "pr
 def _augmentation_type(entry: MemoryEntry) -> str:
     # Messages, episodes, documents and chunks are all "what happened / was said" to the seed.
     return _AUGMENTATION_TYPES.get(entry.type, "episodic")
-
-
-def _fact_line(entry: MemoryEntry) -> str:
-    triple = _triple(entry)
-    return entry.content if triple is None else format_semantic_triple(*triple)
 
 
 def _domain_row(row: Mapping[str, Any]) -> str:
@@ -270,14 +257,8 @@ def format_augmentation_context(retrieval: Retrieval, *, now: datetime | None = 
             blocks.append(heading + "\n" + "".join(lines))
 
     add("## Relevant Summaries", [f"- {s.content}\n" for s in groups.get("summary", [])])
-    add(
-        "## Relevant Procedures",
-        [
-            f"- When: {pair[0]}\n  Then: {pair[1]}\n" if (pair := _trigger_action(p)) else f"- {p.content}\n"
-            for p in groups.get("procedural", [])
-        ],
-    )
-    add("## Relevant Facts", [f"- {_fact_line(f)}\n" for f in groups.get("semantic", [])])
+    add("## Relevant Procedures", [f"- {p.content}\n" for p in groups.get("procedural", [])])
+    add("## Relevant Facts", [f"- {f.content}\n" for f in groups.get("semantic", [])])
 
     def episode_line(entry: MemoryEntry) -> str:
         created = _created_at(entry)

@@ -111,7 +111,9 @@ def test_policy_time_converted_to_utc_and_unparseable_kept() -> None:
 
 
 def test_policy_extra_kinds_after_seed_sections() -> None:
-    proc = record("how to refund", "procedure", trigger="customer asks refund", action="check invoice first")
+    # A procedure's content is what the prompt shows (normalize phrases a bare trigger/action so).
+    proc = record("When customer asks refund: check invoice first", "procedure", trigger="customer asks refund",
+                  action="check invoice first")
     bare_proc = record("always cc finance", "procedure")
     episode = record("Call with Acme went well", "episode")
     doc = record("Terms are NET30", "document", metadata={"filename": "terms.pdf"}, doc_key="k1")
@@ -128,15 +130,15 @@ def test_policy_extra_kinds_after_seed_sections() -> None:
         "- Acme is in tech (confidence: 0.80)\n"
         "\n"
         "### Procedures\n"
-        "- When: customer asks refund Then: check invoice first\n"
+        "- When customer asks refund: check invoice first\n"
         "- always cc finance\n"
         "\n"
         "### Past Events\n"
         "- Call with Acme went well\n"
         "\n"
         "### Documents\n"
-        "- terms.pdf: Terms are NET30\n"
-        "- handbook: Section 2 text\n"
+        "- Terms are NET30\n"
+        "- Section 2 text\n"
         "- orphan chunk\n"
         "\n"
         "_Retrieved 7 memories in 3ms_\n"
@@ -165,12 +167,15 @@ def acme_entries() -> list[MemoryEntry]:
         "summary",
     )
     facts = [
+        # Contents as an extractor phrases the triples: the prompt prints the content.
         record(
-            "x1", "fact", subject="Acme Corporation", predicate="has_property", object="industry: technology"
+            "Acme Corporation has industry: technology", "fact", subject="Acme Corporation",
+            predicate="has_property", object="industry: technology",
         ),
-        record("x2", "fact", subject="Acme Corporation", predicate="prefers", object="payment terms: NET30"),
+        record("Acme Corporation prefers payment terms: NET30", "fact", subject="Acme Corporation",
+               predicate="prefers", object="payment terms: NET30"),
         record(
-            "x3",
+            "Acme Corporation has recent order: order:12345 (2024-01-15)",
             "fact",
             subject="Acme Corporation",
             predicate="has_property",
@@ -237,7 +242,8 @@ def test_augmentation_with_domain_rows_ends_like_seed_example() -> None:
 
 def test_augmentation_procedures_and_fallbacks() -> None:
     proc = record(
-        "p", "procedure", trigger="a customer disputes an invoice", action="pull the delivery proof"
+        "When a customer disputes an invoice: pull the delivery proof", "procedure",
+        trigger="a customer disputes an invoice", action="pull the delivery proof",
     )
     bare_proc = record("escalate after 3 days", "procedure")
     fact_no_triple = record("Acme's CFO is Dana", "fact")
@@ -264,8 +270,7 @@ def test_augmentation_procedures_and_fallbacks() -> None:
             'The following information from your memory may be relevant to the query: "q"\n'
             "\n"
             "## Relevant Procedures\n"
-            "- When: a customer disputes an invoice\n"
-            "  Then: pull the delivery proof\n"
+            "- When a customer disputes an invoice: pull the delivery proof\n"
             "- escalate after 3 days\n"
             "\n"
             "## Relevant Facts\n"
@@ -356,3 +361,88 @@ def test_every_memory_appears_once_in_policy(kinds: list[str]) -> None:
     for i in range(len(kinds)):
         assert out.count(f"memory number {i} ") + out.count(f"memory number {i}\n") == 1
     assert out.endswith(f"_Retrieved {len(kinds)} memories in 12ms_\n") or not kinds
+
+
+# -- the prompt is built only from the selected, redacted, clipped, budgeted text -----------------
+
+LONG = " ".join(f"clause{i} of the long field" for i in range(300))  # ~7,800 characters
+
+
+def _memory() -> Any:
+    from engram.embedders.fake import FakeEmbedder
+    from engram.memory import Memory
+
+    return Memory(":memory:", embedder=FakeEmbedder(64))
+
+
+def _config(**changes: Any) -> Any:
+    from engram.config import RedactionConfig, RetrievalConfig
+
+    return RetrievalConfig(min_score=0.0, top_k=10, redaction=RedactionConfig(enabled=True), **changes)
+
+
+@pytest.mark.parametrize("style", ["policy", "augmentation"])
+def test_prompt_does_not_leak_redacted_email_through_procedure(style: str) -> None:
+    with _memory() as memory:
+        memory.add("Answer billing questions from the finance inbox", user_id="u1", kind="procedure",
+                   trigger="a customer writes to dana@acme.com", action="forward it to eve@acme.com")
+        result = memory.retrieve("billing questions finance inbox", user_id="u1", config=_config(), now=NOW)
+        assert result.memories, "the procedure must be retrieved for the test to mean anything"
+        prompt = to_prompt(result, style, now=NOW)
+    assert "Answer billing questions" in prompt
+    assert "@acme.com" not in prompt
+
+
+@pytest.mark.parametrize("style", ["policy", "augmentation"])
+def test_prompt_does_not_leak_redacted_ssn_through_fact_triple(style: str) -> None:
+    with _memory() as memory:
+        memory.add("Dana's identity number is on file", user_id="u1", kind="fact",
+                   subject="Dana", predicate="has_ssn", object="123-45-6789")
+        result = memory.retrieve("Dana identity number", user_id="u1", config=_config(), now=NOW)
+        assert result.memories
+        prompt = to_prompt(result, style, now=NOW)
+    assert "on file" in prompt and "123-45-6789" not in prompt
+
+
+# Each memory line adds a bounded frame to its text (bullet, time, role, confidence, age).
+FRAME_TOKENS = 16
+HEADER_TOKENS = 80
+
+
+@pytest.mark.parametrize("style", ["policy", "augmentation"])
+def test_prompt_holds_the_token_budget(style: str) -> None:
+    from engram.retrieve.select import estimate_tokens
+
+    with _memory() as memory:
+        for i in range(4):
+            memory.add(f"Acme fact {i} about payment", user_id="u1", kind="fact",
+                       subject="Acme", predicate="has_property", object=f"{i} {LONG}")
+            memory.add(f"Acme procedure {i} about payment", user_id="u1", kind="procedure",
+                       trigger=f"{i} {LONG}", action=LONG)
+            memory.add(f"Acme message {i} about payment. {LONG}", user_id="u1", kind="message", role="assistant")
+        result = memory.retrieve("Acme payment", user_id="u1", config=_config(max_tokens=100), now=NOW)
+        prompt = to_prompt(result, style, now=NOW)
+    assert result.memories
+    assert sum(estimate_tokens(m.content) for m in result.memories) <= 100
+    memory_lines = [line for line in prompt.splitlines() if line.startswith(("- ", "["))]
+    assert len(memory_lines) == len(result.memories)
+    assert sum(estimate_tokens(line) for line in memory_lines) <= 100 + FRAME_TOKENS * len(memory_lines)
+    assert estimate_tokens(prompt) <= 100 + FRAME_TOKENS * len(memory_lines) + HEADER_TOKENS
+
+
+@pytest.mark.parametrize("style", ["policy", "augmentation"])
+def test_prompt_shows_updated_content_not_the_old_triple(style: str) -> None:
+    with _memory() as memory:
+        fact = memory.add("Acme pays NET30", user_id="u1", kind="fact",
+                          subject="Acme", predicate="prefers", object="NET30")
+        memory.update(fact.id, user_id="u1", content="Acme pays NET60")
+        result = memory.retrieve("How does Acme pay", user_id="u1", config=_config(), now=NOW)
+        assert result.memories
+        prompt = to_prompt(result, style, now=NOW)
+    assert "Acme pays NET60" in prompt and "NET30" not in prompt
+
+
+def test_prompt_role_is_a_short_label_not_free_text() -> None:
+    msg = record("hello", "message", role="x" * 200 + " dana@acme.com")
+    out = to_prompt(retrieval([entry(msg)]))
+    assert "dana@acme.com" not in out and "] user: hello" in out
