@@ -1,16 +1,108 @@
-"""Word-level text helpers shared by the keyword index, query understanding and evaluation."""
+"""Word-level text helpers shared by the keyword index, query understanding and evaluation.
+
+The keyword index of every backend is built from :func:`index_terms` and searched with
+:func:`query_terms`, both computed here in Python: English Snowball stems, stop words dropped, so
+"ordered" finds "order" and every backend indexes and scores exactly the same terms.
+"""
 
 from __future__ import annotations
 
+import math
 import re
+import threading
+from collections.abc import Iterable
 
-__all__ = ["STOPWORDS", "keyword_terms", "words"]
+import Stemmer
+
+__all__ = [
+    "ROLE_WORDS",
+    "STOPWORDS",
+    "TIME_WORDS",
+    "bm25",
+    "bm25_idf",
+    "index_terms",
+    "keyword_terms",
+    "query_terms",
+    "speaker_name",
+    "words",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 STOPWORDS = frozenset(
     ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "few", "for", "from", "further", "had", "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "i", "i'd", "i'll", "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "let's", "me", "more", "most", "mustn't", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "same", "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's", "these", "they", "they'd", "they'll", "they're", "they've", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn't", "we", "we'd", "we'll", "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's", "which", "while", "who", "who's", "whom", "why", "why's", "with", "won't", "would", "wouldn't", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself", "yourselves", "s", "t", "d", "ll", "m", "re", "ve", "just", "also", "will", "shall", "may", "might", "must", "tell", "know"]
 )
+
+
+#: Relative time words: in a query they scope time ("last week"), which the time signal handles;
+#: as keywords they would match any memory that happens to say "last" or "week".
+TIME_WORDS = frozenset(
+    """ago last next past previous recent recently lately earlier later today tonight yesterday tomorrow
+    day days week weeks weekend month months year years hour hours minute minutes morning evening
+    afternoon night since""".split()
+)
+
+#: Roles that name a part in a conversation, not a person.
+ROLE_WORDS = frozenset("user assistant system tool ai human bot agent function developer model".split())
+
+# Letters and digits only: "_" and punctuation separate terms on every backend's tokenizer too.
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+_MAX_TERM_CHARS = 64
+_stemmers = threading.local()  # PyStemmer objects keep a cache and are not safe across threads
+
+# BM25 constants (Robertson's usual ones, as FTS5 and Lucene use).
+K1 = 1.2
+B = 0.75
+
+
+def _stem(tokens: list[str]) -> list[str]:
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = Stemmer.Stemmer("english")
+    return list(stemmer.stemWords(tokens))
+
+
+def speaker_name(role: str | None) -> str | None:
+    """The role when it names a person ("Priya"), None for conversational roles ("user")."""
+    if not role or not role.strip() or role.strip().casefold() in ROLE_WORDS:
+        return None
+    return role.strip()
+
+
+def index_terms(text: str, role: str | None = None) -> list[str]:
+    """The terms a memory is indexed under, in order, repeats kept (they are term frequencies).
+
+    Stop words are dropped and words stemmed; a speaker's name (a role that names a person) is
+    indexed too, so "What did Priya say?" finds what Priya said in her own words.
+    """
+    name = speaker_name(role)
+    source = f"{name} {text}" if name else text
+    tokens = [t for t in _TERM.findall(source.casefold()) if t not in STOPWORDS and len(t) <= _MAX_TERM_CHARS]
+    return _stem(tokens)
+
+
+def query_terms(text: str, *, limit: int = 32) -> list[str]:
+    """Distinct stemmed terms of a query: stop words and relative time words dropped.
+
+    Falls back to every word when nothing is left ("What happened last week?" still searches). The
+    limit keeps a pasted paragraph from turning into a query that scans the whole index.
+    """
+    tokens = [t for t in _TERM.findall(text.casefold()) if len(t) <= _MAX_TERM_CHARS]
+    content = [t for t in tokens if t not in STOPWORDS and t not in TIME_WORDS]
+    chosen = content or [t for t in tokens if t not in STOPWORDS] or tokens
+    return list(dict.fromkeys(_stem(chosen)))[:limit]
+
+
+def bm25_idf(docs: float, df: float) -> float:
+    """Lucene's BM25 IDF, ``log(1 + (N - df + 0.5) / (df + 0.5))``: never negative, so a word that
+    half of a small memory holds still counts a little instead of pulling scores down."""
+    return math.log(1.0 + (max(docs, df) - df + 0.5) / (df + 0.5))
+
+
+def bm25(tf: Iterable[tuple[float, float]], length: float, avg_length: float) -> float:
+    """Okapi BM25 of one document: ``tf`` pairs each matched term's frequency with its IDF."""
+    norm = K1 * (1.0 - B + B * length / max(avg_length, 1e-9))
+    return sum(idf * f * (K1 + 1.0) / (f + norm) for f, idf in tf)
 
 
 def words(text: str) -> list[str]:

@@ -90,8 +90,9 @@ def test_delete_and_forget_user_leave_no_trace(tmp_path: Path) -> None:
     for table, column in [("memories", "user_id"), ("memory_tags", "user_id"),
                           ("memory_entities", "user_id"), ("links", "user_id"), ("entities", "user_id")]:
         assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = 'u1'").fetchone()[0] == 0
-    fts = conn.execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'zebra'").fetchone()[0]
+    fts = conn.execute("SELECT COUNT(*) FROM keyword_fts WHERE terms LIKE '%zebra%'").fetchone()[0]
     assert fts == 1  # only u2's row remains in the keyword index
+    assert conn.execute("SELECT COUNT(*) FROM keyword_stats WHERE user_id = 'u1'").fetchone()[0] == 0
 
 
 def test_bad_input_is_typed_and_changes_nothing(memory: Memory) -> None:

@@ -11,7 +11,7 @@ import click
 
 __all__ = ["eval_group", "parse_overrides", "render_tables"]
 
-METRIC_LABELS = (("recall_all", "R_all"), ("recall_any", "R_any"), ("ndcg_any", "nDCG"))
+METRIC_LABELS = (("recall", "R"), ("recall_all", "R_all"), ("recall_any", "R_any"), ("ndcg_any", "nDCG"))
 
 
 def _ks(value: str | None) -> tuple[int, ...] | None:
@@ -51,7 +51,9 @@ def render_tables(report: Mapping[str, Any]) -> list[Any]:
         ks = protocol["session_k"] if level == "session" and protocol["granularity"] == "turn" else protocol["k"]
         roles = protocol["index_roles"]
         index = roles if isinstance(roles, str) else "+".join(roles)
-        table = Table(title=f"{level} level ({protocol['granularity']} granularity, {index} turns indexed)")
+        mode = protocol.get("mode", "ranked")
+        table = Table(title=f"{level} level ({protocol['granularity']} granularity, {index} turns indexed, "
+                            f"engram {'with the defaults' if mode == 'defaults' else 'raw ranking'})")
         table.add_column("question type")
         table.add_column("n", justify="right")
         table.add_column("system")
@@ -78,43 +80,49 @@ def eval_group() -> None:
     pass
 
 
-@eval_group.command(name="longmemeval", help="LongMemEval retrieval protocol: Engram vs BM25-only vs dense-only.")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--granularity", type=click.Choice(["turn", "session"]), default="turn", show_default=True,
-              help="Index each turn, or each session's turns joined into one document.")
-@click.option("--k", "k", default=None, help="Cutoffs at the indexed level [turn: 5,10,50; session: 5,10].")
-@click.option("--session-k", default="5,10", show_default=True,
-              help="Session-level cutoffs derived from turn rankings.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Evaluate only the first N questions.")
-@click.option("--index", "index", type=click.Choice(["user", "all"]), default="user", show_default=True,
-              help="Index user turns only (the paper's default) or assistant turns too.")
-@click.option("--systems", default="engram,bm25,dense", show_default=True, help="Comma-separated systems to score.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the full report (summary and per-question rankings) here.")
-@click.option("--config", "config", multiple=True, metavar="KEY=VALUE",
-              help="A RetrievalConfig setting for the engram system (repeatable), e.g. fusion=rrf.")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Embedding cache file [default: $ENGRAM_CACHE_DIR or ~/.cache/engram/embeddings.sqlite].")
-@click.option("--no-cache", is_flag=True, help="Embed everything afresh; nothing read or written.")
-def longmemeval(path: Path, granularity: str, k: str | None, session_k: str, limit: int | None, index: str,
-                systems: str, json_out: Path | None, config: tuple[str, ...], cache_path: Path | None,
-                no_cache: bool) -> None:
+def _common(command: Any) -> Any:
+    """The options every benchmark command shares."""
+    options = [
+        click.option("--k", "k", default=None, help="Cutoffs at the indexed level [turn: 5,10,50; session: 5,10]."),
+        click.option("--limit", type=click.IntRange(min=1), default=None, help="Evaluate only the first N questions."),
+        click.option("--systems", default="engram,bm25,dense,rrf", show_default=True,
+                     help="Comma-separated systems to score (engram, bm25, dense, rrf)."),
+        click.option("--defaults", "defaults", is_flag=True,
+                     help="Score Engram exactly as a user calls it, retrieve(q, config=RetrievalConfig(top_k=k)), "
+                          "the k returned memories as a set; without it, its raw ranking."),
+        click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Write the full report (summary and per-question rankings) here."),
+        click.option("--config", "config", multiple=True, metavar="KEY=VALUE",
+                     help="A RetrievalConfig setting for the engram system (repeatable), e.g. fusion=rrf."),
+        click.option("--cache", "cache_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Embedding cache file [default: $ENGRAM_CACHE_DIR or ~/.cache/engram/embeddings.sqlite]."),
+        click.option("--no-cache", is_flag=True, help="Embed everything afresh; nothing read or written."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _evaluate(path: Path, load: Any, *, granularity: str, k: str | None, session_k: str, index_roles: Any,
+              systems: str, defaults: bool, json_out: Path | None, config: tuple[str, ...],
+              cache_path: Path | None, no_cache: bool) -> None:
     from rich.console import Console
     from rich.progress import Progress
 
     from engram.embedders import default_embedder
-    from engram.eval import longmemeval as adapter
     from engram.eval.cached_embedder import CachedEmbedder
     from engram.eval.runner import run
     from engram.ext import Embedder
 
     console = Console()
     if not console.is_terminal:
-        console = Console(width=200)  # tables are wide; a pipe or file should not squeeze them
+        console = Console(width=240)  # tables are wide; a pipe or file should not squeeze them
     try:
-        cases = list(adapter.cases(path, limit=limit))
+        cases = list(load())
     except (OSError, ValueError, KeyError) as exc:
         raise click.ClickException(f"cannot read {path}: {exc}") from exc
+    if defaults and config:
+        raise click.ClickException("--defaults scores the default configuration; drop --config")
     base = default_embedder()
     cached = None if no_cache else CachedEmbedder(base, cache_path)
     embedder: Embedder = cached if cached is not None else base
@@ -125,8 +133,8 @@ def longmemeval(path: Path, granularity: str, k: str | None, session_k: str, lim
                 cases, embedder,
                 systems=[s.strip() for s in systems.split(",") if s.strip()],
                 k=_ks(k), session_k=_ks(session_k) or (5, 10), granularity=granularity,
-                index_roles=("user",) if index == "user" else None,
-                overrides=parse_overrides(config),
+                index_roles=index_roles, overrides=parse_overrides(config),
+                mode="defaults" if defaults else "ranked",
                 on_case=lambda n, case: progress.update(task, completed=n, description=case.question_id),
             )
     except ValueError as exc:
@@ -150,3 +158,34 @@ def longmemeval(path: Path, granularity: str, k: str | None, session_k: str, lim
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
         console.print(f"wrote {json_out}")
+
+
+@eval_group.command(name="longmemeval", help="LongMemEval retrieval protocol: Engram vs BM25, dense and their fusion.")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--granularity", type=click.Choice(["turn", "session"]), default="turn", show_default=True,
+              help="Index each turn, or each session's turns joined into one document.")
+@click.option("--session-k", default="5,10", show_default=True,
+              help="Session-level cutoffs derived from turn rankings.")
+@click.option("--index", "index", type=click.Choice(["user", "all"]), default="user", show_default=True,
+              help="Index user turns only (the paper's default) or assistant turns too.")
+@_common
+def longmemeval(path: Path, granularity: str, k: str | None, session_k: str, limit: int | None, index: str,
+                systems: str, defaults: bool, json_out: Path | None, config: tuple[str, ...],
+                cache_path: Path | None, no_cache: bool) -> None:
+    from engram.eval import longmemeval as adapter
+
+    _evaluate(path, lambda: adapter.cases(path, limit=limit), granularity=granularity, k=k, session_k=session_k,
+              index_roles=("user",) if index == "user" else None, systems=systems, defaults=defaults,
+              json_out=json_out, config=config, cache_path=cache_path, no_cache=no_cache)
+
+
+@eval_group.command(name="locomo", help="LoCoMo turn evidence recall: Engram vs BM25, dense and their fusion.")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_common
+def locomo(path: Path, k: str | None, limit: int | None, systems: str, defaults: bool, json_out: Path | None,
+           config: tuple[str, ...], cache_path: Path | None, no_cache: bool) -> None:
+    from engram.eval import locomo as adapter
+
+    _evaluate(path, lambda: adapter.cases(path, limit=limit), granularity="turn", k=k or "5,10,25",
+              session_k="5,10", index_roles=None, systems=systems, defaults=defaults, json_out=json_out,
+              config=config, cache_path=cache_path, no_cache=no_cache)

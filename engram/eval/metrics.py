@@ -5,6 +5,7 @@ the gold ids and a cutoff ``k``, and returns a value in [0, 1]:
 
 - ``recall_all_at_k``: 1.0 if every gold id is in the top k, else 0.0;
 - ``recall_any_at_k``: 1.0 if at least one gold id is in the top k, else 0.0;
+- ``recall_at_k``: the share of gold ids in the top k (LoCoMo's evidence recall);
 - ``ndcg_any_at_k``: DCG / IDCG with DCG = sum over gold ids at 1-based rank r <= k of
   1 / log2(r + 1), and IDCG the same sum for min(|gold|, k) gold ids placed at ranks 1, 2, ...
 
@@ -19,7 +20,7 @@ import math
 from collections.abc import Collection, Hashable, Iterable, Sequence
 from typing import TypeVar
 
-__all__ = ["dedupe", "ndcg_any_at_k", "recall_all_at_k", "recall_any_at_k"]
+__all__ = ["dedupe", "ndcg_any_at_k", "recall_all_at_k", "recall_any_at_k", "recall_at_k"]
 
 T = TypeVar("T", bound=Hashable)
 
@@ -41,6 +42,12 @@ def recall_any_at_k(ranked: Sequence[T], gold: Collection[T], k: int) -> float:
     _check(gold, k)
     top = set(ranked[:k])
     return 1.0 if any(g in top for g in gold) else 0.0
+
+
+def recall_at_k(ranked: Sequence[T], gold: Collection[T], k: int) -> float:
+    _check(gold, k)
+    top = set(ranked[:k])
+    return sum(1 for g in set(gold) if g in top) / len(set(gold))
 
 
 def ndcg_any_at_k(ranked: Sequence[T], gold: Collection[T], k: int) -> float:

@@ -1,13 +1,14 @@
 """Run labelled cases through Engram and two baselines; score raw rankings; summarise.
 
-Each case gets a fresh in-memory store, so no question sees another's haystack. Three systems rank
-the same index for the same question:
+Each haystack gets a fresh in-memory store, so no question sees another's. Four systems rank the
+same index for the same question:
 
-- ``engram``: ``Memory.retrieve`` with the full pipeline, but as a raw ranking (no sentence clipping,
-  no token budget, no score floor, no result cache, score-ordered rather than interleaved) so rank
-  metrics measure ranking alone;
+- ``engram``: ``Memory.retrieve``. In ``ranked`` mode as a raw ranking (no sentence clipping, no token
+  budget, no score floor, no result cache, score-ordered rather than interleaved) so rank metrics
+  measure ranking alone; in ``defaults`` mode exactly as a user calls it, ``RetrievalConfig(top_k=k)``;
 - ``bm25``: ``store.keyword_search`` alone;
-- ``dense``: ``store.vector_search`` with the question's embedding alone.
+- ``dense``: ``store.vector_search`` with the question's embedding alone;
+- ``rrf``: reciprocal rank fusion (k = 60) of the two, the usual hybrid baseline.
 
 Levels: with turn granularity every turn is a document and a ranking is scored at turn level and,
 mapping each turn to its session (first occurrence keeps the rank), at session level. With session
@@ -26,14 +27,18 @@ from typing import Any
 
 from engram.config import RetrievalConfig
 from engram.eval import EvalCase, EvalDoc
-from engram.eval.metrics import dedupe, ndcg_any_at_k, recall_all_at_k, recall_any_at_k
+from engram.eval.metrics import dedupe, ndcg_any_at_k, recall_all_at_k, recall_any_at_k, recall_at_k
 from engram.ext import Embedder
 from engram.ingest.embed import embed_texts
 from engram.model import Filters
 
 __all__ = ["FIXED_CONFIG", "SYSTEMS", "retrieval_config", "run"]
 
-SYSTEMS = ("engram", "bm25", "dense")
+SYSTEMS = ("engram", "bm25", "dense", "rrf")
+MODES = ("ranked", "defaults")
+#: The fusion baseline: reciprocal rank fusion of the BM25 and dense lists, each this deep.
+RRF_K = 60
+RRF_POOL = 100
 USER = "eval"
 #: What the protocol pins: rank metrics need the whole raw ranking, uncached.
 #: Interleaving is pinned to score order too: seed 001's alternate interleave reorders the chosen
@@ -46,6 +51,7 @@ METRICS: tuple[tuple[str, Callable[[Sequence[str], frozenset[str], int], float]]
     ("recall_all", recall_all_at_k),
     ("recall_any", recall_any_at_k),
     ("ndcg_any", ndcg_any_at_k),
+    ("recall", recall_at_k),
 )
 
 
@@ -96,10 +102,11 @@ def _index(case: EvalCase, granularity: str, roles: frozenset[str] | None) -> _I
     return _Index(tuple(docs), gold_units, case.gold_sessions & sessions)
 
 
-def _score(ranked: Sequence[str], gold: frozenset[str], ks: Sequence[int]) -> dict[str, float] | None:
+def _score(ranked: Mapping[int, Sequence[str]], gold: frozenset[str], ks: Sequence[int]) -> dict[str, float] | None:
+    """Each metric at each cutoff k, from the ranking made for that k."""
     if not gold:
         return None
-    return {f"{name}@{k}": fn(ranked, gold, k) for k in ks for name, fn in METRICS}
+    return {f"{name}@{k}": fn(ranked[k], gold, k) for k in ks for name, fn in METRICS}
 
 
 def _aggregate(rows: Sequence[Mapping[str, float] | None]) -> dict[str, Any]:
@@ -126,19 +133,19 @@ def _summary(questions: Sequence[Mapping[str, Any]], systems: Sequence[str], lev
     return out
 
 
-def _rank_case(
-    case: EvalCase, index: _Index, embedder: Embedder, config: RetrievalConfig, systems: Sequence[str],
-    latency: dict[str, list[float]],
-) -> tuple[dict[str, list[str]], dict[str, Any], float]:
-    """Rankings (unit ids, best first) per system, any pipeline error, and the seconds spent indexing."""
-    from engram.memory import Memory
-    from engram.stores.sqlite.store import SQLiteStore
+class _Haystack:
+    """One case's index in a fresh in-memory store; cases that share a haystack share it."""
 
-    store = SQLiteStore(":memory:")
-    memory = Memory(store=store, embedder=embedder, config=config)
-    try:
+    def __init__(self, index: _Index, embedder: Embedder, config: RetrievalConfig) -> None:
+        from engram.memory import Memory
+        from engram.stores.sqlite.store import SQLiteStore
+
+        self.index = index
+        self.embedder = embedder
+        self.store = SQLiteStore(":memory:")
+        self.memory = Memory(store=self.store, embedder=embedder, config=config)
         started = time.perf_counter()
-        records = memory.add_many(
+        records = self.memory.add_many(
             {
                 "content": unit.content,
                 "user_id": USER,
@@ -150,32 +157,62 @@ def _rank_case(
             }
             for unit in index.units
         )
-        ingest_s = time.perf_counter() - started
-        unit_of = {r.id: u.doc_id for r, u in zip(records, index.units, strict=True)}
-        rankings: dict[str, list[str]] = {}
-        errors: dict[str, Any] = {}
-        depth = config.top_k
-        for system in systems:
-            t0 = time.perf_counter()
-            if system == "engram":
-                result = memory.retrieve(case.question, user_id=USER, config=config, now=case.now)
-                ids = result.ids()
-                if result.metadata.error is not None:
-                    errors[system] = dict(result.metadata.error)
-            elif system == "bm25":
-                ids = [i for i, _ in store.keyword_search(USER, case.question, depth, Filters())]
-            elif system == "dense":
-                query = embed_texts(embedder, [case.question], as_query=True)[0]
-                ids = [i for i, _ in store.vector_search(USER, query, depth, Filters())]
-            else:
-                raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
-            latency[system].append((time.perf_counter() - t0) * 1000)
-            rankings[system] = [unit_of[i] for i in ids if i in unit_of][:depth]
-        return rankings, errors, ingest_s
-    finally:
-        memory.close()
+        self.ingest_s = time.perf_counter() - started
+        self.unit_of = {r.id: u.doc_id for r, u in zip(records, index.units, strict=True)}
+
+    def _units(self, ids: Iterable[str]) -> list[str]:
+        return [self.unit_of[i] for i in ids if i in self.unit_of]
+
+    def rank(self, case: EvalCase, system: str, depth: int, mode: str, ks: Sequence[int],
+             errors: dict[str, Any]) -> dict[int, list[str]]:
+        """Unit ids best first, per cutoff: one list for every k, except in defaults mode where each
+        k is its own ``retrieve(top_k=k)`` call, scored as the set a user receives."""
+        if system == "engram":
+            if mode == "defaults":
+                out = {}
+                for k in ks:
+                    result = self.memory.retrieve(
+                        case.question, user_id=USER, config=RetrievalConfig(top_k=k), now=case.now
+                    )
+                    if result.metadata.error is not None:
+                        errors[system] = dict(result.metadata.error)
+                    out[k] = self._units(result.ids())
+                return out
+            result = self.memory.retrieve(case.question, user_id=USER, config=self.memory.config, now=case.now)
+            if result.metadata.error is not None:
+                errors[system] = dict(result.metadata.error)
+            return {k: self._units(result.ids())[:depth] for k in ks}
+        pool = max(depth, RRF_POOL)
+        keyword = dense = None
+        if system in ("bm25", "rrf"):
+            keyword = [i for i, _ in self.store.keyword_search(USER, case.question, pool, Filters())]
+        if system in ("dense", "rrf"):
+            query = embed_texts(self.embedder, [case.question], as_query=True)[0]
+            dense = [i for i, _ in self.store.vector_search(USER, query, pool, Filters())]
+        if system == "bm25" and keyword is not None:
+            ranked = keyword
+        elif system == "dense" and dense is not None:
+            ranked = dense
+        elif system == "rrf" and keyword is not None and dense is not None:
+            ranked = reciprocal_rank_fusion([keyword, dense], RRF_K)
+        else:
+            raise ValueError(f"unknown system {system!r}; known: {', '.join(SYSTEMS)}")
+        units = self._units(ranked)[:depth]
+        return {k: units for k in ks}
+
+    def close(self) -> None:
+        self.memory.close()
         # Each Memory owns a small thread pool; without this, ~100 cases would leave ~200 idle threads.
-        memory.pipeline.executor.shutdown(wait=False)
+        self.memory.pipeline.executor.shutdown(wait=False)
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int) -> list[str]:
+    """Ids by the sum of 1 / (k + rank) over the rankings that hold them (Cormack et al., 2009); ties by id."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for position, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + position)
+    return sorted(scores, key=lambda item: (-scores[item], item))
 
 
 def run(
@@ -188,16 +225,22 @@ def run(
     granularity: str = "turn",
     index_roles: Iterable[str] | None = ("user",),
     overrides: Mapping[str, Any] | None = None,
+    mode: str = "ranked",
     on_case: Callable[[int, EvalCase], None] | None = None,
 ) -> dict[str, Any]:
     """Score every case for every system; the report is JSON-ready (summary plus per-question rows).
 
     ``k`` are the cutoffs at the indexed unit's level (default 5, 10, 50 for turns; 5, 10 for
     sessions); ``session_k`` are the session-level cutoffs derived from a turn ranking.
-    ``index_roles=None`` indexes every role.
+    ``index_roles=None`` indexes every role. ``mode="ranked"`` scores Engram's raw ranking (no clip,
+    budget, floor or cache); ``mode="defaults"`` calls ``retrieve(q, config=RetrievalConfig(top_k=k))``
+    for every k, exactly as a user does, and scores the k memories it returns as a set.
+    Consecutive cases that share their documents (one LoCoMo conversation) share one index.
     """
     if granularity not in ("turn", "session"):
         raise ValueError(f"granularity must be turn or session, got {granularity!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown or not systems:
         raise ValueError(f"systems must be among {', '.join(SYSTEMS)}, got {list(systems)}")
@@ -213,37 +256,55 @@ def run(
     questions: list[dict[str, Any]] = []
     ingest_total = 0.0
     started = time.perf_counter()
-    for number, case in enumerate(cases):
-        if on_case is not None:
-            on_case(number, case)
-        index = _index(case, granularity, roles)
-        rankings, errors, ingest_s = _rank_case(case, index, embedder, config, systems, latency)
-        ingest_total += ingest_s
-        session_of = index.session_of()
-        per_system: dict[str, Any] = {}
-        for system, ranked in rankings.items():
-            sessions = dedupe(session_of[u] for u in ranked)
-            if granularity == "turn":
-                metrics = {
-                    "turn": _score(ranked, index.gold_units, ks),
-                    "session": _score(sessions, index.gold_sessions, sks),
+    haystack: _Haystack | None = None
+    shared: tuple[EvalDoc, ...] | None = None
+    try:
+        for number, case in enumerate(cases):
+            if on_case is not None:
+                on_case(number, case)
+            index = _index(case, granularity, roles)
+            if haystack is None or case.documents is not shared:
+                if haystack is not None:
+                    haystack.close()
+                haystack = _Haystack(index, embedder, config)
+                shared = case.documents
+                ingest_total += haystack.ingest_s
+            session_of = index.session_of()
+            per_system: dict[str, Any] = {}
+            errors: dict[str, Any] = {}
+            for system in systems:
+                t0 = time.perf_counter()
+                cut = ks if granularity == "session" else tuple(sorted({*ks, depth}))
+                ranked = haystack.rank(case, system, depth, mode, cut, errors)
+                latency[system].append((time.perf_counter() - t0) * 1000 / (len(cut) if mode == "defaults"
+                                                                             and system == "engram" else 1))
+                # Sessions come from the deepest turn list, in its order.
+                sessions = dedupe(session_of[u] for u in ranked[depth])
+                if granularity == "turn":
+                    metrics = {
+                        "turn": _score(ranked, index.gold_units, ks),
+                        "session": _score({x: sessions for x in sks}, index.gold_sessions, sks),
+                    }
+                else:
+                    metrics = {"session": _score({x: dedupe(session_of[u] for u in ranked[x]) for x in ks},
+                                                 index.gold_sessions, ks)}
+                per_system[system] = {"metrics": metrics, "ranked": ranked[depth]}
+                if system in errors:
+                    per_system[system]["error"] = errors[system]
+            questions.append(
+                {
+                    "question_id": case.question_id,
+                    "question_type": case.question_type,
+                    "question": case.question,
+                    "indexed": len(index.units),
+                    "gold_turns": sorted(index.gold_units),
+                    "gold_sessions": sorted(index.gold_sessions),
+                    "systems": per_system,
                 }
-            else:
-                metrics = {"session": _score(sessions, index.gold_sessions, ks)}
-            per_system[system] = {"metrics": metrics, "ranked": ranked}
-            if system in errors:
-                per_system[system]["error"] = errors[system]
-        questions.append(
-            {
-                "question_id": case.question_id,
-                "question_type": case.question_type,
-                "question": case.question,
-                "indexed": len(index.units),
-                "gold_turns": sorted(index.gold_units),
-                "gold_sessions": sorted(index.gold_sessions),
-                "systems": per_system,
-            }
-        )
+            )
+    finally:
+        if haystack is not None:
+            haystack.close()
     wall = time.perf_counter() - started
     return {
         "protocol": {
@@ -253,9 +314,11 @@ def run(
             "session_k": list(sks),
             "levels": list(levels),
             "systems": list(systems),
+            "mode": mode,
             "depth": depth,
             "embedder": embedder.model_id,
-            "config": {**{name: _jsonable(getattr(config, name)) for name in RetrievalConfig.field_names()}},
+            "config": ({name: _jsonable(getattr(config, name)) for name in RetrievalConfig.field_names()}
+                       if mode == "ranked" else "RetrievalConfig(top_k=k)"),
         },
         "summary": _summary(questions, systems, levels),
         "timing": {

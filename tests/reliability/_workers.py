@@ -160,7 +160,7 @@ def sqlite_integrity(db: str) -> list[str]:
     try:
         problems = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
         try:
-            conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+            conn.execute("INSERT INTO keyword_fts (keyword_fts, rank) VALUES ('integrity-check', 1)")
         except sqlite3.DatabaseError as exc:
             problems.append(f"fts5: {exc}")
         return problems

@@ -105,9 +105,9 @@ def _mentions(value: Any, needle: str) -> bool:
 
 
 def _rows_mentioning(db: Path, needle: str) -> dict[str, int]:
-    # memories_fts_data holds FTS5's binary segments; checked on its own (see the xfail below).
+    # keyword_fts_data holds FTS5's binary segments; checked on its own (see the xfail below).
     return {
-        name: hits for name, rows in _tables(db).items() if name != "memories_fts_data"
+        name: hits for name, rows in _tables(db).items() if name != "keyword_fts_data"
         if (hits := sum(1 for row in rows if any(_mentions(v, needle) for v in row)))
     }
 
@@ -115,8 +115,10 @@ def _rows_mentioning(db: Path, needle: str) -> dict[str, int]:
 def _fts(db: Path, term: str) -> tuple[list[Any], list[Any]]:
     conn = sqlite3.connect(db)
     try:
-        matched = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)).fetchall()
-        vocab = conn.execute("SELECT term, doc FROM memories_fts_vocab WHERE term = ?", (term.lower(),)).fetchall()
+        # Indexed terms are stems behind a key of their user: look for the word inside any term.
+        vocab = conn.execute("SELECT term, doc FROM keyword_vocab WHERE term LIKE ?", (f"%{term.lower()}%",)).fetchall()
+        matched = [r for (t, _) in vocab for r in conn.execute(
+            "SELECT rowid FROM keyword_fts WHERE keyword_fts MATCH ?", (f'"{t}"',)).fetchall()]
         return matched, vocab
     finally:
         conn.close()
@@ -212,7 +214,7 @@ def test_cognee_3526_deleted_memory_leaves_no_row_fts_vector_or_link(tmp_path: P
         assert matched == [] and vocab == []
         tables = _tables(db)
         assert all(row[0] != rowid for row in tables["memory_tags"] + tables["memory_entities"])
-        assert all(row[0] != rowid for row in tables["memories_fts_docsize"])
+        assert all(row[0] != rowid for row in tables["keyword_fts_docsize"])
         index = memory.store._indexes.get("u-7f3a")  # type: ignore[attr-defined]
         assert index is None or victim.id not in index.ids()
         assert victim.id not in _live_cached_ids(memory, "u-7f3a")
@@ -326,7 +328,7 @@ def test_forget_user_leaves_no_words_in_fts_segments(tmp_path: Path) -> None:
         memory.add_many([{"user_id": "victim", "content": f"pineapplesecret{i} words"} for i in range(30)])
         memory.add("bystander text", user_id="other")
         memory.forget_user("victim")
-    segments = _tables(db)["memories_fts_data"]
+    segments = _tables(db)["keyword_fts_data"]
     assert not any(_mentions(v, "pineapplesecret") for row in segments for v in row)
     wal = db.with_name(db.name + "-wal")
     raw = db.read_bytes() + (wal.read_bytes() if wal.exists() else b"")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,10 +27,9 @@ from psycopg.conninfo import conninfo_to_dict
 
 from engram.errors import ValidationError
 from engram.model import Filters, MemoryRecord
-from engram.text import words
+from engram.text import index_terms
 
 __all__ = [
-    "BM25_SQL",
     "COLUMNS",
     "INSERT_SQL",
     "MIGRATIONS",
@@ -54,7 +54,7 @@ TABLES = (
 
 # Tags and entities are text[] on the row with GIN indexes (tags_all is @>, tags_any and entity
 # candidates are &&); times are timestamptz (microsecond precision, as SQLite's integers).
-MIGRATIONS: tuple[str, ...] = (
+MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     # 1: memories, keyword index, links, entities, meta
     """
     CREATE EXTENSION IF NOT EXISTS vector;
@@ -197,9 +197,40 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER engram_entities_delete_version AFTER DELETE ON engram_entities
         REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_version();
     """,
+    # 4: the keyword index holds the stemmed terms of engram.text.index_terms (as SQLite's), written
+    # by Python at insert: no longer a generated column over the raw content.
+    """
+    DROP INDEX engram_memories_tsv;
+    ALTER TABLE engram_memories DROP COLUMN content_tsv;
+    ALTER TABLE engram_memories ADD COLUMN content_tsv tsvector NOT NULL DEFAULT ''::tsvector;
+    CREATE INDEX engram_memories_tsv ON engram_memories USING gin (content_tsv);
+    """,
+    # 5: re-index what migration 4 emptied, in Python.
+    lambda conn: _reindex_keywords(conn),
+
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
+
+
+def _reindex_keywords(conn: psycopg.Connection[Any], batch: int = 1000) -> None:
+    last = ""
+    while True:
+        rows = conn.execute(
+            "SELECT user_id, id, content, role FROM engram_memories WHERE (user_id || chr(1) || id) > %s "
+            "ORDER BY user_id || chr(1) || id LIMIT %s", (last, batch),
+        ).fetchall()
+        if not rows:
+            return
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE engram_memories SET content_tsv = to_tsvector('simple', %s), doc_len = %s "
+                "WHERE user_id = %s AND id = %s",
+                [(" ".join(terms), len(terms), user_id, memory_id)
+                 for user_id, memory_id, content, role in rows
+                 for terms in [index_terms(content, role)]],
+            )
+        last = rows[-1][0] + "\x01" + rows[-1][1]
 
 
 def migrate(conn: psycopg.Connection[Any]) -> int:
@@ -217,7 +248,10 @@ def migrate(conn: psycopg.Connection[Any]) -> int:
             current = int(row[0]) if row else 0
             if number <= current:
                 continue
-            conn.execute(script.encode())  # no parameters: a multi-statement script is allowed
+            if callable(script):
+                script(conn)
+            else:
+                conn.execute(script.encode())  # no parameters: a multi-statement script is allowed
             conn.execute("INSERT INTO engram_schema_migrations (version) VALUES (%s)", (number,))
             current = number
     return current
@@ -234,33 +268,6 @@ def hnsw_index_sql(dimensions: int) -> sql.Composed:
         "CREATE INDEX IF NOT EXISTS {name} ON engram_memories "
         "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE vector_dims(embedding) = {dims}"
     ).format(name=sql.Identifier(hnsw_index_name(dimensions)), dims=dims)
-
-
-# -- keyword ranking: Okapi BM25 as FTS5 computes it (k1=1.2, b=0.75, IDF floored at 1e-6), with N,
-# average length and document frequencies over the user's own memories ---------------------------------
-BM25_SQL = """
-WITH q AS (SELECT tsvector_to_array(to_tsvector('simple', %s)) AS lexemes),
-hits AS MATERIALIZED (
-    SELECT m.id, m.doc_len, m.content_tsv FROM engram_memories m
-    WHERE m.user_id = %s AND m.content_tsv @@ to_tsquery('simple', %s)
-    ORDER BY m.created_at DESC LIMIT %s),
-tf AS (
-    SELECT h.id, h.doc_len, t.lexeme, cardinality(t.positions) AS tf
-    FROM hits h CROSS JOIN q CROSS JOIN LATERAL unnest(h.content_tsv) t
-    WHERE t.lexeme = ANY(q.lexemes)),
-df AS (SELECT lexeme, count(*) AS df FROM tf GROUP BY lexeme),
-stats AS (
-    SELECT count(*)::float8 AS n, COALESCE(avg(doc_len), 1)::float8 AS avgdl
-    FROM engram_memories WHERE user_id = %s),
-scored AS (
-    SELECT tf.id, SUM(
-        GREATEST(ln((stats.n - df.df + 0.5) / (df.df + 0.5)), 1e-6)
-        * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.doc_len / GREATEST(stats.avgdl, 1e-9)))
-    ) AS score
-    FROM tf JOIN df USING (lexeme) CROSS JOIN stats GROUP BY tf.id)
-SELECT m.id, s.score FROM scored s JOIN engram_memories m ON m.user_id = %s AND m.id = s.id
-WHERE {where} ORDER BY s.score DESC, m.id LIMIT %s
-"""
 
 
 def to_array(value: Any) -> npt.NDArray[np.float32]:
@@ -290,9 +297,10 @@ COLUMNS = (
     "predicate, object, trigger_text, action_text, tags, entities, importance, created_at, recorded_at, "
     "valid_from, valid_to, last_accessed_at, access_count, status, metadata, doc_key, version"
 )
-#: COLUMNS plus doc_len (tokens, for BM25) and embedding: what an INSERT supplies.
+#: COLUMNS plus doc_len (indexed terms, for BM25), the terms and the embedding: what an INSERT supplies.
 INSERT_SQL = (
-    f"INSERT INTO engram_memories ({COLUMNS}, doc_len, embedding) VALUES ({', '.join(['%s'] * 29)})"
+    f"INSERT INTO engram_memories ({COLUMNS}, doc_len, content_tsv, embedding) "
+    f"VALUES ({', '.join(['%s'] * 28)}, to_tsvector('simple', %s), %s)"
 )
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
@@ -303,7 +311,7 @@ def record_params(r: MemoryRecord, vector: Any) -> tuple[Any, ...]:
         r.role, r.subject, r.predicate, r.object, r.trigger, r.action, list(r.tags), list(r.entities),
         r.importance, r.created_at, r.recorded_at, r.valid_from, r.valid_to, r.last_accessed_at,
         r.access_count, r.status, json.dumps(dict(r.metadata), ensure_ascii=False), r.doc_key, r.version,
-        len(words(r.content)), vector,
+        len(terms := index_terms(r.content, r.role)), " ".join(terms), vector,
     )
 
 

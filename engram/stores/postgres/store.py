@@ -7,10 +7,10 @@ tie-breaks: score descending then id ascending). Two candidate sources are compu
   memories; above that it uses the HNSW index with ``hnsw.ef_search`` raised and pgvector 0.8's
   iterative scan (``relaxed_order``) so a per-user filter still yields ``n`` results. That path is
   approximate: recall below 1 is possible, and ``hnsw.max_scan_tuples`` bounds the work.
-* ``keyword_search`` computes Okapi BM25 (k1=1.2, b=0.75, FTS5's IDF with its 1e-6 floor) in SQL over
-  the ``simple`` tsvector, with N, average length and document frequencies taken over the user's own
-  memories (FTS5 uses the whole file); terms are planned rarest first within ``keyword_budget``
-  postings, as on SQLite (see keyword.py).
+* ``keyword_search`` computes Okapi BM25 (k1=1.2, b=0.75, Lucene's IDF) in SQL over a tsvector of the
+  stemmed terms both backends index, with N, average length and document frequencies taken over the
+  user's own memories, as on SQLite; terms are planned rarest first within ``keyword_budget``
+  postings (see keyword.py).
 """
 
 from __future__ import annotations
@@ -335,4 +335,4 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
         return [(r[0], float(r[1])) for r in rows]
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._keywords.search(self._read, user_id, text, n, filters)
+        return self._keywords.search(self._read, user_id, self.change_token(user_id), text, n, filters)

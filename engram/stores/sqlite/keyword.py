@@ -1,24 +1,35 @@
-"""BM25 keyword candidates from FTS5, bounded so one common word cannot scan the whole index.
+"""BM25 keyword candidates from FTS5, with each user's own statistics, bounded in work.
 
-FTS5 computes bm25() for every row that matches, about a microsecond each: a query word found in a
-quarter of 100k memories would cost tens of milliseconds. So terms are taken rarest first (their
-document frequency read from an fts5vocab table) while the postings to score stay within a budget.
-Rare terms carry almost all of BM25's weight (IDF), so the top of the ranking barely moves; when even
-the rarest term alone exceeds the budget, only its most recent matches are scored.
+The index holds terms computed in Python (:func:`engram.text.index_terms`) behind a key of their
+user (:func:`.schema.user_key`), so a query reads only its user's postings, and the vocabulary gives
+that user's document frequencies; ``keyword_stats`` gives their document count and total length.
+BM25 is then computed here, in Python, with the shared formula of :mod:`engram.text`: another
+user's memories change neither which memories match nor their scores.
+
+FTS5 still does the matching and a first ordering: scoring every row that matches a common word
+would cost tens of milliseconds at 100k memories, so terms are taken rarest first (rare terms carry
+almost all of BM25's weight) while their postings stay within a budget, and only the best
+:data:`RESCORE_POOL` rows by FTS5's own bm25() are scored exactly.
+
+A score is BM25 divided by the score of a memory of average length holding each query term (that
+the user's memories hold at all) once: 1.0 means "all of the query's words", about 0.5 "the rarer
+half of them"; more occurrences can take it a little above 1.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import time
+from collections import Counter
 
 from engram.model import Filters, Hit
 from engram.stores.sqlite.rows import filter_sql
-from engram.text import keyword_terms
+from engram.stores.sqlite.schema import user_key
+from engram.text import bm25, bm25_idf, query_terms
 
-__all__ = ["DEFAULT_POSTINGS_BUDGET", "DocFrequencies", "keyword_hits"]
+__all__ = ["DEFAULT_POSTINGS_BUDGET", "RESCORE_POOL", "keyword_hits"]
 
 DEFAULT_POSTINGS_BUDGET = 2000
+RESCORE_POOL = 200
 
 
 def _quote(term: str) -> str:
@@ -26,86 +37,59 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class DocFrequencies:
-    """Cached document frequencies: a vocabulary look-up costs about as much as the search it plans,
-    and the plan only needs them roughly, so each is kept for a few minutes."""
-
-    def __init__(self, ttl: float = 300.0, max_terms: int = 100_000) -> None:
-        self._ttl = ttl
-        self._max = max_terms
-        self._cache: dict[str, tuple[float, int]] = {}
-
-    def get(self, conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-        now = time.monotonic()
-        out: dict[str, int] = {}
-        missing = []
-        for term in terms:
-            hit = self._cache.get(term)
-            if hit is not None and now - hit[0] < self._ttl:
-                out[term] = hit[1]
-            else:
-                missing.append(term)
-        if missing:
-            marks = ",".join("?" * len(missing))
-            found = dict(
-                conn.execute(f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})", missing).fetchall()
-            )
-            if len(self._cache) > self._max:
-                self._cache.clear()
-            for term in missing:
-                out[term] = int(found.get(term, 0))
-                self._cache[term] = (now, out[term])
-        return out
-
-
-def _plan(
-    conn: sqlite3.Connection, terms: list[str], budget: int, frequencies: DocFrequencies
-) -> tuple[list[str], int]:
-    """The terms to match, rarest first within the budget, and the postings they cover."""
-    df = frequencies.get(conn, terms)
-    # A term the vocabulary does not list verbatim (diacritics fold in FTS5) counts as rare.
-    ordered = sorted(terms, key=lambda t: (int(df.get(t, 0)), t))
-    chosen: list[str] = []
-    total = 0
-    for term in ordered:
-        cost = int(df.get(term, 0))
-        if chosen and total + cost > budget:
-            break
-        chosen.append(term)
-        total += cost
-    return chosen, total
-
-
 def keyword_hits(
-    conn: sqlite3.Connection,
-    user_id: str,
-    text: str,
-    n: int,
-    filters: Filters,
-    budget: int,
-    frequencies: DocFrequencies,
+    conn: sqlite3.Connection, user_id: str, text: str, n: int, filters: Filters, budget: int
 ) -> list[Hit]:
-    terms = keyword_terms(text)
+    terms = query_terms(text)
     if not terms or n <= 0:
         return []
-    chosen, postings = _plan(conn, terms, budget, frequencies)
+    key = user_key(user_id)
+    keyed = [key + t for t in terms]
+    marks = ",".join("?" * len(keyed))
+    df = {str(t): int(d) for t, d in conn.execute(
+        f"SELECT term, doc FROM keyword_vocab WHERE term IN ({marks})", keyed
+    ).fetchall()}
+    present = sorted((t for t in keyed if df.get(t, 0) > 0), key=lambda t: (df[t], t))
+    if not present:
+        return []
+    row = conn.execute("SELECT docs, terms FROM keyword_stats WHERE user_id = ?", (user_id,)).fetchone()
+    docs, total = (int(row[0]), int(row[1])) if row else (0, 0)
+    avg_length = total / docs if docs else 1.0
+    idf = {t: bm25_idf(docs, df[t]) for t in present}
+    ideal = sum(idf.values())
+    chosen: list[str] = []
+    postings = 0
+    for term in present:  # rarest first
+        if chosen and postings + df[term] > budget:
+            break
+        chosen.append(term)
+        postings += df[term]
     match = " OR ".join(_quote(t) for t in chosen)
     bound = ""
     params: list[object] = [match]
     if postings > budget:
-        row = conn.execute(
-            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        # Even the rarest term alone is over budget: score only its most recent matches.
+        last = conn.execute(
+            "SELECT rowid FROM keyword_fts WHERE keyword_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
             (match, budget - 1),
         ).fetchone()
-        if row is not None:
-            bound = "AND memories_fts.rowid >= ? "
-            params.append(row[0])
+        if last is not None:
+            bound = "AND keyword_fts.rowid >= ? "
+            params.append(last[0])
     where, filter_params = filter_sql(filters)
     rows = conn.execute(
-        "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts "
-        "JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? {bound}AND m.user_id = ? AND {where} "
-        "ORDER BY score DESC, m.id LIMIT ?",
-        (*params, user_id, *filter_params, n),
+        "SELECT m.id, keyword_fts.terms FROM keyword_fts "
+        "JOIN memories m ON m.rowid = keyword_fts.rowid "
+        f"WHERE keyword_fts MATCH ? {bound}AND m.user_id = ? AND {where} "
+        "ORDER BY bm25(keyword_fts), m.id LIMIT ?",
+        (*params, user_id, *filter_params, max(RESCORE_POOL, n)),
     ).fetchall()
-    return [(r[0], float(r[1])) for r in rows]
+    wanted = set(chosen)
+    scored: list[Hit] = []
+    for memory_id, document in rows:
+        words = str(document).split()
+        counts = Counter(w for w in words if w in wanted)
+        score = bm25(((float(c), idf[t]) for t, c in counts.items()), len(words), avg_length) / ideal
+        scored.append((str(memory_id), score))
+    scored.sort(key=lambda hit: (-hit[1], hit[0]))
+    return scored[:n]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 
-__all__ = ["MIGRATIONS", "migrate"]
+from engram.text import index_terms
+
+__all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
 
 # Times are integer microseconds since the epoch (UTC): exact round-trips and cheap range scans.
 # Tags and entities live in side tables so filters and entity candidates use indexes; the JSON
@@ -148,7 +151,64 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (user_id, strategy)
     );
     """,
+    # 4: the keyword index holds stemmed terms computed in Python (engram.text.index_terms), each
+    # prefixed with a key of its user, so a query reads only its user's postings and document
+    # frequencies; keyword_stats holds each user's document count and total length for BM25.
+    """
+    DROP TRIGGER memories_fts_insert;
+    DROP TRIGGER memories_fts_delete;
+    DROP TRIGGER memories_fts_update;
+    DROP TABLE memories_fts_vocab;
+    DROP TABLE memories_fts;
+    CREATE VIRTUAL TABLE keyword_fts USING fts5 (terms, tokenize='unicode61 remove_diacritics 0');
+    CREATE VIRTUAL TABLE keyword_vocab USING fts5vocab (keyword_fts, 'row');
+    CREATE TABLE keyword_stats (
+        user_id TEXT PRIMARY KEY,
+        docs INTEGER NOT NULL,
+        terms INTEGER NOT NULL
+    );
+    INSERT INTO keyword_fts (rowid, terms)
+        SELECT rowid, engram_keyword_doc(user_id, content, role) FROM memories;
+    INSERT INTO keyword_stats (user_id, docs, terms)
+        SELECT user_id, count(*), sum(engram_keyword_len(content, role)) FROM memories GROUP BY user_id;
+    CREATE TRIGGER keyword_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO keyword_fts (rowid, terms) VALUES (new.rowid, engram_keyword_doc(new.user_id, new.content, new.role));
+        INSERT INTO keyword_stats (user_id, docs, terms)
+            VALUES (new.user_id, 1, engram_keyword_len(new.content, new.role))
+            ON CONFLICT (user_id) DO UPDATE SET docs = docs + 1, terms = terms + excluded.terms;
+    END;
+    CREATE TRIGGER keyword_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM keyword_fts WHERE rowid = old.rowid;
+        UPDATE keyword_stats SET docs = docs - 1, terms = terms - engram_keyword_len(old.content, old.role)
+            WHERE user_id = old.user_id;
+    END;
+    CREATE TRIGGER keyword_update AFTER UPDATE OF content, role ON memories BEGIN
+        DELETE FROM keyword_fts WHERE rowid = old.rowid;
+        INSERT INTO keyword_fts (rowid, terms) VALUES (new.rowid, engram_keyword_doc(new.user_id, new.content, new.role));
+        UPDATE keyword_stats SET terms = terms - engram_keyword_len(old.content, old.role)
+            + engram_keyword_len(new.content, new.role) WHERE user_id = new.user_id;
+    END;
+    """,
 )
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The Python functions the keyword triggers call: every connection that writes needs them."""
+    conn.create_function("engram_keyword_doc", 3, keyword_document, deterministic=True)
+    conn.create_function(
+        "engram_keyword_len", 2, lambda content, role: len(index_terms(content or "", role)), deterministic=True
+    )
+
+
+def user_key(user_id: str) -> str:
+    """A fixed-length token naming a user inside indexed terms (a hash: ids may hold any character)."""
+    return "u" + hashlib.blake2b(user_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+def keyword_document(user_id: str, content: str | None, role: str | None) -> str:
+    """What the keyword index stores for one memory: its terms, each behind its user's key."""
+    key = user_key(user_id)
+    return " ".join(key + term for term in index_terms(content or "", role))
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -19,10 +19,10 @@ from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, Valida
 from engram.ext import Vector
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.sqlite.candidates import CandidateMixin
-from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, DocFrequencies, keyword_hits
+from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, keyword_hits
 from engram.stores.sqlite.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
 from engram.stores.sqlite.rows import COLUMNS, filter_sql, record_params, row_to_record, to_us
-from engram.stores.sqlite.schema import migrate
+from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vectors import ExactIndex
 
 __all__ = ["SQLiteStore"]
@@ -43,7 +43,6 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
     ) -> None:
         self.path = str(path)
         self.postings_budget = postings_budget
-        self._frequencies = DocFrequencies()
         self._busy_retries = busy_retries
         try:
             if self.path != ":memory:":
@@ -59,6 +58,7 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         self._conn.execute("PRAGMA foreign_keys=ON")
         # Freed pages are zeroed, so deleted and forgotten text does not linger in the file.
         self._conn.execute("PRAGMA secure_delete=ON")
+        register_functions(self._conn)
         self._retry(lambda: migrate(self._conn))
         self._indexes: dict[str, ExactIndex] = {}
         self._dimensions: int | None = None
@@ -232,6 +232,7 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
             count = c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,)).rowcount
             c.execute("DELETE FROM links WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
+            c.execute("DELETE FROM keyword_stats WHERE user_id = ?", (user_id,))
             forget_knowledge(c, user_id)
             return int(count)
 
@@ -244,7 +245,7 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         """Erase for real: FTS5 'delete' only appends markers, so merge the segments, then move the WAL's
         copies of old pages into the (secure-delete) database file and truncate it."""
         def op(c: sqlite3.Connection) -> None:
-            c.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+            c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
 
         self._write(op)
         self._retry(lambda: self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
@@ -402,5 +403,5 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._retry(
-            lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._frequencies)
+            lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget)
         )
