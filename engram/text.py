@@ -37,13 +37,11 @@ STOPWORDS = frozenset(
 #: Relative time words: in a query they scope time ("last week"), which the time signal handles;
 #: as keywords they would match any memory that happens to say "last" or "week".
 TIME_WORDS = frozenset(
-    """ago last next past previous recent recently lately earlier later today tonight yesterday tomorrow
-    day days week weeks weekend month months year years hour hours minute minutes morning evening
-    afternoon night since""".split()
+    ["ago", "last", "next", "past", "previous", "recent", "recently", "lately", "earlier", "later", "today", "tonight", "yesterday", "tomorrow", "day", "days", "week", "weeks", "weekend", "month", "months", "year", "years", "hour", "hours", "minute", "minutes", "morning", "evening", "afternoon", "night", "since"]
 )
 
 #: Roles that name a part in a conversation, not a person.
-ROLE_WORDS = frozenset("user assistant system tool ai human bot agent function developer model".split())
+ROLE_WORDS = frozenset(["user", "assistant", "system", "tool", "ai", "human", "bot", "agent", "function", "developer", "model"])
 
 # Letters and digits only: "_" and punctuation separate terms on every backend's tokenizer too.
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)

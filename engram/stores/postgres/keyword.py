@@ -17,7 +17,7 @@ from typing import Any
 
 from engram.model import Filters, Hit
 from engram.stores.postgres import schema
-from engram.text import B, K1, bm25_idf, query_terms
+from engram.text import K1, B, bm25_idf, query_terms
 
 __all__ = ["KeywordPlanner"]
 
@@ -46,7 +46,9 @@ class KeywordPlanner:
         self._cache: dict[str, tuple[str, float, float, dict[str, int]]] = {}
         self._lock = threading.Lock()
 
-    def _statistics(self, read: Read, user_id: str, token: str, terms: list[str]) -> tuple[float, float, dict[str, int]]:
+    def _statistics(
+        self, read: Read, user_id: str, token: str, terms: list[str]
+    ) -> tuple[float, float, dict[str, int]]:
         with self._lock:
             hit = self._cache.get(user_id)
         if hit is None or hit[0] != token:

@@ -172,7 +172,8 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO keyword_stats (user_id, docs, terms)
         SELECT user_id, count(*), sum(engram_keyword_len(content, role)) FROM memories GROUP BY user_id;
     CREATE TRIGGER keyword_insert AFTER INSERT ON memories BEGIN
-        INSERT INTO keyword_fts (rowid, terms) VALUES (new.rowid, engram_keyword_doc(new.user_id, new.content, new.role));
+        INSERT INTO keyword_fts (rowid, terms)
+            VALUES (new.rowid, engram_keyword_doc(new.user_id, new.content, new.role));
         INSERT INTO keyword_stats (user_id, docs, terms)
             VALUES (new.user_id, 1, engram_keyword_len(new.content, new.role))
             ON CONFLICT (user_id) DO UPDATE SET docs = docs + 1, terms = terms + excluded.terms;
@@ -184,7 +185,8 @@ MIGRATIONS: tuple[str, ...] = (
     END;
     CREATE TRIGGER keyword_update AFTER UPDATE OF content, role ON memories BEGIN
         DELETE FROM keyword_fts WHERE rowid = old.rowid;
-        INSERT INTO keyword_fts (rowid, terms) VALUES (new.rowid, engram_keyword_doc(new.user_id, new.content, new.role));
+        INSERT INTO keyword_fts (rowid, terms)
+            VALUES (new.rowid, engram_keyword_doc(new.user_id, new.content, new.role));
         UPDATE keyword_stats SET terms = terms - engram_keyword_len(old.content, old.role)
             + engram_keyword_len(new.content, new.role) WHERE user_id = new.user_id;
     END;
