@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from engram.config import RetrievalConfig
+from engram.config import AdminMemorySettings, RetrievalConfig
 from engram.errors import ConfigError, MemoryNotFound, ValidationError
 from engram.ingest.normalize import to_utc, validate_id
 from engram.model import STATUSES, Filters
@@ -39,7 +39,7 @@ from engram.service.schemas import (
 )
 from engram.service.uploads import Upload, ingest_uploads
 
-__all__ = ["effective_config", "router"]
+__all__ = ["REQUEST_MAX_CANDIDATES", "effective_config", "router"]
 
 log = logging.getLogger("engram.service")
 router = APIRouter(prefix="/v1")
@@ -154,11 +154,27 @@ def forget_user(user_id: str, key: LimitedKey, svc: SvcDep) -> Any:
     return {"deleted": svc.memory.forget_user(user_id), "userId": user_id}
 
 
-def effective_config(svc: Service, overrides: ConfigOverrides | None) -> RetrievalConfig:
+#: The most candidates per source a non-admin request may ask for (the default is 50); candidate
+#: fetching and scoring grow with it, so it is bounded like the admin ranges.
+REQUEST_MAX_CANDIDATES = 200
+# Overrides that AdminMemorySettings also has: a non-admin request stays within their ranges.
+_ADMIN_RANGED = ("top_k", "clip_sentences", "max_tokens", "min_score", "search_type")
+
+
+def effective_config(svc: Service, overrides: ConfigOverrides | None, *, admin: bool = False) -> RetrievalConfig:
+    """The service's config with a request's overrides.
+
+    A non-admin key's overrides must stay within the admin ranges (topK 1-20, maxTokens 100-3000,
+    clipSentences 1-5, the ranges of ``AdminMemorySettings``) and ask at most
+    :data:`REQUEST_MAX_CANDIDATES` candidates: any key could otherwise ask for 500 memories or a
+    900,000-token payload. Admin keys keep ``RetrievalConfig``'s own ranges.
+    """
     base = svc.base_config
     if overrides is None:
         return base
     changes = overrides.model_dump(exclude_none=True)
+    if not admin:
+        _check_request_ranges(changes, base)
     try:
         return replace(base, **changes)
     except ConfigError as exc:
@@ -166,6 +182,21 @@ def effective_config(svc: Service, overrides: ConfigOverrides | None) -> Retriev
         head = exc.field.split(".", 1)
         name = "config." + ".".join([to_camel(head[0]), *head[1:]])
         raise ConfigError(name, str(exc).split(": ", 1)[-1]) from exc
+
+
+def _check_request_ranges(changes: dict[str, Any], base: RetrievalConfig) -> None:
+    ranged = {name: changes[name] for name in _ADMIN_RANGED if name in changes}
+    try:
+        # The admin settings are the one place the ranges are written; building one checks them.
+        AdminMemorySettings(**ranged)
+    except ConfigError as exc:
+        name = "config." + exc.field.split(".", 1)[-1]
+        message = str(exc).split(": ", 1)[-1]
+        raise ConfigError(name, f"{message} (the admin range; only an admin key may go beyond it)") from exc
+    limit = max(REQUEST_MAX_CANDIDATES, base.candidate_limit)
+    wanted = changes.get("candidate_limit")
+    if wanted is not None and not 1 <= wanted <= limit:
+        raise ConfigError("config.candidateLimit", f"must be an integer in [1, {limit}], got {wanted}")
 
 
 def _filters(body: RetrieveRequest) -> Filters:
@@ -191,7 +222,7 @@ def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep) -> Any:
     ``sessionId`` names the caller's chat session (logged); ``filters.sessionId`` restricts to one.
     """
     user = check_user(key, body.user_id)
-    config = effective_config(svc, body.config)
+    config = effective_config(svc, body.config, admin=key.admin)
     filters = _filters(body)
     now = to_utc(body.now, "now") if body.now else None
     wait = svc.wait(key)
