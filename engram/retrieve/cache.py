@@ -4,6 +4,10 @@ Keys come from :func:`make_key` over everything a retrieval depends on (query, c
 and :func:`now_bucket` of the request time, since time-relative scoring changes with ``now``).
 Writes for a user call :meth:`RetrievalCache.invalidate_user` so a stale answer never outlives
 the change that made it stale.
+
+The cache is bounded twice: by entries and by an estimate of their bytes (:func:`approx_size`).
+A count alone does not bound memory, since one retrieval carries its records' full content (a
+few documents make it megabytes), so 1,024 of them could hold gigabytes.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import enum
 import hashlib
 import json
 import math
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -22,11 +27,16 @@ from typing import Any, Generic, TypeVar
 
 from engram.errors import ConfigError, ValidationError
 
-__all__ = ["RetrievalCache", "make_key", "now_bucket"]
+__all__ = ["DEFAULT_MAX_BYTES", "RetrievalCache", "approx_size", "make_key", "now_bucket"]
 
 T = TypeVar("T")
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# Rough sizes of CPython objects that are not strings: enough to keep many small values from
+# counting as nothing; strings (and bytes, arrays) dominate any cached retrieval.
+_SCALAR_BYTES, _CONTAINER_BYTES = 32, 64
+_MAX_NODES = 100_000
 
 
 def now_bucket(now: datetime, seconds: int = 60) -> int:
@@ -92,17 +102,72 @@ def make_key(*parts: Any) -> str:
     return hashlib.sha256(_dumps(_canonical(list(parts))).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def approx_size(value: Any) -> int:
+    """An estimate of the bytes ``value`` holds: exact for strings and bytes (``sys.getsizeof``,
+    constant time), a fixed amount per other object, each object counted once.
+
+    Walks dataclasses, mappings and sequences; numpy arrays count their buffer. Past 100,000
+    objects the rest is not walked, so the estimate stays cheap for any value.
+    """
+    total = 0
+    seen: set[int] = set()
+    stack = [value]
+    nodes = 0
+    while stack and nodes < _MAX_NODES:
+        item = stack.pop()
+        nodes += 1
+        kind = type(item)
+        if kind is str or kind is bytes or kind is bytearray:
+            total += sys.getsizeof(item)
+        elif item is None or kind is bool or kind is int or kind is float:
+            total += _SCALAR_BYTES
+        elif id(item) in seen:
+            continue
+        else:
+            seen.add(id(item))
+            if isinstance(item, (str, bytes, bytearray)):
+                total += sys.getsizeof(item)
+            elif isinstance(item, Mapping):
+                total += _CONTAINER_BYTES + 16 * len(item)
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, (list, tuple, set, frozenset)):
+                total += _CONTAINER_BYTES + 8 * len(item)
+                stack.extend(item)
+            elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+                total += _CONTAINER_BYTES
+                stack.extend(getattr(item, name) for name in _field_names(kind))
+            else:
+                nbytes = getattr(item, "nbytes", None)  # numpy arrays
+                total += _CONTAINER_BYTES + (nbytes if isinstance(nbytes, int) else 0)
+    return total
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
 @dataclasses.dataclass(slots=True)
 class _Entry(Generic[T]):
     value: T
     expires_at: float
     generation: int
+    size: int
 
 
 class RetrievalCache(Generic[T]):
     """Thread-safe TTL + LRU cache of values keyed by (user, key).
 
-    ``ttl`` is in seconds of ``clock``; a ``ttl`` or ``max_entries`` of 0 disables storing.
+    ``ttl`` is in seconds of ``clock``; a ``ttl``, ``max_entries`` or ``max_bytes`` of 0 disables
+    storing. Least recently used entries leave when either ``max_entries`` or ``max_bytes`` (as
+    ``sizeof`` estimates each value, :func:`approx_size` by default) would be exceeded; a value
+    bigger than ``max_bytes`` on its own is not stored.
     """
 
     def __init__(
@@ -110,11 +175,19 @@ class RetrievalCache(Generic[T]):
         max_entries: int = 1024,
         ttl: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        sizeof: Callable[[T], int] = approx_size,
     ) -> None:
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 0:
             raise ConfigError("max_entries", f"must be a non-negative integer, got {max_entries!r}")
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+            raise ConfigError("max_bytes", f"must be a non-negative integer, got {max_bytes!r}")
         _check_ttl("ttl", ttl)
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._sizeof = sizeof
+        self._bytes = 0
         self.ttl = float(ttl)
         self._clock = clock
         self._lock = threading.Lock()
@@ -142,11 +215,11 @@ class RetrievalCache(Generic[T]):
                 self._misses += 1
                 return None
             if entry.generation != self._generations.get(user_id, 0):
-                del self._entries[(user_id, key)]
+                self._drop((user_id, key))
                 self._misses += 1
                 return None
             if entry.expires_at <= self._clock():
-                del self._entries[(user_id, key)]
+                self._drop((user_id, key))
                 self._expirations += 1
                 self._misses += 1
                 return None
@@ -171,18 +244,30 @@ class RetrievalCache(Generic[T]):
         if ttl is not None:
             _check_ttl("ttl", ttl)
         lifetime = self.ttl if ttl is None else float(ttl)
+        if lifetime <= 0 or self.max_entries == 0 or self.max_bytes == 0:
+            return False
+        # Sized outside the lock: the walk is the one part of a put that grows with the value.
+        size = self._sizeof(value)
+        if size > self.max_bytes:
+            return False
         with self._lock:
             current = self._generations.get(user_id, 0)
             if generation is not None and generation != current:
                 return False
-            if lifetime <= 0 or self.max_entries == 0:
-                return False
-            self._entries[(user_id, key)] = _Entry(value, self._clock() + lifetime, current)
-            self._entries.move_to_end((user_id, key))
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            self._drop((user_id, key))
+            self._entries[(user_id, key)] = _Entry(value, self._clock() + lifetime, current, size)
+            self._bytes += size
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                _, evicted = self._entries.popitem(last=False)
+                self._bytes -= evicted.size
                 self._evictions += 1
             return True
+
+    def _drop(self, slot: tuple[str, str]) -> None:
+        """Remove one entry if present (the caller holds the lock)."""
+        entry = self._entries.pop(slot, None)
+        if entry is not None:
+            self._bytes -= entry.size
 
     def invalidate_user(self, user_id: str) -> None:
         with self._lock:
@@ -193,6 +278,7 @@ class RetrievalCache(Generic[T]):
         """Drop every entry; counters are kept, since they describe the cache's whole life."""
         with self._lock:
             self._entries.clear()
+            self._bytes = 0
             # Every entry is gone, so no old generation can be revived by forgetting the numbers.
             self._generations.clear()
 
@@ -204,6 +290,8 @@ class RetrievalCache(Generic[T]):
                 "misses": self._misses,
                 "size": len(self._entries),
                 "max_entries": self.max_entries,
+                "bytes": self._bytes,
+                "max_bytes": self.max_bytes,
                 "evictions": self._evictions,
                 "expirations": self._expirations,
                 "hit_rate": self._hits / lookups if lookups else 0.0,

@@ -235,3 +235,58 @@ def test_now_bucket_contains_its_time(now: datetime, seconds: int) -> None:
 @given(st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5), st.none())))
 def test_make_key_ignores_insertion_order(d: dict[str, object]) -> None:
     assert make_key(d) == make_key(dict(reversed(list(d.items()))))
+
+
+# -- the cache is bounded by bytes, not only by entries --------------------------------------------
+
+
+def test_cache_bounded_by_bytes_not_only_entries() -> None:
+    cache: RetrievalCache[str] = RetrievalCache(max_entries=1000, max_bytes=10_000, clock=FakeClock())
+    for i in range(10):
+        assert cache.put("u1", f"k{i}", "x" * 3000 + str(i))
+    stats = cache.stats()
+    assert stats["bytes"] <= 10_000 and stats["max_bytes"] == 10_000
+    assert stats["size"] == 3 and stats["evictions"] == 7
+    assert cache.get("u1", "k9") is not None and cache.get("u1", "k0") is None
+    # A value bigger than the whole cache is not stored (and evicts nothing).
+    assert cache.put("u1", "huge", "y" * 20_000) is False
+    assert cache.stats()["size"] == 3
+    # Replacing a value accounts for the difference, and clear() empties the count.
+    cache.put("u1", "k9", "small")
+    assert cache.stats()["bytes"] < 7_000
+    cache.clear()
+    assert cache.stats()["bytes"] == 0
+
+
+def test_cache_byte_bound_counts_a_retrievals_records() -> None:
+    # A retrieval's records carry their full content (documents can be 200 KB): what the observed
+    # ~4 MB per cached retrieval was made of, and what the estimate must see.
+    from engram.model import MemoryRecord
+    from engram.retrieve.types import MemoryEntry, Retrieval, RetrievalMetadata
+
+    def retrieval(i: int) -> Retrieval:
+        entries = []
+        for j in range(5):
+            rec = MemoryRecord(id=f"{i}-{j}", user_id="u1", content=f"{i} {j} " + "z" * 100_000, kind="document",
+                               created_at=NOW, recorded_at=NOW, content_hash="h")
+            entries.append(MemoryEntry(id=rec.id, content=rec.content[:40], score=0.5, timestamp="t",
+                                       session_id=None, message_id=None, type="document", role=None,
+                                       collection="u1", search_type="hybrid", original_length=100_000,
+                                       was_redacted=False, record=rec))
+        meta = RetrievalMetadata(query_time_ms=1.0, total_results=5, included_results=5, total_tokens=50,
+                                 applied_filters=(), config={})
+        return Retrieval(query="q", memories=tuple(entries), metadata=meta)
+
+    assert RetrievalCache().max_bytes == 64 * 1024 * 1024
+    cache: RetrievalCache[Retrieval] = RetrievalCache(max_bytes=2_000_000, clock=FakeClock())
+    for i in range(10):
+        cache.put("u1", f"k{i}", retrieval(i))
+    stats = cache.stats()
+    assert 500_000 * stats["size"] <= stats["bytes"] <= 2_000_000
+    assert stats["size"] == 3
+
+
+def test_cache_rejects_bad_max_bytes() -> None:
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValidationError):
+            RetrievalCache(max_bytes=bad)  # type: ignore[arg-type]
