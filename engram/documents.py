@@ -3,15 +3,19 @@
 The pipeline is the seed's: required tags (``file_ingest`` + default tags + ``meta["tags"]``), a query
 built from ``meta``, one vector search over ``kind="document"`` memories tagged ``file_ingest``, then
 local AND tag filtering, ``as_of`` filtering and a version strategy, each filter falling back to the
-full candidate set rather than failing. One refinement: when ``meta`` names a file, candidates with
-exactly that filename are preferred (same fallback), so "latest" means the latest version of *that*
-file rather than the most recently ingested of whatever else the search returned. Earlier versions
-are ``superseded`` (so general retrieval quotes current text); the search here includes them.
+full candidate set rather than failing. One refinement: when ``meta`` names a file (``filename``
+or ``file_name``, compared by its last path segment) or a ``path``, that is a filter the store
+applies before ranking, not a preference among the top ``k``: "latest" means the latest version of
+*that* file however many other documents the user has, every version of it is a candidate, and a
+name that matches no document raises :class:`DocumentNotFound` instead of returning another file.
+Earlier versions are ``superseded`` (so general retrieval quotes current text); the search here
+includes them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_QUERY",
+    "MAX_VERSIONS",
     "STRATEGIES",
     "VERSION_STATUSES",
     "Document",
@@ -46,6 +51,8 @@ __all__ = [
 STRATEGIES = ("latest", "earliest", "longest", "score")
 DEFAULT_QUERY = "document relevant to current request"
 VERSION_STATUSES = ("active", "superseded")  # archived or deleted versions are withdrawn on purpose
+#: Candidates searched when a filename or path narrows the search to one file's versions: all of them.
+MAX_VERSIONS = 10_000
 _MIN_TIME = datetime.min.replace(tzinfo=UTC)
 _MAX_TIME = datetime.max.replace(tzinfo=UTC)
 
@@ -127,6 +134,23 @@ def _filename(meta: Mapping[str, Any]) -> str | None:
     return str(name) if name else None
 
 
+def _basename(name: str) -> str:
+    # Either separator: an uploaded name may come from a Windows client.
+    return re.split(r"[/\\]", name)[-1]
+
+
+def _file_filter(meta: Mapping[str, Any]) -> dict[str, str]:
+    """The metadata equality filter a description's filename and path make (empty when neither)."""
+    wanted: dict[str, str] = {}
+    name = _filename(meta)
+    if name:
+        wanted["filename"] = _basename(name)
+    path = meta.get("path")
+    if path:
+        wanted["path"] = str(path)
+    return wanted
+
+
 def build_query(meta: Mapping[str, Any]) -> str:
     """``meta["query"]`` if given, else filename, topic, note and "provided by {provider}"."""
     if meta.get("query"):
@@ -177,7 +201,7 @@ def select(
     required = set(tags)
     pool = _keep_or_all(pool, [c for c in pool if required.issubset(c[0].tags)])
     if filename:
-        name = os.path.basename(filename)
+        name = _basename(filename)
         pool = _keep_or_all(pool, [c for c in pool if c[0].metadata.get("filename") == name])
     if strategy == "latest" and as_of is not None:
         pool = _keep_or_all(pool, [c for c in pool if (t := _ingested_at(c[0])) is None or t <= as_of])
@@ -220,11 +244,15 @@ def get_document(
     # The one search: only documents tagged file_ingest can ever be candidates, so a message that
     # merely mentions a filename is never returned as that file. (fetch then reads those hits' rows:
     # the Store protocol's searches return ids and scores only.)
-    filters = Filters(kinds=("document",), tags_any=(FILE_INGEST,), statuses=VERSION_STATUSES)
-    hits = memory.store.vector_search(user, vector, k, filters)
+    wanted = _file_filter(meta)
+    filters = Filters(kinds=("document",), tags_any=(FILE_INGEST,), statuses=VERSION_STATUSES, metadata=wanted)
+    hits = memory.store.vector_search(user, vector, MAX_VERSIONS if wanted else k, filters)
     scores = dict(hits)
     records = [r for r in memory.store.fetch(user, [h[0] for h in hits]) if r.id in scores]
     candidates = [(r, scores[r.id]) for r in sorted(records, key=lambda r: -scores[r.id])]
+    if not candidates and wanted:
+        named = " and ".join(f"{key} {value!r}" for key, value in wanted.items())
+        raise DocumentNotFound(f"no ingested document with {named} for this user")
     if not candidates:
         raise DocumentNotFound(f"no ingested document for user {user!r} (query {build_query(meta)!r})")
     record, score = select(candidates, tags=tags, filename=_filename(meta), strategy=strategy, as_of=when)

@@ -304,3 +304,39 @@ def test_cli_doc_get_and_versions(root: click.Group, tmp_path: Path) -> None:
     assert missing.exit_code == 1 and "no ingested document" in missing.output
     bad = runner.invoke(root, ["doc", "get", "--user", USER, "--as-of", "soon", "--db", db])
     assert isinstance(bad.exception, ValidationError)
+
+
+# -- filename and path are store filters, applied before ranking ------------------------------------
+
+
+def test_get_document_returns_the_named_file_among_120_documents(tmp_path: Path) -> None:
+    # With more documents than k (50) candidates, the named file used to be missing from the one
+    # vector search, and "some other document" came back; an unknown name returned one too.
+    from engram.embedders.fake import FakeEmbedder
+
+    with Memory(tmp_path / "many.db", embedder=FakeEmbedder(64)) as memory:
+        folder = tmp_path / "many"
+        folder.mkdir()
+        for i in range(120):
+            (folder / f"doc_{i:03d}.md").write_text(f"# Planning notes {i}\n\nGeneral notes about project planning.")
+        report = ingest(memory, [folder], user_id=USER, now=T1)
+        assert report.documents_added == 120
+        wrong = [i for i in range(120)
+                 if get_document(memory, {"filename": f"doc_{i:03d}.md"}, user_id=USER).filename != f"doc_{i:03d}.md"]
+        assert wrong == []
+        with pytest.raises(DocumentNotFound):
+            get_document(memory, {"filename": "does_not_exist.md"}, user_id=USER)
+        path = str((folder / "doc_007.md").resolve())
+        assert get_document(memory, {"path": path}, user_id=USER).path == path
+        with pytest.raises(DocumentNotFound):
+            get_document(memory, {"path": "/nowhere/doc_007.md"}, user_id=USER)
+
+
+def test_get_document_with_a_filename_sees_every_version_beyond_k(memory: Memory, tmp_path: Path) -> None:
+    for version in range(1, 8):
+        put(memory, tmp_path, "log.md", f"Log entry version {version}.", datetime(2025, 1, version, tzinfo=UTC))
+    put(memory, tmp_path, "other.md", "Something else.", datetime(2025, 2, 1, tzinfo=UTC))
+    got = get_document(memory, {"filename": "log.md"}, user_id=USER, k=3)
+    assert got.content == "Log entry version 7." and got.version == 7
+    first = get_document(memory, {"filename": "log.md"}, user_id=USER, k=3, strategy="earliest")
+    assert first.content == "Log entry version 1."
