@@ -58,7 +58,9 @@ class Store(Protocol):
     def bind_embedder(self, model_id: str, dimensions: int) -> None:
         """Record the model on first use; raise EmbedderMismatch if another model's vectors exist."""
 
-    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]: ...
+    def cached_vectors(self, user_id: str, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
+        """Vectors of this user's memories with these content hashes, embedded as their content alone
+        (not behind a speaker's name): reuse never crosses users, so it says nothing about another's."""
 
     # -- writes ---------------------------------------------------------------------------------
     def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:

@@ -8,9 +8,11 @@ import numpy as np
 
 from engram.errors import EmbedderError
 from engram.ext import Embedder, Store, Vector
+from engram.ingest.normalize import content_hash
 from engram.model import MemoryRecord
+from engram.text import speaker_name
 
-__all__ = ["embed_records", "embed_texts"]
+__all__ = ["embed_records", "embed_texts", "embedding_text"]
 
 
 def embed_texts(embedder: Embedder, texts: Sequence[str], *, as_query: bool = False) -> Vector:
@@ -27,20 +29,39 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], *, as_query: bool = Fa
     return vectors
 
 
+def embedding_text(record: MemoryRecord) -> str:
+    """What a memory's vector encodes: its content, behind its speaker's name when a person said it.
+
+    "Priya: I think the trial went well" lets "What did Priya think of the trial?" find a message
+    that never names its speaker (on conversational data this doubles dense recall).
+    """
+    name = speaker_name(record.role)
+    return f"{name}: {record.content}" if name else record.content
+
+
 def embed_records(embedder: Embedder, store: Store, records: Sequence[MemoryRecord]) -> Vector:
-    """One row per record; identical content is embedded once, and never if already stored."""
+    """One row per record; identical text is embedded once, and a user's content already stored is
+    not embedded again (never reused across users: how fast an add is must not tell whether someone
+    else stored the same text)."""
     out = np.zeros((len(records), embedder.dimensions), dtype=np.float32)
     if not records:
         return out
-    hashes = [r.content_hash for r in records]
-    known = store.cached_vectors(embedder.model_id, hashes)
-    missing: dict[str, str] = {}
-    for record in records:
-        if record.content_hash not in known and record.content_hash not in missing:
-            missing[record.content_hash] = record.content
-    if missing:
-        fresh = embed_texts(embedder, list(missing.values()))
-        known.update(zip(missing.keys(), fresh, strict=True))
-    for row, digest in enumerate(hashes):
-        out[row] = known[digest]
+    texts = [embedding_text(r) for r in records]
+    keys: list[str] = []
+    reusable: dict[str, list[str]] = {}
+    for record, text in zip(records, texts, strict=True):
+        if text == record.content:
+            keys.append(f"{record.user_id}\x00{record.content_hash}")
+            reusable.setdefault(record.user_id, []).append(record.content_hash)
+        else:  # the store finds vectors by content hash, which a speaker's prefix does not match
+            keys.append("text:" + content_hash(text))
+    known: dict[str, Vector] = {}
+    for user_id, hashes in reusable.items():
+        for digest, vector in store.cached_vectors(user_id, embedder.model_id, hashes).items():
+            known[f"{user_id}\x00{digest}"] = vector
+    # One batch is one caller's: the same text in it is embedded once, whoever it belongs to.
+    missing = list(dict.fromkeys(text for key, text in zip(keys, texts, strict=True) if key not in known))
+    fresh = dict(zip(missing, embed_texts(embedder, missing), strict=True)) if missing else {}
+    for row, (key, text) in enumerate(zip(keys, texts, strict=True)):
+        out[row] = known[key] if key in known else fresh[text]
     return out

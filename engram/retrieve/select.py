@@ -17,6 +17,7 @@ import numpy as np
 
 from engram.config import RedactionConfig, RetrievalConfig
 from engram.errors import ConfigError
+from engram.retrieve.sentences import clip_content, split_sentences
 from engram.retrieve.types import MemoryEntry, Scored
 
 __all__ = [
@@ -38,8 +39,6 @@ INTERLEAVE_STRATEGIES = ("alternate", "score_first", "recency_first")
 
 _WS = re.compile(r"\s+")
 _WORD_CHAR = re.compile(r"\w")
-# Seed 001's sentence pattern, plus an unterminated tail (see clip_content).
-_SENTENCE = re.compile(r"[^.!?]+[.!?]+|[^.!?]+$")
 
 
 @dataclass(frozen=True)
@@ -177,27 +176,6 @@ def interleave(items: Sequence[Scored], strategy: str, k: int) -> list[Scored]:
         else:
             break  # every id is used
     return out
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences as :func:`clip_content` counts them: seed 001's regex plus a non-blank tail."""
-    return [m for m in _SENTENCE.findall(text) if m.strip()]
-
-
-def clip_content(text: str, max_sentences: int) -> str:
-    """Seed 001 ``clipContent``: the first ``max_sentences`` sentences, ``...`` if any were cut.
-
-    Two fixes to the seed: text after the last ``.``/``!``/``?`` counts as a sentence (the seed's
-    regex silently drops it, so "Call me. I am home" lost "I am home" with no ellipsis), and text
-    with no terminator at all is returned whole. An unclipped text is returned trimmed but
-    otherwise unchanged; a clipped one has its sentences trimmed and joined by single spaces.
-    """
-    if max_sentences < 1:
-        raise ConfigError("clip_sentences", f"must be at least 1, got {max_sentences}")
-    sentences = split_sentences(text)
-    if len(sentences) <= max_sentences:
-        return text.strip()
-    return " ".join(s.strip() for s in sentences[:max_sentences]) + "..."
 
 
 def estimate_tokens(text: str) -> int:

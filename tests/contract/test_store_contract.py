@@ -201,9 +201,14 @@ def test_embedding_cache_and_model_binding(store: Store) -> None:
     store.bind_embedder("model-a", DIM)
     a = rec("u1", "cached text")
     put(store, a, seeds=[3])
-    cached = store.cached_vectors("model-a", [a.content_hash, "nope"])
+    cached = store.cached_vectors("u1", "model-a", [a.content_hash, "nope"])
     assert set(cached) == {a.content_hash}
     np.testing.assert_allclose(cached[a.content_hash], unit(3), rtol=1e-6)
+    # Never across users (an oracle: "did someone store this text?"), never a speaker's message.
+    assert store.cached_vectors("u2", "model-a", [a.content_hash]) == {}
+    spoken = replace(rec("u1", "spoken text"), role="Priya")
+    put(store, spoken, seeds=[4])
+    assert store.cached_vectors("u1", "model-a", [spoken.content_hash]) == {}
     with pytest.raises(EmbedderMismatch):
         store.bind_embedder("model-b", DIM)
 

@@ -112,11 +112,11 @@ def test_cli_end_to_end(dataset: Path, tmp_path: Path) -> None:
     report = _run(dataset, tmp_path)
     assert report["protocol"]["k"] == [5, 10, 50]
     assert report["protocol"]["session_k"] == [5, 10]
-    assert report["protocol"]["systems"] == ["engram", "bm25", "dense"]
+    assert report["protocol"]["systems"] == ["engram", "bm25", "dense", "rrf"]
     assert report["protocol"]["config"]["clip_sentences"] is None
     assert report["protocol"]["config"]["top_k"] == 50
     assert [q["question_id"] for q in report["questions"]] == ["q_user", "q_asst"]
-    for system in ("engram", "bm25", "dense"):
+    for system in ("engram", "bm25", "dense", "rrf"):
         turn = report["summary"][system]["turn"]
         # the assistant-only answer is not indexed with user turns: excluded, not scored 0
         assert (turn["overall"]["n"], turn["overall"]["excluded"]) == (1, 1)

@@ -33,6 +33,7 @@ from engram.stores.postgres import schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.keyword import KeywordPlanner
 from engram.stores.postgres.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
+from engram.text import ROLE_WORDS
 
 __all__ = ["PostgresStore"]
 
@@ -117,15 +118,15 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
             )
         self._ensure_hnsw(dimensions)
 
-    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
+    def cached_vectors(self, user_id: str, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
         unique = list(dict.fromkeys(content_hashes))
         if not unique:
             return {}
-        # Across users, like SQLite's: the embedding of a text does not depend on who wrote it.
         rows = self._read(
             "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM engram_memories "
-            "WHERE content_hash = ANY(%s::text[]) AND embedding IS NOT NULL",
-            (unique,),
+            "WHERE user_id = %s AND content_hash = ANY(%s::text[]) AND embedding IS NOT NULL "
+            "AND (role IS NULL OR lower(btrim(role)) = ANY(%s::text[])) ORDER BY content_hash",
+            (user_id, unique, sorted(ROLE_WORDS)),
         )
         return {digest: schema.to_array(vec) for digest, vec in rows}
 

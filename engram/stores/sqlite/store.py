@@ -24,6 +24,7 @@ from engram.stores.sqlite.knowledge import KnowledgeMixin, forget_knowledge, for
 from engram.stores.sqlite.rows import COLUMNS, filter_sql, record_params, row_to_record, to_us
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vectors import ExactIndex
+from engram.text import ROLE_WORDS
 
 __all__ = ["SQLiteStore"]
 
@@ -140,15 +141,17 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
             )
         self._dimensions = dimensions
 
-    def cached_vectors(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
+    def cached_vectors(self, user_id: str, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
         out: dict[str, Vector] = {}
         unique = list(dict.fromkeys(content_hashes))
+        roles = sorted(ROLE_WORDS)
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
             rows = self._read(
-                f"SELECT content_hash, embedding FROM memories WHERE content_hash IN "
-                f"({','.join('?' * len(chunk))}) AND embedding IS NOT NULL GROUP BY content_hash",
-                chunk,
+                f"SELECT content_hash, embedding FROM memories WHERE user_id = ? AND content_hash IN "
+                f"({','.join('?' * len(chunk))}) AND embedding IS NOT NULL "
+                f"AND (role IS NULL OR lower(trim(role)) IN ({','.join('?' * len(roles))})) GROUP BY content_hash",
+                [user_id, *chunk, *roles],
             )
             for digest, blob in rows:
                 out[digest] = np.frombuffer(blob, dtype=np.float32).copy()
