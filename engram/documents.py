@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram.errors import DocumentNotFound, ValidationError
+from engram.errors import DocumentNotFound, ValidationError, short_repr
 from engram.ingest.embed import embed_texts
 from engram.ingest.files import FILE_INGEST
 from engram.ingest.normalize import to_utc, validate_id
@@ -122,11 +122,24 @@ def close_default_memory() -> None:
 
 
 def required_tags(meta: Mapping[str, Any], default_tags: Sequence[str] | None = None) -> list[str]:
-    """``file_ingest``, then ``default_tags``, then ``meta["tags"]``; deduplicated, order kept."""
-    tags: list[str] = [FILE_INGEST, *(default_tags or ())]
-    extra = meta.get("tags") or ()
-    tags.extend([extra] if isinstance(extra, str) else [str(t) for t in extra])
+    """``file_ingest``, then ``default_tags``, then ``meta["tags"]``; deduplicated, order kept.
+
+    ``meta["tags"]`` is one tag or a list of tags; anything else (a number, a mapping, a list
+    holding non-strings) is a ValidationError naming ``meta.tags``.
+    """
+    tags: list[str] = [FILE_INGEST, *_tag_list(default_tags, "default_tags")]
+    tags.extend(_tag_list(meta.get("tags"), "meta.tags"))
     return list(dict.fromkeys(t for t in tags if t))
+
+
+def _tag_list(value: Any, field: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
+        return list(value)
+    raise ValidationError(field, f"must be a string or a list of strings, got {short_repr(value)}")
 
 
 def _filename(meta: Mapping[str, Any]) -> str | None:

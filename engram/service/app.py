@@ -23,7 +23,7 @@ from engram.errors import EngramError
 from engram.memory import Memory
 from engram.service.auth import KeyStore
 from engram.service.deps import (
-    AuthKey,
+    LimitedKey,
     Service,
     ServiceError,
     ServiceSettings,
@@ -36,12 +36,22 @@ from engram.service.logs import install_record_factory, request_context
 from engram.service.routes import router
 from engram.service.schemas import AdminSettingsBody, to_camel
 
-__all__ = ["create_app"]
+__all__ = ["SECURITY_HEADERS", "create_app", "wire_error", "wire_field"]
 
 log = logging.getLogger("engram.service")
 access = logging.getLogger("engram.service.access")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _UI_FILES = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
+#: Sent with every answer. The /ui explorer needs only its own script, style and API; nothing may
+#: frame a page that holds an API key (clickjacking), and no answer is sniffed as another type.
+SECURITY_HEADERS = (
+    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                                 b"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+_SNAKE = re.compile(r"_([a-z0-9])")
 _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED",
           406: "NOT_ACCEPTABLE", 413: "PAYLOAD_TOO_LARGE", 414: "URI_TOO_LONG", 415: "UNSUPPORTED_MEDIA_TYPE",
           429: "RATE_LIMITED"}
@@ -78,7 +88,7 @@ class RequestMiddleware:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
                 message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode()), *SECURITY_HEADERS]
             await send(message)
 
         try:
@@ -126,7 +136,7 @@ def _install_handlers(app: FastAPI) -> None:
         status = error_status(exc)
         if status >= 500:
             log.error("engram error: %s", exc, extra={"code": exc.code})
-        return JSONResponse({"error": exc.to_dict()}, status_code=status)
+        return JSONResponse({"error": wire_error(exc)}, status_code=status)
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -146,6 +156,24 @@ def _install_handlers(app: FastAPI) -> None:
         return _error(500, "INTERNAL", "internal error; see the server log with this request's id")
 
 
+def wire_field(field: str) -> str:
+    """A field as the request spelled it: Engram names ``created_at``, the wire ``createdAt``."""
+    return ".".join(_SNAKE.sub(lambda m: m.group(1).upper(), part) for part in field.split("."))
+
+
+def wire_error(exc: EngramError) -> dict[str, Any]:
+    """``exc.to_dict()`` with its field (and the message's leading field) in camelCase."""
+    error = exc.to_dict()
+    field = error.get("field")
+    if isinstance(field, str):
+        wire = wire_field(field)
+        message = str(error.get("message", ""))
+        if message.startswith(field + ":"):
+            message = wire + message[len(field):]
+        error = {**error, "field": wire, "message": message}
+    return error
+
+
 def admin_json(settings: AdminMemorySettings) -> dict[str, Any]:
     data = asdict(settings)
     return {
@@ -158,8 +186,10 @@ def admin_json(settings: AdminMemorySettings) -> dict[str, Any]:
 def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None = None) -> FastAPI:
     """The service over one ``Memory``; the caller owns (and closes) the memory and the key store."""
     install_record_factory()
+    # No /docs: FastAPI's Swagger UI page loads its script from a CDN, third-party code on the
+    # origin whose /ui holds an API key (and a blank page offline). /openapi.json stays.
     app = FastAPI(title="Engram", version="1", summary="Memory retrieval for LLM agents.",
-                  docs_url="/docs", redoc_url=None)
+                  docs_url=None, redoc_url=None)
     app.state.service = Service(memory=memory, keys=keys, settings=settings or ServiceSettings())
     app.add_middleware(RequestMiddleware, settings=app.state.service.settings)
     _install_handlers(app)
@@ -176,23 +206,23 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
         return PlainTextResponse(str(text), media_type="text/plain; version=0.0.4")
 
     @app.get("/v1/me", tags=["service"])
-    def me(key: AuthKey) -> dict[str, Any]:
+    def me(key: LimitedKey) -> dict[str, Any]:
         """The calling key: which users it may touch, whether it is an admin key."""
         return key.to_dict()
 
     @app.get("/v1/admin/settings", tags=["admin"])
-    def get_settings(key: AuthKey, svc: SvcDep) -> dict[str, Any]:
+    def get_settings(key: LimitedKey, svc: SvcDep) -> dict[str, Any]:
         check_admin(key)
         return admin_json(svc.admin or AdminMemorySettings())
 
     @app.get("/v1/admin/stats", tags=["admin"])
-    def stats(key: AuthKey, svc: SvcDep) -> dict[str, Any]:
+    def stats(key: LimitedKey, svc: SvcDep) -> dict[str, Any]:
         """Store-wide counts: admin only, since they span every user."""
         check_admin(key)
         return dict(jsonable(svc.memory.stats()))
 
     @app.put("/v1/admin/settings", tags=["admin"])
-    def put_settings(body: AdminSettingsBody, key: AuthKey,
+    def put_settings(body: AdminSettingsBody, key: LimitedKey,
                      svc: SvcDep) -> dict[str, Any]:
         """Seed 001 AdminMemorySettings within the seed's ranges; later retrievals run with them."""
         check_admin(key)

@@ -11,6 +11,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from engram.errors import ValidationError as EngramValidationError
+from engram.errors import short_repr
+from engram.ingest.normalize import to_utc
 from engram.service.uploads import check_upload_name
 
 __all__ = [
@@ -27,9 +30,28 @@ __all__ = [
     "RecallRequest",
     "RetrieveFilters",
     "RetrieveRequest",
+    "Time",
     "to_camel",
 ]
 
+
+def _check_time(value: str) -> str:
+    """An ISO-8601 time with an offset that exists in UTC, checked where the request is parsed.
+
+    ``9999-12-31T23:59:59-14:00`` parses but is in year 10,000 in UTC: converting it overflows,
+    which deeper code would meet as a crash (a 500) rather than as input to refuse.
+    """
+    try:
+        to_utc(value, "time")
+    except EngramValidationError as exc:
+        raise ValueError(str(exc).split(": ", 1)[-1]) from None
+    except OverflowError:
+        raise ValueError(f"{short_repr(value)} is outside the years 1-9999 once converted to UTC") from None
+    return value
+
+
+#: A time field of a request: validated (and refused with a 422 naming it) before any route runs.
+Time = Annotated[str, AfterValidator(_check_time)]
 Id = Field(min_length=1, max_length=256)
 Text = Field(default=None, max_length=10_000)
 RECALL_MODES = ("relevant", "recent", "important", "frequent", "temporal", "by_kind", "linked")
@@ -62,8 +84,8 @@ class RetrieveFilters(_Body):
     project_id: str | None = Field(default=None, max_length=256)
     agent_id: str | None = Field(default=None, max_length=256)
     tags_any: list[str] | None = Field(default=None, max_length=100)
-    created_after: str | None = Field(default=None, max_length=64)
-    created_before: str | None = Field(default=None, max_length=64)
+    created_after: Time | None = Field(default=None, max_length=64)
+    created_before: Time | None = Field(default=None, max_length=64)
 
 
 class RetrieveRequest(_Body):
@@ -74,7 +96,7 @@ class RetrieveRequest(_Body):
     use_memory: bool = True
     message: str = Field(max_length=100_000)
     config: ConfigOverrides | None = None
-    now: str | None = Field(default=None, max_length=64, description="Reference time (ISO-8601): 'as of'.")
+    now: Time | None = Field(default=None, max_length=64, description="Reference time (ISO-8601): 'as of'.")
     format: Literal["policy", "augmentation"] | None = Field(
         default=None, description="Also return the payload rendered as a prompt section."
     )
@@ -97,9 +119,9 @@ class _MemoryFields(_Body):
     tags: list[str] | None = Field(default=None, max_length=1000)
     entities: list[str] | None = Field(default=None, max_length=1000)
     importance: float | None = None
-    created_at: str | None = Field(default=None, max_length=64)
-    valid_from: str | None = Field(default=None, max_length=64)
-    valid_to: str | None = Field(default=None, max_length=64)
+    created_at: Time | None = Field(default=None, max_length=64)
+    valid_from: Time | None = Field(default=None, max_length=64)
+    valid_to: Time | None = Field(default=None, max_length=64)
     status: str | None = Field(default=None, max_length=32)
     metadata: dict[str, Any] | None = None
 
@@ -147,8 +169,8 @@ class RecallRequest(_Body):
     min_salience: float = 0.0
     project_id: str | None = Field(default=None, max_length=256)
     include_archived: bool = False
-    start: str | None = Field(default=None, max_length=64)
-    end: str | None = Field(default=None, max_length=64)
+    start: Time | None = Field(default=None, max_length=64)
+    end: Time | None = Field(default=None, max_length=64)
     topic: str | None = Field(default=None, max_length=1000)
     memory_id: str | None = Field(default=None, max_length=256)
     link_types: list[str] | None = Field(default=None, max_length=32)
@@ -178,7 +200,7 @@ class DocumentQuery(_Body):
     k: int = 50
     default_tags: list[str] | None = Field(default=None, max_length=100)
     strategy: str = Field(default="latest", max_length=32)
-    as_of: str | None = Field(default=None, max_length=64)
+    as_of: Time | None = Field(default=None, max_length=64)
 
 
 class FeedbackRequest(_Body):

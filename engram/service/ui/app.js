@@ -107,8 +107,10 @@ function memoryItem(entry) {
   const grid = el("div", { class: "signals" });
   for (const [name, signal] of Object.entries(entry.signals || {})) {
     const contribution = signal.value * signal.weight;
-    const bar = el("div", { class: "bar", title: `${name}: ${signal.value} x ${signal.weight}` },
-      el("span", { style: `width:${Math.max(0, Math.min(1, contribution)) * 100}%` }));
+    // Set through the CSSOM: the page's Content-Security-Policy refuses style attributes.
+    const fill = el("span");
+    fill.style.width = `${Math.max(0, Math.min(1, contribution)) * 100}%`;
+    const bar = el("div", { class: "bar", title: `${name}: ${signal.value} x ${signal.weight}` }, fill);
     grid.append(el("span", { text: name }), bar,
       el("span", { text: `${signal.value.toFixed(2)} x ${signal.weight.toFixed(2)} = ${contribution.toFixed(3)}` }));
   }
