@@ -2,6 +2,10 @@
 
 One process serves one user's memory (the MCP client is that user's agent), so the tools take no
 user id and cannot reach anyone else's memories.
+
+A tool that fails on the agent's input answers an error result whose text is the typed error as
+JSON, ``{"error": {"code", "message", "field"}}`` (the HTTP service's shape), so the agent can
+correct the argument; arguments with a fixed set of values are enums in the tools' schemas.
 """
 
 from __future__ import annotations
@@ -12,12 +16,20 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, TypeVar, cast
 
-from engram.errors import EngramError
+from engram.errors import EngramError, ValidationError
 
-__all__ = ["build_server", "main", "serve", "server_class"]
+__all__ = ["build_server", "document_meta", "main", "serve", "server_class", "tool_error_class"]
+
+# The tools' enums (module level: the SDK reads the annotations to build each input schema).
+AddKind = Literal["fact", "message", "episode", "procedure", "summary"]
+Kind = Literal["message", "fact", "episode", "procedure", "summary", "document", "chunk"]
+Mode = Literal["relevant", "recent", "important", "frequent"]
+Style = Literal["policy", "augmentation"]
+Strategy = Literal["latest", "earliest", "longest", "score"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 INSTRUCTIONS = (
@@ -38,9 +50,39 @@ def _tool(server: Any) -> Callable[[F], F]:
     return cast(Callable[[F], F], server.tool())
 
 
-def _fail(exc: EngramError) -> ValueError:
-    # The SDK turns an exception into an error result; the code lets an agent branch on it.
-    return ValueError(f"{exc.code}: {exc}")
+def tool_error_class() -> type[Exception]:
+    """The SDK's ``ToolError``: the one exception whose message reaches the agent (any other
+    becomes a bare "Error executing tool <name>")."""
+    try:
+        return cast(type[Exception], importlib.import_module("mcp.server.mcpserver.exceptions").ToolError)
+    except ImportError:
+        return cast(type[Exception], importlib.import_module("mcp.server.fastmcp.exceptions").ToolError)
+
+
+@contextmanager
+def _typed_errors() -> Iterator[None]:
+    """Re-raise Engram's errors as the SDK's ToolError carrying the error as JSON."""
+    try:
+        yield
+    except EngramError as exc:
+        raise tool_error_class()(json.dumps({"error": exc.to_dict()}, ensure_ascii=False)) from exc
+
+
+def document_meta(meta: str) -> dict[str, Any]:
+    """What ``get_document``'s ``meta`` argument describes: a JSON object of metadata, an absolute
+    path (as ingest stores it), or else a file name (compared by its last path segment)."""
+    text = meta.strip()
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError("meta", f"not a JSON object: {exc.msg} at character {exc.pos}") from None
+        if not isinstance(parsed, dict):
+            raise ValidationError("meta", "must be a JSON object")
+        return parsed
+    if not text:
+        raise ValidationError("meta", "must be a file name, a path or a JSON object of metadata")
+    return {"path": text} if os.path.isabs(text) else {"filename": text}
 
 
 def build_server(memory: Any, user_id: str) -> Any:
@@ -49,7 +91,7 @@ def build_server(memory: Any, user_id: str) -> Any:
     server = server_class()("engram", instructions=INSTRUCTIONS)
 
     @_tool(server)
-    def add_memory(content: str, kind: str = "fact", tags: list[str] | None = None,
+    def add_memory(content: str, kind: AddKind = "fact", tags: list[str] | None = None,
                    importance: float | None = None, session_id: str | None = None) -> dict[str, Any]:
         """Store one memory (kind: fact, message, episode, procedure, summary) and return its id."""
         fields: dict[str, Any] = {"tags": tags or []}
@@ -57,62 +99,50 @@ def build_server(memory: Any, user_id: str) -> Any:
             fields["importance"] = importance
         if session_id is not None:
             fields["session_id"] = session_id
-        try:
+        with _typed_errors():
             record = memory.add(content, user_id=user_id, kind=kind, **fields)
-        except EngramError as exc:
-            raise _fail(exc) from exc
         return {"id": record.id, "kind": record.kind}
 
     @_tool(server)
-    def retrieve_context(query: str, top_k: int = 8, now: str | None = None, style: str = "policy") -> str:
+    def retrieve_context(query: str, top_k: int = 8, now: str | None = None, style: Style = "policy") -> str:
         """What this user's memory holds that matters for the query, as a prompt section."""
-        try:
+        with _typed_errors():
             config = memory.config.with_(top_k=top_k)
             result = memory.retrieve(query, user_id=user_id, config=config, now=now)
             text = str(result.to_prompt(style=style))
-        except EngramError as exc:
-            raise _fail(exc) from exc
         return text or "(no relevant memories)"
 
     @_tool(server)
-    def recall(query: str | None = None, mode: str = "relevant", max_results: int = 10,
-               kind: str | None = None) -> dict[str, Any]:
+    def recall(query: str | None = None, mode: Mode = "relevant", max_results: int = 10,
+               kind: Kind | None = None) -> dict[str, Any]:
         """Recall memories by mode: relevant, recent, important or frequent (seed 004)."""
-        try:
+        with _typed_errors():
             if hasattr(memory, "recall"):
                 found = memory.recall(query, user_id=user_id, mode=mode, max_results=max_results, kind=kind)
                 data = jsonable(found)
                 return data if isinstance(data, dict) else {"memories": data}
             if mode != "relevant" or not query:
-                raise ValueError("this Engram supports only mode='relevant' with a query")
+                raise ValidationError("mode", "this Engram supports only mode='relevant' with a query")
             config = memory.config.with_(top_k=max_results)
             payload: dict[str, Any] = memory.retrieve(query, user_id=user_id, config=config).to_dict()
             return payload
-        except EngramError as exc:
-            raise _fail(exc) from exc
 
     @_tool(server)
-    def get_document(meta: str, strategy: str = "latest", as_of: str | None = None) -> dict[str, Any]:
-        """A whole ingested document by its path, name or a JSON object of metadata (strategy, as_of)."""
-        if not hasattr(memory, "get_document"):
-            raise ValueError("this Engram has no document store")
-        query: Any = meta
-        if meta.lstrip().startswith("{"):
-            query = json.loads(meta)
-        try:
-            document = memory.get_document(query, user_id=user_id, strategy=strategy, as_of=as_of)
-        except EngramError as exc:
-            raise _fail(exc) from exc
+    def get_document(meta: str, strategy: Strategy = "latest", as_of: str | None = None) -> dict[str, Any]:
+        """A whole ingested document: meta is its file name (notes.md), its absolute path, or a JSON
+        object of metadata (filename, path, topic, note, tags, query); strategy picks the version."""
+        with _typed_errors():
+            if not hasattr(memory, "get_document"):
+                raise ValidationError("meta", "this Engram has no document store")
+            document = memory.get_document(document_meta(meta), user_id=user_id, strategy=strategy, as_of=as_of)
         data = jsonable(document)
         return data if isinstance(data, dict) else {"document": data}
 
     @_tool(server)
     def forget_memory(memory_id: str) -> dict[str, Any]:
         """Delete one memory of this user by id."""
-        try:
+        with _typed_errors():
             return {"deleted": bool(memory.delete(memory_id, user_id=user_id)), "id": memory_id}
-        except EngramError as exc:
-            raise _fail(exc) from exc
 
     return server
 

@@ -61,3 +61,74 @@ def test_mcp_tools_over_stdio(tmp_path: Path, embedder: Embedder) -> None:
     assert out["document_error"] in (True, False)
     with Memory(db, embedder=embedder) as memory:
         assert [r.content for r in memory.list(user_id="u1")] == ["Acme prefers NET30 payment terms"]
+
+
+# -- in process: what an agent reads when a tool fails, and the tools' schemas ----------------------
+
+
+def _server(tmp_path: Path) -> tuple[Any, Memory]:
+    from engram.embedders.fake import FakeEmbedder
+    from engram.mcp import build_server
+
+    memory = Memory(tmp_path / "tools.db", embedder=FakeEmbedder(64))
+    return build_server(memory, "u1"), memory
+
+
+async def _call(server: Any, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    """(failed, text) as the agent would see them."""
+    try:
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:  # mcp 1.x
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+
+    try:
+        result = await server.call_tool(name, arguments)
+    except ToolError as exc:
+        return True, str(exc)
+    return False, _text(result) if hasattr(result, "content") else json.dumps(result, default=str)
+
+
+def test_mcp_tool_errors_carry_the_typed_message_and_field(tmp_path: Path) -> None:
+    server, memory = _server(tmp_path)
+    with memory:
+        failed, text = asyncio.run(_call(server, "add_memory", {"content": "Acme pays NET30", "importance": 7}))
+        assert failed
+        error = json.loads(text.split(": ", 1)[1])["error"]
+        assert error["code"] == "INVALID_INPUT" and error["field"] == "importance"
+        assert "[0, 1]" in error["message"]
+        failed, text = asyncio.run(_call(server, "get_document", {"meta": "{not json"}))
+        assert failed and json.loads(text.split(": ", 1)[1])["error"]["field"] == "meta"
+
+
+def test_mcp_tool_schemas_enumerate_kind_mode_style_and_strategy(tmp_path: Path) -> None:
+    server, memory = _server(tmp_path)
+    with memory:
+        tools = {t.name: t for t in asyncio.run(server.list_tools())}
+
+    def enum(tool: str, arg: str) -> list[str]:
+        schema = getattr(tools[tool], "input_schema", None) or tools[tool].inputSchema
+        prop = schema["properties"][arg]
+        options = prop.get("enum") or next(o["enum"] for o in prop.get("anyOf", []) if "enum" in o)
+        return list(options)
+
+    assert enum("add_memory", "kind") == ["fact", "message", "episode", "procedure", "summary"]
+    assert enum("recall", "mode") == ["relevant", "recent", "important", "frequent"]
+    assert "document" in enum("recall", "kind")
+    assert enum("retrieve_context", "style") == ["policy", "augmentation"]
+    assert enum("get_document", "strategy") == ["latest", "earliest", "longest", "score"]
+
+
+def test_mcp_get_document_accepts_a_filename(tmp_path: Path) -> None:
+    from engram.ingest.files import ingest
+
+    server, memory = _server(tmp_path)
+    with memory:
+        (tmp_path / "notes.md").write_text("# Notes\n\nAcme pays within thirty days.")
+        ingest(memory, [tmp_path / "notes.md"], user_id="u1")
+        failed, text = asyncio.run(_call(server, "get_document", {"meta": "notes.md"}))
+        assert not failed, text
+        assert "thirty days" in text
+        failed, text = asyncio.run(_call(server, "get_document", {"meta": str((tmp_path / "notes.md").resolve())}))
+        assert not failed and "thirty days" in text
+        failed, text = asyncio.run(_call(server, "get_document", {"meta": "nothing.md"}))
+        assert failed and json.loads(text.split(": ", 1)[1])["error"]["code"] == "DOCUMENT_NOT_FOUND"
