@@ -22,6 +22,7 @@ from engram.ext import Embedder, Metrics, Store, as_filters
 from engram.feedback import FeedbackResult, TunedWeights, record_feedback
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
+from engram.ingest.entities import caller_entities, entity_index, tag_record
 from engram.ingest.files import IngestReport
 from engram.ingest.files import ingest as ingest_files
 from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id, validate_strings, validate_text
@@ -145,6 +146,9 @@ class Memory:
             records.append(normalize(item, limits=self.limits, now=now))
         if not records:
             return []
+        # Link each memory to the entities it names (extracted ids after any the caller gave).
+        indexes = {user: entity_index(self.store.entities(user)) for user in sorted({r.user_id for r in records})}
+        records = [tag_record(r, indexes[r.user_id], limits=self.limits) for r in records]
         records, supersessions = truth.plan(self.store, records)
         embedder = self._get_embedder()
         for start in range(0, len(records), BATCH):
@@ -171,6 +175,11 @@ class Memory:
             access_count=old.access_count,
             last_accessed_at=old.last_accessed_at,
         )
+        # Entities the caller passes replace the list; otherwise the hand-given ones stay and the
+        # extracted ones are recomputed, so an edited text drops names it no longer mentions.
+        index = entity_index(self.store.entities(record.user_id))
+        given = record.entities if "entities" in changes else caller_entities(old, index)
+        record = tag_record(record, index, limits=self.limits, given=given)
         vector = None
         if record.content_hash != old.content_hash:
             vector = embed_records(self._get_embedder(), self.store, [record])[0]
