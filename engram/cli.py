@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,15 +13,38 @@ import click
 from engram.config import RetrievalConfig
 from engram.errors import EngramError
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "db_target", "existing_db", "main", "open_memory"]
 
 DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
+DEFAULT_DB = "engram.db"
 
 
-def _memory(db: str | None) -> Any:
+def db_target(db: str | None) -> str:
+    """The store a command names: ``--db``, else ``$ENGRAM_DB``, else ``./engram.db``."""
+    return db or os.environ.get("ENGRAM_DB") or DEFAULT_DB
+
+
+def existing_db(db: str | None) -> str:
+    """The store a command that only reads (or changes what exists) may open: a SQLite file must
+    already exist. Opening one creates it, so a mistyped path would otherwise answer from a new,
+    empty database and exit 0; only commands that write (add, import, ingest, keys create, mcp)
+    create one."""
+    target = db_target(db)
+    if target == ":memory:" or target.startswith(("postgresql://", "postgres://")):
+        return target
+    if not Path(target).is_file():
+        raise click.ClickException(
+            f"no Engram database at {target} (check --db or $ENGRAM_DB); "
+            "only commands that write (add, import, ingest, keys create) create one"
+        )
+    return target
+
+
+def open_memory(db: str | None, *, create: bool) -> Any:
+    """A ``Memory`` on the command's store; ``create=False`` refuses a SQLite file that does not exist."""
     from engram.memory import Memory
 
-    return Memory(db)
+    return Memory(db_target(db) if create else existing_db(db))
 
 
 @click.group(help="Engram: memory retrieval for LLM agents.")
@@ -43,7 +67,7 @@ def cli() -> None:
 def add(content: str, user_id: str, kind: str, role: str | None, session_id: str | None,
         tags: tuple[str, ...], entities: tuple[str, ...], importance: float | None,
         created_at: str | None, db: str | None) -> None:
-    with _memory(db) as memory:
+    with open_memory(db, create=True) as memory:
         record = memory.add(
             content, user_id=user_id, kind=kind, role=role, session_id=session_id, tags=list(tags),
             entities=list(entities), importance=importance, created_at=created_at,
@@ -61,7 +85,7 @@ def import_(path: Path, user_id: str | None, batch: int, db: str | None) -> None
 
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     added = 0
-    with _memory(db) as memory, Progress(transient=False) as progress:
+    with open_memory(db, create=True) as memory, Progress(transient=False) as progress:
         task = progress.add_task("importing", total=len(lines))
         for start in range(0, len(lines), batch):
             items = []
@@ -91,7 +115,7 @@ def import_(path: Path, user_id: str | None, batch: int, db: str | None) -> None
 def search(query: str, user_id: str, top_k: int, search_type: str, now: str | None, fmt: str,
            db: str | None) -> None:
     config = RetrievalConfig(top_k=top_k, search_type=search_type)
-    with _memory(db) as memory:
+    with open_memory(db, create=False) as memory:
         result = memory.retrieve(query, user_id=user_id, config=config, now=now)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
@@ -118,7 +142,7 @@ def explain(result: Any) -> str:
 @cli.command(help="Show what a store holds.")
 @click.option("--db", default=None, help=DB_HELP)
 def stats(db: str | None) -> None:
-    with _memory(db) as memory:
+    with open_memory(db, create=False) as memory:
         click.echo(json.dumps(dict(memory.stats()), indent=2))
 
 
@@ -127,10 +151,11 @@ def stats(db: str | None) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--db", default=None, help=DB_HELP)
 def forget_user(user_id: str, yes: bool, db: str | None) -> None:
+    existing_db(db)  # before asking: a mistyped path has nothing to delete
     if not yes and not click.confirm(f"Delete every memory of {user_id!r}?", default=False):
         click.echo("nothing deleted")
         return
-    with _memory(db) as memory:
+    with open_memory(db, create=False) as memory:
         click.echo(f"deleted {memory.forget_user(user_id)} memories of {user_id}")
 
 

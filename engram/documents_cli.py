@@ -18,10 +18,12 @@ DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)
 USER_HELP = "Whose memory (default: $ENGRAM_USER)."
 
 
-def _memory(db: str | None) -> Memory:
-    from engram.memory import Memory
+def _memory(db: str | None, *, create: bool) -> Memory:
+    # Imported here: engram.cli imports this module while it registers its commands.
+    from engram.cli import open_memory
 
-    return Memory(db)
+    memory: Memory = open_memory(db, create=create)
+    return memory
 
 
 @click.command(name="ingest", help="Ingest files, directories (recursively) and glob patterns as versioned documents.")
@@ -40,7 +42,7 @@ def ingest_command(paths: tuple[str, ...], user_id: str, tags: tuple[str, ...], 
     from rich.table import Table
 
     console = Console()
-    with _memory(db) as memory, Progress(console=console, transient=True) as bar:
+    with _memory(db, create=True) as memory, Progress(console=console, transient=True) as bar:
         task = bar.add_task("ingesting", total=None)
 
         def advance(result: FileResult, done: int, total: int) -> None:
@@ -85,7 +87,7 @@ def doc_get(user_id: str, filename: str | None, topic: str | None, note: str | N
             db: str | None) -> None:
     meta = {"filename": filename, "topic": topic, "note": note, "provider": provider, "query": query,
             "tags": list(tags)}
-    with _memory(db) as memory:
+    with _memory(db, create=False) as memory:
         document = get_document(memory, {key: value for key, value in meta.items() if value},
                                 user_id=user_id, k=k, strategy=strategy, as_of=as_of)
     click.echo(document.content)
@@ -99,7 +101,7 @@ def doc_versions(name: str, user_id: str, db: str | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    with _memory(db) as memory:
+    with _memory(db, create=False) as memory:
         versions = document_versions(memory, name, user_id=user_id)
     if not versions:
         raise click.ClickException(f"no ingested document named {name!r} for user {user_id!r}")

@@ -49,3 +49,56 @@ def test_bad_input_is_a_clear_error(db: str) -> None:
     result = CliRunner().invoke(cli, ["add", "x", "--user", "u", "--importance", "7", "--db", db])
     assert result.exit_code != 0
     assert "importance" in str(result.exception) or "importance" in result.output
+
+
+# -- a mistyped database path: read commands fail, only write commands create a database ------------
+
+READ_COMMANDS = [
+    ["search", "Acme", "--user", "u1"],
+    ["stats"],
+    ["forget-user", "u1", "--yes"],
+    ["doc", "get", "--user", "u1", "--filename", "a.md"],
+    ["doc", "versions", "a.md", "--user", "u1"],
+    ["keys", "list"],
+    ["keys", "revoke", "0123456789abcdef"],
+    ["serve"],
+]
+
+
+@pytest.mark.parametrize("args", READ_COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_read_commands_on_a_missing_database_fail_without_creating_it(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: started.append(a))  # serve must stop before this
+    monkeypatch.chdir(tmp_path)
+    typo = tmp_path / "enrgam.db"
+    result = CliRunner().invoke(cli, [*args, "--db", str(typo)])
+    assert result.exit_code != 0, result.output
+    assert "no Engram database" in result.output and str(typo) in result.output, result.output
+    assert not typo.exists() and not started
+    assert list(tmp_path.iterdir()) == []
+    # The same through $ENGRAM_DB.
+    result = CliRunner().invoke(cli, args, env={"ENGRAM_DB": str(typo)})
+    assert result.exit_code != 0 and not typo.exists(), result.output
+
+
+def test_write_commands_create_a_missing_database(tmp_path: Path) -> None:
+    runner = CliRunner()
+    made = tmp_path / "new.db"
+    assert runner.invoke(cli, ["add", "Acme prefers NET30", "--user", "u1", "--db", str(made)]).exit_code == 0
+    assert made.exists()
+    keys = tmp_path / "keys.db"
+    created = runner.invoke(cli, ["keys", "create", "--user", "u1", "--db", str(keys)])
+    assert created.exit_code == 0, created.output
+    assert keys.exists()
+    lines = tmp_path / "m.jsonl"
+    lines.write_text(json.dumps({"content": "note", "kind": "message"}))
+    imported = tmp_path / "imported.db"
+    assert runner.invoke(cli, ["import", str(lines), "--user", "u1", "--db", str(imported)]).exit_code == 0
+    assert imported.exists()
+    # And the read commands work on a database that exists.
+    stats = runner.invoke(cli, ["stats", "--db", str(made)])
+    assert stats.exit_code == 0 and json.loads(stats.output)["memories"] == 1

@@ -14,8 +14,12 @@ __all__ = ["keys_group", "mcp_command", "serve_command"]
 DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
 
 
-def _db(db: str | None) -> str:
-    return db or os.environ.get("ENGRAM_DB", "engram.db")
+def _db(db: str | None, *, create: bool) -> str:
+    """The store to open; ``create=False`` refuses a SQLite file that does not exist (see
+    ``engram.cli.existing_db``): opening one would create an empty database."""
+    from engram.cli import db_target, existing_db
+
+    return db_target(db) if create else existing_db(db)
 
 
 def _embedder(fake_dimensions: int | None) -> Any:
@@ -46,8 +50,9 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     from engram.service.deps import ServiceSettings
     from engram.service.logs import configure_logging
 
+    # A new database has no keys, so a server on one could answer nothing but 401: refuse it.
+    target = _db(db, create=False)
     configure_logging(log_level)
-    target = _db(db)
     settings = ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes)
     memory = Memory(target, embedder=_embedder(fake_dimensions))
     keys = KeyStore(target)
@@ -76,7 +81,7 @@ def keys_group() -> None:
 def create_key(users: tuple[str, ...], tenants: tuple[str, ...], admin: bool, name: str | None,
                rate: float | None, burst: float | None, db: str | None) -> None:
 
-    store = KeyStore(_db(db))
+    store = KeyStore(_db(db, create=True))
     try:
         key, token = store.create(users, tenants=tenants, admin=admin, name=name, rate=rate, burst=burst)
     except ValueError as exc:
@@ -92,7 +97,7 @@ def create_key(users: tuple[str, ...], tenants: tuple[str, ...], admin: bool, na
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked keys.")
 @click.option("--db", default=None, help=DB_HELP)
 def list_keys(include_revoked: bool, db: str | None) -> None:
-    store = KeyStore(_db(db))
+    store = KeyStore(_db(db, create=False))
     try:
         keys = store.list(include_revoked=include_revoked)
     finally:
@@ -110,7 +115,7 @@ def list_keys(include_revoked: bool, db: str | None) -> None:
 @click.argument("key_id")
 @click.option("--db", default=None, help=DB_HELP)
 def revoke_key(key_id: str, db: str | None) -> None:
-    store = KeyStore(_db(db))
+    store = KeyStore(_db(db, create=False))
     try:
         revoked = store.revoke(key_id)
     finally:
@@ -126,4 +131,8 @@ def revoke_key(key_id: str, db: str | None) -> None:
 def mcp_command(db: str | None, user_id: str) -> None:
     from engram.mcp import serve
 
-    serve(_db(db), user_id)
+    target = _db(db, create=True)
+    if not target.startswith(("postgresql://", "postgres://")) and target != ":memory:" and not os.path.exists(target):
+        # The agent's memory starts empty here; say so (on stderr: stdout is the protocol).
+        click.echo(f"engram mcp: no database at {target}; creating a new, empty one", err=True)
+    serve(target, user_id)
