@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,11 @@ def main() -> None:
         cli(standalone_mode=True)
     except EngramError as exc:
         click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except sqlite3.Error as exc:
+        # A store should raise StoreError; a raw one (a file that is not a database, met while
+        # opening it) still deserves one line rather than a traceback.
+        click.echo(f"error: sqlite: {exc}", err=True)
         sys.exit(2)
 
 

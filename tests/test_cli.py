@@ -102,3 +102,20 @@ def test_write_commands_create_a_missing_database(tmp_path: Path) -> None:
     # And the read commands work on a database that exists.
     stats = runner.invoke(cli, ["stats", "--db", str(made)])
     assert stats.exit_code == 0 and json.loads(stats.output)["memories"] == 1
+
+
+@pytest.mark.parametrize("args", [["stats"], ["keys", "list"], ["search", "Acme", "--user", "u1"]],
+                         ids=lambda a: a[0] + (" " + a[1] if a[0] == "keys" else ""))
+def test_a_file_that_is_not_a_database_is_a_clear_error_not_a_raw_sqlite3_traceback(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.cli import main
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("these are notes, not a SQLite database " * 40)
+    monkeypatch.setattr("sys.argv", ["engram", *args, "--db", str(notes)])
+    with pytest.raises(SystemExit) as info:
+        main()
+    assert info.value.code not in (0, None)
+    err = capsys.readouterr().err
+    assert "not a database" in err and "Traceback" not in err, err

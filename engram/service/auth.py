@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engram.errors import StoreError, StoreUnavailable
+
 __all__ = ["ApiKey", "KeyStore", "hash_token"]
 
 PREFIX = "egk_"
@@ -80,35 +82,60 @@ def _row_to_key(row: Sequence[Any]) -> ApiKey:
     )
 
 
+def _driver_errors() -> tuple[type[Exception], ...]:
+    try:
+        import psycopg
+    except ImportError:
+        return (sqlite3.Error,)
+    return (sqlite3.Error, psycopg.Error)
+
+
+def _store_error(exc: Exception) -> StoreError:
+    """A database driver's error as Engram's: unavailable (503) when it may pass, else a StoreError."""
+    message = f"api keys: {exc}"
+    transient = isinstance(exc, sqlite3.OperationalError) or type(exc).__name__ == "OperationalError"
+    return StoreUnavailable(message) if transient else StoreError(message)
+
+
 class KeyStore:
-    """The ``api_keys`` table of one Engram store (a SQLite file or a PostgreSQL URL)."""
+    """The ``api_keys`` table of one Engram store (a SQLite file or a PostgreSQL URL).
+
+    Driver errors leave as ``StoreError``/``StoreUnavailable`` (a locked or unreachable database is
+    a 503, a file that is not a database a clear error), never as raw sqlite3/psycopg exceptions.
+    """
 
     def __init__(self, path_or_url: str | Path) -> None:
         target = str(path_or_url)
         self._lock = threading.Lock()
         self._pg = target.startswith(("postgresql://", "postgres://"))
         self._conn: Any
-        if self._pg:
-            import psycopg
+        if not self._pg and target == ":memory:":
+            raise ValueError("API keys need a persistent store, not :memory:")
+        try:
+            if self._pg:
+                import psycopg
 
-            self._conn = psycopg.connect(target, autocommit=True)
-            self._mark = "%s"
-        else:
-            if target == ":memory:":
-                raise ValueError("API keys need a persistent store, not :memory:")
-            self._conn = sqlite3.connect(target, timeout=10.0, isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA busy_timeout=10000")
-            self._mark = "?"
-        with self._lock:
-            self._conn.execute(_CREATE)
+                self._conn = psycopg.connect(target, autocommit=True)
+                self._mark = "%s"
+            else:
+                self._conn = sqlite3.connect(target, timeout=10.0, isolation_level=None, check_same_thread=False)
+                self._mark = "?"
+                self._conn.execute("PRAGMA busy_timeout=10000")
+            with self._lock:
+                self._conn.execute(_CREATE)
+        except _driver_errors() as exc:
+            raise _store_error(exc) from exc
 
     def _sql(self, text: str) -> str:
         return text.replace("?", self._mark)
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            cursor = self._conn.execute(self._sql(sql), tuple(params))
-            rows = cursor.fetchall() if cursor.description is not None else []
+        try:
+            with self._lock:
+                cursor = self._conn.execute(self._sql(sql), tuple(params))
+                rows = cursor.fetchall() if cursor.description is not None else []
+        except _driver_errors() as exc:
+            raise _store_error(exc) from exc
         return list(rows)
 
     def close(self) -> None:

@@ -146,3 +146,16 @@ def test_keys_cli(tmp_path: Path) -> None:
     admin_key = store.authenticate(admin.output.split()[-1])
     assert admin_key is not None and admin_key.admin and admin_key.scopes == ("*",)
     store.close()
+
+
+def test_key_store_raises_store_errors_not_raw_sqlite3_errors(tmp_path: Path) -> None:
+    from engram.errors import StoreError
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a SQLite database " * 50)
+    with pytest.raises(StoreError, match="not a database"):
+        KeyStore(notes)
+    store = KeyStore(tmp_path / "keys.db")
+    store.close()
+    with pytest.raises(StoreError):
+        store.list()
