@@ -123,6 +123,9 @@ def test_sentence_initial_capitals_are_not_names() -> None:
         "mention:sarah", "mention:bank of america",
     )
     assert extract("Thursday's standup moved. Shipped the order.", index=EMPTY) == ()
+    assert extract("I met Dr. Lee at Stanford. Everyone liked Brian.", index=EMPTY) == (
+        "mention:lee", "mention:stanford", "mention:brian",
+    )
 
 
 def test_deterministic_and_deduplicated() -> None:
@@ -146,6 +149,16 @@ def test_common_word_alias_needs_a_capital() -> None:
     assert extract("we may ship it", index=index) == ()
     assert extract("May we ship it?", index=index) == ()  # capitalized only because it opens the sentence
     assert extract("I asked May about it", index=index) == ("person:may",)
+
+
+def test_fuzzy_answers_do_not_depend_on_the_batch_or_the_cache() -> None:
+    index = EntityIndex([ACME, Entity("supplier:globex", "supplier", "Globex International")])
+    windows = ["acme corporaton", "globex internatonal", "globax", "sarah connor"]
+    expected = ["customer:acme", "supplier:globex", None, None]
+    assert index.fuzzy(windows) == expected
+    assert index.fuzzy(windows) == expected  # now from the cache
+    fresh = EntityIndex([ACME, Entity("supplier:globex", "supplier", "Globex International")])
+    assert [fresh.fuzzy([w])[0] for w in reversed(windows)] == expected[::-1]
 
 
 def test_index_caps_the_names_it_holds() -> None:

@@ -87,13 +87,14 @@ _COMMON = STOPWORDS | _word_set(
     after before since until while because although though however maybe perhaps sure sorry thank
     cool fine done sent asked called met shipped paid ordered booked moved added meeting call email
     message reminder todo follow need needs want wants just still already never always often usually
+    send everyone everybody someone somebody nobody breakfast lunch dinner
     """
 ) | ENTITY_TYPE_WORDS | frozenset(word + "s" for word in ENTITY_TYPE_WORDS)
 
-# Never a name on their own ("May" can be one, so it is left out).
-_CALENDAR = _word_set(
+# Never a name on their own ("May" can be one, so it is left out): calendar words and titles ("Dr. Lee").
+_NEVER_ALONE = _word_set(
     """monday tuesday wednesday thursday friday saturday sunday january february march april june july
-    august september october november december"""
+    august september october november december dr mr mrs ms prof sir"""
 )
 
 # Roles that are not a speaker's name (engram.model.ROLES plus what chat exports use).
@@ -149,7 +150,7 @@ def _mention_spans(text: str) -> list[tuple[int, int, str]]:
                     offset = group.index(word, offset) + len(word)
                 start += group.index(words[dropped], offset)
                 words = words[dropped:]
-        if len(words) == 1 and (len(words[0]) == 1 or _POSSESSIVE.sub("", words[0]).lower() in _CALENDAR):
+        if len(words) == 1 and (len(words[0]) == 1 or _POSSESSIVE.sub("", words[0]).lower() in _NEVER_ALONE):
             continue
         name = " ".join(words).lower()
         if "'" in name or "’" in name:
@@ -239,25 +240,25 @@ class EntityIndex:
         todo = [i for i, window in enumerate(windows) if len(window) >= FUZZY_MIN_CHARS and window not in cache]
         if not todo or not self._fuzzy_names:
             return found
-        if len(cache) > MAX_FUZZY_CACHE:
-            cache.clear()
-        for i in todo:
-            cache[windows[i]] = None
-        # A ratio of at least r needs lengths within [r / (2 - r), (2 - r) / r] of each other.
+        # A ratio of at least r needs lengths within [r / (2 - r), (2 - r) / r] of each other. Names
+        # outside one window's band score 0 for it, so a batch answers each window as alone would.
         r = FUZZY_SCORE / 100.0
         sizes = [len(windows[i]) for i in todo]
         lo = bisect_left(self._fuzzy_lens, math.ceil(min(sizes) * r / (2.0 - r)))
         hi = bisect_right(self._fuzzy_lens, math.floor(max(sizes) * (2.0 - r) / r))
-        if lo >= hi:
-            return found  # cached as None above
-        scores = process.cdist(
-            [windows[i] for i in todo], self._fuzzy_names[lo:hi], scorer=fuzz.ratio, score_cutoff=FUZZY_SCORE
-        )
-        best = scores.argmax(axis=1)  # the first of equal scores: the shortest name, then entity order
-        for row, i in enumerate(todo):
-            column = int(best[row])
-            if scores[row, column] > 0:  # cdist gives 0 below the cutoff
-                found[i] = cache[windows[i]] = self._fuzzy_ids[lo + column]
+        results: dict[str, str | None] = dict.fromkeys((windows[i] for i in todo), None)
+        if lo < hi:
+            scores = process.cdist(
+                [windows[i] for i in todo], self._fuzzy_names[lo:hi], scorer=fuzz.ratio, score_cutoff=FUZZY_SCORE
+            )
+            best = scores.argmax(axis=1)  # the first of equal scores: the shortest name, then entity order
+            for row, i in enumerate(todo):
+                column = int(best[row])
+                if scores[row, column] > 0:  # cdist gives 0 below the cutoff
+                    found[i] = results[windows[i]] = self._fuzzy_ids[lo + column]
+        if len(cache) > MAX_FUZZY_CACHE:
+            cache.clear()
+        cache.update(results)  # only finished answers: another thread never sees a guess
         return found
 
     def resolve(self, name: str) -> str | None:
