@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from engram.errors import DocumentNotFound, ValidationError, short_repr
 from engram.ingest.embed import embed_texts
 from engram.ingest.files import FILE_INGEST
-from engram.ingest.normalize import to_utc, validate_id
+from engram.ingest.normalize import check_utf8, to_utc, validate_id
 from engram.model import Filters, MemoryRecord
 
 if TYPE_CHECKING:
@@ -142,6 +142,19 @@ def _tag_list(value: Any, field: str) -> list[str]:
     raise ValidationError(field, f"must be a string or a list of strings, got {short_repr(value)}")
 
 
+_TEXT_KEYS = ("filename", "file_name", "path", "topic", "note", "provider", "query")
+
+
+def _check_text(meta: Mapping[str, Any], tags: Sequence[str]) -> None:
+    """Refuse text that cannot reach the store or the embedder (a lone surrogate), naming the field."""
+    for key in _TEXT_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str):
+            check_utf8(value, f"meta.{key}")
+    for tag in tags:
+        check_utf8(tag, "meta.tags")
+
+
 def _filename(meta: Mapping[str, Any]) -> str | None:
     name = meta.get("filename") or meta.get("file_name")
     return str(name) if name else None
@@ -253,6 +266,7 @@ def get_document(
     when = _parse_as_of(as_of)
     user = validate_id(user_id if user_id is not None else get_default_user_id(), "user_id", memory.limits) or ""
     tags = required_tags(meta, default_tags)
+    _check_text(meta, tags)
     vector = embed_texts(memory.embedder, [build_query(meta)], as_query=True)[0]
     # The one search: only documents tagged file_ingest can ever be candidates, so a message that
     # merely mentions a filename is never returned as that file. (fetch then reads those hits' rows:

@@ -126,3 +126,13 @@ def test_422_field_names_are_camel_case_wire_names(client: TestClient, body: dic
     assert error["field"].startswith(field), error
     assert "_" not in error["field"], error
     assert error["message"].startswith(error["field"]), error
+
+
+@pytest.mark.parametrize("key", ["filename", "path", "topic", "query"])
+def test_document_query_lone_surrogate_in_meta_is_422(client: TestClient, key: str) -> None:
+    import json
+
+    body = json.dumps({"userId": "u1", "meta": {key: "a\ud800.md"}})  # ASCII: the surrogate as \ud800
+    response = client.post("/v1/documents/query", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["field"] == f"meta.{key}"
