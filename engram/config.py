@@ -133,7 +133,7 @@ class RetrievalConfig:
     weights: Mapping[str, float] | None = None
     overfetch: int = 2
     candidate_limit: int = 50
-    keyword_weight: float = 0.25
+    keyword_weight: float = 0.5
     track_access: bool = False
     include_superseded: bool = False
     query_max_chars: int = 2000

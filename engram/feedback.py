@@ -124,6 +124,8 @@ def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str
         "keywordWeight": config.keyword_weight,
         "fusion": config.fusion,
         "weightsSource": weights_source,
+        # Which evidence applied to this query (the rest gave its weight back), for re-scoring.
+        "applicable": sorted(_applicable(retrieval)),
     }
     return LoggedRetrieval(
         id=meta.retrieval_id or "",
@@ -134,6 +136,12 @@ def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str
         items=items,
         settings=settings,
     )
+
+
+def _applicable(retrieval: Retrieval) -> set[str]:
+    weights = retrieval.memories[0].weights if retrieval.memories else {}
+    return {name for name in ("entity_overlap", "temporal_relevance") if weights.get(name, 0.0) > 0} | {
+        "importance", "reinforcement"}
 
 
 def record_feedback(

@@ -1,8 +1,8 @@
-"""Learned strategy weights (seed 003, phase 3): fit each query strategy's signal weights to feedback.
+"""Learned strategy weights: fit each query strategy's signal weights to feedback.
 
 A logged retrieval with feedback is one training example: its returned memories with their signal
-values, the used ones relevant. Re-scoring them under weights ``w`` (the same formula as ranking:
-effective weights for the search type, times the kind's boost) gives a ranking, and its NDCG says
+values, the used ones relevant. Re-scoring them under weights ``w`` (the same formula as ranking,
+:func:`engram.retrieve.rank.fuse`) gives a ranking, and its NDCG says
 how well ``w`` puts used memories first. Coordinate ascent over the simplex (non-negative weights
 summing to 1, as every seed 003 strategy does) maximises the mean NDCG, starting from the defaults.
 
@@ -25,7 +25,7 @@ import numpy.typing as npt
 from engram.config import SIGNALS, STRATEGY_WEIGHTS
 from engram.errors import ValidationError
 from engram.feedback import LoggedRetrieval
-from engram.retrieve.rank import KEYWORD_SIGNAL
+from engram.retrieve.rank import CONTEXT_SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, fuse, meaning_share
 from engram.retrieve.signals import type_boost
 
 if TYPE_CHECKING:
@@ -45,15 +45,17 @@ Array = npt.NDArray[np.float64]
 
 @dataclass(frozen=True, slots=True)
 class Example:
-    """One retrieval as tuning sees it: per item, the linear map from weights to score, and relevance.
+    """One retrieval as tuning sees it: per item, the parts ranking fuses, and relevance.
 
-    ``score = coef @ w + offset`` reproduces ranking's ``effective_weights`` for the retrieval's search
-    type and keyword weight (keyword weight is a setting, not tuned), times the kind's boost.
+    Re-scoring with :func:`engram.retrieve.rank.fuse` under other weights reproduces what ranking
+    would have scored (the meaning/keyword split of relevance is a setting, not tuned).
     """
 
     strategy: str
-    coef: Array  # items x len(SIGNALS)
-    offset: Array  # items
+    relevance: Array  # items
+    context: Array  # items x len(CONTEXT_SIGNALS)
+    applicable: npt.NDArray[np.bool_]  # len(CONTEXT_SIGNALS)
+    boost: Array  # items
     relevant: npt.NDArray[np.bool_]
 
     @classmethod
@@ -66,20 +68,20 @@ class Example:
         relevant = np.array([item.id in used for item in entry.items], dtype=bool)
         if not relevant.any():
             return None
-        search_type = str(settings.get("searchType", "hybrid"))
-        kw = float(settings.get("keywordWeight", 0.25))
-        signals = np.array([[item.signals.get(s, 0.0) for s in SIGNALS] for item in entry.items], dtype=np.float64)
-        keyword = np.array([item.signals.get(KEYWORD_SIGNAL, 0.0) for item in entry.items], dtype=np.float64)
+        share = meaning_share(str(settings.get("searchType", "hybrid")), float(settings.get("keywordWeight", 0.5)))
+        relevance = np.array(
+            [item.signals.get(RELEVANCE_SIGNAL, share * item.signals.get("semantic_similarity", 0.0)
+                              + (1 - share) * item.signals.get(KEYWORD_SIGNAL, 0.0)) for item in entry.items],
+            dtype=np.float64,
+        )
+        context = np.array([[item.signals.get(s, 0.0) for s in CONTEXT_SIGNALS] for item in entry.items],
+                           dtype=np.float64)
+        named = settings.get("applicable")
+        applicable = np.array(
+            [True] * len(CONTEXT_SIGNALS) if not isinstance(named, list) else [s in named for s in CONTEXT_SIGNALS]
+        )
         boost = np.array([type_boost(item.kind) for item in entry.items], dtype=np.float64)
-        offset = np.zeros(len(entry.items))
-        if search_type == "hybrid":
-            coef, offset = signals * (1.0 - kw), keyword * kw
-        elif search_type == "keyword":
-            coef = signals.copy()
-            coef[:, SIGNALS.index("semantic_similarity")] = keyword
-        else:
-            coef = signals
-        return cls(entry.strategy, coef * boost[:, None], offset * boost, relevant)
+        return cls(entry.strategy, relevance, context, applicable, boost, relevant)
 
 
 class _Batch:
@@ -87,8 +89,14 @@ class _Batch:
 
     def __init__(self, examples: Sequence[Example]) -> None:
         self.size = len(examples)
-        self.coef = np.concatenate([e.coef for e in examples]) if examples else np.zeros((0, len(SIGNALS)))
-        self.offset = np.concatenate([e.offset for e in examples]) if examples else np.zeros(0)
+        width = len(CONTEXT_SIGNALS)
+        self.relevance = np.concatenate([e.relevance for e in examples]) if examples else np.zeros(0)
+        self.context = np.concatenate([e.context for e in examples]) if examples else np.zeros((0, width))
+        self.applicable = (
+            np.concatenate([np.broadcast_to(e.applicable, e.context.shape) for e in examples])
+            if examples else np.zeros((0, width), dtype=bool)
+        )
+        self.boost = np.concatenate([e.boost for e in examples]) if examples else np.zeros(0)
         rel = np.concatenate([e.relevant for e in examples]) if examples else np.zeros(0, dtype=bool)
         self.rel = rel.astype(np.float64)
         lengths = np.array([len(e.relevant) for e in examples], dtype=np.int64)
@@ -104,7 +112,7 @@ class _Batch:
     def ndcg(self, weights: Array) -> float:
         if self.size == 0:
             return 0.0
-        scores = self.coef @ weights + self.offset
+        scores = fuse(self.relevance, self.context, weights, self.applicable, self.boost)
         order = np.lexsort((self.position, -scores, self.group))  # by example, best first, ties as returned
         rank = np.arange(len(order)) - self.start[self.group[order]]
         gains = self.rel[order] / np.log2(rank + 2.0)

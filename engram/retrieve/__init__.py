@@ -28,6 +28,7 @@ from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches
 from engram.retrieve.rank import apply_min_score, rank
 from engram.retrieve.select import select
+from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import Retrieval, RetrievalMetadata
 from engram.retrieve.understand import understand
 
@@ -188,12 +189,16 @@ class Pipeline:
                 credited, query_vec=query_vec, vectors=vectors, query_entities=plan.entities,
                 time_range=plan.time_range, now=now, weights=plan.weights,
                 keyword_scores=found.scores("keyword"), sources=found.sources,
-                source_ranks=found.ranks, config=config,
+                source_ranks=found.ranks, config=config, recency=plan.time_focused,
+                similarity_range=self._similarity_range(config),
             ),
         )
         scored = restore(scored, {r.id: r for r in records}, found.expansion)
         kept, below = apply_min_score(scored, config.min_score)
-        selection = timed("select", lambda: select(kept, config, collection=f"user:{user_id}"))
+        selection = timed(
+            "select",
+            lambda: select(kept, config, collection=f"user:{user_id}", similarity_range=self._similarity_range(config)),
+        )
         if config.track_access and selection.entries:
             timed("track_access", lambda: self.store.record_access(user_id, [e.id for e in selection.entries], now))
         suppressed = 0
@@ -231,6 +236,12 @@ class Pipeline:
         if self.log_retrievals and result.memories:
             self._log(user_id, result, config, weights_source)
         return result
+
+    def _similarity_range(self, config: RetrievalConfig) -> tuple[float, float]:
+        if config.search_type == "keyword":
+            return DEFAULT_SIMILARITY_RANGE
+        low, high = getattr(self.embedder(), "similarity_range", DEFAULT_SIMILARITY_RANGE)
+        return float(low), float(high)
 
     def _query_domain(
         self, source: DomainSource, plan: QueryPlan

@@ -1,8 +1,24 @@
-"""Stage 3 scoring: every candidate gets all signals, one fused score and human-readable reasons.
+"""Stage 3 scoring: every candidate gets all signals, one calibrated score and readable reasons.
 
-Two fusions are offered. ``signals`` is seed 003's weighted sum (with a keyword signal added for
-hybrid search); ``rrf`` is reciprocal rank fusion over the candidate sources, for comparison in
-evaluation. Both fill every signal so a result can always be explained.
+Two fusions are offered. ``signals`` (the default) puts relevance first and the other evidence on
+top of it:
+
+* **relevance** = ``a * meaning + (1 - a) * keywords``: ``meaning`` is the cosine similarity mapped
+  through the embedder's similarity range (:func:`engram.retrieve.signals.calibrated_similarity`),
+  ``keywords`` the keyword source's BM25 as a share of the query's words (both in [0, 1]); ``a`` is
+  ``1 - keyword_weight`` for hybrid search, 1 for semantic and 0 for keyword search.
+* **context** = the weighted mean of the evidence signals that apply to this query: entity overlap
+  when the query names entities, temporal relevance when it has a time scope (or asks for what is
+  recent), importance and reinforcement always. A signal that does not apply gives its weight back.
+* **score** = ``relevance * (1 + b * (context - 0.5))``, times the summary boost, clipped to [0, 1],
+  where ``b`` is the applicable evidence weights' share of all applicable weights (the strategy's
+  semantic weight stands for relevance). Evidence moves a relevant memory up or down by at most
+  half of ``b``; it never lifts an irrelevant one, so ``min_score`` means "not relevant" on any data.
+
+This keeps the seed's signals, strategies and weights but departs from its plain weighted sum, which
+let importance and recency (the same for most memories) dilute relevance, and let a memory with no
+similarity at all pass the score floor on importance alone. ``rrf`` is reciprocal rank fusion over
+the candidate sources, for comparison. Both fill every signal so a result can always be explained.
 """
 
 from __future__ import annotations
@@ -18,6 +34,8 @@ from engram.config import SIGNALS, RetrievalConfig
 from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.signals import (
+    DEFAULT_SIMILARITY_RANGE,
+    calibrated_similarity,
     entity_overlap,
     keyword_relevance,
     reinforcement,
@@ -27,42 +45,56 @@ from engram.retrieve.signals import (
 )
 from engram.retrieve.types import Scored
 
-__all__ = ["ALL_SIGNALS", "KEYWORD_SIGNAL", "apply_min_score", "effective_weights", "rank"]
+__all__ = [
+    "ALL_SIGNALS",
+    "CONTEXT_SIGNALS",
+    "KEYWORD_SIGNAL",
+    "RELEVANCE_SIGNAL",
+    "apply_min_score",
+    "fuse",
+    "meaning_share",
+    "rank",
+]
 
 KEYWORD_SIGNAL = "keyword_relevance"
-#: The five seed 003 signals plus the keyword signal, in the order they are reported.
-ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, KEYWORD_SIGNAL)
+RELEVANCE_SIGNAL = "relevance"
+#: The evidence that rides on relevance, in SIGNALS order after semantic similarity.
+CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
+#: The five strategy signals plus keyword relevance and the fused relevance, in report order.
+ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL)
 
 # Sources listed in the order their reasons are reported, so reasons read the same every time.
 _SOURCE_ORDER = ("semantic", "keyword", "entity", "temporal", "procedural", "summary", "links")
 
 
-def effective_weights(
-    strategy_weights: Mapping[str, float], search_type: str, keyword_weight: float
-) -> dict[str, float]:
-    """The six weights a ``signals`` fusion multiplies by.
-
-    * ``hybrid``: every strategy weight times ``1 - keyword_weight``; keyword gets ``keyword_weight``.
-    * ``semantic``: the strategy weights as given; keyword gets 0.
-    * ``keyword``: semantic similarity's weight moves to the keyword signal; semantic gets 0.
-
-    Signals missing from ``strategy_weights`` weigh 0. Since every seed 003 strategy sums to 1,
-    so do the effective weights, which keeps scores in [0, 1] before the summary boost.
-    """
-    base = {name: float(strategy_weights.get(name, 0.0)) for name in SIGNALS}
+def meaning_share(search_type: str, keyword_weight: float) -> float:
+    """How much of relevance is meaning (the rest is keywords) for a search type."""
     if search_type == "hybrid":
-        out = {name: w * (1.0 - keyword_weight) for name, w in base.items()}
-        out[KEYWORD_SIGNAL] = keyword_weight
-    elif search_type == "semantic":
-        out = dict(base)
-        out[KEYWORD_SIGNAL] = 0.0
-    elif search_type == "keyword":
-        out = dict(base)
-        out[KEYWORD_SIGNAL] = base["semantic_similarity"]
-        out["semantic_similarity"] = 0.0
-    else:
-        raise ConfigError("search_type", f"must be one of hybrid, semantic, keyword; got {search_type!r}")
-    return out
+        return 1.0 - keyword_weight
+    if search_type == "semantic":
+        return 1.0
+    if search_type == "keyword":
+        return 0.0
+    raise ConfigError("search_type", f"must be one of hybrid, semantic, keyword; got {search_type!r}")
+
+
+def fuse(
+    relevance: npt.NDArray[np.float64],
+    context: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    applicable: npt.NDArray[np.bool_],
+    boost: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """Scores of items: ``relevance`` (n), ``context`` (n x 4, CONTEXT_SIGNALS), ``weights`` (SIGNALS
+    order), ``applicable`` (n x 4 or 4: which evidence applies), ``boost`` (n). Shared with tuning."""
+    w_ctx = np.where(applicable, weights[1:], 0.0)
+    if w_ctx.ndim == 1:
+        w_ctx = np.broadcast_to(w_ctx, context.shape)
+    total = w_ctx.sum(axis=1)
+    safe = np.where(total > 0, total, 1.0)
+    ctx = (context * w_ctx).sum(axis=1) / safe
+    share = np.where(total > 0, total / np.maximum(total + weights[0], 1e-12), 0.0)
+    return np.asarray(np.clip(relevance * (1.0 + share * (ctx - 0.5)) * boost, 0.0, 1.0), dtype=np.float64)
 
 
 def _rrf_score(memory_id: str, source_ranks: Mapping[str, Mapping[str, int]], rrf_k: int) -> float:
@@ -127,53 +159,75 @@ def rank(
     sources: Mapping[str, Sequence[str]],
     source_ranks: Mapping[str, Mapping[str, int]],
     config: RetrievalConfig,
+    recency: bool = False,
+    similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE,
 ) -> list[Scored]:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
     ``weights`` are the query strategy's weights; ``config.weights``, when set, overrides them
-    signal by signal (so passing already-resolved weights is harmless). A record's candidate
-    entities are its ``entities`` plus its ``subject`` (seed 003 takes a fact's subject as its
-    entity).
+    signal by signal. Temporal relevance applies when there is a ``time_range`` or the query asks
+    for what is recent (``recency``). A record's candidate entities are its ``entities`` plus its
+    ``subject`` (a fact's subject is its entity).
     """
     strategy = dict(weights)
     if config.weights is not None:
         strategy.update(config.weights)
-    eff = effective_weights(strategy, config.search_type, config.keyword_weight)
-    finite_kw = [v for v in keyword_scores.values() if math.isfinite(v)]
-    best_kw = max(finite_kw, default=0.0)
+    w = np.array([float(strategy.get(name, 0.0)) for name in SIGNALS], dtype=np.float64)
+    applicable = np.array([bool(query_entities), time_range is not None or recency, True, True])
+    share = meaning_share(config.search_type, config.keyword_weight)
+    # What each signal weighs in this retrieval, as reported: relevance's weight split between its
+    # two parts, and the evidence weights that apply (the others gave theirs back).
+    total = w[0] + float(np.where(applicable, w[1:], 0.0).sum()) or 1.0
+    reported = {"semantic_similarity": w[0] * share / total, KEYWORD_SIGNAL: w[0] * (1.0 - share) / total}
+    for name, weight, applies in zip(CONTEXT_SIGNALS, w[1:], applicable, strict=True):
+        reported[name] = float(weight) / total if applies else 0.0
 
-    out: list[Scored] = []
+    rows: list[tuple[MemoryRecord, dict[str, float], set[str]]] = []
     for record in records:
         vec = vectors.get(record.id)
         cand_entities = set(record.entities)
         if record.subject:
             cand_entities.add(record.subject)
+        cosine = semantic_similarity(query_vec, vec)
+        keyword = keyword_relevance(keyword_scores.get(record.id))
         signals = {
-            "semantic_similarity": semantic_similarity(query_vec, vec),
+            "semantic_similarity": cosine,
             "entity_overlap": entity_overlap(query_entities, cand_entities),
             "temporal_relevance": temporal_relevance(record.created_at, time_range, now),
             "importance": min(1.0, max(0.0, record.importance)) if math.isfinite(record.importance) else 0.0,
             "reinforcement": reinforcement(record.access_count),
-            KEYWORD_SIGNAL: keyword_relevance(keyword_scores.get(record.id), best_kw),
+            KEYWORD_SIGNAL: keyword,
+            RELEVANCE_SIGNAL: share * calibrated_similarity(cosine, similarity_range) + (1.0 - share) * keyword,
         }
+        rows.append((record, signals, cand_entities))
+
+    if config.fusion == "rrf":
+        scores = [_rrf_score(record.id, source_ranks, config.rrf_k) for record, _, _ in rows]
+        used_weights: dict[str, float] = {"rrf": 1.0}
+    elif rows:
+        relevance = np.array([sig[RELEVANCE_SIGNAL] for _, sig, _ in rows], dtype=np.float64)
+        context = np.array([[sig[name] for name in CONTEXT_SIGNALS] for _, sig, _ in rows], dtype=np.float64)
+        boost = np.array([type_boost(record.kind) for record, _, _ in rows], dtype=np.float64)
+        scores = fuse(relevance, context, w, applicable, boost).tolist()
+        used_weights = reported
+    else:
+        scores, used_weights = [], reported
+
+    out: list[Scored] = []
+    for (record, signals, cand_entities), score in zip(rows, scores, strict=True):
         if config.fusion == "rrf":
-            score = _rrf_score(record.id, source_ranks, config.rrf_k)
             signals["rrf"] = score
-            used_weights: dict[str, float] = {"rrf": 1.0}
-        else:
-            score = sum(eff[name] * signals[name] for name in ALL_SIGNALS) * type_boost(record.kind)
-            used_weights = eff
         reasons = _reasons(
             record, sources.get(record.id, ()), signals, query_entities, cand_entities, time_range
         )
         out.append(
             Scored(
                 record=record,
-                score=score,
+                score=float(score),
                 signals=signals,
                 weights=dict(used_weights),
                 reasons=reasons,
-                vector=vec,
+                vector=vectors.get(record.id),
             )
         )
     out.sort(key=lambda s: (-s.score, s.record.id))

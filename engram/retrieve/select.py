@@ -18,6 +18,7 @@ import numpy as np
 from engram.config import RedactionConfig, RetrievalConfig
 from engram.errors import ConfigError
 from engram.retrieve.sentences import clip_content, split_sentences
+from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import MemoryEntry, Scored
 
 __all__ = [
@@ -100,16 +101,20 @@ def _by_recency(items: Sequence[Scored]) -> list[Scored]:
     return sorted(items, key=lambda s: (-s.record.created_at.timestamp(), s.record.id))
 
 
-def mmr(items: Sequence[Scored], k: int, lam: float) -> list[Scored]:
-    """Greedy Maximal Marginal Relevance: up to ``k`` distinct items.
+def mmr(
+    items: Sequence[Scored], k: int, lam: float, similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE
+) -> list[Scored]:
+    """Greedy Maximal Marginal Relevance that spends relevance only on near-duplicates: up to ``k`` items.
 
-    The first pick is the most relevant; each next pick maximises
-    ``lam * score - (1 - lam) * max cosine similarity to the picks so far``. Items without a vector
-    (or with a vector of another dimension than the first one) are 0-similar to everything.
-    Unlike seed 003's sketch, which walks the candidates once in score order and drops those under
-    a fixed threshold, this re-scores all remaining items after every pick, so it always fills
-    ``k`` when there are enough items. Ties go to the higher score, then the smaller id; with
-    ``lam == 1`` the result is exactly the relevance order.
+    The first pick is the most relevant; each next pick maximises ``score - (1 - lam) * dup``, where
+    ``dup`` is the largest similarity to the picks so far above the embedder's "clear match" level
+    (the top of ``similarity_range``), scaled to [0, 1] at identical. Memories that are merely about
+    the same topic (a conversation's turns, a customer's orders) cost nothing, so diversity never
+    pushes a relevant memory out of the top k; paraphrases of a pick drop behind distinct memories.
+    Departs from the textbook ``lam * rel - (1 - lam) * sim``, which on calibrated scores traded real
+    relevance for mere topical difference. Items without a vector (or of another dimension) are
+    0-similar to everything. Ties go to the higher score, then the smaller id; ``lam == 1`` gives
+    exactly the relevance order.
     """
     ordered = _by_score(items)
     n = len(ordered)
@@ -120,11 +125,6 @@ def mmr(items: Sequence[Scored], k: int, lam: float) -> list[Scored]:
     relevance = np.nan_to_num(
         np.array([s.score for s in ordered], dtype=np.float64), nan=-1e9, posinf=1e9, neginf=-1e9
     )
-    # Rescale relevance to [0, 1] over the pool: weighted scores spread over a narrow band (often
-    # 0.3-0.5) while cosine similarity spans [0, 1], so without this lambda = 0.7 would let
-    # similarity, not relevance, decide. A monotone map: lam = 1 still gives relevance order.
-    low, high = float(relevance.min()), float(relevance.max())
-    relevance = (relevance - low) / (high - low) if high > low else np.ones_like(relevance)
     dim = next((s.vector.size for s in ordered if s.vector is not None and s.vector.size), 0)
     matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
     for i, s in enumerate(ordered):
@@ -134,18 +134,19 @@ def mmr(items: Sequence[Scored], k: int, lam: float) -> list[Scored]:
     # Normalise so the dot product is a true cosine even for vectors stored un-normalised.
     norms = np.linalg.norm(matrix, axis=1)
     np.divide(matrix, norms[:, None], out=matrix, where=norms[:, None] > 0)
+    threshold = min(max(similarity_range[1], 0.0), 0.99)
 
     picked = np.zeros(n, dtype=bool)
     max_sim = np.zeros(n, dtype=np.float64)
     order: list[int] = []
-    for step in range(k):
-        objective = relevance.copy() if step == 0 else lam * relevance - (1.0 - lam) * max_sim
+    for _ in range(k):
+        dup = np.clip((max_sim - threshold) / (1.0 - threshold), 0.0, 1.0)
+        objective = relevance - (1.0 - lam) * dup
         objective[picked] = -np.inf
         best = int(np.argmax(objective))  # first maximum: higher score, then smaller id
         picked[best] = True
         order.append(best)
-        sims = (matrix @ matrix[best]).astype(np.float64)
-        max_sim = sims if step == 0 else np.maximum(max_sim, sims)
+        max_sim = np.maximum(max_sim, (matrix @ matrix[best]).astype(np.float64))
     return [ordered[i] for i in order]
 
 
@@ -247,7 +248,10 @@ def _entry(
     )
 
 
-def select(scored: Sequence[Scored], config: RetrievalConfig, *, collection: str) -> Selection:
+def select(
+    scored: Sequence[Scored], config: RetrievalConfig, *, collection: str,
+    similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE,
+) -> Selection:
     """Turn ranked candidates into the entries of a payload, following seed 001's stages in order.
 
     dedup -> MMR (over the best ``top_k * overfetch``, down to ``top_k``) -> interleave ->
@@ -263,7 +267,7 @@ def select(scored: Sequence[Scored], config: RetrievalConfig, *, collection: str
         filters.append("deduplication")
 
     pool = _by_score(items)[: config.top_k * config.overfetch]
-    items = mmr(pool, config.top_k, config.mmr_lambda)
+    items = mmr(pool, config.top_k, config.mmr_lambda, similarity_range)
     filters.append("mmr")
 
     items = interleave(items, config.interleave, config.top_k)

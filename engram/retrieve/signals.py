@@ -16,7 +16,9 @@ import numpy.typing as npt
 from engram.model import TimeRange
 
 __all__ = [
+    "DEFAULT_SIMILARITY_RANGE",
     "SUMMARY_BOOST",
+    "calibrated_similarity",
     "entity_overlap",
     "keyword_relevance",
     "reinforcement",
@@ -25,8 +27,12 @@ __all__ = [
     "type_boost",
 ]
 
-#: Seed 003: "Summaries are dense, prefer them".
+#: Summaries are dense: prefer them a little.
 SUMMARY_BOOST = 1.15
+
+#: Cosine similarities an embedder gives unrelated texts (low) and clear matches (high), when the
+#: embedder does not say (``Embedder.similarity_range``): MiniLM-class models and OpenAI's.
+DEFAULT_SIMILARITY_RANGE = (0.15, 0.65)
 
 Vector = npt.NDArray[np.floating]
 
@@ -86,15 +92,22 @@ def reinforcement(use_count: int) -> float:
     return min(1.0, math.log1p(max(0, use_count)) / 5.0)
 
 
-def keyword_relevance(raw: float | None, best: float) -> float:
-    """A keyword source's raw score scaled by the best raw score of the query, in [0, 1].
-
-    Raw keyword scores (BM25 and friends) are unbounded and query-dependent; dividing by the best
-    one makes them comparable with the other signals.
-    """
-    if raw is None or not math.isfinite(best) or best <= 0:
+def calibrated_similarity(cosine: float, similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE) -> float:
+    """Cosine similarity as evidence of relevance in [0, 1]: 0 at what the embedder gives unrelated
+    texts, 1 at a clear match. Raw cosines are not comparable across models (E5 rarely goes below
+    0.7, MiniLM rarely above 0.7), so a score floor on them would mean something else per model."""
+    low, high = similarity_range
+    if not math.isfinite(cosine) or high <= low:
         return 0.0
-    return _unit(raw / best)
+    return _unit((cosine - low) / (high - low))
+
+
+def keyword_relevance(raw: float | None) -> float:
+    """A keyword source's score in [0, 1]: stores score BM25 as a share of the query's words (1.0 is
+    "every query word, once, in a memory of average length"), so more is capped at 1."""
+    if raw is None:
+        return 0.0
+    return _unit(raw)
 
 
 def type_boost(kind: str) -> float:

@@ -43,8 +43,9 @@ def test_each_computed_retrieval_is_logged_with_its_signals(memory: Memory) -> N
     assert entry.items[0].signals["semantic_similarity"] == pytest.approx(
         result.memories[0].signals["semantic_similarity"], abs=1e-6
     )
-    assert entry.settings == {"searchType": "hybrid", "keywordWeight": 0.25, "fusion": "signals",
-                              "weightsSource": "default"}
+    assert entry.settings == {"searchType": "hybrid", "keywordWeight": 0.5, "fusion": "signals",
+                              "weightsSource": "default",
+                              "applicable": ["entity_overlap", "importance", "reinforcement"]}
     assert memory.store.get_retrieval("other", rid) is None
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from engram.config import STRATEGY_WEIGHTS, RetrievalConfig
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.rank import ALL_SIGNALS, apply_min_score, effective_weights, rank
+from engram.retrieve.rank import ALL_SIGNALS, apply_min_score, meaning_share, rank
 from engram.retrieve.types import Scored
 
 NOW = datetime(2024, 2, 15, 12, 0, tzinfo=UTC)
@@ -53,40 +53,23 @@ def run(
     )
 
 
-class TestEffectiveWeights:
-    def test_hybrid_scales_strategy_and_adds_keyword(self) -> None:
-        w = effective_weights(EXPLORATORY, "hybrid", 0.25)
-        assert w["semantic_similarity"] == pytest.approx(0.35 * 0.75)
-        assert w["entity_overlap"] == pytest.approx(0.25 * 0.75)
-        assert w["importance"] == pytest.approx(0.20 * 0.75)
-        assert w["keyword_relevance"] == 0.25
-        assert sum(w.values()) == pytest.approx(1.0)
-        assert set(w) == set(ALL_SIGNALS)
+def cosine_vec(c: float) -> np.ndarray:
+    return np.array([c, math.sqrt(1 - c * c)], dtype=np.float32)
 
-    def test_semantic_has_no_keyword(self) -> None:
-        w = effective_weights(EXPLORATORY, "semantic", 0.25)
-        assert w["keyword_relevance"] == 0.0
-        assert w["semantic_similarity"] == 0.35
-        assert w["temporal_relevance"] == 0.15
 
-    def test_keyword_takes_semantic_weight(self) -> None:
-        w = effective_weights(STRATEGY_WEIGHTS["procedural"], "keyword", 0.25)
-        assert w["semantic_similarity"] == 0.0
-        assert w["keyword_relevance"] == 0.45
-        assert w["reinforcement"] == 0.30
-        assert sum(w.values()) == pytest.approx(1.0)
+Q = np.array([1.0, 0.0], dtype=np.float32)
 
-    @pytest.mark.parametrize("strategy", sorted(STRATEGY_WEIGHTS))
-    @pytest.mark.parametrize("search_type", ["hybrid", "semantic", "keyword"])
-    def test_every_combination_sums_to_one(self, strategy: str, search_type: str) -> None:
-        w = effective_weights(STRATEGY_WEIGHTS[strategy], search_type, 0.4)
-        assert sum(w.values()) == pytest.approx(1.0)
+
+class TestMeaningShare:
+    def test_by_search_type(self) -> None:
+        assert meaning_share("hybrid", 0.25) == 0.75
+        assert meaning_share("semantic", 0.25) == 1.0
+        assert meaning_share("keyword", 0.25) == 0.0
 
 
 class TestSignalsFusion:
     def test_hand_computed_score(self) -> None:
-        q = np.array([1.0, 0.0], dtype=np.float32)
-        v = np.array([0.6, 0.8], dtype=np.float32)  # cosine 0.6
+        v = cosine_vec(0.6)
         r = rec(
             "m1",
             created_at=NOW - timedelta(days=100),
@@ -97,39 +80,63 @@ class TestSignalsFusion:
         [s] = run(
             [r],
             RetrievalConfig(search_type="semantic"),
-            query_vec=q,
+            query_vec=Q,
             vectors={"m1": v},
             query_entities=["customer:acme", "customer:other"],
         )
-        expected = 0.35 * 0.6 + 0.25 * 0.5 + 0.15 * math.exp(-1.0) + 0.20 * 0.8 + 0.05 * math.log(11) / 5
+        relevance = (0.6 - 0.15) / 0.5  # cosine through the default similarity range
+        reinf = math.log(11) / 5
+        # No time scope: temporal relevance gives its 0.15 back; entity, importance, reinforcement apply.
+        context = (0.25 * 0.5 + 0.20 * 0.8 + 0.05 * reinf) / 0.50
+        expected = relevance * (1 + 0.50 / 0.85 * (context - 0.5))
         assert s.score == pytest.approx(expected, rel=1e-6)
         assert s.signals["semantic_similarity"] == pytest.approx(0.6, abs=1e-6)
+        assert s.signals["relevance"] == pytest.approx(relevance, rel=1e-5)
         assert s.signals["entity_overlap"] == 0.5
         assert s.signals["temporal_relevance"] == pytest.approx(math.exp(-1.0))
-        assert s.signals["reinforcement"] == pytest.approx(math.log(11) / 5)
+        assert s.signals["reinforcement"] == pytest.approx(reinf)
         assert set(s.signals) == set(ALL_SIGNALS)
         assert s.weights["keyword_relevance"] == 0.0
+        assert s.weights["temporal_relevance"] == 0.0  # gave its weight back
+        assert sum(s.weights.values()) == pytest.approx(1.0)
         assert s.vector is v
 
+    def test_irrelevant_memory_scores_zero_whatever_its_importance_and_time(self) -> None:
+        tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
+        r = rec("p", kind="procedure", importance=1.0, access_count=500)
+        [s] = run([r], query_vec=Q, vectors={"p": cosine_vec(0.05)}, time_range=tr)
+        assert s.score == 0.0
+
+    def test_evidence_reorders_equally_relevant_memories(self) -> None:
+        tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
+        inside = rec("in", created_at=NOW - timedelta(days=2))
+        outside = rec("out", created_at=NOW - timedelta(days=60))
+        out = run([outside, inside], query_vec=Q, vectors={"in": cosine_vec(0.5), "out": cosine_vec(0.55)},
+                  time_range=tr)
+        assert [s.record.id for s in out] == ["in", "out"]
+        assert out[0].weights["temporal_relevance"] > 0
+
     def test_hybrid_keyword_contribution(self) -> None:
-        a, b = rec("a", importance=0.0), rec("b", importance=0.0)
+        a, b = rec("a"), rec("b")
         cfg = RetrievalConfig(search_type="hybrid", keyword_weight=0.4)
-        out = run([a, b], cfg, keyword_scores={"a": 10.0, "b": 5.0}, weights={"importance": 1.0})
+        out = run([a, b], cfg, keyword_scores={"a": 1.7, "b": 0.5})
         by_id = {s.record.id: s for s in out}
-        # temporal is 1.0 (created now) but weighs 0 with these weights; only keyword counts.
-        assert by_id["a"].score == pytest.approx(0.4)
-        assert by_id["b"].score == pytest.approx(0.2)
-        assert by_id["b"].signals["keyword_relevance"] == 0.5
+        assert by_id["a"].signals["keyword_relevance"] == 1.0  # a share of the query's words, capped
+        assert by_id["a"].signals["relevance"] == pytest.approx(0.4)
+        assert by_id["b"].signals["relevance"] == pytest.approx(0.2)
+        assert by_id["a"].score == pytest.approx(2 * by_id["b"].score)
 
     def test_summary_boost(self) -> None:
         plain = rec("a", importance=0.6)
         summary = rec("b", importance=0.6, kind="summary")
-        out = {s.record.id: s for s in run([plain, summary], RetrievalConfig(search_type="semantic"))}
+        vectors = {"a": cosine_vec(0.4), "b": cosine_vec(0.4)}
+        out = {s.record.id: s for s in run([plain, summary], RetrievalConfig(search_type="semantic"),
+                                            query_vec=Q, vectors=vectors)}
         assert out["b"].score == pytest.approx(out["a"].score * 1.15)
         assert out["b"].score > out["a"].score
 
     def test_config_weights_override_strategy(self) -> None:
-        r = rec("a", importance=0.5)
+        r = rec("a", importance=0.9)
         cfg = RetrievalConfig(
             search_type="semantic",
             weights={
@@ -140,19 +147,20 @@ class TestSignalsFusion:
                 "reinforcement": 0.0,
             },
         )
-        [s] = run([r], cfg)
-        assert s.score == pytest.approx(0.5)
+        [s] = run([r], cfg, query_vec=Q, vectors={"a": cosine_vec(0.4)})
+        assert s.score == pytest.approx(0.5 * (1 + (0.9 - 0.5)))
         assert s.weights["importance"] == 1.0
 
     def test_sorted_by_score_then_id(self) -> None:
-        records = [rec("c", importance=0.5), rec("a", importance=0.5), rec("b", importance=0.9)]
-        out = run(records)
+        records = [rec("c"), rec("a"), rec("b")]
+        out = run(records, keyword_scores={"a": 0.5, "b": 0.9, "c": 0.5})
         assert [s.record.id for s in out] == ["b", "a", "c"]
 
     def test_deterministic(self) -> None:
         records = [rec(f"m{i}", importance=(i % 3) / 3) for i in range(20)]
-        first = [(s.record.id, s.score) for s in run(records)]
-        second = [(s.record.id, s.score) for s in run(list(reversed(records)))]
+        kw = {f"m{i}": (i % 4) / 4 for i in range(20)}
+        first = [(s.record.id, s.score) for s in run(records, keyword_scores=kw)]
+        second = [(s.record.id, s.score) for s in run(list(reversed(records)), keyword_scores=kw)]
         assert first == second
 
 

@@ -12,6 +12,7 @@ from engram.model import TimeRange
 from engram.retrieve.signals import (
     SUMMARY_BOOST,
     entity_overlap,
+    calibrated_similarity,
     keyword_relevance,
     reinforcement,
     semantic_similarity,
@@ -122,18 +123,23 @@ class TestReinforcement:
 
 
 class TestKeywordAndBoost:
-    def test_keyword_scaled_by_best(self) -> None:
-        assert keyword_relevance(3.0, 12.0) == 0.25
-        assert keyword_relevance(12.0, 12.0) == 1.0
+    def test_keyword_is_a_share_of_the_query(self) -> None:
+        assert keyword_relevance(0.25) == 0.25
+        assert keyword_relevance(1.0) == 1.0
 
-    def test_keyword_missing_or_no_best(self) -> None:
-        assert keyword_relevance(None, 12.0) == 0.0
-        assert keyword_relevance(3.0, 0.0) == 0.0
-        assert keyword_relevance(3.0, -1.0) == 0.0
+    def test_keyword_missing(self) -> None:
+        assert keyword_relevance(None) == 0.0
 
     def test_keyword_clamped(self) -> None:
-        assert keyword_relevance(20.0, 10.0) == 1.0
-        assert keyword_relevance(-2.0, 10.0) == 0.0
+        assert keyword_relevance(2.0) == 1.0
+        assert keyword_relevance(-2.0) == 0.0
+        assert keyword_relevance(float("nan")) == 0.0
+
+    def test_calibrated_similarity(self) -> None:
+        assert calibrated_similarity(0.15) == 0.0
+        assert calibrated_similarity(0.4) == pytest.approx(0.5)
+        assert calibrated_similarity(0.9) == 1.0
+        assert calibrated_similarity(0.8, (0.7, 0.9)) == pytest.approx(0.5)  # an E5-like model
 
     def test_type_boost(self) -> None:
         assert SUMMARY_BOOST == 1.15
