@@ -126,6 +126,12 @@ def test_sentence_initial_capitals_are_not_names() -> None:
     assert extract("I met Dr. Lee at Stanford. Everyone liked Brian.", index=EMPTY) == (
         "mention:lee", "mention:stanford", "mention:brian",
     )
+    assert extract("Started the Ledgerly trial on Nov 3; lessons moved to Thursdays.", index=EMPTY) == (
+        "mention:ledgerly",
+    )
+    assert extract("Barnes & Noble called. Bank of America too.", index=EMPTY) == (
+        "mention:barnes & noble", "mention:bank of america",
+    )
 
 
 def test_deterministic_and_deduplicated() -> None:
@@ -241,6 +247,12 @@ def test_tag_record_keeps_given_ids_and_truncates_extracted_ones() -> None:
     assert tag_record(r, INDEX, limits=Limits(max_id_chars=12)).entities == (
         "project:x", "mention:tom", "person:bob",  # longer extracted ids are dropped
     )
+
+
+def test_summary_text_is_not_tagged() -> None:
+    r = normalize({"user_id": "u1", "kind": "summary", "content": "October: Acme, Globex and Bob all ordered.",
+                   "entities": ["period:2026-10"]}, limits=Limits(), now=NOW)
+    assert tag_record(r, INDEX, limits=Limits()).entities == ("period:2026-10",)
 
 
 def test_caller_entities_are_what_extraction_cannot_rederive() -> None:
