@@ -124,7 +124,7 @@ class RetrievalConfig:
     clip_sentences: int | None = 2
     max_tokens: int | None = 1500
     search_type: str = "hybrid"
-    min_score: float = 0.3
+    min_score: float = 0.1
     interleave: str = "alternate"
     mmr_lambda: float = 0.7
     dedup: bool = True
@@ -203,7 +203,7 @@ class AdminMemorySettings:
     clip_sentences: int = 2
     max_tokens: int = 1500
     search_type: str = "hybrid"
-    min_score: float = 0.3
+    min_score: float = 0.1
     enable_redaction: bool = False
     custom_redaction_patterns: tuple[str, ...] = ()
     interleaving_strategy: str = "alternate"

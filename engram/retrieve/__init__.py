@@ -26,7 +26,7 @@ from engram.model import Filters, Hit, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches
-from engram.retrieve.rank import apply_min_score, rank
+from engram.retrieve.rank import apply_min_score, in_range_first, rank
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import Retrieval, RetrievalMetadata
@@ -188,13 +188,15 @@ class Pipeline:
             lambda: rank(
                 credited, query_vec=query_vec, vectors=vectors, query_entities=plan.entities,
                 time_range=plan.time_range, now=now, weights=plan.weights,
-                keyword_scores=found.scores("keyword"), sources=found.sources,
+                keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.time_focused,
                 similarity_range=self._similarity_range(config),
             ),
         )
         scored = restore(scored, {r.id: r for r in records}, found.expansion)
-        kept, below = apply_min_score(scored, config.min_score)
+        if plan.time_range is not None:
+            scored = in_range_first(scored, plan.time_range)
+        kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()))
         selection = timed(
             "select",
             lambda: select(kept, config, collection=f"user:{user_id}", similarity_range=self._similarity_range(config)),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from engram.config import RetrievalConfig
 from engram.ext import Store, Vector
-from engram.model import Filters, Hit, MemoryRecord, QueryPlan
+from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 
 __all__ = ["CandidateSet", "gather", "matches"]
@@ -26,7 +26,10 @@ PROCEDURAL_LIMIT = 20
 SUMMARY_LIMIT = 5
 LINK_SEEDS = 5
 LINK_LIMIT = 10
-SOURCE_ORDER = ("semantic", "keyword", "entity", SOURCE, "temporal", "procedural", "summary")
+SOURCE_ORDER = (
+    "semantic", "semantic_in_range", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural",
+    "summary",
+)
 
 
 @dataclass
@@ -49,8 +52,12 @@ class CandidateSet:
             ranks.setdefault(memory_id, position)
             raw.setdefault(memory_id, score)
 
-    def scores(self, source: str) -> dict[str, float]:
-        return self.raw.get(source, {})
+    def scores(self, *sources: str) -> dict[str, float]:
+        """Raw scores of these sources; a memory two of them found keeps the first one's score."""
+        out: dict[str, float] = {}
+        for source in reversed(sources):
+            out.update(self.raw.get(source, {}))
+        return out
 
 
 def gather(
@@ -72,8 +79,13 @@ def gather(
     lists: dict[str, list[Hit]] = {}
 
     vector_calls: dict[str, Callable[[], list[Hit]]] = {}
+    # A time-scoped query also searches inside its range, so the in-range memories that matter are
+    # candidates even when the whole store holds better matches outside it.
+    scoped = _within(filters, plan.time_range) if plan.time_range is not None else None
     if query_vec is not None and config.search_type != "keyword":
         vector_calls["semantic"] = lambda: store.vector_search(user_id, query_vec, limit, filters)
+        if scoped is not None:
+            vector_calls["semantic_in_range"] = lambda: store.vector_search(user_id, query_vec, limit, scoped)
         if plan.procedural and _allows(filters, "procedure"):
             procedures = replace(filters, kinds=("procedure",))
             vector_calls["procedural"] = lambda: store.vector_search(user_id, query_vec, PROCEDURAL_LIMIT, procedures)
@@ -85,6 +97,10 @@ def gather(
     } if executor is not None else {}
     if config.search_type != "semantic":
         lists["keyword"] = run("keyword", lambda: store.keyword_search(user_id, plan.text, limit, filters))
+        if scoped is not None:
+            lists["keyword_in_range"] = run(
+                "keyword_in_range", lambda: store.keyword_search(user_id, plan.text, limit, scoped)
+            )
     if plan.entities:
         lists["entity"] = run("entity", lambda: store.by_entities(user_id, plan.entities, ENTITY_LIMIT, filters))
         if expand_entities:
@@ -119,6 +135,13 @@ def gather(
         linked = run("links", lambda: store.by_links(user_id, seeds, LINK_LIMIT, None))
         out.add("links", linked)
     return out
+
+
+def _within(filters: Filters, time_range: TimeRange) -> Filters | None:
+    """``filters`` narrowed to ``time_range``; None when they already exclude all of it."""
+    after = time_range.start if filters.created_after is None else max(filters.created_after, time_range.start)
+    before = time_range.end if filters.created_before is None else min(filters.created_before, time_range.end)
+    return None if after > before else replace(filters, created_after=after, created_before=before)
 
 
 def _allows(filters: Filters, kind: str) -> bool:

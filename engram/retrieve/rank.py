@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
@@ -52,6 +53,7 @@ __all__ = [
     "RELEVANCE_SIGNAL",
     "apply_min_score",
     "fuse",
+    "in_range_first",
     "meaning_share",
     "rank",
 ]
@@ -64,7 +66,10 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL)
 
 # Sources listed in the order their reasons are reported, so reasons read the same every time.
-_SOURCE_ORDER = ("semantic", "keyword", "entity", "temporal", "procedural", "summary", "links")
+_SOURCE_ORDER = (
+    "semantic", "semantic_in_range", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary",
+    "links",
+)
 
 
 def meaning_share(search_type: str, keyword_weight: float) -> float:
@@ -116,9 +121,9 @@ def _reasons(
 ) -> tuple[str, ...]:
     reasons: list[str] = []
     names = set(found_by)
-    if "semantic" in names:
+    if names & {"semantic", "semantic_in_range"}:
         reasons.append(f"semantic match {signals['semantic_similarity']:.2f}")
-    if "keyword" in names:
+    if names & {"keyword", "keyword_in_range"}:
         reasons.append("keyword match")
     # Entity and time facts are reported whenever they hold, whichever source found the memory.
     seen: set[str] = set()
@@ -234,7 +239,25 @@ def rank(
     return out
 
 
-def apply_min_score(scored: Sequence[Scored], min_score: float) -> tuple[list[Scored], int]:
-    """Keep items scoring at least ``min_score`` (seed 001 ``score_threshold``); also the count dropped."""
+def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scored]:
+    """A time-scoped query's answer: memories inside the range ahead of those outside (tier 1), each
+    part in score order. Outside memories still follow, so a range that holds nothing relevant
+    falls back to the best matches overall instead of an empty answer."""
+    inside = [s for s in scored if time_range.start <= s.record.created_at <= time_range.end and s.score > 0]
+    if not inside:
+        return list(scored)
+    ids = {s.record.id for s in inside}
+    return inside + [replace(s, tier=1) for s in scored if s.record.id not in ids]
+
+
+def apply_min_score(scored: Sequence[Scored], min_score: float, *, keep_best: bool = False) -> tuple[list[Scored], int]:
+    """Keep items scoring at least ``min_score`` (the ``score_threshold`` filter); also the count dropped.
+
+    With ``keep_best`` (the caller narrowed the search with filters) a floor that would drop every
+    candidate keeps them all instead: the filter already says what is wanted, and "What happened?"
+    over one ticket's memories carries no words to score.
+    """
     kept = [s for s in scored if s.score >= min_score]
+    if not kept and keep_best:
+        kept = list(scored)
     return kept, len(scored) - len(kept)

@@ -25,7 +25,7 @@ frame of at most :data:`LINE_FRAME_CHARS` characters (bullet, time, role label, 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -186,6 +186,28 @@ _POLICY_SECTIONS: Mapping[str, str] = {
 }
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def presentation_order(entries: Sequence[MemoryEntry], strategy: str) -> list[MemoryEntry]:
+    """The order a prompt lists memories in, from their rank order: ``alternate`` takes the best
+    unused, then the newest unused, and so on; ``score_first`` keeps rank order; ``recency_first``
+    goes newest first. Ties fall back to the id."""
+    by_score = list(range(len(entries)))
+    if strategy == "score_first":
+        return list(entries)
+    by_recency = sorted(by_score, key=lambda i: (-(_created_at(entries[i]) or _EPOCH).timestamp(), entries[i].id))
+    if strategy == "recency_first":
+        return [entries[i] for i in by_recency]
+    out: list[MemoryEntry] = []
+    used: set[int] = set()
+    for turn in range(len(entries)):
+        pick = next(i for i in (by_score if turn % 2 == 0 else by_recency) if i not in used)
+        used.add(pick)
+        out.append(entries[pick])
+    return out
+
+
 def _policy_section(entry: MemoryEntry) -> str:
     # A kind this module does not know still reaches the prompt, as an event, rather than vanish.
     return _POLICY_SECTIONS.get(entry.type, "events")
@@ -195,7 +217,10 @@ def format_policy_prompt(retrieval: Retrieval) -> str:
     """Seed 001 ``formatForSystemPrompt``; '' when nothing was retrieved."""
     if not retrieval.memories:
         return ""
-    groups = _group(retrieval.memories, _policy_section)
+    strategy = str(retrieval.metadata.config.get("interleave", "score_first"))
+    groups = _group(presentation_order(retrieval.memories, strategy), _policy_section)
+    # A conversation reads in the order it happened: a reply never comes before its question.
+    groups["messages"] = sorted(groups.get("messages", []), key=lambda m: (_created_at(m) or _EPOCH, m.id))
     sections = ["## Relevant Context from Previous Conversations\n"]
 
     def add(heading: str, lines: list[str]) -> None:

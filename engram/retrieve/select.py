@@ -94,7 +94,7 @@ def dedup(items: Sequence[Scored]) -> tuple[list[Scored], int]:
 
 
 def _by_score(items: Sequence[Scored]) -> list[Scored]:
-    return sorted(items, key=lambda s: (-s.score, s.record.id))
+    return sorted(items, key=lambda s: (s.tier, -s.score, s.record.id))
 
 
 def _by_recency(items: Sequence[Scored]) -> list[Scored]:
@@ -125,6 +125,8 @@ def mmr(
     relevance = np.nan_to_num(
         np.array([s.score for s in ordered], dtype=np.float64), nan=-1e9, posinf=1e9, neginf=-1e9
     )
+    # A lower tier always comes first (see Scored.tier): its own, larger scale.
+    relevance = relevance - 1e6 * np.array([s.tier for s in ordered], dtype=np.float64)
     dim = next((s.vector.size for s in ordered if s.vector is not None and s.vector.size), 0)
     matrix = np.zeros((n, max(dim, 1)), dtype=np.float32)
     for i, s in enumerate(ordered):
@@ -199,28 +201,28 @@ def redact(text: str, cfg: RedactionConfig) -> tuple[str, bool]:
 def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int) -> list[MemoryEntry]:
     """Seed 001 ``enforceTokenBudget`` with seed 003's summaries-first priority.
 
-    Summaries are fitted first, then the rest in their incoming order; the returned list keeps
-    that order. The first entry that does not fit is truncated and ended with ``...``, and fitting
-    stops there. The seed appends ``...`` after cutting to ``remaining * 4`` characters, which can
+    Summaries are fitted first, then the rest in their incoming order; the returned list keeps the
+    incoming (rank) order. The first entry that does not fit is truncated and ended with ``...``, and
+    fitting stops there. The seed appends ``...`` after cutting to ``remaining * 4`` characters, which can
     overshoot the budget by a token; here the cut leaves room for it, so the estimated total never
     exceeds ``max_tokens``. A cut that would leave no text is skipped.
     """
     ordered = [e for e in entries if e.type == "summary"] + [e for e in entries if e.type != "summary"]
-    out: list[MemoryEntry] = []
+    fitted: dict[str, MemoryEntry] = {}
     total = 0
     for entry in ordered:
         tokens = estimate_tokens(entry.content)
         if total + tokens <= max_tokens:
-            out.append(entry)
+            fitted[entry.id] = entry
             total += tokens
             continue
         remaining = max_tokens - total
         if remaining > 0:
             head = entry.content[: remaining * 4 - 3].rstrip()
             if head:
-                out.append(replace(entry, content=head + "..."))
+                fitted[entry.id] = replace(entry, content=head + "...")
         break
-    return out
+    return [fitted[e.id] for e in entries if e.id in fitted]
 
 
 def _entry(
@@ -254,8 +256,8 @@ def select(
 ) -> Selection:
     """Turn ranked candidates into the entries of a payload, following seed 001's stages in order.
 
-    dedup -> MMR (over the best ``top_k * overfetch``, down to ``top_k``) -> interleave ->
-    redaction -> clip -> token budget; ``applied_filters`` lists the stages that ran, in that
+    dedup -> MMR (over the best ``top_k * overfetch``, down to ``top_k``) -> redaction -> clip ->
+    token budget; ``applied_filters`` lists the stages that ran, in that
     order. ``was_redacted`` says a pattern matched the memory's content, even where clipping later
     removed that part. ``min_score`` is expected to be applied before this.
     """
@@ -270,8 +272,8 @@ def select(
     items = mmr(pool, config.top_k, config.mmr_lambda, similarity_range)
     filters.append("mmr")
 
-    items = interleave(items, config.interleave, config.top_k)
-    filters.append("interleave")
+    # Entries stay in rank order (entries[0] is the best match); interleaving by recency is how the
+    # prompt presents them (engram.retrieve.render), not a re-ranking.
 
     contents = [item.record.content for item in items]
     # Redaction runs before clipping and before the budget's truncation on purpose: both cut text,

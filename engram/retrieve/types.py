@@ -25,6 +25,9 @@ class Scored:
     weights: Mapping[str, float] = field(default_factory=dict)
     reasons: tuple[str, ...] = ()
     vector: npt.NDArray[np.float32] | None = None
+    #: Selection takes lower tiers first, by score within a tier: a time-scoped query puts the
+    #: memories outside its range in tier 1, so they only fill what the range leaves.
+    tier: int = 0
 
 
 @dataclass(frozen=True, slots=True)

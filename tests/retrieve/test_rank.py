@@ -10,7 +10,7 @@ import pytest
 
 from engram.config import STRATEGY_WEIGHTS, RetrievalConfig
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.rank import ALL_SIGNALS, apply_min_score, meaning_share, rank
+from engram.retrieve.rank import ALL_SIGNALS, apply_min_score, in_range_first, meaning_share, rank
 from engram.retrieve.types import Scored
 
 NOW = datetime(2024, 2, 15, 12, 0, tzinfo=UTC)
@@ -222,3 +222,28 @@ def test_apply_min_score() -> None:
     kept, dropped = apply_min_score(scored, 0.3)
     assert [s.record.id for s in kept] == ["a", "b"]
     assert dropped == 1
+
+
+class TestTimeScope:
+    def test_in_range_memories_come_first_then_the_rest(self) -> None:
+        tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
+        inside = rec("in", created_at=NOW - timedelta(days=2))
+        outside = rec("out", created_at=NOW - timedelta(days=60))
+        scored = run([outside, inside], query_vec=Q, vectors={"in": cosine_vec(0.3), "out": cosine_vec(0.9)},
+                     time_range=tr)
+        assert [s.record.id for s in scored] == ["out", "in"]  # by score alone the old one wins
+        ordered = in_range_first(scored, tr)
+        assert [(s.record.id, s.tier) for s in ordered] == [("in", 0), ("out", 1)]
+
+    def test_an_empty_range_falls_back_to_the_best_overall(self) -> None:
+        tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
+        scored = run([rec("old", created_at=NOW - timedelta(days=60))], query_vec=Q, vectors={"old": cosine_vec(0.9)},
+                     time_range=tr)
+        assert [(s.record.id, s.tier) for s in in_range_first(scored, tr)] == [("old", 0)]
+
+
+def test_min_score_never_empties_a_filtered_retrieval() -> None:
+    scored = [Scored(record=rec(i), score=sc) for i, sc in (("a", 0.05), ("b", 0.02))]
+    assert apply_min_score(scored, 0.1) == ([], 2)
+    kept, dropped = apply_min_score(scored, 0.1, keep_best=True)
+    assert [s.record.id for s in kept] == ["a", "b"] and dropped == 0

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from engram.errors import ValidationError
 from engram.model import MemoryRecord
-from engram.retrieve.render import format_semantic_triple, format_time_ago, to_prompt
+from engram.retrieve.render import format_semantic_triple, format_time_ago, presentation_order, to_prompt
 from engram.retrieve.types import MemoryEntry, Retrieval, RetrievalMetadata
 
 NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)
@@ -446,3 +446,21 @@ def test_prompt_role_is_a_short_label_not_free_text() -> None:
     msg = record("hello", "message", role="x" * 200 + " dana@acme.com")
     out = to_prompt(retrieval([entry(msg)]))
     assert "dana@acme.com" not in out and "] user: hello" in out
+
+
+def test_policy_messages_read_in_the_order_they_happened() -> None:
+    question = record("Can you ship Friday?", "message", NOW - timedelta(minutes=5), role="user")
+    answer = record("Yes, Friday works.", "message", NOW, role="assistant")
+    # The answer ranks first (entries stay in rank order); the prompt still shows the question first.
+    text = to_prompt(retrieval([entry(answer, 0.9), entry(question, 0.5)]), "policy")
+    assert text.index("Can you ship Friday?") < text.index("Yes, Friday works.")
+
+
+def test_presentation_order_interleaves_best_and_newest() -> None:
+    best = entry(record("best", "fact", NOW - timedelta(days=9)), 0.9)
+    newest = entry(record("newest", "fact", NOW), 0.2)
+    middle = entry(record("middle", "fact", NOW - timedelta(days=1)), 0.5)
+    ranked = [best, middle, newest]
+    assert [e.content for e in presentation_order(ranked, "alternate")] == ["best", "newest", "middle"]
+    assert [e.content for e in presentation_order(ranked, "score_first")] == ["best", "middle", "newest"]
+    assert [e.content for e in presentation_order(ranked, "recency_first")] == ["newest", "middle", "best"]

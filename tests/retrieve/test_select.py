@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -291,8 +293,9 @@ class TestBudget:
             entry("m2", "c" * 40),
             entry("s2", "d" * 40, "summary"),
         ]
-        assert [e.id for e in fit_budget(entries, 1000)] == ["s1", "s2", "m1", "m2"]
-        assert [e.id for e in fit_budget(entries, 25)] == ["s1", "s2", "m1"]
+        # Summaries are fitted first; the result keeps rank order (entries[0] stays the best match).
+        assert [e.id for e in fit_budget(entries, 1000)] == ["m1", "s1", "m2", "s2"]
+        assert [e.id for e in fit_budget(entries, 25)] == ["m1", "s1", "s2"]
 
     @settings(max_examples=200)
     @given(
@@ -339,16 +342,15 @@ class TestSelect:
         assert sel.applied_filters == [
             "deduplication",
             "mmr",
-            "interleave",
             "redaction",
             "sentence_clip",
             "token_budget",
         ]
-        assert [e.id for e in sel.entries] == ["c", "a"]  # summaries first
-        a = sel.entries[1]
+        assert [e.id for e in sel.entries] == ["a", "c"]  # rank order; the prompt interleaves
+        a = sel.entries[0]
         # Clipping first would have cut the address at its first dot and leaked "bob@example.".
         assert a.content == "Mail me at [REDACTED]...."
-        assert a.was_redacted and not sel.entries[0].was_redacted
+        assert a.was_redacted and not sel.entries[1].was_redacted
         assert a.original_length == len(scored[0].record.content)
         assert a.message_id == "msg-1" and a.session_id == "s1" and a.role == "user"
         assert a.collection == "user:u1" and a.search_type == "hybrid"
@@ -368,7 +370,7 @@ class TestSelect:
         cfg = RetrievalConfig(dedup=False, clip_sentences=None, max_tokens=None)
         long = "One. Two. Three. " * 50
         sel = select([sc("a", 0.9, long), sc("b", 0.8, long)], cfg, collection="c")
-        assert sel.applied_filters == ["mmr", "interleave"]
+        assert sel.applied_filters == ["mmr"]
         assert sel.dedup_removed == 0
         assert [e.content for e in sel.entries] == [long, long]  # untouched when clipping is off
 
@@ -395,3 +397,21 @@ class TestSelect:
         first = select(scored, cfg, collection="c")
         second = select(list(reversed(scored)), cfg, collection="c")
         assert [e.id for e in first.entries] == [e.id for e in second.entries]
+
+
+def test_lower_tier_is_selected_first_whatever_its_score() -> None:
+    items = [sc("late", 0.9, "outside the range"), replace(sc("in", 0.2, "inside the range"), tier=0)]
+    items[0] = replace(items[0], tier=1)
+    sel = select(items, RetrievalConfig(top_k=1, min_score=0.0), collection="c")
+    assert [e.id for e in sel.entries] == ["in"]
+
+
+def test_mmr_keeps_topically_close_memories_and_demotes_paraphrases() -> None:
+    def vec(angle: float) -> np.ndarray:
+        return np.array([math.cos(angle), math.sin(angle)], dtype=np.float32)
+
+    base = [replace(sc("a", 0.80, "a"), vector=vec(0.0)), replace(sc("para", 0.79, "para"), vector=vec(0.05)),
+            replace(sc("topic", 0.70, "topic"), vector=vec(1.0)), replace(sc("other", 0.65), vector=vec(2.0))]
+    picked = [s.record.id for s in mmr(base, 3, 0.7)]
+    # "topic" (cosine 0.54 to "a") costs nothing; the paraphrase (cosine 0.999) drops out of the top 3.
+    assert picked == ["a", "topic", "other"]

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from engram.model import TimeRange
 from engram.retrieve.signals import (
     SUMMARY_BOOST,
-    entity_overlap,
     calibrated_similarity,
+    entity_overlap,
     keyword_relevance,
     reinforcement,
     semantic_similarity,

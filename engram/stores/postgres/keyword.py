@@ -79,7 +79,7 @@ class KeywordPlanner:
         if not present:
             return []
         idf = {t: bm25_idf(docs, df[t]) for t in present}
-        ideal = sum(idf.values())
+        ideal = sum(bm25_idf(docs, df[t]) for t in terms)  # absent words count: see the SQLite store
         chosen: list[str] = []
         total = 0
         for term in present:

@@ -11,9 +11,9 @@ would cost tens of milliseconds at 100k memories, so terms are taken rarest firs
 almost all of BM25's weight) while their postings stay within a budget, and only the best
 :data:`RESCORE_POOL` rows by FTS5's own bm25() are scored exactly.
 
-A score is BM25 divided by the score of a memory of average length holding each query term (that
-the user's memories hold at all) once: 1.0 means "all of the query's words", about 0.5 "the rarer
-half of them"; more occurrences can take it a little above 1.
+A score is BM25 divided by the score of a memory of average length holding each query term once:
+1.0 means "all of the query's words", about 0.5 "the rarer half of them"; more occurrences can take
+it a little above 1.
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ def keyword_hits(
     docs, total = (int(row[0]), int(row[1])) if row else (0, 0)
     avg_length = total / docs if docs else 1.0
     idf = {t: bm25_idf(docs, df[t]) for t in present}
-    ideal = sum(idf.values())
+    # Words none of the user's memories hold count in the ideal too: a memory matching one ordinary
+    # word of a query about something never stored is not a good match.
+    ideal = sum(bm25_idf(docs, df.get(t, 0)) for t in keyed)
     chosen: list[str] = []
     postings = 0
     for term in present:  # rarest first
