@@ -143,3 +143,12 @@ def test_vectors_are_normalized(embedder: Embedder) -> None:
     v = embedder.embed_batch(["one", "two words here", ""])
     assert v.shape == (3, 384) and v.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(v[:2], axis=1), 1.0, rtol=1e-5)
+
+
+def test_retrieve_with_another_embedder_raises_mismatch_not_an_outage(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, embedder=FakeEmbedder(16)) as memory:
+        memory.add("hello", user_id="u1")
+    # An empty answer marked "temporarily unavailable" would hide a permanent configuration error.
+    with Memory(db, embedder=FakeEmbedder(32)) as memory, pytest.raises(EmbedderMismatch):
+        memory.retrieve("hello", user_id="u1")

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from engram.config import RetrievalConfig
 from engram.domain import DomainSource
-from engram.errors import DeadlineExceeded, StoreError, ValidationError
+from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, ValidationError
 from engram.ext import Embedder, Metrics, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
@@ -123,6 +123,8 @@ class Pipeline:
         except DeadlineExceeded as exc:
             log.warning("[MEM:RETRIEVE] %s; continuing without memory", exc)
             return self._empty(query, config, filters, started, "TIMEOUT")
+        except EmbedderMismatch:
+            raise  # a configuration error, not an outage: an empty answer would hide it for good
         except StoreError as exc:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
             return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
