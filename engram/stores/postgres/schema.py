@@ -26,7 +26,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from engram.errors import ValidationError
-from engram.model import Filters, MemoryRecord
+from engram.model import Entity, Filters, MemoryRecord
 from engram.text import index_terms
 
 __all__ = [
@@ -207,6 +207,8 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     """,
     # 5: re-index what migration 4 emptied, in Python.
     lambda conn: _reindex_keywords(conn),
+    # 6: entities for memories stored before write-time extraction (engram.stores.entity_backfill).
+    lambda conn: _backfill_entities(conn),
 
 )
 
@@ -231,6 +233,24 @@ def _reindex_keywords(conn: psycopg.Connection[Any], batch: int = 1000) -> None:
                  for terms in [index_terms(content, role)]],
             )
         last = rows[-1][0] + "\x01" + rows[-1][1]
+
+
+def _backfill_entities(conn: psycopg.Connection[Any]) -> None:
+    from engram.stores.entity_backfill import retag
+
+    users = [r[0] for r in conn.execute("SELECT DISTINCT user_id FROM engram_memories ORDER BY 1").fetchall()]
+    for user_id in users:
+        entities = [
+            Entity(r[0], r[1], r[2], tuple(r[3]))
+            for r in conn.execute(
+                "SELECT id, type, name, aliases FROM engram_entities WHERE user_id = %s", (user_id,)
+            ).fetchall()
+        ]
+        rows = conn.execute(f"SELECT {COLUMNS} FROM engram_memories WHERE user_id = %s", (user_id,)).fetchall()
+        changes = [(list(ids), user_id, record.id) for record, ids in retag((row_to_record(r) for r in rows), entities)]
+        if changes:
+            with conn.cursor() as cur:
+                cur.executemany("UPDATE engram_memories SET entities = %s WHERE user_id = %s AND id = %s", changes)
 
 
 def migrate(conn: psycopg.Connection[Any]) -> int:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
+from collections.abc import Callable
 
+from engram.model import Entity
 from engram.text import index_terms
 
 __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
@@ -12,7 +15,7 @@ __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "u
 # Times are integer microseconds since the epoch (UTC): exact round-trips and cheap range scans.
 # Tags and entities live in side tables so filters and entity candidates use indexes; the JSON
 # copies on the row are what fetch() returns.
-MIGRATIONS: tuple[str, ...] = (
+MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 1: memories, keyword index, tags, entities, links, meta
     """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -191,6 +194,9 @@ MIGRATIONS: tuple[str, ...] = (
             + engram_keyword_len(new.content, new.role) WHERE user_id = new.user_id;
     END;
     """,
+    # 5: entities for memories stored before write-time extraction (engram.stores.entity_backfill).
+    lambda conn: _backfill_entities(conn),
+
 )
 
 
@@ -213,6 +219,31 @@ def keyword_document(user_id: str, content: str | None, role: str | None) -> str
     return " ".join(key + term for term in index_terms(content or "", role))
 
 
+def _backfill_entities(conn: sqlite3.Connection) -> None:
+    from engram.stores.entity_backfill import retag
+    from engram.stores.sqlite.rows import COLUMNS, row_to_record
+
+    users = [r[0] for r in conn.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
+    for user_id in users:
+        entities = [
+            Entity(r[0], r[1], r[2], tuple(json.loads(r[3])))
+            for r in conn.execute("SELECT id, type, name, aliases FROM entities WHERE user_id = ?", (user_id,))
+        ]
+        rows = conn.execute(f"SELECT {COLUMNS} FROM memories WHERE user_id = ?", (user_id,)).fetchall()
+        for record, ids in retag((row_to_record(r) for r in rows), entities):
+            conn.execute("UPDATE memories SET entities = ? WHERE id = ?", (json.dumps(list(ids), ensure_ascii=False),
+                                                                           record.id))
+            conn.execute(
+                "DELETE FROM memory_entities WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = ?)",
+                (record.id,),
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, entity) "
+                "SELECT rowid, user_id, ? FROM memories WHERE id = ?",
+                [(entity, record.id) for entity in ids],
+            )
+
+
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply every migration not yet applied, each in its own transaction; returns the version."""
     current = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -221,8 +252,11 @@ def migrate(conn: sqlite3.Connection) -> int:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _statements(script):
-                conn.execute(statement)
+            if callable(script):
+                script(conn)
+            else:
+                for statement in _statements(script):
+                    conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {number}")
             conn.execute("COMMIT")
         except BaseException:
