@@ -202,3 +202,58 @@ def test_keyword_search_finds_memories_written_after_a_cached_plan(postgres_stor
     fresh = record("a trip to zanzibar")
     postgres_store.put_many([fresh], vec)
     assert [h[0] for h in postgres_store.keyword_search("u", "zanzibar", 10, Filters())] == [fresh.id]
+
+
+@pytest.mark.postgres
+def test_keyword_scores_identical(pair: tuple[SQLiteStore, Any, list[MemoryRecord]]) -> None:
+    """Both backends index the same stemmed terms and score BM25 with the user's own statistics."""
+    sqlite, pg, _ = pair
+    rnd = random.Random(29)
+    compared = 0
+    for user in USERS:
+        for _ in range(15):
+            text = " ".join(rnd.sample(VOCAB, rnd.randint(1, 3)))
+            a = dict(sqlite.keyword_search(user, text, 1000, Filters()))
+            b = dict(pg.keyword_search(user, text, 1000, Filters()))
+            assert set(a) == set(b)
+            for memory_id, score in a.items():
+                assert b[memory_id] == pytest.approx(score, rel=1e-9, abs=1e-12)
+            compared += len(a)
+    assert compared > 100
+
+
+@pytest.mark.postgres
+def test_retrieve_ranks_identically_on_both_backends(postgres_store: Any, tmp_path: Path) -> None:
+    """The whole pipeline, new signals included (stemmed keywords, extracted entities, time scope)."""
+    from engram import Memory, RetrievalConfig
+    from engram.embedders.fake import FakeEmbedder
+
+    items = [
+        {"id": f"m{i:02d}", "user_id": "u", "content": text, "role": role,
+         "created_at": (T0 + timedelta(days=i)).isoformat()}
+        for i, (text, role) in enumerate([
+            ("Acme ordered 30 monitors for the new office", "user"),
+            ("Initech cancelled their printer order", "user"),
+            ("Has Globex paid INV-1187 yet?", "Bob"),
+            ("Rush orders are stressful, last time it took a week", "Priya"),
+            ("I think the Ledgerly trial went well", "Priya"),
+            ("Acme's payment terms are NET45 now", "user"),
+            ("Bob asked about the monitors order again", "Tom"),
+            ("We shipped the docks to Globex", "user"),
+        ])
+    ]
+    queries = ["What did Acme order?", "What did Bob ask last week?", "What did Priya think of the trial?",
+               "orders", "Globex invoice paid"]
+    results = []
+    for store in (SQLiteStore(tmp_path / "c.db"), postgres_store):
+        with Memory(store=store, embedder=FakeEmbedder()) as memory:
+            memory.add_entity("customer:acme", user_id="u", name="Acme Corporation", aliases=["Acme"])
+            memory.add_many(items)
+            now = T0 + timedelta(days=10)
+            results.append([
+                [(e.id, round(e.score, 9), tuple(sorted(e.reasons))) for e in memory.retrieve(
+                    q, user_id="u", now=now, config=RetrievalConfig(top_k=8, min_score=0.0, cache_ttl=0)).memories]
+                for q in queries
+            ])
+    assert results[0] == results[1]
+    assert any(results[0])
