@@ -3,7 +3,8 @@
 Guards against mem0#3928 (a per-user delete that wiped every user), mem0#3695 and cognee#3526
 (deleted memories still recalled). The table checks read SQLite directly: every table listed in
 sqlite_master, the FTS5 index through MATCH and its vocabulary, the in-memory vector index, the
-retrieval cache.
+retrieval cache; and the raw bytes of the database file and its WAL, right after a delete or an edit
+returns and after close.
 """
 
 from __future__ import annotations
@@ -343,3 +344,90 @@ def test_mem0_3695_delete_in_another_process_not_served_from_keyword_cache(tmp_p
         assert keyword_search.search_with_cache(a, ["kiwitoken"], user_id="u")
         assert b.delete(victim.id, user_id="u")
         assert keyword_search.search_with_cache(a, ["kiwitoken"], user_id="u") == []
+
+
+# -- issue 12 item 5: deleted and edited text leaves no bytes in the file or its WAL ----------------
+
+
+def _file_bytes(db: Path) -> bytes:
+    """Everything on disk a reader of the file could dig through: the database and its WAL."""
+    wal = db.with_name(db.name + "-wal")
+    return db.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def _busy_history(memory: Memory, user: str, n: int = 40) -> None:
+    """Writes before and after, so the old pages sit both in the WAL and in the database file."""
+    memory.add_many([{"user_id": user, "content": f"routine note {i} about invoices and shipments"} for i in range(n)])
+
+
+def test_deleted_text_leaves_no_bytes_in_file_or_wal(tmp_path: Path) -> None:
+    db = tmp_path / "bytes.db"
+    with Memory(db, embedder=FakeEmbedder()) as memory, Memory(db, embedder=FakeEmbedder()) as other:
+        _busy_history(memory, "u")
+        victim = memory.add("the zanzibarquokka ledger entry", user_id="u", metadata={"note": "pelicanvault"})
+        memory.store._checkpoint()  # type: ignore[attr-defined]  # old pages now in the database file too
+        memory.add("later wording", user_id="u")
+        memory.retrieve("zanzibarquokka ledger", user_id="u", config=ANY)
+        other.retrieve("routine note", user_id="u", config=ANY)  # a second connection on the file, idle now
+        assert b"quokka" in _file_bytes(db)
+
+        assert memory.delete(victim.id, user_id="u")
+
+        raw = _file_bytes(db)
+        # The word's tail: FTS5 stores a term as a suffix after the prefix it shares with its neighbour.
+        assert raw.count(b"quokka") == 0 and raw.count(b"pelicanvault") == 0
+        assert raw.count(victim.id.encode()) == 0
+        assert b"routine note 7" in raw  # the rest is still there
+    raw = _file_bytes(db)
+    assert raw.count(b"quokka") == 0 and raw.count(b"pelicanvault") == 0
+
+
+def test_edited_text_leaves_no_bytes_in_file_or_wal(tmp_path: Path) -> None:
+    db = tmp_path / "edit.db"
+    with Memory(db, embedder=FakeEmbedder()) as memory:
+        _busy_history(memory, "u")
+        record = memory.add("the zanzibarquokka ledger entry", user_id="u")
+        fact = memory.add_many([{"user_id": "u", "kind": "fact", "subject": "Acme", "predicate": "uses",
+                                 "object": "marmosetcipher vault", "content": "Acme uses a vault",
+                                 "metadata": {"note": "pelicanvault"}}])[0]
+        memory.store._checkpoint()  # type: ignore[attr-defined]
+        memory.add("later wording", user_id="u")
+
+        memory.update(record.id, user_id="u", content="the replacement ledger entry")
+        # Text outside the keyword index (a fact's object, metadata) is erased the same way.
+        memory.update(fact.id, user_id="u", object="plain vault", metadata={"note": "ordinary"})
+
+        raw = _file_bytes(db)
+        assert raw.count(b"quokka") == 0
+        assert raw.count(b"marmosetcipher") == 0 and raw.count(b"pelicanvault") == 0
+        assert b"replacement ledger" in raw and b"plain vault" in raw
+    raw = _file_bytes(db)
+    assert raw.count(b"quokka") == 0 and raw.count(b"marmosetcipher") == 0 and raw.count(b"pelicanvault") == 0
+
+
+def test_erasure_blocked_by_a_reader_does_not_stall_delete_and_completes_later(tmp_path: Path) -> None:
+    import time
+
+    db = tmp_path / "blocked.db"
+    memory = Memory(db, embedder=FakeEmbedder())
+    _busy_history(memory, "u", n=5)
+    victim = memory.add("the zanzibarquokka ledger entry", user_id="u")
+    reader = sqlite3.connect(db, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchall()  # holds a snapshot that needs the WAL
+    started = time.perf_counter()
+    assert memory.delete(victim.id, user_id="u")
+    assert time.perf_counter() - started < 2.0  # not the 10 s busy timeout
+    assert memory.store.get("u", victim.id) is None
+    reader.execute("COMMIT")
+    memory.add("the next write finishes the erasure", user_id="u")
+    assert b"quokka" not in _file_bytes(db)
+    # And when nothing writes again, closing finishes it.
+    second = memory.add("the zanzibarquokka returns", user_id="u")
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchall()
+    assert memory.delete(second.id, user_id="u")
+    reader.execute("COMMIT")
+    reader.close()
+    memory.close()
+    assert b"quokka" not in _file_bytes(db)

@@ -171,6 +171,14 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
             conn.execute(schema.INSERT_SQL, schema.record_params(record, kept))
 
     def delete(self, user_id: str, memory_id: str) -> bool:
+        """Remove the row, its links and logged retrievals; no query sees it once this returns.
+
+        Unlike SQLite (see :mod:`engram.stores.sqlite.store`), this does not erase the bytes: a
+        deleted or replaced row stays in its table and index pages until (auto)VACUUM prunes them
+        and the space is reused, and in WAL segments, archives and backups per the server's
+        retention. Erasure on disk is the database operator's business (VACUUM, WAL and backup
+        policy, disk encryption).
+        """
         with self._tx() as conn:
             cur = conn.execute("DELETE FROM engram_memories WHERE user_id = %s AND id = %s", (user_id, memory_id))
             if cur.rowcount == 0:
