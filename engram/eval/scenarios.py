@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.config import RetrievalConfig
+from engram.eval.runner import RRF_K, reciprocal_rank_fusion
 from engram.ext import as_filters
 from engram.ingest.embed import embed_texts
 from engram.retrieve.types import MemoryEntry
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINE_DEPTH",
     "KEY",
-    "RRF_K",
     "SYSTEMS",
     "CategoryScore",
     "QuestionResult",
@@ -62,7 +62,7 @@ __all__ = [
 SYSTEMS = ("engram", "bm25", "dense", "rrf")
 #: The metadata field holding a memory's stable key.
 KEY = "key"
-RRF_K = 60
+
 #: How deep each baseline list goes before fusion (and at least k).
 BASELINE_DEPTH = 50
 DATA_MODULE = "tests.quality.scenario_data"
@@ -287,14 +287,6 @@ def load_into(memory: Memory, scenario: Scenario) -> dict[str, str]:
     return {r.id: m.key for r, m in zip(records, scenario.memories, strict=True)}
 
 
-def _rrf(lists: Sequence[Sequence[str]], rrf_k: int) -> list[str]:
-    scores: dict[str, float] = {}
-    for ranked in lists:
-        for rank, item in enumerate(ranked, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (rrf_k + rank)
-    return sorted(scores, key=lambda item: (-scores[item], item))
-
-
 def _keys(ids: Sequence[str], key_of: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(key_of[i] for i in ids if i in key_of))
 
@@ -323,7 +315,7 @@ def _ask(memory: Memory, question: ScenarioQuestion, key_of: Mapping[str, str], 
     if "dense" in systems:
         ranked["dense"] = _keys(dense, key_of)
     if "rrf" in systems:
-        ranked["rrf"] = _keys(_rrf([bm25, dense], RRF_K), key_of)
+        ranked["rrf"] = _keys(reciprocal_rank_fusion([bm25, dense], RRF_K), key_of)
     gold = set(question.gold)
     recall = {s: len(gold & set(r[:k])) / len(gold) for s, r in ranked.items()}
     hit1 = {s: 1.0 if r and r[0] in gold else 0.0 for s, r in ranked.items()}
