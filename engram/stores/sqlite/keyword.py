@@ -28,7 +28,7 @@ from engram.text import bm25, bm25_idf, query_terms
 
 __all__ = ["DEFAULT_POSTINGS_BUDGET", "RESCORE_POOL", "keyword_hits"]
 
-DEFAULT_POSTINGS_BUDGET = 2000
+DEFAULT_POSTINGS_BUDGET = 1000
 RESCORE_POOL = 200
 
 
@@ -79,13 +79,28 @@ def keyword_hits(
             bound = "AND keyword_fts.rowid >= ? "
             params.append(last[0])
     where, filter_params = filter_sql(filters)
-    rows = conn.execute(
-        "SELECT m.id, keyword_fts.terms FROM keyword_fts "
-        "JOIN memories m ON m.rowid = keyword_fts.rowid "
-        f"WHERE keyword_fts MATCH ? {bound}AND m.user_id = ? AND {where} "
-        "ORDER BY bm25(keyword_fts), m.id LIMIT ?",
-        (*params, user_id, *filter_params, max(RESCORE_POOL, n)),
-    ).fetchall()
+    pool = max(RESCORE_POOL, n)
+    # Every match is this user's (the terms carry the user's key), so FTS5 can rank alone first and
+    # the filters join only the best; when they reject too many, rank again with the join.
+    top = conn.execute(
+        "SELECT m.id, t.rowid FROM (SELECT rowid, bm25(keyword_fts) AS s FROM keyword_fts "
+        f"WHERE keyword_fts MATCH ? {bound}ORDER BY s LIMIT ?) AS t JOIN memories m ON m.rowid = t.rowid "
+        f"WHERE m.user_id = ? AND {where} ORDER BY t.s, m.id",
+        (*params, 2 * pool, user_id, *filter_params),
+    ).fetchall()[:pool]
+    if len(top) < pool and postings > 2 * pool:
+        top = conn.execute(
+            "SELECT m.id, keyword_fts.rowid FROM keyword_fts JOIN memories m ON m.rowid = keyword_fts.rowid "
+            f"WHERE keyword_fts MATCH ? {bound}AND m.user_id = ? AND {where} "
+            "ORDER BY bm25(keyword_fts), m.id LIMIT ?",
+            (*params, user_id, *filter_params, pool),
+        ).fetchall()
+    # The indexed terms are read only for the pool: reading them for every match costs more than
+    # the search itself.
+    marks = ",".join("?" * len(top))
+    documents = dict(conn.execute(f"SELECT rowid, terms FROM keyword_fts WHERE rowid IN ({marks})",
+                                  [r[1] for r in top]).fetchall()) if top else {}
+    rows = [(memory_id, documents.get(rowid, "")) for memory_id, rowid in top]
     wanted = set(chosen)
     scored: list[Hit] = []
     for memory_id, document in rows:
