@@ -163,9 +163,12 @@ class Memory:
     def update(self, memory_id: str, *, user_id: str, **changes: Any) -> MemoryRecord:
         """Change fields of a memory; a content change re-embeds it."""
         old = self.get(memory_id, user_id=user_id)
-        unknown = set(changes) - (FIELDS - {"id", "user_id"}) - {"access_count", "last_accessed_at"}
+        # Only what add accepts may change: anything else (access_count, last_accessed_at, which
+        # reads and feedback keep) would be silently ignored, so it is refused by name.
+        allowed = FIELDS - {"id", "user_id"}
+        unknown = set(changes) - allowed
         if unknown:
-            raise ValidationError(sorted(unknown)[0], "cannot be updated")
+            raise ValidationError(sorted(unknown)[0], f"cannot be updated; allowed: {', '.join(sorted(allowed))}")
         merged = {k: v for k, v in old.to_dict().items() if k in FIELDS and v is not None}
         merged.update({k: v for k, v in changes.items() if k in FIELDS})
         record = normalize(merged, limits=self.limits, now=old.recorded_at)

@@ -263,3 +263,17 @@ def test_tag_lists_keep_first_occurrence_order() -> None:
         "a", "b")
     with pytest.raises(ValidationError, match="at most 2"):
         normalize({"user_id": "u", "content": "c", "tags": ["a", "b", "c"]}, limits=limits, now=NOW)
+
+
+# -- update: fields the store keeps are refused, never silently ignored -----------------------------
+
+
+@pytest.mark.parametrize("field", ["access_count", "last_accessed_at", "recorded_at", "content_hash", "id"])
+def test_update_refuses_fields_it_would_ignore(memory: Memory, field: str) -> None:
+    record = memory.list(user_id="u1")[0]
+    value: Any = 5 if field == "access_count" else NOW if field.endswith("_at") else "x"
+    with pytest.raises(ValidationError) as info:
+        memory.update(record.id, user_id="u1", **{field: value})
+    assert info.value.field == field
+    assert memory.get(record.id, user_id="u1") == record
+

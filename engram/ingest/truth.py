@@ -6,6 +6,11 @@ subject and predicate but another object, the one that happened earlier (``creat
 ``supersedes`` and a ``contradicts`` link to it. Retrieval then returns current truth by default,
 and ``as_of`` can still answer what was true at any time. Restating the same object supersedes
 nothing (dedup handles the repetition).
+
+Deleting a version undoes what it did (:func:`reinstate`, called by each store's ``delete`` in the
+deleting transaction): the versions it superseded are walked again with the version that
+superseded it, as if it had never been stored, so deleting the newest makes the previous one
+current again.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from datetime import datetime
 from engram.ext import Store
 from engram.model import Filters, Link, MemoryRecord
 
-__all__ = ["Supersession", "apply", "plan", "valid_at"]
+__all__ = ["Supersession", "apply", "plan", "reinstate", "valid_at"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,44 @@ def apply(store: Store, supersessions: Sequence[Supersession], inserted: set[str
             store.replace(item.older, None)
         for link_type in ("supersedes", "contradicts"):
             store.add_link(item.older.user_id, Link(item.newer.id, item.older.id, link_type, 1.0))
+
+
+def _order(record: MemoryRecord) -> tuple[datetime, datetime, str]:
+    return _start(record), record.recorded_at, record.id
+
+
+def reinstate(
+    deleted: MemoryRecord, superseded: Sequence[MemoryRecord], successors: Sequence[MemoryRecord]
+) -> tuple[list[MemoryRecord], list[Supersession]]:
+    """What deleting a fact changes in its history.
+
+    ``superseded`` are the versions ``deleted`` has ``supersedes`` links to, ``successors`` those
+    with such a link to it. Returns the versions to store with a new status and ``valid_to``, and
+    the pairs to link (``supersedes`` and ``contradicts``). Only facts marked ``superseded`` are
+    touched: a status a caller set otherwise, or a hand-made link between other kinds, is left.
+    """
+    if deleted.kind != "fact":
+        return [], []
+    chain = sorted((r for r in superseded if r.kind == "fact" and r.status == "superseded"), key=_order)
+    if not chain:
+        return [], []
+    successor = min((r for r in successors if r.kind == "fact"), key=_order, default=None)
+    ended_by_deleted = _start(deleted)
+    changed: list[MemoryRecord] = []
+    pairs: list[Supersession] = []
+    for i, version in enumerate(chain):
+        after = chain[i + 1] if i + 1 < len(chain) else successor
+        if after is not None and not _same_object(version, after):
+            now = replace(version, valid_to=_start(after))
+            pairs.append(Supersession(newer=after, older=now))
+        else:
+            # Current again (or restated by what follows, which supersedes nothing). A valid_to that
+            # the deleted version set goes; one it did not set was the caller's and stays.
+            ended = None if version.valid_to == ended_by_deleted else version.valid_to
+            now = replace(version, status="active", valid_to=ended)
+        if now != version:
+            changed.append(now)
+    return changed, pairs
 
 
 def valid_at(record: MemoryRecord, when: datetime) -> bool:

@@ -28,6 +28,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
+from engram.ingest import truth
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.postgres import schema
 from engram.stores.postgres.candidates import CandidateMixin
@@ -38,6 +39,27 @@ from engram.text import ROLE_WORDS
 __all__ = ["PostgresStore"]
 
 Conn = psycopg.Connection[Any]
+
+
+def _insert_link(conn: Conn, user_id: str, link: Link) -> None:
+    """As ``add_link``, inside the caller's transaction."""
+    conn.execute(
+        "INSERT INTO engram_links (user_id, from_id, to_id, type, strength, created_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (user_id, from_id, to_id, type) "
+        "DO UPDATE SET strength = EXCLUDED.strength, created_at = EXCLUDED.created_at",
+        (user_id, link.from_id, link.to_id, link.type, link.strength, datetime.now(UTC)),
+    )
+
+
+def _supersedes(conn: Conn, user_id: str, memory_id: str, near: str, far: str) -> list[MemoryRecord]:
+    """The memories at the ``far`` end of ``supersedes`` links whose ``near`` end is ``memory_id``."""
+    rows = conn.execute(
+        f"SELECT {schema.COLUMNS} FROM engram_memories WHERE user_id = %s AND id IN "
+        f"(SELECT {far} FROM engram_links WHERE user_id = %s AND {near} = %s AND type = 'supersedes')",
+        (user_id, user_id, memory_id),
+    ).fetchall()
+    return [schema.row_to_record(r) for r in rows]
+
 
 class PostgresStore(CandidateMixin, KnowledgeMixin):
     """Every call takes a pooled connection for one transaction; safe to share between threads.
@@ -171,7 +193,9 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
             conn.execute(schema.INSERT_SQL, schema.record_params(record, kept))
 
     def delete(self, user_id: str, memory_id: str) -> bool:
-        """Remove the row, its links and logged retrievals; no query sees it once this returns.
+        """Remove the row, its links and logged retrievals; no query sees it once this returns. The
+        fact versions it superseded are walked again (:func:`engram.ingest.truth.reinstate`) in the
+        same transaction.
 
         Unlike SQLite (see :mod:`engram.stores.sqlite.store`), this does not erase the bytes: a
         deleted or replaced row stays in its table and index pages until (auto)VACUUM prunes them
@@ -180,9 +204,27 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
         policy, disk encryption).
         """
         with self._tx() as conn:
-            cur = conn.execute("DELETE FROM engram_memories WHERE user_id = %s AND id = %s", (user_id, memory_id))
-            if cur.rowcount == 0:
+            row = conn.execute(
+                f"DELETE FROM engram_memories WHERE user_id = %s AND id = %s RETURNING {schema.COLUMNS}",
+                (user_id, memory_id),
+            ).fetchone()
+            if row is None:
                 return False
+            deleted = schema.row_to_record(row)
+            if deleted.kind == "fact":
+                # Before the links go: the versions it superseded are walked again (engram.ingest.truth).
+                changed, pairs = truth.reinstate(
+                    deleted, _supersedes(conn, user_id, memory_id, "from_id", "to_id"),
+                    _supersedes(conn, user_id, memory_id, "to_id", "from_id"),
+                )
+                for record in changed:
+                    conn.execute(
+                        "UPDATE engram_memories SET status = %s, valid_to = %s WHERE user_id = %s AND id = %s",
+                        (record.status, record.valid_to, user_id, record.id),
+                    )
+                for pair in pairs:
+                    for link_type in ("supersedes", "contradicts"):
+                        _insert_link(conn, user_id, Link(pair.newer.id, pair.older.id, link_type, 1.0))
             conn.execute(
                 "DELETE FROM engram_links WHERE user_id = %s AND (from_id = %s OR to_id = %s)",
                 (user_id, memory_id, memory_id),

@@ -36,6 +36,7 @@ import numpy as np
 
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
+from engram.ingest import truth
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, keyword_hits
@@ -78,6 +79,23 @@ def _erasure(old: Sequence[Any], record: MemoryRecord) -> _Erasure:
 def _merge_keyword_segments(c: sqlite3.Connection) -> None:
     """Merge the FTS5 segments into one, dropping deleted rows' postings and the delete markers."""
     c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
+
+
+def _insert_link(c: sqlite3.Connection, user_id: str, link: Link) -> None:
+    c.execute(
+        "INSERT OR REPLACE INTO links (user_id, from_id, to_id, type, strength, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (user_id, link.from_id, link.to_id, link.type, link.strength, to_us(datetime.now(UTC))),
+    )
+
+
+def _supersedes(c: sqlite3.Connection, user_id: str, memory_id: str, near: str, far: str) -> list[MemoryRecord]:
+    """The memories at the ``far`` end of ``supersedes`` links whose ``near`` end is ``memory_id``."""
+    rows = c.execute(
+        f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND id IN "
+        f"(SELECT {far} FROM links WHERE user_id = ? AND {near} = ? AND type = 'supersedes')",
+        (user_id, user_id, memory_id),
+    ).fetchall()
+    return [row_to_record(r) for r in rows]
 
 
 class SQLiteStore(CandidateMixin, KnowledgeMixin):
@@ -280,28 +298,50 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
             self._checkpoint()
 
     def delete(self, user_id: str, memory_id: str) -> bool:
-        """Remove the row, its tags, entities, links and logged retrievals; its text is erased from
-        the file before this returns (see Erasure in the module docstring)."""
+        """Remove the row, its tags, entities, links and logged retrievals; the fact versions it
+        superseded are walked again (:func:`engram.ingest.truth.reinstate`) in the same transaction.
+        Its text is erased from the file before this returns (see Erasure in the module docstring)."""
 
-        def op(c: sqlite3.Connection) -> bool:
-            cur = c.execute("DELETE FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
-            if cur.rowcount == 0:
-                return False
+        def op(c: sqlite3.Connection) -> list[tuple[int, str]] | None:
+            row = c.execute(f"SELECT {COLUMNS} FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
+            found = row.fetchone()
+            if found is None:
+                return None
+            deleted = row_to_record(found)
+            changed, pairs = ([], []) if deleted.kind != "fact" else truth.reinstate(
+                deleted, _supersedes(c, user_id, memory_id, "from_id", "to_id"),
+                _supersedes(c, user_id, memory_id, "to_id", "from_id"),
+            )
+            c.execute("DELETE FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
             c.execute(
                 "DELETE FROM links WHERE user_id = ? AND (from_id = ? OR to_id = ?)",
                 (user_id, memory_id, memory_id),
             )
             forget_memory_in_log(c, user_id, memory_id)
+            statuses = []
+            for record in changed:
+                # Only status and valid_to change: an UPDATE leaves the keyword index alone.
+                updated = c.execute(
+                    "UPDATE memories SET status = ?, valid_to = ? WHERE user_id = ? AND id = ? RETURNING rowid",
+                    (record.status, to_us(record.valid_to), user_id, record.id),
+                ).fetchone()
+                statuses.append((int(updated[0]), record.status))
+            for pair in pairs:
+                for link_type in ("supersedes", "contradicts"):
+                    _insert_link(c, user_id, Link(pair.newer.id, pair.older.id, link_type, 1.0))
             _merge_keyword_segments(c)
-            return True
+            return statuses
 
-        deleted = self._write(op)
+        statuses = self._write(op)
+        if statuses is None:
+            return False
         index = self._indexes.get(user_id)
-        if deleted and index is not None:
+        if index is not None:
             index.remove_by_id(memory_id)
-        if deleted:
-            self._checkpoint()
-        return deleted
+            for rowid, status in statuses:
+                index.set_status(rowid, status)
+        self._checkpoint()
+        return True
 
     def forget_user(self, user_id: str) -> int:
         def op(c: sqlite3.Connection) -> int:
@@ -350,13 +390,7 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         )
 
     def add_link(self, user_id: str, link: Link) -> None:
-        self._write(
-            lambda c: c.execute(
-                "INSERT OR REPLACE INTO links (user_id, from_id, to_id, type, strength, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (user_id, link.from_id, link.to_id, link.type, link.strength, to_us(datetime.now(UTC))),
-            )
-        )
+        self._write(lambda c: _insert_link(c, user_id, link))
 
     def upsert_entity(self, user_id: str, entity: Entity) -> None:
         self._write(
