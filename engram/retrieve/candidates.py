@@ -19,17 +19,15 @@ from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 
 __all__ = ["CandidateSet", "gather", "matches"]
 
-# Seed 003 per-source limits (semantic 50, entity 30, temporal 30, procedural 20, summaries 5).
+# Per-source limits (semantic 50, entity 30, procedural 20, summaries 5, as the pipeline spec sets;
+# temporal 100 rather than 30, since a time-scoped query answers from its range first).
 ENTITY_LIMIT = 30
-TEMPORAL_LIMIT = 30
+TEMPORAL_LIMIT = 100
 PROCEDURAL_LIMIT = 20
 SUMMARY_LIMIT = 5
 LINK_SEEDS = 5
 LINK_LIMIT = 10
-SOURCE_ORDER = (
-    "semantic", "semantic_in_range", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural",
-    "summary",
-)
+SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural", "summary")
 
 
 @dataclass
@@ -79,13 +77,13 @@ def gather(
     lists: dict[str, list[Hit]] = {}
 
     vector_calls: dict[str, Callable[[], list[Hit]]] = {}
-    # A time-scoped query also searches inside its range, so the in-range memories that matter are
-    # candidates even when the whole store holds better matches outside it.
+    # A time-scoped query also searches its keywords inside its range, so the in-range memories that
+    # matter are candidates even when the whole store holds better matches outside it; the temporal
+    # source brings the range's most recent memories, whose similarity ranking computes anyway (a
+    # second, filtered vector scan cost more than the rest of the retrieval at 100k memories).
     scoped = _within(filters, plan.time_range) if plan.time_range is not None else None
     if query_vec is not None and config.search_type != "keyword":
         vector_calls["semantic"] = lambda: store.vector_search(user_id, query_vec, limit, filters)
-        if scoped is not None:
-            vector_calls["semantic_in_range"] = lambda: store.vector_search(user_id, query_vec, limit, scoped)
         if plan.procedural and _allows(filters, "procedure"):
             procedures = replace(filters, kinds=("procedure",))
             vector_calls["procedural"] = lambda: store.vector_search(user_id, query_vec, PROCEDURAL_LIMIT, procedures)

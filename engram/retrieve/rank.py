@@ -66,10 +66,7 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL)
 
 # Sources listed in the order their reasons are reported, so reasons read the same every time.
-_SOURCE_ORDER = (
-    "semantic", "semantic_in_range", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary",
-    "links",
-)
+_SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
 
 
 def meaning_share(search_type: str, keyword_weight: float) -> float:
@@ -121,7 +118,7 @@ def _reasons(
 ) -> tuple[str, ...]:
     reasons: list[str] = []
     names = set(found_by)
-    if names & {"semantic", "semantic_in_range"}:
+    if "semantic" in names:
         reasons.append(f"semantic match {signals['semantic_similarity']:.2f}")
     if names & {"keyword", "keyword_in_range"}:
         reasons.append("keyword match")
