@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -119,3 +120,96 @@ def test_a_file_that_is_not_a_database_is_a_clear_error_not_a_raw_sqlite3_traceb
     assert info.value.code not in (0, None)
     err = capsys.readouterr().err
     assert "not a database" in err and "Traceback" not in err, err
+
+
+# -- import: FILE:LINE: field: problem, nothing written from a bad file, re-runs add nothing ------------
+
+
+def _jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def _dated(i: int, user: str = "u") -> dict[str, object]:
+    return {"user_id": user, "content": f"note number {i}", "created_at": f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}Z"}
+
+
+def _count(db: str, user: str = "u") -> int:
+    from engram.stores.sqlite.store import SQLiteStore
+
+    store = SQLiteStore(db)
+    try:
+        return store.count(user)
+    finally:
+        store.close()
+
+
+def test_import_bad_late_line_names_file_line_and_field_and_imports_nothing(db: str, tmp_path: Path) -> None:
+    rows: list[object] = [_dated(i) for i in range(600)]
+    rows.insert(10, "")  # a blank line still counts in the numbering
+    rows[550] = {**_dated(549), "importance": 7}  # line 551
+    path = _jsonl(tmp_path / "bad.jsonl", rows)
+    result = CliRunner().invoke(cli, ["import", str(path), "--db", db])
+    assert result.exit_code != 0
+    assert f"{path}:551: importance: must be in [0, 1]" in result.output, result.output
+    assert "nothing imported" in result.output
+    assert not Path(db).exists()  # not even an empty database
+
+
+def test_import_reports_every_bad_line_not_just_the_first(db: str, tmp_path: Path) -> None:
+    rows: list[object] = [_dated(i) for i in range(5)]
+    rows[1] = "{not json"
+    rows[2] = "[1, 2]"
+    rows[3] = {"content": "no owner"}
+    rows.append({**_dated(9), "id": "dup-1"})
+    rows.append({**_dated(10), "id": "dup-1"})
+    path = _jsonl(tmp_path / "bad.jsonl", rows)
+    result = CliRunner().invoke(cli, ["import", str(path), "--db", db])
+    assert result.exit_code != 0
+    for expected in (f"{path}:2: not JSON", f"{path}:3: must be a JSON object", f"{path}:4: user_id:",
+                     f"{path}:7: id: repeats the id of line 6"):
+        assert expected in result.output, result.output
+    assert not Path(db).exists()
+
+
+def test_import_rerun_is_idempotent(db: str, tmp_path: Path) -> None:
+    rows = [*(_dated(i) for i in range(300)), *({"content": f"keyed {i}", "id": f"key-{i}"} for i in range(5)),
+            *(_dated(i, user="other") for i in range(3))]
+    path = _jsonl(tmp_path / "m.jsonl", rows)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["import", str(path), "--user", "u", "--db", db])
+    assert first.exit_code == 0, first.output
+    assert "imported 308 memories, skipped 0" in first.output
+    again = runner.invoke(cli, ["import", str(path), "--user", "u", "--db", db])
+    assert again.exit_code == 0, again.output
+    assert "imported 0 memories, skipped 308" in again.output
+    assert _count(db, "u") == 305 and _count(db, "other") == 3
+    # The same rows for another user are that user's own: not skipped.
+    moved = _jsonl(tmp_path / "n.jsonl", [_dated(i, user="x") for i in range(3)])
+    assert "imported 3 memories" in runner.invoke(cli, ["import", str(moved), "--db", db]).output
+
+
+def test_import_failure_while_writing_resumes_without_duplicates(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram.errors import StoreUnavailable
+    from engram.memory import Memory
+
+    path = _jsonl(tmp_path / "m.jsonl", [_dated(i) for i in range(100)])
+    original = Memory.add_many
+    calls = []
+
+    def flaky(self: Memory, items: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            raise StoreUnavailable("disk went away")
+        return original(self, items)
+
+    monkeypatch.setattr(Memory, "add_many", flaky)
+    failed = CliRunner().invoke(cli, ["import", str(path), "--user", "u", "--batch", "30", "--db", db])
+    assert failed.exit_code != 0
+    assert f"{path}:61-90: disk went away" in failed.output and "60 rows before line 61" in failed.output
+    monkeypatch.setattr(Memory, "add_many", original)
+    resumed = CliRunner().invoke(cli, ["import", str(path), "--user", "u", "--batch", "30", "--db", db])
+    assert "imported 40 memories, skipped 60" in resumed.output, resumed.output
+    assert _count(db) == 100
