@@ -277,3 +277,15 @@ def test_update_refuses_fields_it_would_ignore(memory: Memory, field: str) -> No
     assert info.value.field == field
     assert memory.get(record.id, user_id="u1") == record
 
+
+
+# -- extreme datetimes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["created_at", "valid_from", "valid_to"])
+@pytest.mark.parametrize("value", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+def test_datetime_out_of_range_after_utc_conversion_names_the_field(memory: Memory, field: str, value: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        memory.add("extreme date", user_id="u1", **{field: value})
+    assert info.value.field == field
+    assert "range" in str(info.value)

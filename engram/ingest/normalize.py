@@ -57,7 +57,11 @@ def to_utc(value: Any, field: str) -> datetime:
         raise ValidationError(field, f"must be a datetime or ISO-8601 string, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(field, "must be timezone-aware (naive datetimes are ambiguous)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        # 9999-12-31T23:59:59-14:00 is a valid local time whose UTC instant lies past year 9999.
+        raise ValidationError(field, f"is out of range in UTC (years 1 to 9999): {value.isoformat()}") from None
 
 
 def check_utf8(value: str, field: str) -> str:

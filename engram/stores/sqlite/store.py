@@ -120,24 +120,35 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         except (sqlite3.Error, OSError) as exc:
             raise StoreUnavailable(f"cannot open {self.path}: {exc}") from exc
         self._lock = threading.RLock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoint, no torn DB
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        # Freed pages are zeroed, so deleted and forgotten text does not linger in the file.
-        self._conn.execute("PRAGMA secure_delete=ON")
-        register_functions(self._conn)
-        self._retry(lambda: migrate(self._conn))
+        try:
+            # The first statement reads the file: one that is not a database fails here.
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoint, no torn DB
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            # Freed pages are zeroed, so deleted and forgotten text does not linger in the file.
+            self._conn.execute("PRAGMA secure_delete=ON")
+            register_functions(self._conn)
+            self._retry(lambda: migrate(self._conn))
+            self._data_version = self._retry(self._read_data_version)
+        except (sqlite3.Error, StoreError) as exc:
+            self._conn.close()
+            cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ is not None else exc
+            raise StoreUnavailable(f"cannot open {self.path}: {cause}") from exc
         self._indexes: dict[str, ExactIndex] = {}
         self._dimensions: int | None = None
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
-        self._data_version = self._read_data_version()
         # Bumped when another connection's commit is noticed; this process's own writes go through
         # Memory, which invalidates its caches itself (and logging a retrieval must not).
         self._epoch = 0
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _retry(self, op: Callable[[], T]) -> T:
-        """Retry with jittered backoff when another process holds the write lock."""
+        """Retry with jittered backoff when another process holds the write lock.
+
+        Every statement runs through here, so no raw ``sqlite3`` error leaves the store: any other
+        failure (a damaged file, an I/O error, a closed connection, a constraint) is a StoreError
+        whose ``__cause__`` is the original.
+        """
         delay = 0.005
         for attempt in range(self._busy_retries + 1):
             try:
@@ -149,6 +160,8 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
                     raise StoreError(f"sqlite: {exc}") from exc
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.5)
+            except sqlite3.Error as exc:
+                raise StoreError(f"sqlite: {exc}") from exc
         raise AssertionError("unreachable")
 
     def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
@@ -158,7 +171,10 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
                 result = op(self._conn)
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # SQLite already rolled back after some errors (a full disk, an I/O error); a second
+                # ROLLBACK would fail and hide the first error.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
             # A commit by another connection may have landed before ours: look, or its rows would
             # stay missing from (or its deletes stay in) the cached vector indexes.
@@ -186,9 +202,12 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
 
     def change_token(self, user_id: str) -> str:
         """Changes whenever another process wrote to the file (own writes invalidate caches directly)."""
-        with self._lock:
+
+        def look() -> str:
             self._check_foreign_writes()
             return str(self._epoch)
+
+        return self._retry(look)
 
     def close(self) -> None:
         with self._lock:
@@ -258,9 +277,11 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
 
         try:
             rowids = self._write(op)
-        except sqlite3.IntegrityError as exc:
-            # Ids are unique across the whole file; say so without naming whose id it was.
-            raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
+        except StoreError as exc:
+            if isinstance(exc.__cause__, sqlite3.IntegrityError):
+                # Ids are unique across the whole file; say so without naming whose id it was.
+                raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
+            raise
         for record, rowid, vector in zip(records, rowids, vectors, strict=True):
             index = self._indexes.get(record.user_id)
             if index is not None:
@@ -422,11 +443,15 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         out: dict[str, Vector] = {}
         ids = list(dict.fromkeys(memory_ids))
-        with self._lock:
+
+        def cached() -> dict[str, Vector] | None:
             self._check_foreign_writes()
             index = self._indexes.get(user_id)
-            if index is not None:
-                return index.vectors(ids)
+            return None if index is None else index.vectors(ids)
+
+        found = self._retry(cached)
+        if found is not None:
+            return found
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows = self._read(
