@@ -1,12 +1,16 @@
 """Long variants of the reliability suite (issue 8), with their figures as JSON.
 
-    python bench/reliability.py [--short] [-k EXPR] [--out bench/results/reliability.json]
+    python bench/reliability.py [--short] [-k EXPR] [--erasure-cost N] [--out bench/results/reliability.json]
 
 Runs ``tests/reliability`` under pytest with ``ENGRAM_LONG=1`` (200 SIGKILLs, 60 s of 3 writers and
 3 readers per backend, 5x the fuzz cases and isolation examples), collects the figures each test
-reports (kills survived, memories lost, ops/s and errors, fuzz cases and failures) and the pass /
-fail / xfail counts, prints them as JSON and writes them to ``--out``. Exits non-zero if a test
-failed. Bounded to about 10 minutes on 2 cores.
+reports (kills survived, memories lost, ops/s and errors, fuzz cases and failures, bytes of deleted
+or edited text still in the SQLite file) and the pass / fail / xfail counts, prints them as JSON and
+writes them to ``--out``. Exits non-zero if a test failed or deleted text was found.
+
+``--erasure-cost N`` (default 10000, 0 to skip) then measures what erasing deleted text costs on a
+SQLite file of N memories: the latency of a delete and of a content edit with erasure, and with the
+segment merge and checkpoint switched off. Bounded to about 10 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,10 +57,71 @@ def _outcomes(junit: Path) -> dict[str, Any]:
     return {**counts, "failed_tests": failed, "xfailed_tests": xfailed}
 
 
+def _erasure_cost(n: int, samples: int = 30) -> dict[str, Any]:
+    """Median and p90 latency (ms) of delete and content edit on a file of ``n`` memories, with the
+    erasure of deleted text and without it (segment merge and checkpoint patched out)."""
+    from unittest import mock
+
+    from engram import Memory
+    from engram.embedders.fake import FakeEmbedder
+    from engram.stores.sqlite import store as sqlite_store
+
+    rng = random.Random(7)
+    vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
+                  for _ in range(8000)]
+
+    def text(words: int) -> str:
+        return " ".join(rng.choice(vocabulary) for _ in range(words))
+
+    def stats(values: list[float]) -> dict[str, float]:
+        ordered = sorted(values)
+        return {"median_ms": round(statistics.median(ordered), 2), "p90_ms": round(ordered[int(len(ordered) * 0.9)], 2)}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base.db"
+        with Memory(base, embedder=FakeEmbedder(384)) as memory:
+            for start in range(0, n, 1000):
+                memory.add_many([{"user_id": f"user{i % 5}", "content": text(rng.randint(15, 40))}
+                                 for i in range(start, min(n, start + 1000))])
+
+        def measure() -> dict[str, dict[str, float]]:
+            work = Path(tmp) / "work.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{work}{suffix}").unlink(missing_ok=True)
+            shutil.copy(base, work)
+            deletes: list[float] = []
+            edits: list[float] = []
+            with Memory(work, embedder=FakeEmbedder(384)) as memory:
+                ids = [r.id for r in memory.list(user_id="user1", limit=2 * samples)]
+                for memory_id in ids[:samples]:
+                    memory.add(text(20), user_id="user1")  # a write in between, as in real use
+                    started = time.perf_counter()
+                    memory.delete(memory_id, user_id="user1")
+                    deletes.append((time.perf_counter() - started) * 1000)
+                for memory_id in ids[samples:]:
+                    started = time.perf_counter()
+                    memory.update(memory_id, user_id="user1", content=text(20))
+                    edits.append((time.perf_counter() - started) * 1000)
+            return {"delete": stats(deletes), "content_edit": stats(edits)}
+
+        erased = measure()
+        with mock.patch.object(sqlite_store, "_merge_keyword_segments", lambda c: None), \
+                mock.patch.object(sqlite_store.SQLiteStore, "_checkpoint", lambda self: None):
+            plain = measure()
+    return {
+        "memories": n, "samples": samples, "with_erasure": erased, "without_erasure": plain,
+        "added_ms_per_delete": round(erased["delete"]["median_ms"] - plain["delete"]["median_ms"], 2),
+        "added_ms_per_content_edit": round(
+            erased["content_edit"]["median_ms"] - plain["content_edit"]["median_ms"], 2),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", action="store_true", help="the short variants (as under make test)")
     parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression to run a subset")
+    parser.add_argument("--erasure-cost", type=int, default=10_000, metavar="N",
+                        help="memories in the file whose delete latency is measured (0: skip)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "reliability.json"))
     args = parser.parse_args()
 
@@ -78,8 +146,11 @@ def main() -> int:
         "outcomes": outcomes,
         "figures": {f.pop("test"): f for f in figures},
     }
+    if args.erasure_cost > 0:
+        summary["erasure_cost"] = _erasure_cost(args.erasure_cost)
     crash = summary["figures"].get("crash_safety", {})
     fuzz = summary["figures"].get("fuzz_inputs", {})
+    traces = summary["figures"].get("traces_after_delete", {})
     summary["headline"] = {
         "kills_survived": crash.get("kills_survived"),
         "kills": crash.get("kills"),
@@ -91,6 +162,9 @@ def main() -> int:
         },
         "fuzz_cases": fuzz.get("cases"),
         "fuzz_failures": fuzz.get("failures"),
+        "deleted_text_bytes_found": traces.get("deleted_text_bytes_found"),
+        "removed_words_checked": traces.get("removed_words"),
+        "added_ms_per_delete": summary.get("erasure_cost", {}).get("added_ms_per_delete"),
         "tests_failed": outcomes["failed"] + outcomes["errors"],
         "known_bugs_pinned_as_xfail": outcomes["xfailed"],
     }
@@ -100,7 +174,8 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
     print(json.dumps(summary, indent=2, sort_keys=True, default=str))
-    return 1 if outcomes["failed"] or outcomes["errors"] or completed.returncode not in (0, 1) else 0
+    leaked = bool(traces.get("deleted_text_bytes_found"))
+    return 1 if outcomes["failed"] or outcomes["errors"] or leaked or completed.returncode not in (0, 1) else 0
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@ returns and after close.
 
 from __future__ import annotations
 
+import random
 import sqlite3
+import statistics
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +26,7 @@ from engram.embedders.fake import FakeEmbedder
 from engram.errors import MemoryNotFound
 from engram.ext import Store, Vector
 from engram.model import Filters, MemoryRecord
+from tests.reliability._workers import report, scale
 
 ANY = RetrievalConfig(min_score=0.0, top_k=50)
 EVERYTHING = Filters(statuses=("active", "archived", "superseded", "deleted"))
@@ -406,8 +410,6 @@ def test_edited_text_leaves_no_bytes_in_file_or_wal(tmp_path: Path) -> None:
 
 
 def test_erasure_blocked_by_a_reader_does_not_stall_delete_and_completes_later(tmp_path: Path) -> None:
-    import time
-
     db = tmp_path / "blocked.db"
     memory = Memory(db, embedder=FakeEmbedder())
     _busy_history(memory, "u", n=5)
@@ -431,3 +433,69 @@ def test_erasure_blocked_by_a_reader_does_not_stall_delete_and_completes_later(t
     reader.close()
     memory.close()
     assert b"quokka" not in _file_bytes(db)
+
+
+def test_traces_after_delete_and_update_attack(tmp_path: Path) -> None:
+    """Each memory carries a word found nowhere else; after deletes, edits of content and metadata and
+    a forget_user, interleaved with adds and retrievals and with a second connection open, no byte
+    of a removed word may remain in the database file or its WAL, right away or after close."""
+    rng = random.Random(12)
+    letters = "bcdfghjklmnpqrstvwxz"
+    n = scale(120, 1200)
+
+    def needle() -> str:
+        return "".join(rng.choice(letters) for _ in range(14))
+
+    db = tmp_path / "traces.db"
+    removed: list[str] = []  # needles that must be gone
+    kept: list[str] = []
+    timings: dict[str, list[float]] = {"delete": [], "edit": []}
+    with Memory(db, embedder=FakeEmbedder()) as memory, Memory(db, embedder=FakeEmbedder()) as other:
+        owners = ["victim", "bystander", "leaver"]
+        words = {user: [needle() for _ in range(n)] for user in owners}
+        records = {user: memory.add_many([
+            {"user_id": user, "content": f"{w} invoice shipment note {i}", "metadata": {"ref": needle()}}
+            for i, w in enumerate(words[user])
+        ]) for user in owners}
+        for i, record in enumerate(records["victim"]):
+            if i % 10 == 0:
+                memory.retrieve("invoice shipment note", user_id="victim", config=ANY)
+                other.retrieve("shipment note", user_id="bystander", config=ANY)
+            if i % 4 == 0:
+                started = time.perf_counter()
+                assert memory.delete(record.id, user_id="victim")
+                timings["delete"].append((time.perf_counter() - started) * 1000)
+                removed += [words["victim"][i], record.metadata["ref"]]
+            elif i % 4 == 1:
+                fresh = needle()
+                started = time.perf_counter()
+                memory.update(record.id, user_id="victim", content=f"{fresh} edited note", metadata={"ref": "x"})
+                timings["edit"].append((time.perf_counter() - started) * 1000)
+                removed += [words["victim"][i], record.metadata["ref"]]
+                kept.append(fresh)
+            else:
+                kept.append(words["victim"][i])
+            if i % 25 == 0:
+                memory.add(f"{needle()} later note", user_id="bystander")
+
+        def found(raw: bytes) -> int:
+            # The last 10 letters: FTS5 stores a term after the prefix it shares with its neighbour.
+            return sum(raw.count(w[-10:].encode()) * len(w) for w in removed)
+
+        after_deletes = found(_file_bytes(db))  # before forget_user, whose erasure would cover them
+        memory.forget_user("leaver")
+        removed += words["leaver"] + [r.metadata["ref"] for r in records["leaver"]]
+        kept += words["bystander"]
+        after_forget = found(_file_bytes(db))
+        assert all(w[-10:].encode() in _file_bytes(db) for w in kept[:50])  # the rest is still there
+    after_close = found(_file_bytes(db))
+    figures = {
+        "memories": 3 * n, "deletes": len(timings["delete"]), "edits": len(timings["edit"]), "forget_users": 1,
+        "removed_words": len(removed), "bytes_found_after_deletes_and_edits": after_deletes,
+        "bytes_found_after_forget_user": after_forget, "bytes_found_after_close": after_close,
+        "deleted_text_bytes_found": after_deletes + after_forget + after_close,
+        "delete_ms_median": round(statistics.median(timings["delete"]), 2),
+        "edit_ms_median": round(statistics.median(timings["edit"]), 2),
+    }
+    report("traces_after_delete", figures)
+    assert after_deletes == 0 and after_forget == 0 and after_close == 0, figures

@@ -11,8 +11,8 @@ gone from the file (database and WAL) when the call returns. Three places would 
 
 Merging rewrites the whole keyword index and the checkpoint writes it back, so a delete or a text
 edit costs time that grows with the file's size: measured on two shared cores, about 18 ms at 1k
-memories, 75 ms at 10k and 220 ms at 50k, against under 1 ms for a delete without erasure
-(``bench/reliability.py --erasure-cost`` measures it). A replace that changes only a memory's
+memories, 75 to 100 ms at 10k and 220 ms at 50k, against under 1 ms for a delete without erasure
+(``bench/reliability.py --erasure-cost N`` measures it). A replace that changes only a memory's
 status, importance or derived entities (current truth, entity backfill) erases nothing and costs
 nothing extra. Another process reading or writing the file can hold the checkpoint back (see
 :meth:`SQLiteStore._checkpoint`).
