@@ -40,7 +40,7 @@ bench: $(STAMP)
 	$(PY) bench/retrieve_latency.py
 
 eval: $(STAMP)
-	$(PY) -m engram.cli eval longmemeval ../shared/data/longmemeval_s_dev.json.gz
+	$(PY) bench/quality.py
 
 clean:
 	rm -rf $(VENV) engram-demo.db engram-demo-domain.db .mypy_cache .ruff_cache .pytest_cache
