@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -234,3 +235,16 @@ def test_quantiles_are_observed_values_in_order(values: list[float]) -> None:
     assert s["min"] == min(values) and s["max"] == max(values)
     _, samples = parse(m.to_prometheus())
     assert samples[("engram_x_count", frozenset())] == len(values)
+
+
+def test_cache_hit_rate_is_one_observation_per_retrieval(tmp_path: Path) -> None:
+    from engram import Memory
+    from engram.embedders.fake import FakeEmbedder
+
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder()) as memory:
+        memory.add("the cache remembers", user_id="u1")
+        for _ in range(4):  # one miss, then three hits
+            memory.retrieve("cache", user_id="u1")
+        summary = memory.metrics.summary("retrieval.cache_hit_rate")  # type: ignore[attr-defined]
+    assert summary is not None and summary["count"] == 4
+    assert summary["sum"] == 3.0
