@@ -19,10 +19,10 @@ from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 
 __all__ = ["CandidateSet", "gather", "matches"]
 
-# Per-source limits (semantic 50, entity 30, procedural 20, summaries 5, as the pipeline spec sets;
-# temporal 100 rather than 30, since a time-scoped query answers from its range first).
+# Per-source limits, as the pipeline spec sets: semantic 50, entity 30, temporal 30, procedural 20,
+# summaries 5.
 ENTITY_LIMIT = 30
-TEMPORAL_LIMIT = 100
+TEMPORAL_LIMIT = 30
 PROCEDURAL_LIMIT = 20
 SUMMARY_LIMIT = 5
 LINK_SEEDS = 5

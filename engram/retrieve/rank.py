@@ -148,6 +148,25 @@ def _reasons(
     return tuple(reasons)
 
 
+def _cosines(
+    query_vec: npt.NDArray[np.float32] | None, vecs: Sequence[npt.NDArray[np.float32] | None]
+) -> list[float]:
+    """:func:`semantic_similarity` of the query with each vector, as one matrix product when the
+    vectors share the query's shape (they do, from one store); one by one otherwise."""
+    if query_vec is None or not vecs:
+        return [0.0] * len(vecs)
+    q = np.asarray(query_vec, dtype=np.float32).ravel()
+    if not all(v is not None and v.size == q.size for v in vecs):
+        return [semantic_similarity(q, v) for v in vecs]
+    matrix = np.stack([np.asarray(v, dtype=np.float32).ravel() for v in vecs if v is not None])
+    if not q.any():
+        return [0.0] * len(vecs)
+    sims = np.nan_to_num(matrix @ q, nan=0.0, posinf=0.0, neginf=0.0)
+    # A zero vector has no direction (0.0, as semantic_similarity says); negative evidence is none.
+    sims[~matrix.any(axis=1)] = 0.0
+    return [float(x) for x in np.clip(sims, 0.0, 1.0)]
+
+
 def rank(
     records: Sequence[MemoryRecord],
     *,
@@ -184,13 +203,12 @@ def rank(
     for name, weight, applies in zip(CONTEXT_SIGNALS, w[1:], applicable, strict=True):
         reported[name] = float(weight) / total if applies else 0.0
 
+    cosines = _cosines(query_vec, [vectors.get(record.id) for record in records])
     rows: list[tuple[MemoryRecord, dict[str, float], set[str]]] = []
-    for record in records:
-        vec = vectors.get(record.id)
+    for record, cosine in zip(records, cosines, strict=True):
         cand_entities = set(record.entities)
         if record.subject:
             cand_entities.add(record.subject)
-        cosine = semantic_similarity(query_vec, vec)
         keyword = keyword_relevance(keyword_scores.get(record.id))
         signals = {
             "semantic_similarity": cosine,
