@@ -130,6 +130,10 @@ class Store(Protocol):
     ) -> builtins.list[Hit]:
         """Memories one hop from the given ones (either direction); score is link strength."""
 
+    def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """For each given memory with a session, the memories just before and after it in that
+        session, ordered by (created_at, id): the turns around a message."""
+
     def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         """By created_at, newest first; score is the POSIX time."""
 

@@ -184,6 +184,8 @@ class Pipeline:
         if as_of is not None:
             records = [r for r in records if truth.valid_at(r, as_of)]
         vectors = timed("fetch_vectors", lambda: self.store.vectors(user_id, [r.id for r in records]))
+        neighbors = timed("neighbors", lambda: self.store.session_neighbors(
+            user_id, [r.id for r in records if r.session_id is not None]))
         credited = credit(records, found.expansion)
         scored = timed(
             "rank",
@@ -192,7 +194,7 @@ class Pipeline:
                 time_range=plan.time_range, now=now, weights=plan.weights,
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.time_focused,
-                similarity_range=self._similarity_range(config),
+                similarity_range=self._similarity_range(config), neighbors=neighbors,
             ),
         )
         scored = restore(scored, {r.id: r for r in records}, found.expansion)

@@ -340,3 +340,21 @@ def test_delete_drops_the_logged_retrievals_that_returned_the_memory(store: Stor
     assert store.get_retrieval("u1", with_victim.id) is None
     assert [e.id for e in store.feedback_log("u1", 10)] == [without.id]
     assert store.get_retrieval("u2", mine_elsewhere.id) is not None
+
+
+def test_session_neighbors_are_the_turns_around_a_memory(store: Store) -> None:
+    store.bind_embedder("model-a", DIM)
+    turns = [replace(rec("u1", f"turn {i}"), session_id="s1", created_at=rec("u1", "x").created_at)
+             for i in range(4)]
+    other = replace(rec("u1", "other session"), session_id="s2")
+    lone = rec("u1", "no session")
+    foreign = replace(rec("u2", "another user's turn"), session_id="s1")
+    for i, record in enumerate([*turns, other, lone, foreign]):
+        put(store, record, seeds=[i])
+    # Same created_at: the order is the id's (ids sort by creation), as the turns were written.
+    ordered = sorted(turns, key=lambda r: r.id)
+    got = store.session_neighbors("u1", [ordered[0].id, ordered[2].id, other.id, lone.id, foreign.id])
+    assert got[ordered[0].id] == (ordered[1].id,)
+    assert set(got[ordered[2].id]) == {ordered[1].id, ordered[3].id}
+    assert got[other.id] == ()
+    assert lone.id not in got and foreign.id not in got  # no session; another user's

@@ -247,3 +247,21 @@ def test_min_score_never_empties_a_filtered_retrieval() -> None:
     assert apply_min_score(scored, 0.1) == ([], 2)
     kept, dropped = apply_min_score(scored, 0.1, keep_best=True)
     assert [s.record.id for s in kept] == ["a", "b"] and dropped == 0
+
+
+def test_a_turn_next_to_a_relevant_question_gains_from_it() -> None:
+    question = rec("q", content="What did you research?")
+    answer = rec("a", content="Adoption agencies.")
+    stranger = rec("s", content="Adoption agencies.")
+    kw = {"q": 0.9, "a": 0.2, "s": 0.2}
+    out = {s.record.id: s for s in run([question, answer, stranger], keyword_scores=kw)}
+    alone = out["a"].score
+    out = {s.record.id: s for s in rank(
+        [question, answer, stranger], query_vec=None, vectors={}, query_entities=(), time_range=None, now=NOW,
+        weights=EXPLORATORY, keyword_scores=kw, sources={}, source_ranks={}, config=RetrievalConfig(),
+        neighbors={"a": ("q",), "q": ("a",)},
+    )}
+    assert out["a"].signals["conversation_context"] == pytest.approx(0.5 * 0.9)
+    assert out["a"].signals["relevance"] == pytest.approx(0.5 * 0.2 + 0.3 * 0.5 * 0.9)
+    assert out["a"].score > alone and out["a"].score > out["s"].score
+    assert out["s"].signals["conversation_context"] == 0.0

@@ -52,6 +52,24 @@ class CandidateMixin:
         )
         return [(r[0], float(r[1])) for r in rows]
 
+    def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        ids = list(dict.fromkeys(memory_ids))[:1000]
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._read(
+            "SELECT c.id, "
+            "(SELECT m.id FROM memories m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
+            " AND (m.created_at < c.created_at OR (m.created_at = c.created_at AND m.id < c.id)) "
+            " ORDER BY m.created_at DESC, m.id DESC LIMIT 1), "
+            "(SELECT m.id FROM memories m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
+            " AND (m.created_at > c.created_at OR (m.created_at = c.created_at AND m.id > c.id)) "
+            " ORDER BY m.created_at, m.id LIMIT 1) "
+            f"FROM memories c WHERE c.user_id = ? AND c.session_id IS NOT NULL AND c.id IN ({marks})",
+            (user_id, *ids),
+        )
+        return {r[0]: tuple(x for x in (r[1], r[2]) if x is not None) for r in rows}
+
     def by_links(self, user_id: str, memory_ids: Sequence[str], n: int,
                  link_types: Iterable[str] | None) -> builtins.list[Hit]:
         ids = list(dict.fromkeys(memory_ids))
