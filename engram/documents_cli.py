@@ -34,9 +34,12 @@ def _memory(db: str | None, *, create: bool) -> Memory:
 @click.option("--note", default=None, help="A note kept with each version.")
 @click.option("--provider", default=None, help="Who supplied the files.")
 @click.option("--force", is_flag=True, help="Add a version even when the content is unchanged.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Follow symlinks that lead out of a directory or pattern being ingested (by default they fail).")
 @click.option("--db", default=None, help=DB_HELP)
 def ingest_command(paths: tuple[str, ...], user_id: str, tags: tuple[str, ...], topic: str | None,
-                   note: str | None, provider: str | None, force: bool, db: str | None) -> None:
+                   note: str | None, provider: str | None, force: bool, follow_symlinks: bool,
+                   db: str | None) -> None:
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
@@ -49,7 +52,7 @@ def ingest_command(paths: tuple[str, ...], user_id: str, tags: tuple[str, ...], 
             bar.update(task, completed=done, total=total, description=f"ingesting {done}/{total}")
 
         report = ingest(memory, paths, user_id=user_id, tags=tags, topic=topic, note=note, provider=provider,
-                        force=force, progress=advance)
+                        force=force, progress=advance, follow_symlinks=follow_symlinks)
     table = Table(title=f"ingested in {report.seconds:.2f} s")
     for column in ("file", "status", "version", "chunks", "reason"):
         table.add_column(column, overflow="fold")

@@ -10,13 +10,13 @@ document ``supersedes`` the old) so general retrieval quotes current text unless
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import hashlib
 import os
 import re
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from html.parser import HTMLParser
@@ -94,7 +94,7 @@ def doc_key_for(path: Path) -> str:
     A digest rather than the path itself: fixed length (ids are capped at 256 characters, paths are
     not), and no separators to escape in filters. The path stays readable in ``metadata.path``.
     """
-    return hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return hashlib.sha256(_real(path).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -230,40 +230,161 @@ def chunk_spans(text: str, min_chars: int = CHUNK_MIN, max_chars: int = CHUNK_MA
 # -- discovery ------------------------------------------------------------------------------------
 
 
-def _walk(root: Path) -> Iterable[Path]:
-    for folder, dirs, files in os.walk(root):
-        # Hidden folders (.git, .venv) are tooling, not documents.
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in SUPPORTED:
-                yield Path(folder) / name
+def _real(path: Path) -> str:
+    # os.path.realpath, not Path.resolve: on a symlink loop resolve raises RuntimeError, which
+    # would abort the whole ingest; realpath returns the path, and reading it then fails alone.
+    return os.path.realpath(path)
 
 
-def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[FileResult]]:
+def _within(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@dataclass(slots=True)
+class _Scope:
+    """Where one directory walk or pattern may lead: inside ``root`` (a real path) unless ``follow``.
+
+    Symlinks are what can lead out: a folder is only entered through a path that stays inside, so
+    a file that is not itself a symlink is inside too. Each real folder is entered once, which is
+    what ends symlink loops (even inside the tree) and keeps aliases from multiplying the walk.
+    """
+
+    root: str
+    follow: bool
+    refused: dict[str, FileResult]
+    entered: set[tuple[str, int]] = field(default_factory=set)
+
+    def admits(self, path: Path) -> bool:
+        if self.follow or not os.path.islink(path):
+            return True
+        real = _real(path)
+        if _within(real, self.root):
+            return True
+        # Keyed by where the link itself really is, so a loop reaching it twice reports it once.
+        self.refused.setdefault(os.path.join(_real(path.parent), path.name), FileResult(
+            str(path), "failed", f"symlink to {real}, outside {self.root}: not followed "
+            "(follow_symlinks=True, or --follow-symlinks, ingests it)"))
+        return False
+
+    def enter(self, folder: Path, step: int = -1) -> bool:
+        """Whether to look inside ``folder`` (once per real folder and pattern step)."""
+        if not self.admits(folder):
+            return False
+        key = (_real(folder), step)
+        if key in self.entered:
+            return False
+        self.entered.add(key)
+        return True
+
+
+def _entries(folder: Path, hidden: bool = False) -> tuple[list[Path], list[Path]]:
+    """A folder's subfolders and other entries, sorted by name; hidden names only when asked."""
+    try:
+        with os.scandir(folder) as scan:
+            names = sorted(e.name for e in scan if hidden or not e.name.startswith("."))
+    except OSError:
+        return [], []  # an unreadable folder holds nothing to ingest, as os.walk treats it
+    dirs: list[Path] = []
+    others: list[Path] = []
+    for name in names:
+        path = folder / name
+        try:
+            is_dir = path.is_dir()
+        except OSError:  # a symlink loop: kept as a file, so reading it fails with the reason
+            is_dir = False
+        (dirs if is_dir else others).append(path)
+    return dirs, others
+
+
+def _walk(root: Path, scope: _Scope) -> Iterator[Path]:
+    """Supported, visible files under ``root``, depth first in name order; hidden folders (.git,
+    .venv) are tooling, not documents."""
+    if not scope.enter(root):
+        return
+    stack = [root]
+    while stack:
+        dirs, files = _entries(stack.pop())
+        yield from (p for p in files if p.suffix.lower() in SUPPORTED and scope.admits(p))
+        stack.extend(reversed([d for d in dirs if scope.enter(d)]))
+
+
+def _glob(pattern: str, follow: bool, refused: dict[str, FileResult]) -> tuple[list[Path], _Scope]:
+    """What a glob pattern matches, as ``glob.glob(recursive=True)`` would, but within the scope of
+    the folder before its first wildcard, and visiting each real folder once per ``**``.
+
+    Not glob.glob itself: its ``**`` follows every symlinked folder, so one folder linking to its
+    parent twice makes it walk an exponential number of paths, and links out of the tree are followed.
+    """
+    parts = Path(pattern).parts
+    first = next(i for i, part in enumerate(parts) if _GLOB_MAGIC.search(part))
+    base = Path(*parts[:first]) if first else Path(os.curdir)
+    scope = _Scope(_real(base), follow, refused)
+    found: dict[Path, None] = {}
+    # (folder, index of the next pattern part) still to match; the pattern is short, so this stack
+    # is bounded by the tree, never by how its paths repeat.
+    todo: list[tuple[Path, int]] = [(base, first)]
+    while todo:
+        folder, step = todo.pop()
+        if step == len(parts):
+            found[folder] = None
+            continue
+        part, last = parts[step], step == len(parts) - 1
+        if part == "**":
+            # Zero or more visible folders: this one, then each below it, once per real folder.
+            if scope.enter(folder, step):
+                todo.append((folder, step + 1))
+                todo.extend((d, step) for d in _entries(folder)[0])
+            continue
+        if not _GLOB_MAGIC.search(part):
+            path = folder / part
+            if (os.path.lexists(path) if last else path.is_dir()) and scope.admits(path):
+                todo.append((path, step + 1))
+            continue
+        dirs, others = _entries(folder, hidden=part.startswith("."))
+        for path in dirs + (others if last else []):
+            if fnmatch.fnmatchcase(path.name, part) and scope.admits(path):
+                todo.append((path, step + 1))
+    return sorted(found, key=str), scope
+
+
+def discover(
+    paths: Iterable[str | os.PathLike[str]], *, follow_symlinks: bool = False,
+) -> tuple[list[Path], list[FileResult]]:
     """Absolute files to ingest (deduplicated, in order) and failures for paths that name nothing.
 
     A file named explicitly is always attempted (an unsupported type then fails with a reason);
-    files found by walking a directory or matching a pattern are kept only when supported.
+    files found by walking a directory or matching a pattern are kept only when supported. A
+    symlink met while walking a directory, or matched by a pattern, that resolves outside that
+    directory (for a pattern: the folder before its first wildcard) is not followed but reported
+    as failed, unless ``follow_symlinks``: ingesting a folder must not read whatever it links to.
+    A path named explicitly is followed wherever it leads; that is what was asked for.
     """
     found: dict[Path, None] = {}
     missing: list[FileResult] = []
+    refused: dict[str, FileResult] = {}
     for raw in paths:
         text = os.path.expanduser(os.fspath(raw))
         if os.path.exists(text):
-            targets, explicit = [Path(text)], True
+            target = Path(text)
+            if not target.is_dir():
+                found[Path(_real(target))] = None
+                continue
+            matches, scope, explicit = [target], _Scope(_real(target), follow_symlinks, refused), True
         elif _GLOB_MAGIC.search(text):
-            targets, explicit = [Path(m) for m in sorted(glob.glob(text, recursive=True))], False
-            if not targets:
+            before = len(refused)
+            matches, scope = _glob(text, follow_symlinks, refused)
+            explicit = False
+            if not matches and len(refused) == before:  # else the refusals say why nothing matched
                 missing.append(FileResult(text, "failed", "pattern matched no files"))
         else:
             missing.append(FileResult(text, "failed", "no such file or directory"))
             continue
-        for target in targets:
-            if target.is_dir():
-                found.update((p.resolve(), None) for p in _walk(target))
-            elif explicit or target.suffix.lower() in SUPPORTED:
-                found[target.resolve()] = None
-    return list(found), missing
+        for match in matches:
+            if match.is_dir():
+                found.update((Path(_real(p)), None) for p in _walk(match, scope))
+            elif explicit or match.suffix.lower() in SUPPORTED:
+                found[Path(_real(match))] = None
+    return list(found), missing + list(refused.values())
 
 
 # -- ingest ---------------------------------------------------------------------------------------
@@ -312,11 +433,13 @@ def ingest(
     memory: Memory, paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, user_id: str,
     tags: Sequence[str] = (), topic: str | None = None, note: str | None = None, provider: str | None = None,
     force: bool = False, now: datetime | None = None, progress: Callable[[FileResult, int, int], None] | None = None,
+    follow_symlinks: bool = False,
 ) -> IngestReport:
     """Ingest files, directories (recursively) and glob patterns as versioned documents.
 
     ``now`` fixes ``ingested_at`` (tests and imports of history); ``progress(result, done, total)``
-    is called as each file's outcome is final.
+    is called as each file's outcome is final. Symlinks found inside a directory or by a pattern
+    are followed only where they stay inside it, unless ``follow_symlinks`` (see ``discover``).
     """
     started = time.perf_counter()
     user = validate_id(user_id, "user_id", memory.limits) or ""
@@ -330,7 +453,7 @@ def ingest(
     user_tags = list(dict.fromkeys(t for t in tags if t != FILE_INGEST))
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    files, results = discover(paths)
+    files, results = discover(paths, follow_symlinks=follow_symlinks)
     total = len(files) + len(results)
     done: list[FileResult] = []
 

@@ -309,3 +309,73 @@ def test_cli_ingest_reports_each_status(tmp_path: Path) -> None:
     forced = runner.invoke(root, ["ingest", str(docs / "a.md"), "--force", "--db", db], env={"ENGRAM_USER": USER})
     assert forced.exit_code == 0 and "1 forced" in forced.output
     assert os.path.exists(db)
+
+
+# -- symlinks -------------------------------------------------------------------------------------
+
+
+def symlinked_tree(tmp_path: Path) -> Path:
+    """docs/ holding one real file, links out of it (a file and a folder), two folder loops and a
+    file loop; outside/ holding what must not be read by default."""
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    (docs / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (docs / "inside.md").write_text("inside text")
+    (docs / "sub" / "deep.md").write_text("deep text")
+    (outside / "secret.md").write_text("secret outside text")
+    (docs / "secret.md").symlink_to(outside / "secret.md")
+    (docs / "ext").symlink_to(outside, target_is_directory=True)
+    (docs / "sub" / "up").symlink_to(docs, target_is_directory=True)  # a loop through the parent
+    (docs / "sub" / "self").symlink_to(docs / "sub", target_is_directory=True)  # and through itself
+    (docs / "sub" / "self2").symlink_to(docs / "sub", target_is_directory=True)
+    (docs / "ping.md").symlink_to(docs / "pong.md")  # a file loop
+    (docs / "pong.md").symlink_to(docs / "ping.md")
+    return docs
+
+
+def test_directory_ingest_does_not_follow_symlinks_out_of_the_tree(memory: Memory, tmp_path: Path) -> None:
+    docs = symlinked_tree(tmp_path)
+    report = ingest(memory, [docs], user_id=USER)
+    assert sorted(r.metadata["filename"] for r in documents(memory)) == ["deep.md", "inside.md"]
+    reasons = {Path(r.path).name: r.reason or "" for r in report.failed}
+    assert set(reasons) == {"secret.md", "ext", "ping.md", "pong.md"}, reasons
+    assert "outside" in reasons["secret.md"] and "follow_symlinks=True" in reasons["secret.md"]
+    assert "outside" in reasons["ext"]
+    assert "cannot read" in reasons["ping.md"]  # the loop fails alone
+    hits = memory.search_keywords(["secret"], user_id=USER)
+    assert not hits
+
+    followed = ingest(memory, [docs], user_id=USER, follow_symlinks=True)
+    assert {Path(r.path).name for r in followed.failed} == {"ping.md", "pong.md"}
+    names = sorted(r.metadata["filename"] for r in documents(memory))
+    assert names == ["deep.md", "inside.md", "secret.md"]  # outside/secret.md once, through either link
+
+
+def test_a_glob_does_not_follow_symlinks_out_of_its_folder_nor_around_loops(tmp_path: Path) -> None:
+    docs = symlinked_tree(tmp_path)
+    # glob.glob would walk docs/sub/self/self2/self/... exponentially; each real folder is seen once.
+    files, failed = discover([str(docs / "**" / "*.md")])
+    assert sorted(p.name for p in files) == ["deep.md", "inside.md", "ping.md", "pong.md"]
+    assert sorted(Path(f.path).name for f in failed) == ["ext", "secret.md"]
+    files, failed = discover([str(docs / "**" / "*.md")], follow_symlinks=True)
+    assert sorted(p.name for p in files) == ["deep.md", "inside.md", "ping.md", "pong.md", "secret.md"]
+    assert failed == []
+    files, failed = discover([str(docs / "*")])
+    assert sorted(p.name for p in files) == ["deep.md", "inside.md", "ping.md", "pong.md"]
+    assert sorted(Path(f.path).name for f in failed) == ["ext", "secret.md"]
+    # A file named explicitly is read wherever it leads: that is what was asked for.
+    files, failed = discover([docs / "secret.md"])
+    assert files == [(tmp_path / "outside" / "secret.md").resolve()] and failed == []
+
+
+def test_cli_ingest_follows_symlinks_out_of_the_tree_only_with_the_flag(tmp_path: Path) -> None:
+    root = click.Group("engram")
+    root.add_command(ingest_command)
+    docs = symlinked_tree(tmp_path)
+    db = str(tmp_path / "cli.db")
+    runner = CliRunner()
+    first = runner.invoke(root, ["ingest", str(docs), "--user", USER, "--db", db], env={"COLUMNS": "300"})
+    assert first.exit_code == 1 and "2 new" in first.output and "outside" in first.output, first.output
+    second = runner.invoke(root, ["ingest", str(docs), "--user", USER, "--db", db, "--follow-symlinks"],
+                           env={"COLUMNS": "300"})
+    assert "1 new, 2 unchanged" in second.output, second.output
