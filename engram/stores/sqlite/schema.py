@@ -245,24 +245,33 @@ def _backfill_entities(conn: sqlite3.Connection) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> int:
-    """Apply every migration not yet applied, each in its own transaction; returns the version."""
+    """Apply every migration not yet applied, each in its own transaction; returns the version.
+
+    The version is read again under the write lock before each migration: processes opening one
+    new file at once all see version 0 at first, and only the first to hold the lock may run
+    migration 1 (the others would fail with "table meta already exists").
+    """
+    target = len(MIGRATIONS)
     current = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    for number, script in enumerate(MIGRATIONS, start=1):
-        if number <= current:
-            continue
+    while current < target:  # an up-to-date file is opened without taking the write lock
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if callable(script):
-                script(conn)
-            else:
-                for statement in _statements(script):
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {number}")
+            current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if current < target:
+                script = MIGRATIONS[current]
+                if callable(script):
+                    script(conn)
+                else:
+                    for statement in _statements(script):
+                        conn.execute(statement)
+                current += 1
+                conn.execute(f"PRAGMA user_version = {current}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite has already rolled back after some errors; a second ROLLBACK would hide the first.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        current = number
     return current
 
 

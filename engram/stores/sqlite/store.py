@@ -121,8 +121,9 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
             raise StoreUnavailable(f"cannot open {self.path}: {exc}") from exc
         self._lock = threading.RLock()
         try:
-            # The first statement reads the file: one that is not a database fails here.
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            # The first statement reads the file: one that is not a database fails here. Retried:
+            # while another process turns a new file to WAL, SQLite reports "locked" at once.
+            self._retry(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
             self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoint, no torn DB
             self._conn.execute("PRAGMA foreign_keys=ON")
             # Freed pages are zeroed, so deleted and forgotten text does not linger in the file.
