@@ -17,6 +17,9 @@ import psycopg
 from engram.feedback import LoggedRetrieval, decode_items, decode_settings, encode_items, item_token
 from engram.ontology import EntityRelation, RelationType
 
+# One retention policy for both backends; it is plain Python that lives beside the SQLite log.
+from engram.stores.sqlite.knowledge import LOG_RETENTION, prune_due
+
 __all__ = ["KnowledgeMixin", "forget_knowledge", "forget_memory_in_log"]
 
 _KNOWLEDGE_TABLES = (
@@ -28,6 +31,31 @@ _USED = (
     "ARRAY(SELECT f.memory_id FROM engram_retrieval_feedback f "
     "WHERE f.user_id = l.user_id AND f.retrieval_id = l.id ORDER BY f.memory_id)"
 )
+
+
+def prune_log(conn: psycopg.Connection[Any], user_id: str, keep: int) -> None:
+    """Drop a user's logged retrievals beyond the newest ``keep``, with their feedback (as SQLite's)."""
+    # Only the (user_id, created_at) index is walked: sorting by id as well would read every row.
+    row = conn.execute(
+        "SELECT created_at FROM engram_retrieval_log WHERE user_id = %s ORDER BY created_at DESC OFFSET %s LIMIT 1",
+        (user_id, keep),
+    ).fetchone()
+    if row is None:  # the common case: no more than keep
+        return
+    at = row[0]  # when the newest retrieval to drop was logged
+    newer = conn.execute(
+        "SELECT count(*) FROM engram_retrieval_log WHERE user_id = %s AND created_at > %s", (user_id, at)
+    ).fetchone()
+    # Of the retrievals logged in that same microsecond, the highest ids stay, as many as still fit.
+    conn.execute(
+        "WITH old AS (SELECT id FROM engram_retrieval_log WHERE user_id = %(u)s AND created_at < %(at)s"
+        "  UNION ALL (SELECT id FROM engram_retrieval_log WHERE user_id = %(u)s AND created_at = %(at)s"
+        "  ORDER BY id DESC OFFSET %(ties)s)),"
+        " feedback AS (DELETE FROM engram_retrieval_feedback f USING old"
+        "  WHERE f.user_id = %(u)s AND f.retrieval_id = old.id)"
+        " DELETE FROM engram_retrieval_log l USING old WHERE l.user_id = %(u)s AND l.id = old.id",
+        {"u": user_id, "at": at, "ties": keep - (newer[0] if newer else 0)},
+    )
 
 
 def forget_knowledge(conn: psycopg.Connection[Any], user_id: str) -> None:
@@ -61,6 +89,9 @@ def _logged(row: Any) -> LoggedRetrieval:
 
 class KnowledgeMixin:
     """Methods of :class:`~engram.stores.postgres.store.PostgresStore` beyond memories themselves."""
+
+    log_retention: int | None = LOG_RETENTION
+    _log_writes: dict[str, int]  # per user: log writes since the last prune (see prune_due)
 
     if TYPE_CHECKING:
 
@@ -115,6 +146,7 @@ class KnowledgeMixin:
 
     # -- retrieval log and feedback -------------------------------------------------------------
     def log_retrieval(self, user_id: str, entry: LoggedRetrieval) -> None:
+        keep = prune_due(self._log_writes, self.log_retention, user_id)
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO engram_retrieval_log (user_id, id, query, category, strategy, items, settings, "
@@ -122,6 +154,8 @@ class KnowledgeMixin:
                 (user_id, entry.id, entry.query, entry.category, entry.strategy, encode_items(entry.items),
                  json.dumps(dict(entry.settings), separators=(",", ":")), entry.created_at),
             )
+            if keep is not None:
+                prune_log(conn, user_id, keep)
 
     def get_retrieval(self, user_id: str, retrieval_id: str) -> LoggedRetrieval | None:
         rows = self._read(

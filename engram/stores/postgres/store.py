@@ -34,6 +34,7 @@ from engram.stores.postgres import schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.keyword import KeywordPlanner
 from engram.stores.postgres.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
+from engram.stores.sqlite.knowledge import LOG_RETENTION, check_log_retention
 from engram.text import ROLE_WORDS
 
 __all__ = ["PostgresStore"]
@@ -70,9 +71,11 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 8, exact_limit: int = 5_000,
-        keyword_budget: int = 2_000, ef_search: int = 200,
+        keyword_budget: int = 2_000, ef_search: int = 200, log_retention: int | None = LOG_RETENTION,
     ) -> None:
         self.url = url
+        self.log_retention = check_log_retention(log_retention)  # each user's newest logged retrievals kept
+        self._log_writes = {}
         self.exact_limit = exact_limit
         self.keyword_budget = keyword_budget
         self._keywords = KeywordPlanner(keyword_budget)

@@ -9,11 +9,15 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from engram.errors import ConfigError
 from engram.feedback import LoggedRetrieval, decode_items, decode_settings, encode_items, item_token
 from engram.ontology import EntityRelation, RelationType
 from engram.stores.sqlite.rows import from_us, to_us
 
-__all__ = ["KnowledgeMixin", "forget_knowledge", "forget_memory_in_log"]
+__all__ = [
+    "LOG_RETENTION", "PRUNE_EVERY", "KnowledgeMixin", "check_log_retention", "forget_knowledge", "forget_memory_in_log",
+    "prune_due", "prune_log",
+]
 
 T = TypeVar("T")
 
@@ -25,6 +29,61 @@ _USED = (
     "(SELECT json_group_array(f.memory_id) FROM retrieval_feedback f "
     "WHERE f.user_id = l.user_id AND f.retrieval_id = l.id)"
 )
+
+
+# The retrieval log keeps each user's newest LOG_RETENTION retrievals (and their feedback) by default.
+# Pruning walks that many index entries, so it runs on a store's first logged retrieval of a user
+# (short-lived processes such as the CLI prune too) and then every PRUNE_EVERY-th: a user's log
+# holds at most retention + PRUNE_EVERY - 1 retrievals. The PostgreSQL store keeps the same bound.
+LOG_RETENTION = 10_000
+PRUNE_EVERY = 64
+_MAX_RETENTION = 100_000_000
+
+
+def check_log_retention(value: object) -> int | None:
+    """``log_retention`` of a store constructor: a positive count, or ``None`` for an unbounded log."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_RETENTION:
+        raise ConfigError("log_retention", f"must be an integer in [1, {_MAX_RETENTION}] or None, got {value!r}")
+    return value
+
+
+def prune_due(writes: dict[str, int], retention: int | None, user_id: str) -> int | None:
+    """The retention one log write must enforce (on the first of a user, then every PRUNE_EVERY-th), else None.
+
+    ``writes`` counts a user's log writes since the last prune; the store keeps it.
+    """
+    if retention is None:
+        return None
+    count = writes.get(user_id, 0)
+    writes[user_id] = (count + 1) % PRUNE_EVERY
+    return retention if count == 0 else None
+
+
+def prune_log(c: sqlite3.Connection, user_id: str, keep: int) -> None:
+    """Drop a user's logged retrievals beyond the newest ``keep``, with their feedback."""
+    # Only the (user_id, created_at) index is walked: sorting by id as well would read every row.
+    row = c.execute(
+        "SELECT created_at FROM retrieval_log WHERE user_id = ? ORDER BY created_at DESC LIMIT 1 OFFSET ?",
+        (user_id, keep),
+    ).fetchone()
+    if row is None:  # the common case: no more than keep
+        return
+    at = row[0]  # when the newest retrieval to drop was logged
+    newer = c.execute(
+        "SELECT count(*) FROM retrieval_log WHERE user_id = ? AND created_at > ?", (user_id, at)
+    ).fetchone()[0]
+    # Of the retrievals logged in that same microsecond, the highest ids stay, as many as still fit.
+    # Two index ranges, not one OR, which SQLite would answer by reading every row of the user; and
+    # +id so the few ties are sorted rather than the primary key walked over all of them.
+    dropped = (
+        "SELECT id FROM retrieval_log WHERE user_id = ? AND created_at < ? UNION ALL SELECT * FROM ("
+        "SELECT id FROM retrieval_log WHERE user_id = ? AND created_at = ? ORDER BY +id DESC LIMIT -1 OFFSET ?)"
+    )
+    params = (user_id, user_id, at, user_id, at, keep - newer)
+    c.execute(f"DELETE FROM retrieval_feedback WHERE user_id = ? AND retrieval_id IN ({dropped})", params)
+    c.execute(f"DELETE FROM retrieval_log WHERE user_id = ? AND id IN ({dropped})", params)
 
 
 def forget_knowledge(c: sqlite3.Connection, user_id: str) -> None:
@@ -58,6 +117,9 @@ def _logged(row: Any) -> LoggedRetrieval:
 
 class KnowledgeMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore` beyond memories themselves."""
+
+    log_retention: int | None = LOG_RETENTION
+    _log_writes: dict[str, int]  # per user: log writes since the last prune (see prune_due)
 
     if TYPE_CHECKING:
 
@@ -114,14 +176,19 @@ class KnowledgeMixin:
 
     # -- retrieval log and feedback -------------------------------------------------------------
     def log_retrieval(self, user_id: str, entry: LoggedRetrieval) -> None:
-        self._write(
-            lambda c: c.execute(
+        keep = prune_due(self._log_writes, self.log_retention, user_id)
+
+        def op(c: sqlite3.Connection) -> None:
+            c.execute(
                 "INSERT OR IGNORE INTO retrieval_log "
                 "(user_id, id, query, category, strategy, items, settings, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (user_id, entry.id, entry.query, entry.category, entry.strategy, encode_items(entry.items),
                  json.dumps(dict(entry.settings), separators=(",", ":")), to_us(entry.created_at)),
             )
-        )
+            if keep is not None:
+                prune_log(c, user_id, keep)
+
+        self._write(op)
 
     def get_retrieval(self, user_id: str, retrieval_id: str) -> LoggedRetrieval | None:
         rows = self._read(

@@ -40,7 +40,13 @@ from engram.ingest import truth
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, keyword_hits
-from engram.stores.sqlite.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
+from engram.stores.sqlite.knowledge import (
+    LOG_RETENTION,
+    KnowledgeMixin,
+    check_log_retention,
+    forget_knowledge,
+    forget_memory_in_log,
+)
 from engram.stores.sqlite.rows import COLUMNS, filter_sql, record_params, row_to_record, to_us
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vectors import ExactIndex
@@ -106,9 +112,12 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
     """
 
     def __init__(
-        self, path: str | Path, *, busy_retries: int = 12, postings_budget: int = DEFAULT_POSTINGS_BUDGET
+        self, path: str | Path, *, busy_retries: int = 12, postings_budget: int = DEFAULT_POSTINGS_BUDGET,
+        log_retention: int | None = LOG_RETENTION,
     ) -> None:
         self.path = str(path)
+        self.log_retention = check_log_retention(log_retention)  # each user's newest logged retrievals kept
+        self._log_writes = {}
         self.postings_budget = postings_budget
         self._busy_retries = busy_retries
         try:
