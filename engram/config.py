@@ -254,6 +254,9 @@ class Limits:
     max_metadata_depth: int = 8
     max_id_chars: int = 256
     max_batch: int = 100_000
+    # Every write and retrieval matches against all of a user's entities: the bound keeps that cost
+    # bounded whoever holds the user's key.
+    max_entities_per_user: int = 10_000
 
     def __post_init__(self) -> None:
         _check_int("max_content_chars", self.max_content_chars, 1, 100_000_000)
@@ -263,3 +266,4 @@ class Limits:
         _check_int("max_metadata_depth", self.max_metadata_depth, 1, 100)
         _check_int("max_id_chars", self.max_id_chars, 1, 10_000)
         _check_int("max_batch", self.max_batch, 1, 10_000_000)
+        _check_int("max_entities_per_user", self.max_entities_per_user, 1, 10_000_000)

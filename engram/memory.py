@@ -227,6 +227,15 @@ class Memory:
         if name is not None:
             validate_text(name, "name", MAX_ENTITY_TEXT_CHARS)
         aliases = validate_strings(aliases, "aliases", MAX_ALIASES, MAX_ENTITY_TEXT_CHARS)
+        # Updating a registered entity is always allowed; only a new one counts against the bound.
+        # (Two processes adding at once may both pass at bound - 1: the bound is a cost cap, not a quota.)
+        bound = self.limits.max_entities_per_user
+        known = self.store.entities(user)
+        if len(known) >= bound and all(e.id != entity_id for e in known):
+            raise ValidationError(
+                "entity_id", f"user already has {len(known)} entities; at most {bound} per user "
+                "(Limits.max_entities_per_user): update or reuse a registered entity",
+            )
         entity = Entity(
             id=entity_id,
             type=type or entity_id.split(":", 1)[0],
