@@ -229,11 +229,16 @@ class Memory:
         aliases = validate_strings(aliases, "aliases", MAX_ALIASES, MAX_ENTITY_TEXT_CHARS)
         # Updating a registered entity is always allowed; only a new one counts against the bound.
         # (Two processes adding at once may both pass at bound - 1: the bound is a cost cap, not a quota.)
+        # Both bundled stores count from the primary key; another Store is asked for its entities.
         bound = self.limits.max_entities_per_user
-        known = self.store.entities(user)
-        if len(known) >= bound and all(e.id != entity_id for e in known):
+        count = getattr(self.store, "count_entities", None)
+        others: int = (
+            count(user, excluding=entity_id) if callable(count)
+            else sum(e.id != entity_id for e in self.store.entities(user))
+        )
+        if others >= bound:
             raise ValidationError(
-                "entity_id", f"user already has {len(known)} entities; at most {bound} per user "
+                "entity_id", f"user already has {others} entities; at most {bound} per user "
                 "(Limits.max_entities_per_user): update or reuse a registered entity",
             )
         entity = Entity(

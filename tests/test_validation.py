@@ -14,7 +14,7 @@ from engram import Memory
 from engram.config import AdminMemorySettings, Limits, RedactionConfig, RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
 from engram.errors import ConfigError, ValidationError
-from engram.ext import as_filters
+from engram.ext import Store, as_filters
 from engram.ingest.normalize import MAX_VERSION, normalize, short_repr, validate_id
 from engram.model import Filters
 
@@ -291,17 +291,18 @@ def test_datetime_out_of_range_after_utc_conversion_names_the_field(memory: Memo
     assert "range" in str(info.value)
 
 
-def test_a_user_cannot_register_unbounded_entities(tmp_path: Path) -> None:
-    with Memory(tmp_path / "e.db", embedder=FakeEmbedder(), limits=Limits(max_entities_per_user=3)) as memory:
-        for n in range(3):
-            memory.add_entity(f"customer:c{n}", user_id="u1", aliases=[f"Customer {n}"])
-        with pytest.raises(ValidationError, match="max_entities_per_user") as caught:
-            memory.add_entity("customer:c3", user_id="u1")
-        assert caught.value.field == "entity_id" and "at most 3" in str(caught.value)
-        assert len(memory.store.entities("u1")) == 3
-        # A registered entity can still be updated, and another user has their own bound.
-        memory.add_entity("customer:c0", user_id="u1", aliases=["Customer Zero"])
-        memory.add_entity("customer:c3", user_id="u2")
+def test_a_user_cannot_register_unbounded_entities(store: Store) -> None:
+    memory = Memory(store=store, embedder=FakeEmbedder(), limits=Limits(max_entities_per_user=3))
+    for n in range(3):
+        memory.add_entity(f"customer:c{n}", user_id="u1", aliases=[f"Customer {n}"])
+    with pytest.raises(ValidationError, match="max_entities_per_user") as caught:
+        memory.add_entity("customer:c3", user_id="u1")
+    assert caught.value.field == "entity_id" and "at most 3" in str(caught.value)
+    assert len(store.entities("u1")) == 3
+    # A registered entity can still be updated, and another user has their own bound.
+    memory.add_entity("customer:c0", user_id="u1", aliases=["Customer Zero"])
+    memory.add_entity("customer:c3", user_id="u2")
+    assert [e.aliases for e in store.entities("u1") if e.id == "customer:c0"] == [("Customer Zero",)]
     assert Limits().max_entities_per_user == 10_000
     with pytest.raises(ConfigError, match="max_entities_per_user"):
         Limits(max_entities_per_user=0)

@@ -100,6 +100,13 @@ class KnowledgeMixin:
         def _read(self, query: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]: ...
 
     # -- ontology and relations ---------------------------------------------------------------
+    def count_entities(self, user_id: str, *, excluding: str | None = None) -> int:
+        """The user's registered entities, other than ``excluding`` (as SQLite's)."""
+        rows = self._read(
+            "SELECT count(*) FROM engram_entities WHERE user_id = %s AND id IS DISTINCT FROM %s", (user_id, excluding)
+        )
+        return int(rows[0][0])
+
     def define_relation(self, user_id: str, relation: RelationType) -> None:
         with self._tx() as conn:
             conn.execute(

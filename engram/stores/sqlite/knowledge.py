@@ -128,6 +128,14 @@ class KnowledgeMixin:
         def _write(self, op: Callable[[sqlite3.Connection], T]) -> T: ...
 
     # -- ontology and relations ---------------------------------------------------------------
+    def count_entities(self, user_id: str, *, excluding: str | None = None) -> int:
+        """The user's registered entities, other than ``excluding`` (the one an update would replace).
+
+        From the primary key alone: add_entity checks its bound with this, not by loading every alias.
+        """
+        rows = self._read("SELECT count(*) FROM entities WHERE user_id = ? AND id IS NOT ?", (user_id, excluding))
+        return int(rows[0][0])
+
     def define_relation(self, user_id: str, relation: RelationType) -> None:
         self._write(
             lambda c: c.execute(
