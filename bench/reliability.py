@@ -5,7 +5,8 @@
 Runs ``tests/reliability`` under pytest with ``ENGRAM_LONG=1`` (200 SIGKILLs, 60 s of 3 writers and
 3 readers per backend, 5x the fuzz cases and isolation examples), collects the figures each test
 reports (kills survived, memories lost, ops/s and errors, fuzz cases and failures, bytes of deleted
-or edited text still in the SQLite file) and the pass / fail / xfail counts, prints them as JSON and
+or edited text still in the SQLite file, worst and median retrieval time under the entity-alias
+attack with a 200 ms deadline) and the pass / fail / xfail counts, prints them as JSON and
 writes them to ``--out``. Exits non-zero if a test failed or deleted text was found.
 
 ``--erasure-cost N`` (default 10000, 0 to skip) then measures what erasing deleted text costs on a
@@ -151,6 +152,7 @@ def main() -> int:
     crash = summary["figures"].get("crash_safety", {})
     fuzz = summary["figures"].get("fuzz_inputs", {})
     traces = summary["figures"].get("traces_after_delete", {})
+    entity_attack = summary["figures"].get("entity_alias_attack", {})
     summary["headline"] = {
         "kills_survived": crash.get("kills_survived"),
         "kills": crash.get("kills"),
@@ -165,6 +167,9 @@ def main() -> int:
         "deleted_text_bytes_found": traces.get("deleted_text_bytes_found"),
         "removed_words_checked": traces.get("removed_words"),
         "added_ms_per_delete": summary.get("erasure_cost", {}).get("added_ms_per_delete"),
+        # 100 entities x 100 shuffled-letter aliases, 2,000-character queries; must stay <= 2 x timeout_ms.
+        "entity_attack": {key: entity_attack.get(key) for key in (
+            "worst_ms", "p50_ms", "timeout_ms", "retrievals", "timeouts", "other_errors")},
         "tests_failed": outcomes["failed"] + outcomes["errors"],
         "known_bugs_pinned_as_xfail": outcomes["xfailed"],
     }
