@@ -388,11 +388,15 @@ class Memory:
         self, paths: Any, *, user_id: str, tags: Sequence[str] = (), topic: str | None = None,
         note: str | None = None, provider: str | None = None, force: bool = False,
         now: datetime | None = None, progress: Callable[[Any, int, int], None] | None = None,
+        follow_symlinks: bool = False,
     ) -> IngestReport:
-        """Ingest files, directories and glob patterns as versioned documents, split into chunks."""
+        """Ingest files, directories and glob patterns as versioned documents, split into chunks.
+
+        Symlinks that lead out of a directory or pattern being ingested are skipped unless
+        ``follow_symlinks``."""
         return ingest_files(
             self, paths, user_id=self._user(user_id), tags=tags, topic=topic, note=note, provider=provider,
-            force=force, now=now, progress=progress,
+            force=force, now=now, progress=progress, follow_symlinks=follow_symlinks,
         )
 
     def get_document(

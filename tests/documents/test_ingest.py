@@ -379,3 +379,11 @@ def test_cli_ingest_follows_symlinks_out_of_the_tree_only_with_the_flag(tmp_path
     second = runner.invoke(root, ["ingest", str(docs), "--user", USER, "--db", db, "--follow-symlinks"],
                            env={"COLUMNS": "300"})
     assert "1 new, 2 unchanged" in second.output, second.output
+
+
+def test_memory_ingest_passes_follow_symlinks_through(memory: Memory, tmp_path: Path) -> None:
+    docs = symlinked_tree(tmp_path)
+    memory.ingest([docs], user_id=USER)
+    assert "secret.md" not in {r.metadata["filename"] for r in documents(memory)}
+    memory.ingest([docs], user_id=USER, follow_symlinks=True)
+    assert "secret.md" in {r.metadata["filename"] for r in documents(memory)}
