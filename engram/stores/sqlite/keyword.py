@@ -29,7 +29,7 @@ from engram.text import bm25, bm25_idf, query_terms
 __all__ = ["DEFAULT_POSTINGS_BUDGET", "RESCORE_POOL", "keyword_hits"]
 
 DEFAULT_POSTINGS_BUDGET = 1000
-RESCORE_POOL = 200
+RESCORE_POOL = 100
 
 
 def _quote(term: str) -> str:
