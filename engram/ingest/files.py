@@ -395,6 +395,17 @@ def discover(
 _Pending = tuple[FileResult, list[dict[str, Any]], list[str], str | None]
 
 
+def _write_pending(memory: Memory, user: str, pending: Sequence[_Pending], when: datetime) -> None:
+    """Store a batch of files: their records, each chunk linked part_of its document, and each new
+    version superseding the one before (directory ingest and HTTP uploads both end here)."""
+    memory.add_many([item for _, items, _, _ in pending for item in items])
+    for result, _, chunk_ids, previous_id in pending:
+        for chunk_id in chunk_ids:
+            memory.link(chunk_id, result.memory_id or "", "part_of", user_id=user)
+        if previous_id is not None:
+            _supersede(memory, user, result, previous_id, when)
+
+
 def _supersede(memory: Memory, user: str, result: FileResult, previous_id: str, when: datetime) -> None:
     filters = Filters(kinds=("document", "chunk"), metadata={"doc_key": result.doc_key or ""})
     for old in memory.store.list(user, filters, limit=10_000):
@@ -474,12 +485,8 @@ def ingest(
     def flush() -> None:
         if not pending:
             return
-        memory.add_many([item for _, items, _, _ in pending for item in items])
-        for result, _, chunk_ids, previous_id in pending:
-            for chunk_id in chunk_ids:
-                memory.link(chunk_id, result.memory_id or "", "part_of", user_id=user)
-            if previous_id is not None:
-                _supersede(memory, user, result, previous_id, when)
+        _write_pending(memory, user, pending, when)
+        for result, _, _, _ in pending:
             finish(result)
         pending.clear()
         size[0] = size[1] = 0

@@ -33,7 +33,7 @@ from engram.ingest.files import (
     IngestReport,
     _file_items,
     _latest,
-    _supersede,
+    _write_pending,
     html_to_text,
 )
 from engram.ingest.normalize import content_hash, normalize, validate_id
@@ -135,12 +135,7 @@ def ingest_uploads(
     with lock:
         results, pending = _prepare(memory, uploads, user, user_tags, topic, note, force, when)
         if pending:
-            memory.add_many([item for _, items, _, _ in pending for item in items])
-            for result, _, chunk_ids, previous_id in pending:
-                for chunk_id in chunk_ids:
-                    memory.link(chunk_id, result.memory_id or "", "part_of", user_id=user)
-                if previous_id is not None:
-                    _supersede(memory, user, result, previous_id, when)
+            _write_pending(memory, user, pending, when)
     counts = {s: sum(1 for r in results if r.status == s) for s in STATUSES_OF_FILES}
     return IngestReport(tuple(results), time.perf_counter() - started, counts)
 
