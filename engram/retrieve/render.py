@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.errors import ValidationError
+from engram.retrieve.select import interleave_orders
 from engram.retrieve.types import MemoryEntry, Retrieval
 
 __all__ = [
@@ -193,19 +194,9 @@ def presentation_order(entries: Sequence[MemoryEntry], strategy: str) -> list[Me
     """The order a prompt lists memories in, from their rank order: ``alternate`` takes the best
     unused, then the newest unused, and so on; ``score_first`` keeps rank order; ``recency_first``
     goes newest first. Ties fall back to the id."""
-    by_score = list(range(len(entries)))
-    if strategy == "score_first":
-        return list(entries)
-    by_recency = sorted(by_score, key=lambda i: (-(_created_at(entries[i]) or _EPOCH).timestamp(), entries[i].id))
-    if strategy == "recency_first":
-        return [entries[i] for i in by_recency]
-    out: list[MemoryEntry] = []
-    used: set[int] = set()
-    for turn in range(len(entries)):
-        pick = next(i for i in (by_score if turn % 2 == 0 else by_recency) if i not in used)
-        used.add(pick)
-        out.append(entries[pick])
-    return out
+    ranked = list(range(len(entries)))
+    newest = sorted(ranked, key=lambda i: (-(_created_at(entries[i]) or _EPOCH).timestamp(), entries[i].id))
+    return [entries[i] for i in interleave_orders(ranked, newest, strategy, len(entries), key=lambda i: i)]
 
 
 def _policy_section(entry: MemoryEntry) -> str:

@@ -10,8 +10,9 @@ import hashlib
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -29,6 +30,7 @@ __all__ = [
     "estimate_tokens",
     "fit_budget",
     "interleave",
+    "interleave_orders",
     "mmr",
     "normalize_and_hash",
     "redact",
@@ -37,6 +39,7 @@ __all__ = [
 ]
 
 INTERLEAVE_STRATEGIES = ("alternate", "score_first", "recency_first")
+T = TypeVar("T")
 
 _WS = re.compile(r"\s+")
 _WORD_CHAR = re.compile(r"\w")
@@ -153,31 +156,36 @@ def mmr(
 
 
 def interleave(items: Sequence[Scored], strategy: str, k: int) -> list[Scored]:
-    """Seed 001 ``interleaveResults``: up to ``k`` items, each id once.
+    """The retrieval policy's ``interleaveResults``: up to ``k`` items, each id once.
 
     ``alternate`` takes the best-scored unused item, then the newest unused item, and so on;
     ``score_first`` and ``recency_first`` use one order only. Ties fall back to the id.
     """
+    by_score, by_recency = _by_score(items), _by_recency(items)
+    return interleave_orders(by_score, by_recency, strategy, k, key=lambda s: s.record.id)
+
+
+def interleave_orders(
+    by_score: Sequence[T], by_recency: Sequence[T], strategy: str, k: int, *, key: Callable[[T], Hashable] = id
+) -> list[T]:
+    """Up to ``k`` items taken from two orders of the same items as ``strategy`` says, each ``key``
+    once: the one interleaving behind :func:`interleave` and the prompt's presentation order."""
     if strategy not in INTERLEAVE_STRATEGIES:
         raise ConfigError(
             "interleave", f"must be one of {', '.join(INTERLEAVE_STRATEGIES)}; got {strategy!r}"
         )
-    by_score = _by_score(items)
-    by_recency = _by_recency(items)
-    out: list[Scored] = []
-    used: set[str] = set()
+    out: list[T] = []
+    used: set[Hashable] = set()
     for i in range(max(0, k)):
         if strategy == "alternate":
             source = by_score if i % 2 == 0 else by_recency
         else:
             source = by_score if strategy == "score_first" else by_recency
-        for item in source:
-            if item.record.id not in used:
-                used.add(item.record.id)
-                out.append(item)
-                break
-        else:
-            break  # every id is used
+        pick = next((item for item in source if key(item) not in used), None)
+        if pick is None:
+            break  # every item is used
+        used.add(key(pick))
+        out.append(pick)
     return out
 
 
