@@ -139,7 +139,7 @@ class Pipeline:
 
     def _run(
         self, query: str, user_id: str, config: RetrievalConfig, now: datetime, filters: Filters,
-        started: float, as_of: datetime | None, version: tuple[str, int] = ("", -1),
+        started: float, as_of: datetime | None, version: tuple[str, int],
     ) -> Retrieval:
         stage_ms: dict[str, float] = {}
 
@@ -191,6 +191,7 @@ class Pipeline:
         neighbors = timed("neighbors", lambda: self.store.session_neighbors(
             user_id, [r.id for r in records if r.session_id is not None]))
         credited = credit(records, found.expansion)
+        similarity_range = self._similarity_range(config)
         scored = timed(
             "rank",
             lambda: rank(
@@ -198,7 +199,7 @@ class Pipeline:
                 time_range=plan.time_range, now=now, weights=plan.weights,
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.time_focused,
-                similarity_range=self._similarity_range(config), neighbors=neighbors,
+                similarity_range=similarity_range, neighbors=neighbors,
             ),
         )
         scored = restore(scored, {r.id: r for r in records}, found.expansion)
@@ -207,7 +208,7 @@ class Pipeline:
         kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()))
         selection = timed(
             "select",
-            lambda: select(kept, config, collection=f"user:{user_id}", similarity_range=self._similarity_range(config)),
+            lambda: select(kept, config, collection=f"user:{user_id}", similarity_range=similarity_range),
         )
         if config.track_access and selection.entries:
             timed("track_access", lambda: self.store.record_access(user_id, [e.id for e in selection.entries], now))
