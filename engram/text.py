@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import Stemmer
 
@@ -18,10 +19,12 @@ __all__ = [
     "ROLE_WORDS",
     "STOPWORDS",
     "TIME_WORDS",
+    "KeywordPlan",
     "bm25",
     "bm25_idf",
     "index_terms",
     "keyword_terms",
+    "plan_keywords",
     "query_terms",
     "speaker_name",
     "words",
@@ -101,6 +104,35 @@ def bm25(tf: Iterable[tuple[float, float]], length: float, avg_length: float) ->
     """Okapi BM25 of one document: ``tf`` pairs each matched term's frequency with its IDF."""
     norm = K1 * (1.0 - B + B * length / max(avg_length, 1e-9))
     return sum(idf * f * (K1 + 1.0) / (f + norm) for f, idf in tf)
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordPlan:
+    """What a keyword search scores, the same on every backend: the ``terms`` to match (rarest first,
+    while their postings stay within the budget), each term's IDF over the user's memories, and the
+    ``ideal`` score a query's scores are divided by."""
+
+    terms: list[str]
+    idf: dict[str, float]
+    ideal: float
+    postings: int
+
+
+def plan_keywords(terms: Sequence[str], df: Mapping[str, int], docs: float, budget: int) -> KeywordPlan | None:
+    """None when no term occurs in the user's memories. Words none of them hold count in the ideal
+    too: a memory matching one ordinary word of a query about something never stored is a weak match."""
+    present = sorted((t for t in terms if df.get(t, 0) > 0), key=lambda t: (df[t], t))
+    if not present:
+        return None
+    chosen: list[str] = []
+    postings = 0
+    for term in present:  # rare terms carry almost all of BM25's weight
+        if chosen and postings + df[term] > budget:
+            break
+        chosen.append(term)
+        postings += df[term]
+    idf = {t: bm25_idf(docs, df[t]) for t in chosen}
+    return KeywordPlan(chosen, idf, sum(bm25_idf(docs, df.get(t, 0)) for t in terms), postings)
 
 
 def words(text: str) -> list[str]:

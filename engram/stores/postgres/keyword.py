@@ -17,7 +17,7 @@ from typing import Any
 
 from engram.model import Filters, Hit
 from engram.stores.postgres import schema
-from engram.text import K1, B, bm25_idf, query_terms
+from engram.text import K1, B, plan_keywords, query_terms
 
 __all__ = ["KeywordPlanner"]
 
@@ -75,22 +75,14 @@ class KeywordPlanner:
         if not terms or n <= 0:
             return []
         docs, avgdl, df = self._statistics(read, user_id, token, terms)
-        present = sorted((t for t in terms if df[t] > 0), key=lambda t: (df[t], t))
-        if not present:
+        plan = plan_keywords(terms, df, docs, self.budget)
+        if plan is None:
             return []
-        idf = {t: bm25_idf(docs, df[t]) for t in present}
-        ideal = sum(bm25_idf(docs, df[t]) for t in terms)  # absent words count: see the SQLite store
-        chosen: list[str] = []
-        total = 0
-        for term in present:
-            if chosen and total + df[term] > self.budget:
-                break
-            chosen.append(term)
-            total += df[term]
+        chosen = plan.terms
         where, params = schema.filter_sql(filters)
         rows = read(
             _SEARCH_SQL.format(where=where),
-            (chosen, [idf[t] for t in chosen], user_id, " | ".join(chosen), *params, self.budget,
-             max(avgdl, 1e-9), ideal, n),
+            (chosen, [plan.idf[t] for t in chosen], user_id, " | ".join(chosen), *params, self.budget,
+             max(avgdl, 1e-9), plan.ideal, n),
         )
         return [(r[0], float(r[1])) for r in rows]

@@ -24,7 +24,7 @@ from collections import Counter
 from engram.model import Filters, Hit
 from engram.stores.sqlite.rows import filter_sql
 from engram.stores.sqlite.schema import user_key
-from engram.text import bm25, bm25_idf, query_terms
+from engram.text import bm25, plan_keywords, query_terms
 
 __all__ = ["DEFAULT_POSTINGS_BUDGET", "RESCORE_POOL", "keyword_hits"]
 
@@ -49,23 +49,13 @@ def keyword_hits(
     df = {str(t): int(d) for t, d in conn.execute(
         f"SELECT term, doc FROM keyword_vocab WHERE term IN ({marks})", keyed
     ).fetchall()}
-    present = sorted((t for t in keyed if df.get(t, 0) > 0), key=lambda t: (df[t], t))
-    if not present:
-        return []
     row = conn.execute("SELECT docs, terms FROM keyword_stats WHERE user_id = ?", (user_id,)).fetchone()
     docs, total = (int(row[0]), int(row[1])) if row else (0, 0)
+    plan = plan_keywords(keyed, df, docs, budget)
+    if plan is None:
+        return []
     avg_length = total / docs if docs else 1.0
-    idf = {t: bm25_idf(docs, df[t]) for t in present}
-    # Words none of the user's memories hold count in the ideal too: a memory matching one ordinary
-    # word of a query about something never stored is not a good match.
-    ideal = sum(bm25_idf(docs, df.get(t, 0)) for t in keyed)
-    chosen: list[str] = []
-    postings = 0
-    for term in present:  # rarest first
-        if chosen and postings + df[term] > budget:
-            break
-        chosen.append(term)
-        postings += df[term]
+    chosen, idf, ideal, postings = plan.terms, plan.idf, plan.ideal, plan.postings
     match = " OR ".join(_quote(t) for t in chosen)
     bound = ""
     params: list[object] = [match]
