@@ -167,6 +167,9 @@ class TimeRange:
     start: datetime
     end: datetime
     expression: str = ""
+    #: A vague expression ("recently", "lately") names no edges: it favours memories inside the
+    #: range without putting them ahead of better matches outside it.
+    vague: bool = False
 
 
 @dataclass(frozen=True, slots=True)

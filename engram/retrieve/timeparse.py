@@ -362,7 +362,7 @@ def parse_time_scope(text: str, now: datetime) -> TimeRange | None:
             for m in pattern.finditer(text):
                 found.append((tier, m.start(), m.start() - m.end(), index, m, handler))
     found.sort(key=lambda item: item[:4])
-    for *_, m, handler in found:
+    for tier, *_, m, handler in found:
         try:
             span = handler(m, ctx)
             if span is None:
@@ -371,7 +371,7 @@ def parse_time_scope(text: str, now: datetime) -> TimeRange | None:
         except (ValueError, OverflowError, KeyError, IndexError):
             continue  # e.g. "February 30", or a range past year 9999
         if start <= end:
-            return TimeRange(start=start, end=end, expression=m.group(0))
+            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1)
     return None
 
 

@@ -124,6 +124,13 @@ def test_first_concrete_expression_wins_over_vague_words() -> None:
     assert span("what happened last weekend") == (day(2024, 2, 10), eod(2024, 2, 11))
 
 
+def test_only_vague_words_make_a_vague_range() -> None:
+    vague = parse_time_scope("what did Melanie paint recently?", NOW)
+    concrete = parse_time_scope("the most recent order last month", NOW)
+    assert vague is not None and vague.vague
+    assert concrete is not None and not concrete.vague
+
+
 def test_year_boundaries() -> None:
     jan = datetime(2024, 1, 10, 9, tzinfo=UTC)
     assert span("last month", jan) == (day(2023, 12, 1), eod(2023, 12, 31))
