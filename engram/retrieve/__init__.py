@@ -22,14 +22,15 @@ from engram.ext import Embedder, Metrics, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
-from engram.model import Entity, Filters, Hit, QueryPlan, new_id
+from engram.model import Entity, Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches
-from engram.retrieve.rank import apply_min_score, in_range_first, rank
+from engram.retrieve.hop import HOP_LIMIT, bridge_entities, bridged
+from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, in_range_first, rank
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
-from engram.retrieve.types import Retrieval, RetrievalMetadata
+from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import understand
 
 __all__ = ["Pipeline", "Retrieval"]
@@ -183,25 +184,42 @@ class Pipeline:
             self.store, user_id=user_id, plan=plan, query_vec=query_vec, config=config,
             filters=filters, timed=timed_hits, executor=self.executor,
         )
-        records = timed("fetch", lambda: self.store.fetch(user_id, found.ids))
-        records = [r for r in records if r.user_id == user_id and matches(r, filters)]
-        if as_of is not None:
-            records = [r for r in records if truth.valid_at(r, as_of)]
-        vectors = timed("fetch_vectors", lambda: self.store.vectors(user_id, [r.id for r in records]))
-        neighbors = timed("neighbors", lambda: self.store.session_neighbors(
-            user_id, [r.id for r in records if r.session_id is not None]))
-        credited = credit(records, found.expansion)
+        records: list[MemoryRecord] = []
+        vectors: dict[str, Any] = {}
+        neighbors: dict[str, tuple[str, ...]] = {}
+
+        def load(ids: list[str]) -> None:
+            fresh = timed("fetch", lambda: self.store.fetch(user_id, ids))
+            fresh = [r for r in fresh if r.user_id == user_id and matches(r, filters)]
+            if as_of is not None:
+                fresh = [r for r in fresh if truth.valid_at(r, as_of)]
+            records.extend(fresh)
+            vectors.update(timed("fetch_vectors", lambda: self.store.vectors(user_id, [r.id for r in fresh])))
+            neighbors.update(timed("neighbors", lambda: self.store.session_neighbors(
+                user_id, [r.id for r in fresh if r.session_id is not None])))
+
         similarity_range = self._similarity_range(config)
-        scored = timed(
-            "rank",
-            lambda: rank(
-                credited, query_vec=query_vec, vectors=vectors, query_entities=plan.entities,
-                time_range=plan.time_range, now=now, weights=plan.weights,
+
+        def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> list[Scored]:
+            return timed("rank", lambda: rank(
+                credit(records, found.expansion), query_vec=query_vec, vectors=vectors,
+                query_entities=plan.entities, time_range=plan.time_range, now=now, weights=plan.weights,
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.time_focused,
-                similarity_range=similarity_range, neighbors=neighbors,
-            ),
-        )
+                similarity_range=similarity_range, neighbors=neighbors, bridges=bridges,
+            ))
+
+        load(found.ids)
+        scored = ranked()
+        if config.fusion != "rrf":
+            bridges = bridge_entities(scored, plan.entities, RELEVANCE_SIGNAL)
+            if bridges:
+                hits = timed("candidates.hop", lambda: self.store.by_entities(
+                    user_id, list(bridges), HOP_LIMIT, filters))
+                known = {r.id for r in records}
+                load([i for i, _ in hits if i not in known])
+                named = {r.id: r.entities for r in records}
+                scored = ranked(bridged(named, bridges))
         scored = restore(scored, {r.id: r for r in records}, found.expansion)
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range)

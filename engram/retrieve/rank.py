@@ -48,6 +48,8 @@ from engram.retrieve.types import Scored
 
 __all__ = [
     "ALL_SIGNALS",
+    "BRIDGE_GAIN",
+    "BRIDGE_SIGNAL",
     "CONTEXT_GAIN",
     "CONTEXT_SIGNAL",
     "CONTEXT_SIGNALS",
@@ -67,10 +69,14 @@ CONTEXT_SIGNAL = "conversation_context"
 #: the question just before it ("What did you research?" / "Adoption agencies."). LoCoMo dev
 #: evidence recall@10 +4 points; LongMemEval and the everyday set unchanged.
 CONTEXT_GAIN = 0.3
+BRIDGE_SIGNAL = "entity_bridge"
+#: How much of a top result's relevance a memory gains by naming an entity that result names and
+#: the query does not (the second hop, engram.retrieve.hop).
+BRIDGE_GAIN = 0.15
 #: The evidence that rides on relevance, in SIGNALS order after semantic similarity.
 CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
-ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, RELEVANCE_SIGNAL)
+ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, RELEVANCE_SIGNAL)
 
 # Sources listed in the order their reasons are reported, so reasons read the same every time.
 _SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
@@ -122,6 +128,7 @@ def _reasons(
     query_entities: Sequence[str],
     candidate_entities: set[str],
     time_range: TimeRange | None,
+    bridge: str | None = None,
 ) -> tuple[str, ...]:
     reasons: list[str] = []
     names = set(found_by)
@@ -137,6 +144,8 @@ def _reasons(
             reasons.append(f"mentions {entity}")
     if "entity" in names and not seen:
         reasons.append("entity match")
+    if bridge is not None:
+        reasons.append(f"mentions {bridge}, as a top result does")
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"in time range '{label}'")
@@ -190,6 +199,7 @@ def rank(
     recency: bool = False,
     similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE,
     neighbors: Mapping[str, Sequence[str]] | None = None,
+    bridges: Mapping[str, tuple[float, str]] | None = None,
 ) -> list[Scored]:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -198,7 +208,9 @@ def rank(
     for what is recent (``recency``). A record's candidate entities are its ``entities`` plus its
     ``subject`` (a fact's subject is its entity). ``neighbors`` maps a memory to the turns just
     before and after it in its session: a turn next to a relevant candidate gains
-    ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``).
+    ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``). ``bridges`` maps
+    a memory to the relevance of a top result it shares an entity with, and that entity: it gains
+    ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop).
     """
     strategy = dict(weights)
     if config.weights is not None:
@@ -233,8 +245,10 @@ def rank(
     own = {record.id: signals[RELEVANCE_SIGNAL] for record, signals, _ in rows}
     for record, signals, _ in rows:
         around = max((own.get(other, 0.0) for other in (neighbors or {}).get(record.id, ())), default=0.0)
+        via = (bridges or {}).get(record.id, (0.0, ""))[0]
         signals[CONTEXT_SIGNAL] = around
-        signals[RELEVANCE_SIGNAL] = min(1.0, signals[RELEVANCE_SIGNAL] + CONTEXT_GAIN * around)
+        signals[BRIDGE_SIGNAL] = via
+        signals[RELEVANCE_SIGNAL] = min(1.0, signals[RELEVANCE_SIGNAL] + CONTEXT_GAIN * around + BRIDGE_GAIN * via)
 
     if config.fusion == "rrf":
         scores = [_rrf_score(record.id, source_ranks, config.rrf_k) for record, _, _ in rows]
@@ -252,8 +266,10 @@ def rank(
     for (record, signals, cand_entities), score in zip(rows, scores, strict=True):
         if config.fusion == "rrf":
             signals["rrf"] = score
+        bridge = (bridges or {}).get(record.id)
         reasons = _reasons(
-            record, sources.get(record.id, ()), signals, query_entities, cand_entities, time_range
+            record, sources.get(record.id, ()), signals, query_entities, cand_entities, time_range,
+            bridge[1] if bridge else None,
         )
         out.append(
             Scored(
@@ -272,7 +288,11 @@ def rank(
 def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scored]:
     """A time-scoped query's answer: memories inside the range ahead of those outside (tier 1), each
     part in score order. Outside memories still follow, so a range that holds nothing relevant
-    falls back to the best matches overall instead of an empty answer."""
+    falls back to the best matches overall instead of an empty answer. A vague range ("recently")
+    keeps plain score order: its temporal signal already favours what falls inside it, and "What did
+    Melanie paint recently?" still wants the painting she mentioned a month before."""
+    if time_range.vague:
+        return list(scored)
     inside = [s for s in scored if time_range.start <= s.record.created_at <= time_range.end and s.score > 0]
     if not inside:
         return list(scored)

@@ -10,7 +10,7 @@ import pytest
 
 from engram.config import STRATEGY_WEIGHTS, RetrievalConfig
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.rank import ALL_SIGNALS, apply_min_score, in_range_first, meaning_share, rank
+from engram.retrieve.rank import ALL_SIGNALS, BRIDGE_GAIN, apply_min_score, in_range_first, meaning_share, rank
 from engram.retrieve.types import Scored
 
 NOW = datetime(2024, 2, 15, 12, 0, tzinfo=UTC)
@@ -235,6 +235,16 @@ class TestTimeScope:
         ordered = in_range_first(scored, tr)
         assert [(s.record.id, s.tier) for s in ordered] == [("in", 0), ("out", 1)]
 
+    def test_a_vague_range_favours_without_fencing(self) -> None:
+        # "What did Melanie paint recently?": the painting she mentioned a month ago still leads.
+        tr = TimeRange(NOW - timedelta(days=7), NOW, "recently", vague=True)
+        inside = rec("in", created_at=NOW - timedelta(days=2))
+        outside = rec("out", created_at=NOW - timedelta(days=30))
+        scored = run([outside, inside], query_vec=Q, vectors={"in": cosine_vec(0.3), "out": cosine_vec(0.9)},
+                     time_range=tr)
+        assert scored[1].signals["temporal_relevance"] > scored[0].signals["temporal_relevance"]
+        assert [(s.record.id, s.tier) for s in in_range_first(scored, tr)] == [("out", 0), ("in", 0)]
+
     def test_an_empty_range_falls_back_to_the_best_overall(self) -> None:
         tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
         scored = run([rec("old", created_at=NOW - timedelta(days=60))], query_vec=Q, vectors={"old": cosine_vec(0.9)},
@@ -265,3 +275,26 @@ def test_a_turn_next_to_a_relevant_question_gains_from_it() -> None:
     assert out["a"].signals["relevance"] == pytest.approx(0.5 * 0.2 + 0.3 * 0.5 * 0.9)
     assert out["a"].score > alone and out["a"].score > out["s"].score
     assert out["s"].signals["conversation_context"] == 0.0
+
+
+def test_a_memory_naming_what_a_top_result_names_gains_from_it() -> None:
+    dentist = rec("d", content="Leo sees Dr. Patel.", entities=("mention:leo", "mention:patel"))
+    phone = rec("p", content="Dr. Patel's phone is 503-555-0142.", entities=("mention:patel",))
+    other = rec("o", content="The phone bill is due.", entities=())
+    kw = {"d": 0.8, "p": 0.2, "o": 0.2}
+
+    def scores(bridges: Mapping[str, tuple[float, str]] | None) -> dict[str, Scored]:
+        return {s.record.id: s for s in rank(
+            [dentist, phone, other], query_vec=None, vectors={}, query_entities=("mention:leo",), time_range=None,
+            now=NOW, weights=EXPLORATORY, keyword_scores=kw, sources={}, source_ranks={}, config=RetrievalConfig(),
+            bridges=bridges,
+        )}
+
+    plain = scores(None)
+    assert plain["p"].score == pytest.approx(plain["o"].score)
+    hop = scores({"p": (0.4, "mention:patel")})
+    assert hop["p"].signals["entity_bridge"] == 0.4
+    assert hop["p"].signals["relevance"] == pytest.approx(plain["p"].signals["relevance"] + BRIDGE_GAIN * 0.4)
+    assert hop["p"].score > hop["o"].score
+    assert "mentions mention:patel, as a top result does" in hop["p"].reasons
+    assert hop["o"].signals["entity_bridge"] == 0.0 and hop["d"].score == plain["d"].score

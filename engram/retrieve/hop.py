@@ -1,0 +1,68 @@
+"""The second hop: memories about what the best first-pass results mention.
+
+"What's the phone number of Leo's dentist?" finds "Leo sees the same dentist as Dana, Dr. Patel."
+but not "Dr. Patel's practice ... phone 503-555-0142": nothing in the question names Dr. Patel.
+The entities the best results name, and the question does not, are bridges; memories naming a
+bridge are fetched (if the first pass missed them) and gain part of the bridging result's relevance
+(``entity_bridge``), as a turn gains from the turn before it.
+
+An entity most candidates name (a conversation's speakers, the company everything is about) is no
+bridge: it would lift everything alike.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from engram.retrieve.types import Scored
+
+__all__ = ["HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged"]
+
+#: How many of the best first-pass results may bridge.
+HOP_SEEDS = 3
+#: How many memories the second hop reads.
+HOP_LIMIT = 30
+#: An entity named by more than this share of the candidates is common ground, not a bridge.
+COMMON_SHARE = 0.05
+#: ... unless it is named this few times or fewer.
+COMMON_MIN = 3
+
+
+def _named(item: Scored) -> set[str]:
+    return set(item.record.entities)
+
+
+def bridge_entities(
+    scored: Sequence[Scored], query_entities: Sequence[str], relevance_signal: str
+) -> dict[str, dict[str, float]]:
+    """Bridge entity -> {seed memory id: that seed's relevance}, from ``scored`` (best first)."""
+    seeds = [s for s in scored[:HOP_SEEDS] if s.tier == 0 and s.signals.get(relevance_signal, 0.0) > 0.0]
+    if not seeds:
+        return {}
+    counts = Counter(e for s in scored for e in _named(s))
+    common = max(COMMON_MIN, COMMON_SHARE * len(scored))
+    asked = set(query_entities)
+    out: dict[str, dict[str, float]] = {}
+    for seed in seeds:
+        for entity in _named(seed) - asked:
+            if counts[entity] <= common:
+                out.setdefault(entity, {})[seed.record.id] = seed.signals[relevance_signal]
+    return out
+
+
+def bridged(
+    named: Mapping[str, Sequence[str]], bridges: Mapping[str, Mapping[str, float]]
+) -> dict[str, tuple[float, str]]:
+    """Memory id -> (best bridging relevance, the bridge entity) for memories naming a bridge.
+
+    ``named`` maps a memory to the entities it names. A seed is not its own bridge: the bonus says
+    another strong result leads here.
+    """
+    out: dict[str, tuple[float, str]] = {}
+    for memory_id, entities in named.items():
+        for entity in entities:
+            for seed, relevance in bridges.get(entity, {}).items():
+                if seed != memory_id and relevance > out.get(memory_id, (0.0, ""))[0]:
+                    out[memory_id] = (relevance, entity)
+    return out

@@ -1,0 +1,82 @@
+"""The second hop: entities the best results name bring in the memories about them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engram import Memory, RetrievalConfig
+from engram.ext import Embedder
+from engram.model import MemoryRecord
+from engram.retrieve.hop import bridge_entities, bridged
+from engram.retrieve.rank import RELEVANCE_SIGNAL
+from engram.retrieve.types import Scored
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def item(mid: str, entities: tuple[str, ...], relevance: float, tier: int = 0) -> Scored:
+    record = MemoryRecord(id=mid, user_id="u", content=mid, recorded_at=NOW, created_at=NOW, content_hash=mid,
+                          kind="message", entities=entities)
+    return Scored(record=record, score=relevance, signals={RELEVANCE_SIGNAL: relevance}, tier=tier)
+
+
+def test_bridges_are_what_top_results_name_and_the_query_does_not() -> None:
+    scored = [item("a", ("leo", "patel"), 0.7), item("b", ("leo",), 0.5), item("c", ("mark",), 0.4),
+              item("d", ("zoe",), 0.3)]
+    assert bridge_entities(scored, ["leo"], RELEVANCE_SIGNAL) == {"patel": {"a": 0.7}, "mark": {"c": 0.4}}
+
+
+def test_an_entity_most_candidates_name_is_no_bridge() -> None:
+    # A conversation's speaker is named by every turn: it would lift everything alike.
+    scored = [item(f"t{i}", ("caroline", f"topic{i}"), 0.9 - i / 100) for i in range(40)]
+    assert set(bridge_entities(scored, [], RELEVANCE_SIGNAL)) == {"topic0", "topic1", "topic2"}
+
+
+def test_out_of_range_and_irrelevant_results_do_not_bridge() -> None:
+    scored = [item("a", ("x",), 0.0), item("b", ("y",), 0.8, tier=1)]
+    assert bridge_entities(scored, [], RELEVANCE_SIGNAL) == {}
+
+
+def test_a_seed_is_not_its_own_bridge() -> None:
+    bridges = {"patel": {"a": 0.7}, "bright smiles": {"b": 0.5}}
+    named = {"a": ("patel",), "p": ("patel", "bright smiles"), "q": ("other",)}
+    assert bridged(named, bridges) == {"p": (0.7, "patel")}
+
+
+@pytest.fixture
+def dentist_memory(tmp_path: Path, embedder: Embedder) -> Iterator[Memory]:
+    with Memory(tmp_path / "hop.db", embedder=embedder) as memory:
+        day = NOW - timedelta(days=60)
+        memory.add_many([
+            {"content": "Leo sees the same dentist as I do, Dr. Patel.", "user_id": "dana", "created_at": day},
+            {"content": "Dr. Patel's practice is Bright Smiles on Hawthorne, 503-555-0142.", "user_id": "dana",
+             "created_at": day + timedelta(minutes=5)},
+            *({"content": text, "user_id": "dana", "created_at": day + timedelta(days=i + 1)} for i, text in enumerate((
+                "Mark's mobile is 503-555-0199, call after six.",
+                "The plumber, Ortiz Plumbing, can be reached on 503-555-0101.",
+                "Leo's piano lesson moved to Thursday at 4pm.",
+                "Leo needs new football boots, size 3.",
+                "The pediatrician, Dr. Okafor, wants to see Leo in January.",
+                "Our vet is Dr. Ruiz at Hawthorne Animal Clinic.",
+                "Jess lives in Porto with her husband Tiago.",
+                "Book the car service before the long drive in December.",
+            ))),
+        ])
+        yield memory
+
+
+def test_the_second_hop_answers_a_question_through_its_first_answer(dentist_memory: Memory) -> None:
+    result = dentist_memory.retrieve("What's the phone number of Leo's dentist?", user_id="dana", now=NOW,
+                                     config=RetrievalConfig(top_k=5, interleave="score_first"))
+    order = [m.content[:12] for m in result.memories]
+    assert order[0] == "Leo sees the"
+    # Nothing in the question names Dr. Patel; the first answer does, and brings the number in,
+    # ahead of the other phone numbers that match the question's words as well.
+    phone = result.memories[order.index("Dr. Patel's ")]
+    assert phone.signals["entity_bridge"] == pytest.approx(result.memories[0].signals[RELEVANCE_SIGNAL])
+    assert "mentions mention:patel, as a top result does" in phone.reasons
+    assert order.index("Dr. Patel's ") < order.index("Mark's mobil") if "Mark's mobil" in order else True
