@@ -210,6 +210,12 @@ class Pipeline:
             ))
 
         load(found.ids)
+        # A turn's conversation context is its neighbours' relevance: they are scored whether or not a
+        # source found them, so a memory's score does not depend on how deep the sources looked.
+        known = {r.id for r in records}
+        around = [n for r in records for n in neighbors.get(r.id, ()) if n not in known]
+        if around:
+            load(list(dict.fromkeys(around)))
         scored = ranked()
         if config.fusion != "rrf":
             bridges = bridge_entities(scored, plan.entities, RELEVANCE_SIGNAL)

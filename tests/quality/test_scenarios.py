@@ -29,13 +29,15 @@ K = 10
 #: Overall recall@10 of ``engram`` (Memory.retrieve with the defaults, top_k=10), minus 0.02.
 FLOOR = 0.87
 #: Per-category recall@10, each what the code achieved minus 0.02 (0.0 where it found nothing).
+#: The second hop traded one preference question (a filler naming what the top result names took
+#: tenth place) for one multi-hop question; LongMemEval and LoCoMo gained from it too.
 CATEGORY_FLOORS = {
     "time": 0.80,
-    "preference": 0.65,
+    "preference": 0.59,
     "procedure": 0.98,
     "entity": 0.98,
     "speaker": 0.98,
-    "multihop": 0.73,
+    "multihop": 0.79,
     "paraphrase": 0.76,
     "update": 0.98,
     "filter": 0.98,
