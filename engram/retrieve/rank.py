@@ -205,8 +205,9 @@ def rank(
 
     ``weights`` are the query strategy's weights; ``config.weights``, when set, overrides them
     signal by signal. Temporal relevance applies when there is a ``time_range`` or the query asks
-    for what is recent (``recency``). A record's candidate entities are its ``entities`` plus its
-    ``subject`` (a fact's subject is its entity). ``neighbors`` maps a memory to the turns just
+    for what is recent (``recency``); entity overlap when some candidate names a query entity. A
+    record's candidate entities are its ``entities`` plus its ``subject`` (a fact's subject is its
+    entity). ``neighbors`` maps a memory to the turns just
     before and after it in its session: a turn next to a relevant candidate gains
     ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``). ``bridges`` maps
     a memory to the relevance of a top result it shares an entity with, and that entity: it gains
@@ -216,15 +217,7 @@ def rank(
     if config.weights is not None:
         strategy.update(config.weights)
     w = np.array([float(strategy.get(name, 0.0)) for name in SIGNALS], dtype=np.float64)
-    applicable = np.array([bool(query_entities), time_range is not None or recency, True, True])
     share = meaning_share(config.search_type, config.keyword_weight)
-    # What each signal weighs in this retrieval, as reported: relevance's weight split between its
-    # two parts, and the evidence weights that apply (the others gave theirs back).
-    total = w[0] + float(np.where(applicable, w[1:], 0.0).sum()) or 1.0
-    reported = {"semantic_similarity": w[0] * share / total, KEYWORD_SIGNAL: w[0] * (1.0 - share) / total}
-    for name, weight, applies in zip(CONTEXT_SIGNALS, w[1:], applicable, strict=True):
-        reported[name] = float(weight) / total if applies else 0.0
-
     cosines = _cosines(query_vec, [vectors.get(record.id) for record in records])
     rows: list[tuple[MemoryRecord, dict[str, float], set[str]]] = []
     for record, cosine in zip(records, cosines, strict=True):
@@ -242,6 +235,16 @@ def rank(
             RELEVANCE_SIGNAL: share * calibrated_similarity(cosine, similarity_range) + (1.0 - share) * keyword,
         }
         rows.append((record, signals, cand_entities))
+    # Entity overlap is evidence only if some candidate names a query entity: a name no memory
+    # carries ("EPs") would otherwise lower every score alike and push relevant ones under min_score.
+    named = any(signals["entity_overlap"] > 0 for _, signals, _ in rows)
+    applicable = np.array([named, time_range is not None or recency, True, True])
+    # What each signal weighs in this retrieval, as reported: relevance's weight split between its
+    # two parts, and the evidence weights that apply (the others gave theirs back).
+    total = w[0] + float(np.where(applicable, w[1:], 0.0).sum()) or 1.0
+    reported = {"semantic_similarity": w[0] * share / total, KEYWORD_SIGNAL: w[0] * (1.0 - share) / total}
+    for name, weight, applies in zip(CONTEXT_SIGNALS, w[1:], applicable, strict=True):
+        reported[name] = float(weight) / total if applies else 0.0
     own = {record.id: signals[RELEVANCE_SIGNAL] for record, signals, _ in rows}
     for record, signals, _ in rows:
         around = max((own.get(other, 0.0) for other in (neighbors or {}).get(record.id, ())), default=0.0)

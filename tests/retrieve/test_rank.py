@@ -298,3 +298,16 @@ def test_a_memory_naming_what_a_top_result_names_gains_from_it() -> None:
     assert hop["p"].score > hop["o"].score
     assert "mentions mention:patel, as a top result does" in hop["p"].reasons
     assert hop["o"].signals["entity_bridge"] == 0.0 and hop["d"].score == plain["d"].score
+
+
+def test_a_query_entity_no_candidate_names_gives_its_weight_back() -> None:
+    # "How many albums or EPs did I buy?": no memory carries "EPs" as an entity, so entity overlap
+    # is no evidence; it must not lower every score towards min_score.
+    records = [rec("a", entities=()), rec("b", entities=("mention:bob",))]
+    kw = {"a": 0.6, "b": 0.3}
+    plain = {s.record.id: s for s in run(records, keyword_scores=kw)}
+    unknown = {s.record.id: s for s in run(records, keyword_scores=kw, query_entities=("mention:eps",))}
+    assert unknown["a"].score == pytest.approx(plain["a"].score)
+    assert unknown["a"].weights["entity_overlap"] == 0.0
+    known = {s.record.id: s for s in run(records, keyword_scores=kw, query_entities=("mention:bob",))}
+    assert known["a"].weights["entity_overlap"] > 0 and known["b"].score > plain["b"].score
