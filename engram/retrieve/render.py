@@ -19,7 +19,7 @@ selection redacted, clipped and fitted to ``RetrievalConfig.max_tokens``; a reco
 reach it, since they would bypass all three (and could be older than the content after an update).
 So the token budget covers the memory text; around it a prompt adds only fixed headings, the
 query (augmentation style), the domain rows when a retrieval carries them, and per memory line a
-frame of at most :data:`LINE_FRAME_CHARS` characters (bullet, time, role label, confidence, age).
+frame of at most :data:`LINE_FRAME_CHARS` characters (bullet, time, role label, relevance, age).
 """
 
 from __future__ import annotations
@@ -72,10 +72,17 @@ _AUGMENTATION_CLOSING = (
 _DOMAIN_CLOSING = "Based on the above context and current data, please respond to the user's query."
 
 
-def to_prompt(retrieval: Retrieval, style: str = "policy", *, now: datetime | None = None) -> str:
-    """Render ``retrieval`` in one of :data:`STYLES`; ``now`` only matters for ``augmentation``."""
+def to_prompt(
+    retrieval: Retrieval, style: str = "policy", *, now: datetime | None = None, timing: bool = False
+) -> str:
+    """Render ``retrieval`` in one of :data:`STYLES`; ``now`` only matters for ``augmentation``.
+
+    The same memories always render to the same bytes, so an LLM provider's prompt cache keeps
+    working; ``timing`` adds the policy style's "_Retrieved N memories in T ms_" footer, which
+    changes on every call.
+    """
     if style == "policy":
-        return format_policy_prompt(retrieval)
+        return format_policy_prompt(retrieval, timing=timing)
     if style == "augmentation":
         return format_augmentation_context(retrieval, now=now)
     raise ValidationError("style", "must be one of policy, augmentation")
@@ -204,8 +211,12 @@ def _policy_section(entry: MemoryEntry) -> str:
     return _POLICY_SECTIONS.get(entry.type, "events")
 
 
-def format_policy_prompt(retrieval: Retrieval) -> str:
-    """Seed 001 ``formatForSystemPrompt``; '' when nothing was retrieved."""
+def format_policy_prompt(retrieval: Retrieval, *, timing: bool = False) -> str:
+    """The retrieval policy's system-prompt block; '' when nothing was retrieved.
+
+    A fact's score is shown as what it is, its relevance to the query (the policy's "confidence"
+    read as "probably false" at 0.40). The timing footer is opt-in (see :func:`to_prompt`).
+    """
     if not retrieval.memories:
         return ""
     strategy = str(retrieval.metadata.config.get("interleave", "score_first"))
@@ -227,14 +238,15 @@ def format_policy_prompt(retrieval: Retrieval) -> str:
             for m in groups.get("messages", [])
         ],
     )
-    add("### Known Facts", [f"- {f.content} (confidence: {f.score:.2f})" for f in groups.get("facts", [])])
+    add("### Known Facts", [f"- {f.content} (relevance: {f.score:.2f})" for f in groups.get("facts", [])])
     add("### Conversation Summaries", [f"- {s.content}" for s in groups.get("summaries", [])])
     add("### Procedures", [f"- {p.content}" for p in groups.get("procedures", [])])
     add("### Past Events", [f"- {e.content}" for e in groups.get("events", [])])
     add("### Documents", [f"- {d.content}" for d in groups.get("documents", [])])
 
-    meta = retrieval.metadata
-    sections.append(f"_Retrieved {meta.included_results} memories in {round(meta.query_time_ms)}ms_\n")
+    if timing:
+        meta = retrieval.metadata
+        sections.append(f"_Retrieved {meta.included_results} memories in {round(meta.query_time_ms)}ms_\n")
     return "\n".join(sections)
 
 

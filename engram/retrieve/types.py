@@ -138,7 +138,8 @@ class Retrieval:
     def ids(self) -> list[str]:
         return [m.id for m in self.memories]
 
-    def to_prompt(self, style: str = "policy") -> str:
+    def to_prompt(self, style: str = "policy", *, timing: bool = False) -> str:
+        """The memories as a prompt block; byte-identical for the same memories unless ``timing``."""
         from engram.retrieve.render import to_prompt
 
-        return to_prompt(self, style=style, now=self.now)
+        return to_prompt(self, style=style, now=self.now, timing=timing)

@@ -92,13 +92,20 @@ def test_policy_exact_seed_sections() -> None:
         "[2024-02-02 23:59 UTC] user: hello\n"
         "\n"
         "### Known Facts\n"
-        "- Acme pays NET30 (confidence: 0.88)\n"
+        "- Acme pays NET30 (relevance: 0.88)\n"
         "\n"
         "### Conversation Summaries\n"
         "- Acme is a big customer\n"
-        "\n"
-        "_Retrieved 4 memories in 13ms_\n"
     )
+    assert to_prompt(r, timing=True) == to_prompt(r) + "\n_Retrieved 4 memories in 13ms_\n"
+
+
+def test_the_same_memories_render_the_same_bytes() -> None:
+    # Timing differs on every call; a prompt that changes with it defeats an LLM's prompt cache.
+    entries = [entry(record("Acme pays NET30", "fact"), 0.5), entry(record("hello", "message"))]
+    fast, slow = retrieval(entries, query_time_ms=3), retrieval(entries, query_time_ms=480)
+    assert to_prompt(fast) == to_prompt(slow) and fast.to_prompt() == slow.to_prompt()
+    assert to_prompt(fast, timing=True) != to_prompt(slow, timing=True)
 
 
 def test_policy_time_converted_to_utc_and_unparseable_kept() -> None:
@@ -127,7 +134,7 @@ def test_policy_extra_kinds_after_seed_sections() -> None:
         "## Relevant Context from Previous Conversations\n"
         "\n"
         "### Known Facts\n"
-        "- Acme is in tech (confidence: 0.80)\n"
+        "- Acme is in tech (relevance: 0.80)\n"
         "\n"
         "### Procedures\n"
         "- When customer asks refund: check invoice first\n"
@@ -140,8 +147,6 @@ def test_policy_extra_kinds_after_seed_sections() -> None:
         "- Terms are NET30\n"
         "- Section 2 text\n"
         "- orphan chunk\n"
-        "\n"
-        "_Retrieved 7 memories in 3ms_\n"
     )
 
 
@@ -360,7 +365,7 @@ def test_every_memory_appears_once_in_policy(kinds: list[str]) -> None:
     out = to_prompt(retrieval(entries))
     for i in range(len(kinds)):
         assert out.count(f"memory number {i} ") + out.count(f"memory number {i}\n") == 1
-    assert out.endswith(f"_Retrieved {len(kinds)} memories in 12ms_\n") or not kinds
+    assert "_Retrieved" not in out
 
 
 # -- the prompt is built only from the selected, redacted, clipped, budgeted text -----------------
