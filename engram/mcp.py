@@ -85,6 +85,12 @@ def document_meta(meta: str) -> dict[str, Any]:
     return {"path": text} if os.path.isabs(text) else {"filename": text}
 
 
+def compact(memory_id: str, text: str, when: Any, kind: str, score: float) -> dict[str, Any]:
+    """What an agent needs of a recalled memory, and no more: tokens are its budget too."""
+    time_text = when.isoformat() if hasattr(when, "isoformat") else str(when)
+    return {"id": memory_id, "text": text, "time": time_text, "kind": kind, "score": round(float(score), 3)}
+
+
 def build_server(memory: Any, user_id: str) -> Any:
     from engram.service.deps import jsonable
 
@@ -114,17 +120,28 @@ def build_server(memory: Any, user_id: str) -> Any:
 
     @_tool(server)
     def recall(query: str | None = None, mode: Mode = "relevant", max_results: int = 10,
-               kind: Kind | None = None) -> dict[str, Any]:
-        """Recall memories by mode: relevant, recent, important or frequent (seed 004)."""
+               kind: Kind | None = None, full: bool = False) -> dict[str, Any]:
+        """Recall memories by mode: relevant, recent, important or frequent. Each result is compact
+        (id, text, time, kind, score); full=true returns whole records."""
         with _typed_errors():
             if hasattr(memory, "recall"):
                 found = memory.recall(query, user_id=user_id, mode=mode, max_results=max_results, kind=kind)
+                if not full:
+                    return {"mode": found.mode, "memories": [
+                        compact(m.record.id, m.record.content, m.record.created_at, m.record.kind, m.score)
+                        for m in found.memories
+                    ]}
                 data = jsonable(found)
                 return data if isinstance(data, dict) else {"memories": data}
             if mode != "relevant" or not query:
                 raise ValidationError("mode", "this Engram supports only mode='relevant' with a query")
             config = memory.config.with_(top_k=max_results)
-            payload: dict[str, Any] = memory.retrieve(query, user_id=user_id, config=config).to_dict()
+            result = memory.retrieve(query, user_id=user_id, config=config)
+            if not full:
+                return {"mode": mode, "memories": [
+                    compact(e.id, e.content, e.timestamp, e.type, e.score) for e in result.memories
+                ]}
+            payload: dict[str, Any] = result.to_dict()
             return payload
 
     @_tool(server)

@@ -132,3 +132,17 @@ def test_mcp_get_document_accepts_a_filename(tmp_path: Path) -> None:
         assert not failed and "thirty days" in text
         failed, text = asyncio.run(_call(server, "get_document", {"meta": "nothing.md"}))
         assert failed and json.loads(text.split(": ", 1)[1])["error"]["code"] == "DOCUMENT_NOT_FOUND"
+
+
+def test_mcp_recall_is_compact_unless_asked_for_full_records(tmp_path: Path) -> None:
+    server, memory = _server(tmp_path)
+    with memory:
+        stored = memory.add("Acme pays NET30", user_id="u1", kind="fact")
+        failed, text = asyncio.run(_call(server, "recall", {"mode": "recent", "max_results": 5}))
+        assert not failed, text
+        item = json.loads(text)["memories"][0]
+        assert set(item) == {"id", "text", "time", "kind", "score"}
+        assert (item["id"], item["text"], item["kind"]) == (stored.id, "Acme pays NET30", "fact")
+        assert "content_hash" not in text
+        failed, text = asyncio.run(_call(server, "recall", {"mode": "recent", "full": True}))
+        assert not failed and json.loads(text)["memories"][0]["memory"]["content_hash"] == stored.content_hash
