@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +215,11 @@ def test_import_failure_while_writing_resumes_without_duplicates(
     resumed = CliRunner().invoke(cli, ["import", str(path), "--user", "u", "--batch", "30", "--db", db])
     assert "imported 40 memories, skipped 60" in resumed.output, resumed.output
     assert _count(db) == 100
+
+
+def test_the_cli_starts_without_the_web_stack_or_the_engine() -> None:
+    # `engram --help` took ~1 s importing FastAPI and numpy it never used (issue 16).
+    heavy = ("fastapi", "uvicorn", "engram.memory")
+    code = f"import sys, engram.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
