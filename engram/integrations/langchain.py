@@ -1,0 +1,148 @@
+"""LangChain on Engram: ``EngramRetriever`` (a ``BaseRetriever``) and ``add_messages`` (chat history in).
+
+The retriever answers with Engram's ranked, explained memories as ``Document``s; the ``Document``'s
+metadata carries what the ranking saw (score, signals, reasons) so a chain can show or filter on it, and
+the ``retrieval_id`` that ``Memory.feedback`` takes. ``add_messages`` stores LangChain messages as
+Engram ``message`` memories, one per message, with the speaker and session that retrieval uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.retrievers import BaseRetriever
+
+from engram import Memory, MemoryEntry, MemoryRecord, RetrievalConfig
+
+__all__ = ["EngramRetriever", "add_messages", "entry_document", "message_role"]
+
+
+class EngramRetriever(BaseRetriever):
+    """Engram's retrieval as a LangChain retriever: ``EngramRetriever(memory, user_id="maya")``.
+
+    ``config`` (a ``RetrievalConfig``: top_k, token budget, ...), ``session_id``, ``kinds`` and ``filters``
+    (``{"tags_all": [...]}``, ``{"metadata": {...}}``, ...) are passed to ``Memory.retrieve`` on every query.
+    (``tags`` and ``metadata`` are BaseRetriever's own fields: they label LangChain's traces.)
+    """
+
+    memory: Memory
+    user_id: str
+    config: Any = None  # a RetrievalConfig; Any so pydantic keeps the frozen dataclass as given
+    session_id: str | None = None
+    kinds: Sequence[str] | None = None
+    filters: Mapping[str, Any] | None = None
+
+    def __init__(self, memory: Memory | None = None, /, **data: Any) -> None:
+        if memory is not None:
+            data["memory"] = memory
+        super().__init__(**data)
+        if self.config is not None and not isinstance(self.config, RetrievalConfig):
+            raise TypeError(f"config must be a RetrievalConfig, got {type(self.config).__name__}")
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        # The async path is BaseRetriever's: it runs this in an executor, so the event loop stays free.
+        result = self.memory.retrieve(
+            query, user_id=self.user_id, config=self.config, session_id=self.session_id, kinds=self.kinds,
+            filters=self.filters,
+        )
+        retrieval_id = result.metadata.retrieval_id
+        return [entry_document(entry, retrieval_id=retrieval_id) for entry in result.memories]
+
+
+def entry_document(entry: MemoryEntry, *, retrieval_id: str | None = None) -> Document:
+    """One retrieved memory as a ``Document``: its (clipped, redacted) text and why it was chosen."""
+    record = entry.record
+    metadata: dict[str, Any] = {
+        "id": entry.id,
+        "score": entry.score,
+        "type": entry.type,
+        "timestamp": entry.timestamp,
+        "session_id": entry.session_id,
+        "role": entry.role,
+        "signals": dict(entry.signals),
+        "reasons": list(entry.reasons),
+        "retrieval_id": retrieval_id,
+    }
+    if record is not None:
+        metadata["tags"] = list(record.tags)
+        metadata["metadata"] = dict(record.metadata)
+    return Document(page_content=entry.content, metadata=metadata, id=entry.id)
+
+
+#: LangChain message classes and the Engram role each is stored under (subclasses, such as the
+#: streaming chunks, match their parent).
+_ROLES: tuple[tuple[type[BaseMessage], str], ...] = (
+    (HumanMessage, "user"),
+    (AIMessage, "assistant"),
+    (SystemMessage, "system"),
+    (ToolMessage, "tool"),
+    (FunctionMessage, "tool"),
+)
+
+
+def message_role(message: BaseMessage) -> str:
+    """The Engram role of a message: user, assistant, system, tool, or a ``ChatMessage``'s own role."""
+    if isinstance(message, ChatMessage):
+        return message.role
+    for cls, role in _ROLES:
+        if isinstance(message, cls):
+            return role
+    raise TypeError(f"unsupported message type: {type(message).__name__}")
+
+
+def add_messages(
+    memory: Memory,
+    messages: Sequence[BaseMessage],
+    *,
+    user_id: str,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    created_at: datetime | str | None = None,
+    tags: Sequence[str] = (),
+) -> list[MemoryRecord]:
+    """Store chat messages as Engram ``message`` memories, in order, in one batch; returns what was stored.
+
+    A message with a ``name`` is stored under that speaker (Engram embeds "Maya: ..." so questions about
+    what Maya said find it); the LangChain type, name, id and tool call id go to the memory's metadata.
+    Messages without text (an AI turn that only calls tools) are skipped.
+    """
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, BaseMessage):
+            raise TypeError(f"messages must be LangChain BaseMessage objects, got {type(message).__name__}")
+        text = message.text
+        if not text.strip():
+            continue
+        metadata: dict[str, Any] = {"message_type": message.type, "message_role": message_role(message)}
+        if message.name:
+            metadata["name"] = message.name
+        if message.id:
+            metadata["message_id"] = message.id  # Engram's retrieval entries report it as message_id
+        if isinstance(message, ToolMessage):
+            metadata["tool_call_id"] = message.tool_call_id
+        item: dict[str, Any] = {
+            "content": text,
+            "user_id": user_id,
+            "kind": "message",
+            "role": message.name or message_role(message),
+            "metadata": metadata,
+            "tags": list(tags),
+        }
+        for field, value in (("session_id", session_id), ("agent_id", agent_id), ("created_at", created_at)):
+            if value is not None:
+                item[field] = value
+        items.append(item)
+    return memory.add_many(items)
