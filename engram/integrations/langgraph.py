@@ -23,8 +23,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import math
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -35,7 +33,6 @@ from langgraph.store.base import (
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -46,7 +43,8 @@ from langgraph.store.base import (
 )
 
 from engram import Memory, MemoryRecord, RetrievalConfig
-from engram.errors import MemoryNotFound
+from engram.errors import MemoryNotFound, ValidationError
+from engram.integrations.filters import matches_filter, namespace_matches, split_filter
 
 __all__ = ["MARK", "EngramStore"]
 
@@ -57,8 +55,6 @@ _TAG = "ns:"
 _MAX_TAG_CHARS = 200  # Limits.max_tag_chars' default: a longer prefix is named by its digest
 _PAGE = 1000
 _MAX_TOP_K = 1000  # RetrievalConfig.top_k's upper bound
-_METADATA_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")  # keys the stores can filter on
-_INT64 = (-(2**63), 2**63 - 1)
 Namespace = tuple[str, ...]
 
 #: A store answers with every match in score order: no token budget, clipping, score floor, dedup
@@ -119,7 +115,8 @@ class EngramStore(BaseStore):
         now = datetime.now(UTC)
         new: list[dict[str, Any]] = []
         for (namespace, key), op in pending.items():
-            user, memory_id = self._user(namespace), memory_id_for(namespace, key)
+            user = self._user(namespace)
+            memory_id = memory_id_for(user, namespace, key)
             if op.value is None:
                 self.memory.delete(memory_id, user_id=user)
                 continue
@@ -131,8 +128,22 @@ class EngramStore(BaseStore):
             else:
                 self.memory.update(memory_id, user_id=user, **fields)
         pending.clear()
-        if new:
+        if not new:
+            return
+        try:
             self.memory.add_many(new)
+        except ValidationError as exc:
+            if exc.field != "id":
+                raise
+            # Another writer created one of these keys since we looked: write each, updating what exists.
+            for item in new:
+                try:
+                    self.memory.add_many([item])
+                except ValidationError as again:
+                    if again.field != "id":
+                        raise
+                    fields = {k: v for k, v in item.items() if k not in ("id", "user_id")}
+                    self.memory.update(item["id"], user_id=item["user_id"], **fields)
 
     def _fields(self, namespace: Namespace, key: str, op: PutOp, created: str, now: datetime) -> dict[str, Any]:
         value = op.value
@@ -156,7 +167,8 @@ class EngramStore(BaseStore):
     def _get(self, namespace: Namespace, key: str) -> Item | None:
         if not namespace:
             return None
-        record = self._record(self._user(namespace), memory_id_for(namespace, key))
+        user = self._user(namespace)
+        record = self._record(user, memory_id_for(user, namespace, key))
         if record is None:
             return None
         found = _item(record)
@@ -167,7 +179,8 @@ class EngramStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        pushed, rest = split_filter(op.filter or {})
+        conditions = op.filter or {}
+        pushed, rest = split_filter(conditions, MARK)
         filters = {"tags_all": [namespace_tags(prefix)[-1]], "metadata": pushed}
         wanted = max(op.offset + op.limit, 0)
         scored: list[tuple[float, MemoryRecord]] = []
@@ -180,7 +193,7 @@ class EngramStore(BaseStore):
                 found = ((0.0, r) for r in self._scan(user, filters))
             kept = 0
             for score, record in found:
-                if _in_namespace(record, prefix) and matches_filter(_value(record), rest):
+                if _in_namespace(record, prefix) and matches_filter(_value(record), conditions):
                     scored.append((score, record))
                     kept += 1
                     if kept >= wanted:
@@ -223,7 +236,7 @@ class EngramStore(BaseStore):
         for user in self._users(tuple(prefix)):
             for record in self._scan(user, {"tags_all": [tag]}):
                 namespace = tuple(_mark(record)["namespace"])
-                if all(namespace_matches(c, namespace) for c in conditions):
+                if all(namespace_matches(c.match_type, c.path, namespace) for c in conditions):
                     found.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
         return sorted(found)[op.offset : op.offset + op.limit]
 
@@ -261,9 +274,12 @@ class EngramStore(BaseStore):
 
 
 # -- mapping helpers (pure) ------------------------------------------------------------------------------------
-def memory_id_for(namespace: Namespace, key: str) -> str:
-    """The stable memory id of a (namespace, key): the same item always lands on the same memory."""
-    digest = hashlib.sha256(json.dumps([list(namespace), key], ensure_ascii=False).encode("utf-8"))
+def memory_id_for(user: str, namespace: Namespace, key: str) -> str:
+    """The stable memory id of an item: the same (user, namespace, key) always lands on the same memory.
+
+    The user is part of it because memory ids are unique across a whole Engram file: two stores with
+    different ``user_id`` may hold the same namespace and key."""
+    digest = hashlib.sha256(json.dumps([user, list(namespace), key], ensure_ascii=False).encode("utf-8"))
     return "lg-" + digest.hexdigest()[:32]
 
 
@@ -298,69 +314,6 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from _strings(item)
-
-
-def split_filter(conditions: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(equality conditions Engram's metadata filter can check in the store, the rest).
-
-    Everything is checked again in Python, so what the store checks only narrows the candidates."""
-    pushed: dict[str, Any] = {}
-    for key, want in conditions.items():
-        if isinstance(want, Mapping) and set(want) == {"$eq"}:
-            want = want["$eq"]
-        if isinstance(key, str) and key != MARK and _METADATA_KEY.fullmatch(key) and _storable_scalar(want):
-            pushed[key] = want
-    return pushed, dict(conditions)
-
-
-def _storable_scalar(value: Any) -> bool:
-    if value is None or isinstance(value, bool | str):
-        return True
-    if isinstance(value, int):
-        return _INT64[0] <= value <= _INT64[1]
-    return isinstance(value, float) and math.isfinite(value)
-
-
-def matches_filter(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
-    """LangGraph's filter semantics: equality (nested mappings and lists compared piecewise) and
-    the operators ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``."""
-    return all(_compare(value.get(key), want) for key, want in conditions.items())
-
-
-def _compare(have: Any, want: Any) -> bool:
-    if isinstance(want, Mapping):
-        if any(str(k).startswith("$") for k in want):
-            return all(_operator(have, op, operand) for op, operand in want.items())
-        return isinstance(have, Mapping) and all(_compare(have.get(k), v) for k, v in want.items())
-    if isinstance(want, list | tuple):
-        return (
-            isinstance(have, list | tuple) and len(have) == len(want)
-            and all(_compare(h, w) for h, w in zip(have, want, strict=True))
-        )
-    return bool(have == want)
-
-
-def _operator(have: Any, op: str, operand: Any) -> bool:
-    if op == "$eq":
-        return bool(have == operand)
-    if op == "$ne":
-        return bool(have != operand)
-    comparisons = {"$gt": float.__gt__, "$gte": float.__ge__, "$lt": float.__lt__, "$lte": float.__le__}
-    if op not in comparisons:
-        raise ValueError(f"unsupported filter operator: {op!r}")
-    try:
-        return bool(comparisons[op](float(have), float(operand)))
-    except (TypeError, ValueError):
-        return False  # a missing or non-numeric field is not greater or smaller than anything
-
-
-def namespace_matches(condition: MatchCondition, namespace: Namespace) -> bool:
-    """A prefix or suffix condition, ``*`` matching any one label."""
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    labels = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
-    return all(want in ("*", label) for want, label in zip(path, labels, strict=True))
 
 
 def _check_op(op: Op) -> None:

@@ -13,6 +13,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespa
 
 from engram import Memory
 from engram.ext import Embedder
+from engram.integrations.filters import split_filter
 from engram.integrations.langgraph import MARK, EngramStore
 
 
@@ -150,6 +151,14 @@ def test_filters_follow_langgraph_semantics(store: EngramStore) -> None:
     assert {i.key for i in found} == {"job", "pet"}
     found = store.search(ns, query="what does she eat?", filter={"rank": {"$lt": 4}})
     assert found[0].key == "diet" and {i.key for i in found} == {"diet", "pet"}
+
+
+def test_equality_on_plain_top_level_fields_is_what_the_store_checks() -> None:
+    conditions = {"type": "fact", "t": {"$eq": True}, "rank": {"$gt": 1}, "odd key": "x", "meta": {"a": 1},
+                  "big": 2**70, "nan": float("nan"), MARK: "x", "none": None}
+    pushed, remaining = split_filter(conditions, MARK)
+    assert pushed == {"type": "fact", "t": True, "none": None}
+    assert set(remaining) == {"rank", "odd key", "meta", "big", "nan", MARK}
 
 
 def test_filter_on_field_names_the_store_cannot_index(store: EngramStore) -> None:
@@ -331,3 +340,22 @@ def test_ttl_and_overdeep_namespaces_are_refused(store: EngramStore) -> None:
     with pytest.raises(ValueError, match="deeper"):
         store.put(tuple(f"l{i}" for i in range(100)), "k", {"text": "x"})
     store.put(tuple(f"l{i}" for i in range(99)), "k", {"text": "x"})
+
+
+def test_two_stores_for_two_users_share_one_file(memory: Memory) -> None:
+    acme, globex = EngramStore(memory, user_id="acme"), EngramStore(memory, user_id="globex")
+    acme.put(("memories",), "terms", {"text": "Acme pays NET30"})
+    globex.put(("memories",), "terms", {"text": "Globex pays upfront"})
+    got = [s.get(("memories",), "terms") for s in (acme, globex)]
+    assert [g.value["text"] for g in got if g is not None] == ["Acme pays NET30", "Globex pays upfront"]
+    assert [i.value["text"] for i in acme.search((), query="payment terms")] == ["Acme pays NET30"]
+
+
+def test_concurrent_puts_of_one_new_key_leave_one_item(store: EngramStore) -> None:
+    async def race() -> None:
+        await asyncio.gather(*(store.aput(("alice",), "k", {"text": f"version {i}"}) for i in range(8)))
+
+    asyncio.run(race())
+    items = store.search(("alice",))
+    assert [i.key for i in items] == ["k"]
+    assert items[0].value["text"].startswith("version ")
