@@ -1,5 +1,5 @@
-"""EngramStore against the real langgraph package: LangGraph's documented store semantics, on a real
-SQLite file and the real embedder, in both namespace mappings (first label as user, one fixed user)."""
+"""EngramStore against the real langgraph package: LangGraph's documented store semantics with the real
+embedder, on a SQLite file and on PostgreSQL, in both namespace mappings (first label as user, one user)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ from engram.integrations.filters import split_filter
 from engram.integrations.langgraph import MARK, EngramStore
 
 
-@pytest.fixture
-def memory(tmp_path: Path, embedder: Embedder) -> Iterator[Memory]:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def memory(request: pytest.FixtureRequest, tmp_path: Path, embedder: Embedder) -> Iterator[Memory]:
+    if request.param == "postgres":  # the fixture owns (and closes) the PostgreSQL store
+        yield Memory(store=request.getfixturevalue("postgres_store"), embedder=embedder)
+        return
     with Memory(tmp_path / "engram.db", embedder=embedder) as m:
         yield m
 
