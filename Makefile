@@ -24,7 +24,7 @@ demo: $(DEMO_STAMP)
 	$(PY) -m engram.demo --db engram-demo.db
 
 lint: $(STAMP)
-	$(PY) -m ruff check engram tests bench
+	$(PY) -m ruff check engram tests bench examples
 
 typecheck: $(STAMP)
 	$(PY) -m mypy
