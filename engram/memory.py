@@ -22,7 +22,7 @@ from engram.ext import Embedder, Metrics, Store, as_filters
 from engram.feedback import FeedbackResult, TunedWeights, record_feedback
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
-from engram.ingest.entities import caller_entities, entity_index, tag_record
+from engram.ingest.entities import EntityIndex, caller_entities, tag_record
 from engram.ingest.files import IngestReport
 from engram.ingest.files import ingest as ingest_files
 from engram.ingest.normalize import FIELDS, normalize, to_utc, validate_id, validate_strings, validate_text
@@ -111,6 +111,11 @@ class Memory:
         self.pipeline.cache.invalidate_user(user_id)
         keyword_search.invalidate(self, user_id)
 
+    def _entity_index(self, user_id: str) -> EntityIndex:
+        """The user's entity index, shared with retrieval: a write re-reads only the indexed names."""
+        version = (self.store.change_token(user_id), self.pipeline.cache.generation(user_id))
+        return self.pipeline.entity_indexes.get(self.store, user_id, version)
+
     @property
     def embedder(self) -> Embedder:
         return self._get_embedder()
@@ -147,7 +152,7 @@ class Memory:
         if not records:
             return []
         # Link each memory to the entities it names (extracted ids after any the caller gave).
-        indexes = {user: entity_index(self.store.entities(user)) for user in sorted({r.user_id for r in records})}
+        indexes = {user: self._entity_index(user) for user in sorted({r.user_id for r in records})}
         records = [tag_record(r, indexes[r.user_id], limits=self.limits) for r in records]
         records, supersessions = truth.plan(self.store, records)
         embedder = self._get_embedder()
@@ -180,7 +185,7 @@ class Memory:
         )
         # Entities the caller passes replace the list; otherwise the hand-given ones stay and the
         # extracted ones are recomputed, so an edited text drops names it no longer mentions.
-        index = entity_index(self.store.entities(record.user_id))
+        index = self._entity_index(record.user_id)
         given = record.entities if "entities" in changes else caller_entities(old, index)
         record = tag_record(record, index, limits=self.limits, given=given)
         vector = None

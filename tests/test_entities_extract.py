@@ -24,7 +24,6 @@ from engram.ingest.entities import (
     EntityIndex,
     backfill,
     caller_entities,
-    entity_index,
     extract,
     tag_record,
 )
@@ -173,7 +172,6 @@ def test_index_caps_the_names_it_holds() -> None:
     index = EntityIndex(many)
     assert len(index) <= MAX_INDEX_NAMES
     assert extract("Thing299 called", index=index) == ("e:299",)  # canonical names are indexed first
-    assert entity_index(many) is entity_index(list(many))  # one build while the list is unchanged
 
 
 def test_query_with_many_long_aliases_is_fast() -> None:

@@ -19,45 +19,46 @@ rewrites stored memories to match.
 
 Cost is bounded whatever the entity table holds: exact lookups are dict probes per token, fuzzy
 matching runs in rapidfuzz (C) over at most ``MAX_FUZZY_WINDOWS`` windows per text against aliases of
-compatible length, at most ``MAX_INDEX_NAMES`` names and aliases are indexed, and at most
-``MAX_SCAN_CHARS`` characters of a text are read.
+compatible length, at most ``MAX_INDEX_NAMES`` names and aliases are indexed (see
+:mod:`engram.ingest.entity_index`, which also keeps each user's index between calls), and at most
+``MAX_SCAN_CHARS`` characters of a text are read. A query's deadline is checked before the fuzzy
+matching, the one step whose cost grows with the entity table.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import replace
-from functools import lru_cache
-from itertools import chain, islice
+from itertools import islice
 from typing import TYPE_CHECKING
 
-from rapidfuzz import fuzz, process
-
 from engram.config import Limits
-from engram.model import STATUSES, Entity, Filters, MemoryRecord
+from engram.ingest.entity_index import (
+    MAX_INDEX_NAMES,
+    MAX_NAME_CHARS,
+    EntityIndex,
+    check_deadline,
+    load_entities,
+    text_words,
+)
+from engram.ingest.entity_patterns import pattern_ids
+from engram.model import STATUSES, Filters, MemoryRecord
 from engram.text import STOPWORDS
 
 if TYPE_CHECKING:
     from engram.ext import Store
 
 __all__ = [
-    "ENTITY_TYPE_WORDS", "EXTRACTED_PREFIXES", "MAX_IDS", "EntityIndex", "backfill", "caller_entities",
-    "entity_index", "extract", "extract_record", "mention_ids", "tag_record",
+    "ENTITY_TYPE_WORDS", "EXTRACTED_PREFIXES", "MAX_IDS", "MAX_INDEX_NAMES", "EntityIndex", "backfill",
+    "caller_entities", "extract", "extract_record", "mention_ids", "tag_record",
 ]
 
 MAX_IDS = 32  # ids per text: a pasted page should not drown the entity signal
-MAX_INDEX_NAMES = 20_000  # names and aliases indexed per user (100 entities x 100 aliases fit)
-MAX_ALIAS_TOKENS = 8  # longer "names" are sentences, not names
-MAX_FUZZY_WINDOWS = 16  # rapidfuzz calls per text, whatever its length
+MAX_FUZZY_WINDOWS = 16  # windows per text compared by rapidfuzz, whatever its length
 MAX_SCAN_CHARS = 10_000  # names past this point of a text are not looked for
-MAX_NAME_CHARS = 100  # a longer capitalized run is not a name
 MAX_ID_CHARS = 200  # a longer e-mail address or host name is not worth an id
-FUZZY_SCORE = 88.0  # rapidfuzz ratio (0-100); "Globax" vs "Globex" is 83, too far
-FUZZY_MIN_CHARS = 4  # shorter names differ by one letter from too many words
-MAX_FUZZY_CACHE = 10_000  # windows remembered per index, with their fuzzy match or None
 
 #: Ids with these prefixes are made by ``extract``; ``caller_entities`` treats them as re-derivable.
 EXTRACTED_PREFIXES = ("mention:", "email:", "domain:", "ref:")
@@ -102,28 +103,13 @@ _NEVER_ALONE = _word_set(
 # Roles that are not a speaker's name (engram.model.ROLES plus what chat exports use).
 _NOT_SPEAKERS = _word_set("user assistant system tool ai human bot agent model function developer")
 
-_TOKEN = re.compile(r"\w+")
 # A capitalized word (ASCII and Latin-1 capitals), with inner apostrophes or hyphens: O'Brien, Coca-Cola.
 _CAP = r"[A-ZÀ-ÖØ-Þ]\w*(?:['’-]\w+)*"
 _SPAN = re.compile(_CAP + r"(?:[ \t]+(?:(?:of|the|&)[ \t]+)*" + _CAP + r"){0,3}")
 _NAME_WORD = re.compile(r"\w+(?:['’-]\w+)*|&")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
-_POSSESSIVE_S = re.compile(r"['’]s(?!\w)")
 _SENTENCE_END = frozenset(".!?:;\n\r")
 _OPENERS = frozenset(" \t\"'“‘([{«-–—*")
-
-# Each pattern runs only when a cheap test says it can match: most texts hold no "@", no URL and
-# no domain, and a full regex scan costs more than everything else extract does.
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@((?:[\w-]{1,63}\.)+[a-z]{2,24})\b", re.IGNORECASE)
-_URL = re.compile(r"\b(?:https?://|www\.)((?:[\w-]{1,63}\.)+[a-z]{2,24})\b[^\s<>\"')\]]*", re.IGNORECASE)
-_TLDS = "com|org|net|io|ai|co|dev|app|edu|gov|biz|info|us|uk|de|fr|nl|eu|ca|au|ch|se|es|it|jp|in"
-_TLD_HINT = re.compile(rf"\.(?:{_TLDS})(?![\w-])", re.IGNORECASE)
-_DOMAIN = re.compile(rf"(?<![\w@./-])((?:[a-z0-9-]{{1,63}}\.)+(?:{_TLDS}))(?![\w-]|\.\w)", re.IGNORECASE)
-# References are found from their digits: "#A-1042", "#123", "PO-77812", "INV-2026-001", "ORD12345".
-_DIGITS = re.compile(r"\d+")
-_REF_WORD = re.compile(r"[\w#-]+")
-_REF = re.compile(r"(#)?([a-z]{0,6}-?\d[\w-]{0,30})(?![\w@/-]|\.\w)", re.IGNORECASE)
-_REF_PLAIN = re.compile(r"[A-Za-z]{1,6}-?\d")
 
 
 def _sentence_initial(text: str, start: int) -> bool:
@@ -173,125 +159,6 @@ def mention_ids(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f"mention:{name}" for _, _, name in _mention_spans(text)))
 
 
-def _words(text: str) -> tuple[list[int], list[str]]:
-    """Start offsets and casefolded words of ``text``; the "s" of a possessive is no word ("Acme's")."""
-    folded = text.casefold()
-    if len(folded) != len(text):  # "ß" -> "ss": fold word by word to keep offsets
-        pairs = [(m.start(), m.group(0).casefold()) for m in _TOKEN.finditer(text)]
-        pairs = [(i, w) for i, w in pairs if not (w == "s" and i > 0 and text[i - 1] in "'’")]
-        return [i for i, _ in pairs], [w for _, w in pairs]
-    if "'" in folded or "’" in folded:
-        folded = _POSSESSIVE_S.sub("  ", folded)  # same length, so offsets still match ``text``
-    matches = list(_TOKEN.finditer(folded))
-    return [m.start() for m in matches], [m.group(0) for m in matches]
-
-
-def _key(name: str) -> tuple[str, ...]:
-    """The words of a name as ``_words`` reads them, without offsets."""
-    folded = name.casefold()
-    if "'" in folded or "’" in folded:
-        folded = _POSSESSIVE_S.sub(" ", folded)
-    return tuple(_TOKEN.findall(folded))
-
-
-class EntityIndex:
-    """A user's entity names and aliases, normalized, for exact dict lookups and bounded fuzzy search.
-
-    When two entities share a name, the one listed first wins, and canonical names win over aliases.
-    """
-
-    __slots__ = ("_exact", "_first", "_fuzzy_cache", "_fuzzy_ids", "_fuzzy_lens", "_fuzzy_names")
-
-    def __init__(self, entities: Iterable[Entity] = ()) -> None:
-        exact: dict[tuple[str, ...], str] = {}
-        first: dict[str, int] = {}  # first word -> most words of a name starting with it
-        fuzzy: dict[str, str] = {}
-        valid = [e for e in entities if isinstance(e, Entity) and isinstance(e.id, str) and e.id]
-        names = chain(
-            ((e.id, e.name) for e in valid),
-            ((e.id, a) for e in valid if isinstance(e.aliases, tuple | list) for a in e.aliases),
-        )
-        for entity_id, name in islice(names, MAX_INDEX_NAMES):
-            if not isinstance(name, str):
-                continue
-            key = _key(name[:MAX_NAME_CHARS])
-            size = len(key)
-            if not size or size > MAX_ALIAS_TOKENS or key in exact or (size == 1 and len(key[0]) < 2):
-                continue
-            exact[key] = entity_id
-            if first.get(key[0], 0) < size:
-                first[key[0]] = size
-            joined = " ".join(key)
-            if len(joined) >= FUZZY_MIN_CHARS and joined not in fuzzy:
-                fuzzy[joined] = entity_id
-        self._exact, self._first = exact, first
-        # Sorted by length so a window's candidates are one slice: ratio >= FUZZY_SCORE bounds lengths.
-        # The sort is stable, so equal lengths keep the entities' order: deterministic.
-        self._fuzzy_names = sorted(fuzzy, key=len)
-        self._fuzzy_ids = [fuzzy[name] for name in self._fuzzy_names]
-        self._fuzzy_lens = [len(name) for name in self._fuzzy_names]
-        # Names recur across a user's memories and queries ("Sarah" in hundreds of them): one
-        # rapidfuzz search each. Reset when full rather than evicted one by one: simple and bounded.
-        self._fuzzy_cache: dict[str, str | None] = {}
-
-    def __len__(self) -> int:
-        return len(self._exact)
-
-    def exact(self, words: Sequence[str]) -> str | None:
-        """The entity id whose normalized name or alias is exactly ``words``."""
-        return self._exact.get(tuple(words))
-
-    def fuzzy(self, windows: Sequence[str]) -> list[str | None]:
-        """For each window (normalized words joined by spaces), the entity id of the closest name or
-        alias scoring at least ``FUZZY_SCORE``, or None. One rapidfuzz call for all of them."""
-        cache = self._fuzzy_cache
-        found: list[str | None] = [cache.get(window) for window in windows]
-        todo = [i for i, window in enumerate(windows) if len(window) >= FUZZY_MIN_CHARS and window not in cache]
-        if not todo or not self._fuzzy_names:
-            return found
-        # A ratio of at least r needs lengths within [r / (2 - r), (2 - r) / r] of each other. Names
-        # outside one window's band score 0 for it, so a batch answers each window as alone would.
-        r = FUZZY_SCORE / 100.0
-        sizes = [len(windows[i]) for i in todo]
-        lo = bisect_left(self._fuzzy_lens, math.ceil(min(sizes) * r / (2.0 - r)))
-        hi = bisect_right(self._fuzzy_lens, math.floor(max(sizes) * (2.0 - r) / r))
-        results: dict[str, str | None] = dict.fromkeys((windows[i] for i in todo), None)
-        if lo < hi:
-            scores = process.cdist(
-                [windows[i] for i in todo], self._fuzzy_names[lo:hi], scorer=fuzz.ratio, score_cutoff=FUZZY_SCORE
-            )
-            best = scores.argmax(axis=1)  # the first of equal scores: the shortest name, then entity order
-            for row, i in enumerate(todo):
-                column = int(best[row])
-                if scores[row, column] > 0:  # cdist gives 0 below the cutoff
-                    found[i] = results[windows[i]] = self._fuzzy_ids[lo + column]
-        if len(cache) > MAX_FUZZY_CACHE:
-            cache.clear()
-        cache.update(results)  # only finished answers: another thread never sees a guess
-        return found
-
-    def resolve(self, name: str) -> str | None:
-        """The id of the entity ``name`` denotes as a whole (exact, then fuzzy), or None."""
-        key = _key(name[:MAX_NAME_CHARS])
-        if not key:
-            return None
-        return self.exact(key) or (self.fuzzy([" ".join(key)])[0] if len(key) <= 4 else None)
-
-
-@lru_cache(maxsize=16)
-def _cached_index(entities: tuple[Entity, ...]) -> EntityIndex:
-    return EntityIndex(entities)
-
-
-def entity_index(entities: Sequence[Entity]) -> EntityIndex:
-    """An ``EntityIndex`` for ``entities``, reused while the same list comes back (one per query otherwise)."""
-    key = tuple(entities)
-    try:
-        return _cached_index(key)
-    except TypeError:  # an unhashable field: build it without the cache
-        return EntityIndex(key)
-
-
 def _name_id(name: str) -> str | None:
     """``mention:<name>`` for a field that is a name as a whole, spelled as a span would spell it."""
     words = _NAME_WORD.findall(name[:MAX_NAME_CHARS])
@@ -308,85 +175,11 @@ def _speaker(role: str | None, index: EntityIndex) -> str | None:
     return index.resolve(role) or _name_id(role)
 
 
-def _ref_id(hashed: bool, code: str) -> str | None:
-    code = code.rstrip("-")
-    digits = sum(ch.isdigit() for ch in code)
-    if hashed:
-        return f"ref:{code.lower()}" if len(code) >= 2 else None
-    # Without "#", letters then at least three digits: "PO-77812" yes; "Q3", "MP3", "2026" no.
-    return f"ref:{code.lower()}" if digits >= 3 and _REF_PLAIN.match(code) else None
-
-
-def _refs(text: str, index: EntityIndex, hits: list[tuple[int, str]], covered: list[tuple[int, int]]) -> None:
-    done = 0
-    for digits in _DIGITS.finditer(text):
-        if digits.start() < done:
-            continue  # inside a word already read
-        start = _back(text, digits.start(), "_#-", 64)
-        word = _REF_WORD.match(text, start)
-        done = word.end() if word is not None else digits.end()
-        if start > 0 and text[start - 1] in "@./:":
-            continue  # part of an address, a path, a decimal or a time
-        m = _REF.match(text, start)
-        if m is None or m.end() != done or (len(index) and index.exact(_key(m.group(2)))):
-            continue  # not a reference, or a name the user gave an entity ("Model 3000", "Thing299")
-        if ref := _ref_id(m.group(1) is not None, m.group(2)):
-            hits.append((start, ref))
-            covered.append(m.span())
-
-
-def _back(text: str, end: int, chars: str, limit: int) -> int:
-    """Where the run of word characters and ``chars`` ending at ``end`` starts (at most ``limit`` back)."""
-    start = end
-    while start > 0 and end - start < limit and (text[start - 1].isalnum() or text[start - 1] in chars):
-        start -= 1
-    return start
-
-
-def _patterns(text: str, index: EntityIndex, hits: list[tuple[int, str]]) -> list[tuple[int, int]]:
-    """Add e-mail, domain and reference ids to ``hits``; return the character ranges they cover.
-
-    Each pattern is tried only where its anchor is ("@", a known top-level domain, "://", a digit):
-    scanning the whole text with the full patterns costs more than the rest of ``extract``.
-    """
-    covered: list[tuple[int, int]] = []
-    done = 0
-    at = text.find("@")
-    while at >= 0:
-        m = _EMAIL.match(text, _back(text, at, "_.+-", 64)) if at >= done else None
-        if m is not None:
-            hits.append((m.start(), f"email:{m.group(0).lower()}"))
-            hits.append((m.start(), f"domain:{m.group(1).lower()}"))
-            covered.append(m.span())
-            done = m.end()
-        at = text.find("@", max(at + 1, done))
-    if "." in text:
-        hosts: list[re.Match[str]] = []
-        if "://" in text or "www." in text or "WWW." in text:
-            hosts += _URL.finditer(text)
-        done = 0
-        for hint in _TLD_HINT.finditer(text):
-            mail = bisect_right(covered, (hint.start(), len(text))) - 1  # covered holds e-mails, in order
-            if hint.start() >= done and (mail < 0 or covered[mail][1] <= hint.start()):
-                # A URL's host is preceded by "/" and an e-mail's by "@": neither matches here again.
-                m = _DOMAIN.match(text, _back(text, hint.start(), "_.-", 255))
-                if m is not None:
-                    hosts.append(m)
-                    done = m.end()
-        for m in hosts:
-            host = m.group(1).lower()
-            hits.append((m.start(), f"domain:{host[4:] if host.startswith('www.') else host}"))
-            covered.append(m.span())
-    if _DIGITS.search(text):
-        _refs(text, index, hits, covered)
-    return covered
-
-
-def _scan(text: str, index: EntityIndex) -> list[str]:
+def _scan(text: str, index: EntityIndex, deadline: float | None) -> list[str]:
     """The ids ``text`` mentions, ordered by where they start."""
     text = text[:MAX_SCAN_CHARS]
     hits: list[tuple[int, str]] = []
-    covered = _patterns(text, index, hits)
+    covered = pattern_ids(text, index, hits)
     if covered:
         # NUL is neither a word, a space nor a sentence end, so masked parts join and split nothing.
         chars = list(text)
@@ -395,24 +188,25 @@ def _scan(text: str, index: EntityIndex) -> list[str]:
         text = "".join(chars)
     spans = _mention_spans(text)
     if len(index):
-        spans = _known(text, index, spans, hits)
+        spans = _known(text, index, spans, hits, deadline)
     hits.extend((start, f"mention:{name}") for start, _, name in spans if len(name) <= MAX_NAME_CHARS)
     hits.sort(key=lambda hit: hit[0])  # stable: ties keep the order they were found in
     return [entity_id for _, entity_id in hits if len(entity_id) <= MAX_ID_CHARS]
 
 
 def _known(
-    text: str, index: EntityIndex, spans: list[tuple[int, int, str]], hits: list[tuple[int, str]]
+    text: str, index: EntityIndex, spans: list[tuple[int, int, str]], hits: list[tuple[int, str]],
+    deadline: float | None,
 ) -> list[tuple[int, int, str]]:
     """Add known entities named in ``text`` to ``hits``; return the spans that name none."""
-    starts, words = _words(text)
+    starts, words = text_words(text)
     claimed = [False] * len(words)
 
     def claim(i: int, n: int, entity_id: str) -> None:
         claimed[i : i + n] = [True] * n
         hits.append((starts[i], entity_id))
 
-    first, exact, free = index._first, index._exact, 0
+    first, exact, free = index.longest, index.by_words, 0
     for i in [i for i, word in enumerate(words) if word in first]:  # most words start no name
         if i < free:
             continue  # inside a name already claimed
@@ -439,7 +233,8 @@ def _known(
             for i in range(lo, hi - n + 1):
                 if len(windows) < MAX_FUZZY_WINDOWS and not _COMMON.issuperset(words[i : i + n]):
                     windows.append((i, n))
-    if windows and index._fuzzy_names:
+    if windows and index.fuzzy_names:
+        check_deadline(deadline, "matching entity names")
         matches = index.fuzzy([" ".join(words[i : i + n]) for i, n in windows])
         for (i, n), entity_id in zip(windows, matches, strict=True):
             if entity_id is not None and not any(claimed[i : i + n]):
@@ -454,11 +249,13 @@ def extract(
     role: str | None = None,
     subject: str | None = None,
     object: str | None = None,
+    deadline: float | None = None,
 ) -> tuple[str, ...]:
     """The entity ids ``text`` (and its speaker, subject and object) mentions; see the module doc.
 
     Deterministic, deduplicated, speaker first, then the text, subject and object in reading order;
-    at most ``MAX_IDS``. Never raises for a string; anything else counts as no text.
+    at most ``MAX_IDS``. Never raises for a string (anything else counts as no text), except
+    DeadlineExceeded once ``time.perf_counter()`` passes ``deadline``.
     """
     found: dict[str, None] = {}
     speaker = _speaker(role, index)
@@ -466,7 +263,7 @@ def extract(
         found[speaker] = None
     for part in (text, subject, object):
         if isinstance(part, str) and part:
-            found.update(dict.fromkeys(_scan(part, index)))
+            found.update(dict.fromkeys(_scan(part, index, deadline)))
     return tuple(islice(found, MAX_IDS))
 
 
@@ -518,7 +315,7 @@ def backfill(store: Store, user_id: str, *, limits: Limits | None = None, page: 
     keeps the stored vector. Callers holding a ``Memory`` should drop its cached retrievals after.
     """
     limits = limits or Limits()
-    index = EntityIndex(store.entities(user_id))
+    index = EntityIndex(load_entities(store, user_id))
     everything = Filters(statuses=STATUSES)
     changed = 0
     offset = 0

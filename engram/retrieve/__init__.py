@@ -22,7 +22,8 @@ from engram.ext import Embedder, Metrics, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
-from engram.model import Entity, Filters, Hit, MemoryRecord, QueryPlan, new_id
+from engram.ingest.entity_index import EntityIndexes
+from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches
@@ -48,7 +49,6 @@ FALLBACKS = {
     "DOMAIN_UNAVAILABLE": ("Domain database query failed", "skip"),
 }
 DOMAIN_ROW_LIMIT = 50  # rows of a domain source kept for the prompt
-ENTITY_CACHE_USERS = 1024  # users whose entity tables are kept between retrievals
 
 
 @dataclass
@@ -66,7 +66,8 @@ class Pipeline:
     domain_source: DomainSource | None = None
     #: Log every computed retrieval (one INSERT after the result is built) for feedback and tuning.
     log_retrievals: bool = True
-    _entities: dict[str, tuple[tuple[str, int], list[Entity]]] = field(default_factory=dict)
+    #: Each user's entity index, read again only after a write to the user (the version below).
+    entity_indexes: EntityIndexes = field(default_factory=EntityIndexes)
 
     def retrieve(
         self,
@@ -154,7 +155,8 @@ class Pipeline:
                 return call()
             finally:
                 stage_ms[name] = stage_ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000
-                # Checked between stages: a stage is never interrupted, so the overrun is one stage.
+                # Checked between stages, and within entity matching (the one stage whose cost grows
+                # with the user's data): the overrun is one bounded step.
                 if deadline is not None and time.perf_counter() > deadline:
                     raise DeadlineExceeded(f"retrieval passed its {config.timeout_ms} ms deadline after {name}")
 
@@ -162,7 +164,8 @@ class Pipeline:
         plan = timed(
             "understand",
             lambda: understand(
-                query, now=now, known_entities=self._known_entities(user_id, version), weights_by_strategy=tuned
+                query, now=now, known_entities=self.entity_indexes.get(self.store, user_id, version, deadline),
+                weights_by_strategy=tuned, deadline=deadline,
             ),
         )
         if config.weights is not None:
@@ -271,18 +274,6 @@ class Pipeline:
         if self.log_retrievals and result.memories:
             self._log(user_id, result, config, weights_source)
         return result
-
-    def _known_entities(self, user_id: str, version: tuple[str, int]) -> list[Entity]:
-        """The user's entity table, read again only after a write to the user (store change token and
-        this process's cache generation): decoding thousands of alias lists cost ~300 ms a query."""
-        hit = self._entities.get(user_id)
-        if hit is not None and hit[0] == version:
-            return hit[1]
-        entities = self.store.entities(user_id)
-        if len(self._entities) >= ENTITY_CACHE_USERS:
-            self._entities.clear()
-        self._entities[user_id] = (version, entities)
-        return entities
 
     def _similarity_range(self, config: RetrievalConfig) -> tuple[float, float]:
         if config.search_type == "keyword":

@@ -2,7 +2,8 @@
 
 Deterministic rules only: no model, no network. Entities come from ``engram.ingest.entities.extract``,
 the extractor ingest uses too, so a memory and a query that name the same "Sarah Connor" share the id
-(``mention:sarah connor``, or the entity's id once the user's entity table knows the name).
+(``mention:sarah connor``, or the entity's id once the user's entity table knows the name). Matching
+them is the one part whose cost grows with the user's data, so it honours the retrieval's deadline.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from engram.config import STRATEGY_WEIGHTS
-from engram.ingest.entities import ENTITY_TYPE_WORDS, entity_index, extract, mention_ids
+from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids
 from engram.model import Entity, QueryPlan
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
@@ -97,12 +98,16 @@ def understand(
     query: str,
     *,
     now: datetime,
-    known_entities: Sequence[Entity] = (),
+    known_entities: Sequence[Entity] | EntityIndex = (),
     weights_by_strategy: Mapping[str, Mapping[str, float]] | None = None,
+    deadline: float | None = None,
 ) -> QueryPlan:
     """Classify ``query`` and extract its entities, time scope, keywords and ranking weights.
 
-    Raises ValidationError only for a naive ``now``.
+    ``known_entities`` is the user's entity table, or its index (the pipeline keeps one per user:
+    building it per query would cost more than the rest of this stage). Raises ValidationError for
+    a naive ``now``, and DeadlineExceeded when entity matching finds ``time.perf_counter()`` past
+    ``deadline``.
     """
     time_range = parse_time_scope(query, now)  # validates ``now`` first, whatever the query
     if not isinstance(query, str):
@@ -110,9 +115,10 @@ def understand(
     category = _classify(query)
     procedural = category == "procedural"
 
-    entities = extract(query, index=entity_index(known_entities))
+    index = known_entities if isinstance(known_entities, EntityIndex) else EntityIndex(known_entities)
+    entities = extract(query, index=index, deadline=deadline)
 
-    types = ENTITY_TYPE_WORDS | frozenset(e.type.lower() for e in known_entities if isinstance(e.type, str))
+    types = ENTITY_TYPE_WORDS | index.types
     # In a how-to question a type word names a class of things ("rush orders"), not a particular one.
     entity_focused = bool(entities) or (not procedural and _mentions_type(query, types))
     time_focused = time_range is not None or _TIME_WORDS.search(query) is not None

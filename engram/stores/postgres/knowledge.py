@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from engram.feedback import LoggedRetrieval, decode_items, decode_settings, encode_items, item_token
+from engram.model import Entity
 from engram.ontology import EntityRelation, RelationType
+from engram.stores.entity_names import with_aliases
 
 # One retention policy for both backends; it is plain Python that lives beside the SQLite log.
 from engram.stores.sqlite.knowledge import LOG_RETENTION, prune_due
@@ -106,6 +108,13 @@ class KnowledgeMixin:
             "SELECT count(*) FROM engram_entities WHERE user_id = %s AND id IS DISTINCT FROM %s", (user_id, excluding)
         )
         return int(rows[0][0])
+
+    def entity_names(self, user_id: str, *, max_aliases: int) -> builtins.list[Entity]:
+        """As SQLite's: every entity, with aliases (in id order) until ``max_aliases`` are read."""
+        rows = self._read("SELECT id, type, name FROM engram_entities WHERE user_id = %s ORDER BY id", (user_id,))
+        sql = ("SELECT id, aliases FROM engram_entities WHERE user_id = %s AND id > %s AND aliases <> '{}' "
+               "ORDER BY id LIMIT %s")
+        return with_aliases(rows, lambda after, n: self._read(sql, (user_id, after, n)), max_aliases)
 
     def define_relation(self, user_id: str, relation: RelationType) -> None:
         with self._tx() as conn:

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from engram.errors import ConfigError
 from engram.feedback import LoggedRetrieval, decode_items, decode_settings, encode_items, item_token
+from engram.model import Entity
 from engram.ontology import EntityRelation, RelationType
+from engram.stores.entity_names import with_aliases
 from engram.stores.sqlite.rows import from_us, to_us
 
 __all__ = [
@@ -135,6 +137,15 @@ class KnowledgeMixin:
         """
         rows = self._read("SELECT count(*) FROM entities WHERE user_id = ? AND id IS NOT ?", (user_id, excluding))
         return int(rows[0][0])
+
+    def entity_names(self, user_id: str, *, max_aliases: int) -> builtins.list[Entity]:
+        """Every entity of the user, with aliases (in id order) until ``max_aliases`` are read: what an
+        entity index holds, without decoding every alias list (:mod:`engram.stores.entity_names`)."""
+        rows = self._read("SELECT id, type, name FROM entities WHERE user_id = ? ORDER BY id", (user_id,))
+        sql = "SELECT id, aliases FROM entities WHERE user_id = ? AND id > ? AND aliases <> '[]' ORDER BY id LIMIT ?"
+        return with_aliases(
+            rows, lambda after, n: [(r[0], json.loads(r[1])) for r in self._read(sql, (user_id, after, n))], max_aliases
+        )
 
     def define_relation(self, user_id: str, relation: RelationType) -> None:
         self._write(
