@@ -196,8 +196,16 @@ class Memory:
         return record
 
     def delete(self, memory_id: str, *, user_id: str) -> bool:
-        """Remove a memory from every index at once; False if it was not there."""
-        deleted = self.store.delete(self._user(user_id), memory_id)
+        """Remove a memory from every index at once; False if it was not there.
+
+        Deleting a version makes the one it superseded current again (:mod:`engram.ingest.truth`); a
+        document takes its passages with it.
+        """
+        user = self._user(user_id)
+        record = self.store.get(user, memory_id)
+        if record is not None and record.kind == "document":
+            truth.withdraw_document(self.store, user, record)
+        deleted = self.store.delete(user, memory_id)
         self._invalidate(user_id)
         return deleted
 

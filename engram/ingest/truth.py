@@ -11,6 +11,12 @@ Deleting a version undoes what it did (:func:`reinstate`, called by each store's
 deleting transaction): the versions it superseded are walked again with the version that
 superseded it, as if it had never been stored, so deleting the newest makes the previous one
 current again.
+
+Documents are versioned too (:mod:`engram.ingest.files`): a new version of a file supersedes the
+previous document and its passages (``chunk`` memories ``part_of`` it). :func:`withdraw_document`,
+called by ``Memory.delete`` before the store deletes a document, deletes its passages and applies
+the same walk to the versions around it, passages included: deleting the newest version makes the
+previous one, and what retrieval quotes of it, current again.
 """
 
 from __future__ import annotations
@@ -22,7 +28,10 @@ from datetime import datetime
 from engram.ext import Store
 from engram.model import Filters, Link, MemoryRecord
 
-__all__ = ["Supersession", "apply", "plan", "reinstate", "valid_at"]
+__all__ = ["VERSIONED_KINDS", "Supersession", "apply", "plan", "reinstate", "valid_at", "withdraw_document"]
+
+#: Kinds whose versions supersede one another: facts by subject and predicate, documents by file.
+VERSIONED_KINDS = ("fact", "document")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,25 +105,28 @@ def _order(record: MemoryRecord) -> tuple[datetime, datetime, str]:
 def reinstate(
     deleted: MemoryRecord, superseded: Sequence[MemoryRecord], successors: Sequence[MemoryRecord]
 ) -> tuple[list[MemoryRecord], list[Supersession]]:
-    """What deleting a fact changes in its history.
+    """What deleting a fact or a document version changes in its history.
 
     ``superseded`` are the versions ``deleted`` has ``supersedes`` links to, ``successors`` those
     with such a link to it. Returns the versions to store with a new status and ``valid_to``, and
-    the pairs to link (``supersedes`` and ``contradicts``). Only facts marked ``superseded`` are
-    touched: a status a caller set otherwise, or a hand-made link between other kinds, is left.
+    the pairs to link (``supersedes``, and ``contradicts`` for facts). Only versions of the same kind
+    marked ``superseded`` are touched: a status a caller set otherwise, or a hand-made link between
+    other kinds, is left. A fact restating the one before it supersedes nothing; a document version
+    always supersedes the one before, whatever its text.
     """
-    if deleted.kind != "fact":
+    kind = deleted.kind
+    if kind not in VERSIONED_KINDS:
         return [], []
-    chain = sorted((r for r in superseded if r.kind == "fact" and r.status == "superseded"), key=_order)
+    chain = sorted((r for r in superseded if r.kind == kind and r.status == "superseded"), key=_order)
     if not chain:
         return [], []
-    successor = min((r for r in successors if r.kind == "fact"), key=_order, default=None)
+    successor = min((r for r in successors if r.kind == kind), key=_order, default=None)
     ended_by_deleted = _start(deleted)
     changed: list[MemoryRecord] = []
     pairs: list[Supersession] = []
     for i, version in enumerate(chain):
         after = chain[i + 1] if i + 1 < len(chain) else successor
-        if after is not None and not _same_object(version, after):
+        if after is not None and (kind == "document" or not _same_object(version, after)):
             now = replace(version, valid_to=_start(after))
             pairs.append(Supersession(newer=after, older=now))
         else:
@@ -125,6 +137,34 @@ def reinstate(
         if now != version:
             changed.append(now)
     return changed, pairs
+
+
+def withdraw_document(store: Store, user_id: str, deleted: MemoryRecord) -> None:
+    """Before ``deleted`` (a document version) is deleted: delete its passages, and make the version it
+    superseded current again with its passages (or superseded by the version after ``deleted``).
+
+    Not one transaction, so ordered to be safe to repeat: passages first, then the earlier version;
+    if the process dies in between, deleting the document again finishes the job.
+    """
+    links = store.links(user_id, deleted.id)
+    older = [link.to_id for link in links if link.type == "supersedes" and link.from_id == deleted.id]
+    newer = [link.from_id for link in links if link.type == "supersedes" and link.to_id == deleted.id]
+    for chunk in _passages(store, user_id, deleted.id):
+        store.delete(user_id, chunk.id)
+    changed, pairs = reinstate(deleted, store.fetch(user_id, older), store.fetch(user_id, newer))
+    for version in changed:
+        store.replace(version, None)
+        for chunk in _passages(store, user_id, version.id):
+            if chunk.status == "superseded":  # one the caller archived stays archived
+                store.replace(replace(chunk, status=version.status, valid_to=version.valid_to), None)
+    for pair in pairs:
+        store.add_link(user_id, Link(pair.newer.id, pair.older.id, "supersedes", 1.0))
+
+
+def _passages(store: Store, user_id: str, document_id: str) -> list[MemoryRecord]:
+    links = store.links(user_id, document_id)
+    ids = [link.from_id for link in links if link.type == "part_of" and link.to_id == document_id]
+    return [r for r in store.fetch(user_id, ids) if r.kind == "chunk"]
 
 
 def valid_at(record: MemoryRecord, when: datetime) -> bool:
