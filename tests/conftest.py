@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from engram import Memory
 from engram.embedders import default_embedder
+from engram.embedders.fake import FakeEmbedder
 from engram.ext import Embedder, Store
 from engram.stores.sqlite.store import SQLiteStore
 
@@ -40,3 +42,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     yield s
     if request.param == "sqlite":
         s.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def each_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    """A Memory (fake embedder) over every backend, for behaviour both stores must share."""
+    if request.param == "sqlite":
+        made = Memory(tmp_path / "engram.db", embedder=FakeEmbedder())
+    else:
+        made = Memory(store=request.getfixturevalue("postgres_store"), embedder=FakeEmbedder())
+    with made:
+        yield made

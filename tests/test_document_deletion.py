@@ -7,13 +7,11 @@ its own passages active (so retrieval kept quoting the deleted text).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engram import Memory, RetrievalConfig
-from engram.embedders.fake import FakeEmbedder
 from engram.ingest import truth
 from engram.model import STATUSES, Filters, MemoryRecord
 
@@ -25,14 +23,9 @@ TEXTS = (
 )
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    if request.param == "sqlite":
-        made = Memory(tmp_path / "docs.db", embedder=FakeEmbedder())
-    else:
-        made = Memory(store=request.getfixturevalue("postgres_store"), embedder=FakeEmbedder())
-    with made:
-        yield made
+@pytest.fixture
+def memory(each_backend: Memory) -> Memory:
+    return each_backend
 
 
 def _versions(memory: Memory, tmp_path: Path, count: int) -> list[MemoryRecord]:
