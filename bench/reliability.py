@@ -3,11 +3,18 @@
     python bench/reliability.py [--short] [-k EXPR] [--erasure-cost N] [--out bench/results/reliability.json]
 
 Runs ``tests/reliability`` under pytest with ``ENGRAM_LONG=1`` (200 SIGKILLs, 60 s of 3 writers and
-3 readers per backend, 5x the fuzz cases and isolation examples), collects the figures each test
-reports (kills survived, memories lost, ops/s and errors, fuzz cases and failures, bytes of deleted
-or edited text still in the SQLite file, worst and median retrieval time under the entity-alias
-attack with a 200 ms deadline) and the pass / fail / xfail counts, prints them as JSON and
-writes them to ``--out``. Exits non-zero if a test failed or deleted text was found.
+3 readers per backend, 5x the fuzz cases and isolation examples, 10,000 attacking entities), collects
+the figures each test reports (kills survived, memories lost, ops/s and errors, fuzz cases and
+failures, bytes of deleted or edited text still in the SQLite file, retrieval times under the
+entity-cost attack with a 200 ms deadline) and the pass / fail / xfail counts, prints them as JSON
+and writes them to ``--out``.
+
+The headline's ``trust`` block sums up the attacks of the outside review (issue 12): upload races
+across users, extreme inputs and config overrides over HTTP, the entity-cost DoS under a deadline,
+cross-user oracles, traces after delete and update. It gives the attacks tried, the HTTP requests
+they sent, the 5xx answers seen (must be 0), the bytes of deleted text found in the file (must be 0)
+and the worst retrieval time under the entity attack (must be at most 2 x ``timeout_ms``). Exits
+non-zero if a test failed or one of those three bounds does not hold.
 
 ``--erasure-cost N`` (default 10000, 0 to skip) then measures what erasing deleted text costs on a
 SQLite file of N memories: the latency of a delete and of a content edit with erasure, and with the
@@ -117,6 +124,41 @@ def _erasure_cost(n: int, samples: int = 30) -> dict[str, Any]:
     }
 
 
+#: Figure sets of the outside review's attacks (prefixes of the names the tests report under).
+TRUST_ATTACKS = ("trust_", "entity_", "oracle_", "traces_after_delete")
+
+
+def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The attacks of issue 12 in five figures, and whether each bound holds."""
+    attacks = {name: f for name, f in figures.items() if name.startswith(TRUST_ATTACKS)}
+    http = {name: f for name, f in attacks.items() if name.startswith("trust_")}
+    entity = {name: f for name, f in attacks.items() if name.startswith("entity_")}
+    worst = max((f.get("worst_ms", 0.0) for f in entity.values()), default=None)
+    timeout = max((f.get("timeout_ms", 0.0) for f in entity.values()), default=None)
+    bytes_found = attacks.get("traces_after_delete", {}).get("deleted_text_bytes_found")
+    server_errors = sum(f.get("server_errors", 0) for f in http.values())
+    oracles = {name: f for name, f in attacks.items() if name.startswith("oracle_")}
+    return {
+        "attacks_tried": len(attacks),
+        "attacks": sorted(attacks),
+        "requests_sent": sum(f.get("requests", 0) for f in http.values()),
+        "server_errors_5xx": server_errors,
+        "deleted_text_bytes_found": bytes_found,
+        "entity_attack_worst_ms": worst,
+        "entity_attack_timeout_ms": timeout,
+        "entity_attack_retrievals": sum(f.get("retrievals", 0) for f in entity.values()),
+        "entity_attack_names_read": {name: f.get("names_and_aliases_read") for name, f in entity.items()
+                                     if "names_and_aliases_read" in f},
+        "oracle_probes": sum(f.get("probes", 0) for f in oracles.values()),
+        "oracle_leaks": sum(f.get("payloads_changed", 0) + f.get("reused_across_users", 0) for f in oracles.values()),
+        "bounds_hold": {
+            "no_5xx": server_errors == 0 and bool(http),
+            "no_deleted_text": bytes_found == 0,
+            "entity_attack_within_2x_timeout": worst is not None and timeout is not None and worst <= 2 * timeout,
+        },
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", action="store_true", help="the short variants (as under make test)")
@@ -169,7 +211,8 @@ def main() -> int:
         "added_ms_per_delete": summary.get("erasure_cost", {}).get("added_ms_per_delete"),
         # 100 entities x 100 shuffled-letter aliases, 2,000-character queries; must stay <= 2 x timeout_ms.
         "entity_attack": {key: entity_attack.get(key) for key in (
-            "worst_ms", "p50_ms", "timeout_ms", "retrievals", "timeouts", "other_errors")},
+            "worst_ms", "p50_ms", "worst_understand_ms", "timeout_ms", "retrievals", "timeouts", "other_errors")},
+        "trust": _trust(summary["figures"]),
         "tests_failed": outcomes["failed"] + outcomes["errors"],
         "known_bugs_pinned_as_xfail": outcomes["xfailed"],
     }
@@ -179,8 +222,9 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
     print(json.dumps(summary, indent=2, sort_keys=True, default=str))
-    leaked = bool(traces.get("deleted_text_bytes_found"))
-    return 1 if outcomes["failed"] or outcomes["errors"] or leaked or completed.returncode not in (0, 1) else 0
+    bounds = summary["headline"]["trust"]["bounds_hold"]
+    broken = not all(bounds.values()) if not args.keyword else bool(traces.get("deleted_text_bytes_found"))
+    return 1 if outcomes["failed"] or outcomes["errors"] or broken or completed.returncode not in (0, 1) else 0
 
 
 if __name__ == "__main__":

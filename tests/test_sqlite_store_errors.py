@@ -62,6 +62,7 @@ def _record() -> MemoryRecord:
 
 CALLS: dict[str, Callable[[SQLiteStore], Any]] = {
     "change_token": lambda s: s.change_token("u"),
+    "entity_names": lambda s: s.entity_names("u", max_aliases=10),
     "vectors": lambda s: s.vectors("u", ["m1"]),
     "get": lambda s: s.get("u", "m1"),
     "list": lambda s: s.list("u", Filters()),

@@ -167,7 +167,7 @@ RANGES: tuple[tuple[str, tuple[float, float], tuple[float, float], tuple[float, 
 
 def test_override_ranges_per_key_kind(h: Harness) -> None:
     h.memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
-    tried = wrong = 0
+    tried = wrong = server_errors = 0
     mismatches: list[str] = []
     with TestClient(h.app, raise_server_exceptions=False) as client:
         keys = {"tenant": h.key("u1"), "admin": h.key("u1", admin=True)}
@@ -179,10 +179,11 @@ def test_override_ranges_per_key_kind(h: Harness) -> None:
                     body = {"userId": "u1", "message": "How does Acme pay?", "config": {field: value}}
                     response = client.post("/v1/retrieve", json=body, headers={"Authorization": f"Bearer {token}"})
                     tried += 1
+                    server_errors += response.status_code >= 500
                     ok = response.status_code == 200 if allowed else (
                         response.status_code == 422 and response.json()["error"]["field"] == f"config.{field}")
                     if not ok:
                         wrong += 1
                         mismatches.append(f"{kind} {field}={value}: {response.status_code} {response.text[:160]}")
-    report("trust_override_ranges", {"requests": tried, "wrong_answers": wrong})
+    report("trust_override_ranges", {"requests": tried, "wrong_answers": wrong, "server_errors": server_errors})
     assert not mismatches, mismatches[:5]
