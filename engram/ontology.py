@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from engram.errors import ValidationError
+from engram.ingest.entity_index import load_entities
 from engram.ingest.normalize import validate_id
 from engram.model import Entity, MemoryRecord
 
@@ -123,7 +124,8 @@ def relate(memory: Memory, a: str, relation: str, b: str, *, user_id: str) -> En
     from_id = validate_id(a, "from_entity", memory.limits) or ""
     to_id = validate_id(b, "to_entity", memory.limits) or ""
     name = _name(relation, "relation")
-    known = {e.id: e for e in memory.store.entities(user_id)}
+    # Only the types are needed: the bounded read, not every alias of up to 10,000 entities.
+    known = {e.id: e for e in load_entities(memory.store, user_id)}
     rel = EntityRelation(from_id, name, to_id, _type_of(from_id, known), _type_of(to_id, known))
     if RelationType(rel.from_type, name, rel.to_type) not in set(memory.store.ontology(user_id)):
         raise ValidationError(
