@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from engram.ext import Store
-from engram.ingest.entity_index import MAX_INDEX_NAMES, EntityIndex, EntityIndexes, load_entities
+from engram.ingest.entity_index import (
+    MAX_ALIAS_TOKENS,
+    MAX_INDEX_NAMES,
+    MAX_NAME_CHARS,
+    EntityIndex,
+    EntityIndexes,
+    load_entities,
+    name_key,
+)
 from engram.model import Entity
 
 
@@ -55,3 +66,12 @@ def test_the_index_cache_is_bounded_by_users(store: Store) -> None:
     for user in ("a", "b", "c", "d"):
         indexes.get(store, user, "v")
     assert indexes.cached("d") is not None and sum(indexes.cached(u) is not None for u in "abcd") <= 3
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=30))
+def test_one_word_names_index_as_the_general_rule_would(name: str) -> None:
+    """The index's one-word fast path keys a name exactly as name_key does."""
+    key = name_key(name[:MAX_NAME_CHARS])
+    indexed = 1 <= len(key) <= MAX_ALIAS_TOKENS and not (len(key) == 1 and len(key[0]) < 2)
+    assert EntityIndex([Entity("e:1", "thing", name)]).by_words == ({key: "e:1"} if indexed else {})

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from engram.ext import Store
 
 __all__ = [
-    "FUZZY_MIN_CHARS", "FUZZY_SCORE", "MAX_INDEX_NAMES", "MAX_NAME_CHARS", "EntityIndex", "EntityIndexes",
-    "check_deadline", "load_entities", "name_key", "text_words",
+    "FUZZY_MIN_CHARS", "FUZZY_SCORE", "MAX_ALIAS_TOKENS", "MAX_INDEX_NAMES", "MAX_NAME_CHARS", "EntityIndex",
+    "EntityIndexes", "check_deadline", "load_entities", "name_key", "text_words",
 ]
 
 MAX_INDEX_NAMES = 20_000  # names and aliases indexed per user (10,000 entities and 10,000 aliases fit)
@@ -99,14 +99,16 @@ class EntityIndex:
         for entity_id, name in islice(names, MAX_INDEX_NAMES):
             if not isinstance(name, str):
                 continue
-            key = name_key(name[:MAX_NAME_CHARS])
+            folded = name[:MAX_NAME_CHARS].casefold()
+            # One word (most names and aliases): the key name_key would give, without its regex.
+            key = (folded,) if folded.isalnum() else name_key(folded)
             size = len(key)
             if not size or size > MAX_ALIAS_TOKENS or key in exact or (size == 1 and len(key[0]) < 2):
                 continue
             exact[key] = entity_id
             if longest.get(key[0], 0) < size:
                 longest[key[0]] = size
-            joined = " ".join(key)
+            joined = key[0] if size == 1 else " ".join(key)
             if len(joined) >= FUZZY_MIN_CHARS and joined not in fuzzy:
                 fuzzy[joined] = entity_id
         self.by_words, self.longest = exact, longest
