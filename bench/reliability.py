@@ -186,6 +186,8 @@ def main() -> int:
     summary: dict[str, Any] = {
         "variant": "short" if args.short else "long",
         "seconds": round(seconds, 1),
+        # Timings are only comparable at a similar load: the machine is often shared.
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "outcomes": outcomes,
         "figures": {f.pop("test"): f for f in figures},
     }
