@@ -125,7 +125,7 @@ def _erasure_cost(n: int, samples: int = 30) -> dict[str, Any]:
 
 
 #: Figure sets of the outside review's attacks (prefixes of the names the tests report under).
-TRUST_ATTACKS = ("trust_", "entity_", "oracle_", "traces_after_delete")
+TRUST_ATTACKS = ("trust_", "entity_", "oracle_", "traces_after_")
 
 
 def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -135,7 +135,9 @@ def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     entity = {name: f for name, f in attacks.items() if name.startswith("entity_")}
     worst = max((f.get("worst_ms", 0.0) for f in entity.values()), default=None)
     timeout = max((f.get("timeout_ms", 0.0) for f in entity.values()), default=None)
-    bytes_found = attacks.get("traces_after_delete", {}).get("deleted_text_bytes_found")
+    traces = [f["deleted_text_bytes_found"] for name, f in attacks.items()
+              if name.startswith("traces_after_") and "deleted_text_bytes_found" in f]
+    bytes_found = sum(traces) if traces else None
     server_errors = sum(f.get("server_errors", 0) for f in http.values())
     oracles = {name: f for name, f in attacks.items() if name.startswith("oracle_")}
     return {

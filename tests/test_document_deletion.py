@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engram import Memory, RetrievalConfig
+from engram.embedders.fake import FakeEmbedder
 from engram.ingest import truth
 from engram.model import STATUSES, Filters, MemoryRecord
 
@@ -99,3 +100,17 @@ def test_a_document_delete_interrupted_half_way_finishes_when_repeated(memory: M
     [back] = _documents(memory)
     assert (back.id, back.status, back.valid_to) == (v1.id, "active", None)
     assert _passages(memory) == {TEXTS[0]: ("active", None)}
+
+
+def test_sqlite_delete_many_is_delete_of_each_in_one_transaction(tmp_path: Path) -> None:
+    with Memory(tmp_path / "many.db", embedder=FakeEmbedder()) as memory:
+        old = memory.add("Acme pays NET30", user_id="u", kind="fact", subject="Acme", predicate="terms", object="NET30")
+        new = memory.add("Acme pays NET60", user_id="u", kind="fact", subject="Acme", predicate="terms", object="NET60")
+        note = memory.add("Acme pays on time", user_id="u")
+        memory.retrieve("Acme pays", user_id="u", config=ANY)  # the user's vector index is loaded
+        store = memory.store
+        vector = store.vectors("u", [old.id])[old.id]
+        assert getattr(store, "delete_many")("u", [new.id, note.id, new.id, "missing"]) == 2  # noqa: B009
+        assert memory.get(old.id, user_id="u").status == "active"  # reinstated as one delete would
+        found = [memory_id for memory_id, _ in store.vector_search("u", vector, 10, Filters())]
+        assert found == [old.id]  # the cached index saw the removals and the status change

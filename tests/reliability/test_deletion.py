@@ -499,3 +499,31 @@ def test_traces_after_delete_and_update_attack(tmp_path: Path) -> None:
     }
     report("traces_after_delete", figures)
     assert after_deletes == 0 and after_forget == 0 and after_close == 0, figures
+
+
+def test_deleted_document_version_leaves_no_bytes_of_its_passages(tmp_path: Path) -> None:
+    """Deleting a document version takes its passages with it (issue 12, item 9), in one erasure:
+    none of their words may remain in the file or its WAL, and the previous version is current."""
+    rng = random.Random(9)
+    letters = "bcdfghjklmnpqrstvwxz"
+    passages = scale(40, 150)
+    needles = ["".join(rng.choice(letters) for _ in range(14)) for _ in range(passages)]
+    source = tmp_path / "handbook.md"
+    db = tmp_path / "documents.db"
+    with Memory(db, embedder=FakeEmbedder()) as memory:
+        _busy_history(memory, "reader")
+        source.write_text("\n\n".join(f"Section {i}: the old policy text." for i in range(passages)))
+        memory.ingest([source], user_id="reader")
+        # Passages of about 100 words each, one needle in each, so every passage holds one.
+        source.write_text("\n\n".join(f"{w} " + " ".join(["policy"] * 100) + "." for w in needles))
+        [result] = memory.ingest([source], user_id="reader").files
+        assert result.chunks >= passages // 2 and all(w.encode() in _file_bytes(db) for w in needles[:5])
+        started = time.perf_counter()
+        assert memory.delete(result.memory_id or "", user_id="reader")
+        delete_ms = (time.perf_counter() - started) * 1000
+        current = memory.list(user_id="reader", filters=Filters(kinds=("document", "chunk")), limit=1000)
+        assert current and all("old policy" in r.content for r in current)
+    found = sum(_file_bytes(db).count(w[-10:].encode()) * len(w) for w in needles)
+    report("traces_after_document_delete", {"passages": result.chunks, "delete_ms": round(delete_ms, 1),
+                                            "deleted_text_bytes_found": found})
+    assert found == 0

@@ -332,8 +332,13 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         """Remove the row, its tags, entities, links and logged retrievals; the fact versions it
         superseded are walked again (:func:`engram.ingest.truth.reinstate`) in the same transaction.
         Its text is erased from the file before this returns (see Erasure in the module docstring)."""
+        return self.delete_many(user_id, [memory_id]) == 1
 
-        def op(c: sqlite3.Connection) -> list[tuple[int, str]] | None:
+    def delete_many(self, user_id: str, memory_ids: Sequence[str]) -> int:
+        """``delete`` for several memories in one transaction and one erasure (a document's passages:
+        each delete's segment merge and checkpoint cost ~65 ms here); returns how many there were."""
+
+        def one(c: sqlite3.Connection, memory_id: str) -> list[tuple[int, str]] | None:
             row = c.execute(f"SELECT {COLUMNS} FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
             found = row.fetchone()
             if found is None:
@@ -360,19 +365,31 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
             for pair in pairs:
                 for link_type in ("supersedes", "contradicts"):
                     _insert_link(c, user_id, Link(pair.newer.id, pair.older.id, link_type, 1.0))
-            _merge_keyword_segments(c)
             return statuses
 
-        statuses = self._write(op)
-        if statuses is None:
-            return False
+        def op(c: sqlite3.Connection) -> tuple[list[str], list[tuple[int, str]]]:
+            gone: list[str] = []
+            statuses: list[tuple[int, str]] = []
+            for memory_id in dict.fromkeys(memory_ids):
+                changed = one(c, memory_id)
+                if changed is not None:
+                    gone.append(memory_id)
+                    statuses += changed
+            if gone:
+                _merge_keyword_segments(c)
+            return gone, statuses
+
+        gone, statuses = self._write(op)
+        if not gone:
+            return 0
         index = self._indexes.get(user_id)
         if index is not None:
-            index.remove_by_id(memory_id)
-            for rowid, status in statuses:
+            for rowid, status in statuses:  # before the removals: a later id may have deleted that row
                 index.set_status(rowid, status)
+            for memory_id in gone:
+                index.remove_by_id(memory_id)
         self._checkpoint()
-        return True
+        return len(gone)
 
     def forget_user(self, user_id: str) -> int:
         def op(c: sqlite3.Connection) -> int:
