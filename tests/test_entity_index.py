@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engram.errors import StoreError
 from engram.ext import Store
 from engram.ingest.entity_index import (
     MAX_ALIAS_TOKENS,
@@ -16,6 +20,7 @@ from engram.ingest.entity_index import (
     name_key,
 )
 from engram.model import Entity
+from engram.stores.sqlite.store import SQLiteStore
 
 
 def _table(entities: int, aliases: int) -> list[Entity]:
@@ -75,3 +80,18 @@ def test_one_word_names_index_as_the_general_rule_would(name: str) -> None:
     key = name_key(name[:MAX_NAME_CHARS])
     indexed = 1 <= len(key) <= MAX_ALIAS_TOKENS and not (len(key) == 1 and len(key[0]) < 2)
     assert EntityIndex([Entity("e:1", "thing", name)]).by_words == ({key: "e:1"} if indexed else {})
+
+
+def test_a_failed_read_is_not_kept(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "closed.db")
+    store.upsert_entity("u1", Entity("c:acme", "customer", "Acme"))
+    store.close()
+    indexes = EntityIndexes()
+    with pytest.raises(StoreError):
+        indexes.get(store, "u1", "v1")
+    assert indexes.cached("u1") is None
+    reopened = SQLiteStore(tmp_path / "closed.db")
+    try:
+        assert indexes.get(reopened, "u1", "v1").resolve("Acme") == "c:acme"  # read again, not the failure
+    finally:
+        reopened.close()
