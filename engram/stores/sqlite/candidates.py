@@ -39,33 +39,61 @@ class CandidateMixin:
         )
 
     def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
+        """Memories naming the most of these entities first, then by importance, recency and id.
+
+        Walks each entity's index range in that order (``memory_entities_order``) and stops after
+        ``n`` memories pass the filters, where sorting every memory naming an entity cost ~5 ms at
+        1,500 of them. Memories naming two or more of the entities, which outrank the rest, are
+        counted first from the index alone.
+        """
         ids = list(dict.fromkeys(entity_ids))
-        if not ids:
+        if not ids or n <= 0:
             return []
         where, params = filter_sql(filters)
-        rows = self._read(
-            "SELECT m.id, COUNT(DISTINCT e.entity) AS matches FROM memory_entities e "
-            "JOIN memories m ON m.rowid = e.memory_rowid "
-            f"WHERE e.user_id = ? AND e.entity IN ({','.join('?' * len(ids))}) AND m.user_id = ? AND {where} "
-            "GROUP BY m.rowid ORDER BY matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT ?",
-            (user_id, *ids, user_id, *params, n),
-        )
-        return [(r[0], float(r[1])) for r in rows]
+        hits: builtins.list[Hit] = []
+        if len(ids) > 1:
+            marks = ",".join("?" * len(ids))
+            rows = self._read(
+                "SELECT m.id, g.matches FROM (SELECT memory_rowid, COUNT(*) AS matches FROM memory_entities "
+                f"WHERE user_id = ? AND entity IN ({marks}) GROUP BY memory_rowid HAVING COUNT(*) > 1) AS g "
+                f"JOIN memories m ON m.rowid = g.memory_rowid WHERE m.user_id = ? AND {where} "
+                "ORDER BY g.matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT ?",
+                (user_id, *ids, user_id, *params, n),
+            )
+            hits = [(r[0], float(r[1])) for r in rows]
+        single: builtins.list[tuple[float, int, str]] = []
+        for entity in ids if len(hits) < n else ():
+            others = [e for e in ids if e != entity]
+            # A memory naming one of the other entities too was counted above.
+            alone = (
+                "AND NOT EXISTS (SELECT 1 FROM memory_entities o WHERE o.memory_rowid = e.memory_rowid "
+                f"AND o.entity IN ({','.join('?' * len(others))})) " if others else ""
+            )
+            rows = self._read(
+                "SELECT e.importance, e.created_at, e.memory_id FROM memory_entities e "
+                "JOIN memories m ON m.rowid = e.memory_rowid "
+                f"WHERE e.user_id = ? AND e.entity = ? {alone}AND m.user_id = ? AND {where} "
+                "ORDER BY e.importance DESC, e.created_at DESC, e.memory_id LIMIT ?",
+                (user_id, entity, *others, user_id, *params, n - len(hits)),
+            )
+            single.extend((float(r[0]), int(r[1]), str(r[2])) for r in rows)
+        single.sort(key=lambda r: (-r[0], -r[1], r[2]))
+        return hits + [(memory_id, 1.0) for _, _, memory_id in single[: n - len(hits)]]
 
     def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         ids = list(dict.fromkeys(memory_ids))[:1000]
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
+        # Row values make each neighbour one step in memories_user_session_time; "+user_id" keeps
+        # the candidates on the id index instead of walking the user's sessions.
         rows = self._read(
             "SELECT c.id, "
             "(SELECT m.id FROM memories m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
-            " AND (m.created_at < c.created_at OR (m.created_at = c.created_at AND m.id < c.id)) "
-            " ORDER BY m.created_at DESC, m.id DESC LIMIT 1), "
+            " AND (m.created_at, m.id) < (c.created_at, c.id) ORDER BY m.created_at DESC, m.id DESC LIMIT 1), "
             "(SELECT m.id FROM memories m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
-            " AND (m.created_at > c.created_at OR (m.created_at = c.created_at AND m.id > c.id)) "
-            " ORDER BY m.created_at, m.id LIMIT 1) "
-            f"FROM memories c WHERE c.user_id = ? AND c.session_id IS NOT NULL AND c.id IN ({marks})",
+            " AND (m.created_at, m.id) > (c.created_at, c.id) ORDER BY m.created_at, m.id LIMIT 1) "
+            f"FROM memories c WHERE +c.user_id = ? AND c.session_id IS NOT NULL AND c.id IN ({marks})",
             (user_id, *ids),
         )
         return {r[0]: tuple(x for x in (r[1], r[2]) if x is not None) for r in rows}

@@ -26,7 +26,7 @@ from engram.stores.sqlite.rows import filter_sql
 from engram.stores.sqlite.schema import user_key
 from engram.text import bm25, plan_keywords, query_terms
 
-__all__ = ["DEFAULT_POSTINGS_BUDGET", "RESCORE_POOL", "keyword_hits"]
+__all__ = ["DEFAULT_POSTINGS_BUDGET", "RESCORE_POOL", "DocumentFrequencies", "keyword_hits"]
 
 DEFAULT_POSTINGS_BUDGET = 1000
 RESCORE_POOL = 100
@@ -37,21 +37,52 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+class DocumentFrequencies:
+    """Each user's document frequencies of the terms queried so far, kept while the user's
+    ``keyword_stats.version`` stays (every change to their keyword index moves it, in any process).
+    Used under the store's lock.
+
+    fts5vocab counts a term's documents by reading its whole posting list: about 1 ms a query at
+    100k memories, for numbers that change only when the user's memories do.
+    """
+
+    def __init__(self, max_users: int = 256, max_terms: int = 20_000) -> None:
+        self._users: dict[str, tuple[int, dict[str, int]]] = {}
+        self._max_users = max_users
+        self._max_terms = max_terms
+
+    def get(self, conn: sqlite3.Connection, user_id: str, version: int, keyed: list[str]) -> dict[str, int]:
+        entry = self._users.get(user_id)
+        if entry is None or entry[0] != version:
+            if len(self._users) >= self._max_users:
+                self._users.clear()
+            entry = self._users[user_id] = (version, {})
+        known = entry[1]
+        missing = [t for t in keyed if t not in known]
+        if missing:
+            if len(known) + len(missing) > self._max_terms:
+                known.clear()
+            found = dict(conn.execute(
+                f"SELECT term, doc FROM keyword_vocab WHERE term IN ({','.join('?' * len(missing))})", missing
+            ).fetchall())
+            known.update((t, int(found.get(t, 0))) for t in missing)
+        return {t: known[t] for t in keyed}
+
+
 def keyword_hits(
-    conn: sqlite3.Connection, user_id: str, text: str, n: int, filters: Filters, budget: int
+    conn: sqlite3.Connection, user_id: str, text: str, n: int, filters: Filters, budget: int,
+    frequencies: DocumentFrequencies,
 ) -> list[Hit]:
     terms = query_terms(text)
     if not terms or n <= 0:
         return []
     key = user_key(user_id)
     keyed = [key + t for t in terms]
-    marks = ",".join("?" * len(keyed))
-    df = {str(t): int(d) for t, d in conn.execute(
-        f"SELECT term, doc FROM keyword_vocab WHERE term IN ({marks})", keyed
-    ).fetchall()}
-    row = conn.execute("SELECT docs, terms FROM keyword_stats WHERE user_id = ?", (user_id,)).fetchone()
-    docs, total = (int(row[0]), int(row[1])) if row else (0, 0)
-    plan = plan_keywords(keyed, df, docs, budget)
+    row = conn.execute("SELECT docs, terms, version FROM keyword_stats WHERE user_id = ?", (user_id,)).fetchone()
+    if row is None:
+        return []  # no memory of this user was ever indexed
+    docs, total = int(row[0]), int(row[1])
+    plan = plan_keywords(keyed, frequencies.get(conn, user_id, int(row[2]), keyed), docs, budget)
     if plan is None:
         return []
     avg_length = total / docs if docs else 1.0

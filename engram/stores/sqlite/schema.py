@@ -196,8 +196,22 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """,
     # 5: entities for memories stored before write-time extraction (engram.stores.entity_backfill).
     lambda conn: _backfill_entities(conn),
-
+    # 6: read paths at 100k memories (see _read_paths).
+    lambda conn: _read_paths(conn),
 )
+
+#: From migration 6 on, every change to a user's keyword index (the keyword triggers update their
+#: ``keyword_stats`` row) also moves that row's ``version``, which keys the cached document
+#: frequencies (keyword.py). A new row starts at a random version, so a user forgotten and written
+#: again does not repeat an old one.
+_STATS_VERSION = """
+    CREATE TRIGGER keyword_stats_new AFTER INSERT ON keyword_stats BEGIN
+        UPDATE keyword_stats SET version = abs(random() / 2) WHERE user_id = new.user_id;
+    END;
+    CREATE TRIGGER keyword_stats_changed AFTER UPDATE OF docs, terms ON keyword_stats BEGIN
+        UPDATE keyword_stats SET version = version + 1 WHERE user_id = new.user_id;
+    END;
+"""
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
@@ -242,6 +256,44 @@ def _backfill_entities(conn: sqlite3.Connection) -> None:
                 "SELECT rowid, user_id, ? FROM memories WHERE id = ?",
                 [(entity, record.id) for entity in ids],
             )
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _read_paths(conn: sqlite3.Connection) -> None:
+    """Indexes and copies that let retrieval read a few rows where it read thousands.
+
+    * ``memory_entities`` carries each memory's importance, creation time and id, indexed in the
+      entity source's order, so one entity's best memories are the first entries of its index
+      range (``by_entities`` sorted every memory naming it);
+    * ``(user_id, session_id, created_at, id)`` finds the turns next to a memory in its session;
+    * ``keyword_stats.version`` moves with every change to a user's keyword index.
+
+    Idempotent: a store whose version was set back (as tests do) runs it again.
+    """
+    if "memory_id" not in _columns(conn, "memory_entities"):
+        for column in ("importance REAL", "created_at INTEGER", "memory_id TEXT"):
+            conn.execute(f"ALTER TABLE memory_entities ADD COLUMN {column}")
+    conn.execute(
+        "UPDATE memory_entities SET (importance, created_at, memory_id) = "
+        "(SELECT m.importance, m.created_at, m.id FROM memories m WHERE m.rowid = memory_entities.memory_rowid) "
+        "WHERE memory_id IS NULL"
+    )
+    conn.execute("DROP INDEX IF EXISTS memory_entities_user_entity")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memory_entities_order ON memory_entities "
+        "(user_id, entity, importance DESC, created_at DESC, memory_id, memory_rowid)"
+    )
+    conn.execute("DROP INDEX IF EXISTS memories_user_session")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memories_user_session_time ON memories (user_id, session_id, created_at, id)"
+    )
+    if "version" not in _columns(conn, "keyword_stats"):
+        conn.execute("ALTER TABLE keyword_stats ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
+        for statement in _statements(_STATS_VERSION):
+            conn.execute(statement)
 
 
 def migrate(conn: sqlite3.Connection) -> int:

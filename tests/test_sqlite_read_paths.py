@@ -1,0 +1,75 @@
+"""SQLite read paths that keep state between retrievals stay exact when the data changes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from engram.model import Filters, MemoryRecord
+from engram.stores.sqlite.store import SQLiteStore
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _records(user: str, texts: list[str], start: int = 0) -> list[MemoryRecord]:
+    return [
+        MemoryRecord(id=f"{user}-{start + i}", user_id=user, content=text, kind="message", content_hash=f"{user}{i}",
+                     created_at=NOW - timedelta(minutes=start + i), recorded_at=NOW, importance=0.5,
+                     entities=("customer:acme",) if i % 2 else ("customer:acme", "customer:bluebird"))
+        for i, text in enumerate(texts)
+    ]
+
+
+def _put(store: SQLiteStore, records: list[MemoryRecord]) -> None:
+    store.put_many(records, np.ones((len(records), 4), dtype=np.float32))
+
+
+def test_keyword_frequencies_follow_writes_of_another_process(tmp_path: Path) -> None:
+    reader, writer = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
+    try:
+        _put(writer, _records("u", ["espresso order for acme", "decaf order", "espresso beans", "tea"]))
+        before = reader.keyword_search("u", "espresso order", 10, Filters())
+        _put(writer, _records("u", ["espresso " * 3] * 6, start=10))
+        after = reader.keyword_search("u", "espresso order", 10, Filters())
+        fresh = SQLiteStore(tmp_path / "m.db")
+        try:
+            assert after == fresh.keyword_search("u", "espresso order", 10, Filters())
+        finally:
+            fresh.close()
+        assert after != before
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_keyword_frequencies_after_forget_user(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        _put(store, _records("u", ["espresso order", "espresso beans", "decaf"]))
+        store.keyword_search("u", "espresso decaf", 10, Filters())
+        store.forget_user("u")
+        _put(store, _records("u", ["decaf", "decaf again", "espresso once"]))
+        hits = store.keyword_search("u", "espresso decaf", 10, Filters())
+        fresh = SQLiteStore(tmp_path / "m.db")
+        try:
+            assert hits == fresh.keyword_search("u", "espresso decaf", 10, Filters())
+        finally:
+            fresh.close()
+    finally:
+        store.close()
+
+
+def test_entity_source_order_with_several_entities(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        _put(store, _records("u", [f"note {i}" for i in range(12)]))
+        hits = store.by_entities("u", ["customer:acme", "customer:bluebird"], 8, Filters())
+        # Memories naming both come first (newest first at equal importance), then the others.
+        assert [score for _, score in hits] == [2.0] * 6 + [1.0] * 2
+        assert [i for i, _ in hits] == [f"u-{i}" for i in (0, 2, 4, 6, 8, 10, 1, 3)]
+        assert store.by_entities("u", ["customer:bluebird"], 3, Filters(created_after=NOW - timedelta(minutes=3))) \
+            == [("u-0", 1.0), ("u-2", 1.0)]
+    finally:
+        store.close()
