@@ -22,8 +22,8 @@ def _records(user: str, texts: list[str], start: int = 0) -> list[MemoryRecord]:
     ]
 
 
-def _put(store: SQLiteStore, records: list[MemoryRecord]) -> None:
-    store.put_many(records, np.ones((len(records), 4), dtype=np.float32))
+def _put(store: SQLiteStore, records: list[MemoryRecord], dims: int = 4) -> None:
+    store.put_many(records, np.ones((len(records), dims), dtype=np.float32))
 
 
 def test_keyword_frequencies_follow_writes_of_another_process(tmp_path: Path) -> None:
@@ -73,3 +73,17 @@ def test_entity_source_order_with_several_entities(tmp_path: Path) -> None:
             == [("u-0", 1.0), ("u-2", 1.0)]
     finally:
         store.close()
+
+
+def test_keyword_ranking_is_not_reused_across_writes(tmp_path: Path) -> None:
+    store, other = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
+    try:
+        _put(store, _records("u", ["espresso order"] * 3 + ["decaf"] * 300))
+        assert len(store.keyword_search("u", "espresso", 10, Filters())) == 3
+        _put(store, _records("u", ["espresso"], start=1000))
+        assert len(store.keyword_search("u", "espresso", 10, Filters())) == 4
+        _put(other, _records("u", ["espresso beans"], start=2000))
+        assert len(store.keyword_search("u", "espresso", 10, Filters())) == 5
+    finally:
+        store.close()
+        other.close()

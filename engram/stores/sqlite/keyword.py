@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from dataclasses import dataclass
 
 from engram.model import Filters, Hit
 from engram.stores.sqlite.rows import filter_sql
 from engram.stores.sqlite.schema import user_key
 from engram.text import bm25, plan_keywords, query_terms
 
-__all__ = ["DEFAULT_POSTINGS_BUDGET", "RESCORE_POOL", "DocumentFrequencies", "keyword_hits"]
+__all__ = ["DEFAULT_POSTINGS_BUDGET", "RESCORE_POOL", "KeywordCache", "Ranking", "keyword_hits"]
 
 DEFAULT_POSTINGS_BUDGET = 1000
 RESCORE_POOL = 100
@@ -37,21 +38,25 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class DocumentFrequencies:
-    """Each user's document frequencies of the terms queried so far, kept while the user's
-    ``keyword_stats.version`` stays (every change to their keyword index moves it, in any process).
-    Used under the store's lock.
+class KeywordCache:
+    """What keyword searches may reuse; used under the store's lock.
 
-    fts5vocab counts a term's documents by reading its whole posting list: about 1 ms a query at
-    100k memories, for numbers that change only when the user's memories do.
+    * Each user's document frequencies of the terms queried so far, kept while the user's
+      ``keyword_stats.version`` stays (every change to their keyword index moves it, in any
+      process): fts5vocab counts a term's documents by reading its whole posting list, about 1 ms a
+      search at 100k memories.
+    * The last FTS5 ranking, kept while the file is unchanged (``total_changes`` of this connection,
+      ``data_version`` for the others): a time-scoped query searches its keywords twice, in and out
+      of its range, and both rank the same matches before their filters differ.
     """
 
     def __init__(self, max_users: int = 256, max_terms: int = 20_000) -> None:
         self._users: dict[str, tuple[int, dict[str, int]]] = {}
         self._max_users = max_users
         self._max_terms = max_terms
+        self._ranked: tuple[tuple[object, ...], Ranking] | None = None
 
-    def get(self, conn: sqlite3.Connection, user_id: str, version: int, keyed: list[str]) -> dict[str, int]:
+    def frequencies(self, conn: sqlite3.Connection, user_id: str, version: int, keyed: list[str]) -> dict[str, int]:
         entry = self._users.get(user_id)
         if entry is None or entry[0] != version:
             if len(self._users) >= self._max_users:
@@ -68,10 +73,41 @@ class DocumentFrequencies:
             known.update((t, int(found.get(t, 0))) for t in missing)
         return {t: known[t] for t in keyed}
 
+    def ranking(self, conn: sqlite3.Connection, match: str, bounded: bool, budget: int, limit: int) -> Ranking:
+        state = (conn.total_changes, conn.execute("PRAGMA data_version").fetchone()[0], match, bounded, budget, limit)
+        if self._ranked is None or self._ranked[0] != state:
+            self._ranked = (state, _ranking(conn, match, bounded, budget, limit))
+        return self._ranked[1]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """FTS5's best ``limit`` matches as (rowid, bm25) in its order, and the lowest rowid considered
+    (None: all of them)."""
+
+    bound: int | None
+    rows: list[tuple[int, float]]
+
+
+def _ranking(conn: sqlite3.Connection, match: str, bounded: bool, budget: int, limit: int) -> Ranking:
+    bound = None
+    if bounded:
+        # Even the rarest term alone is over budget: score only its most recent matches.
+        last = conn.execute(
+            "SELECT rowid FROM keyword_fts WHERE keyword_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (match, budget - 1),
+        ).fetchone()
+        bound = None if last is None else int(last[0])
+    rows = conn.execute(
+        "SELECT rowid, bm25(keyword_fts) AS s FROM keyword_fts "
+        f"WHERE keyword_fts MATCH ? {'' if bound is None else 'AND rowid >= ? '}ORDER BY s LIMIT ?",
+        (match, *([] if bound is None else [bound]), limit),
+    ).fetchall()
+    return Ranking(bound, [(int(r[0]), float(r[1])) for r in rows])
+
 
 def keyword_hits(
-    conn: sqlite3.Connection, user_id: str, text: str, n: int, filters: Filters, budget: int,
-    frequencies: DocumentFrequencies,
+    conn: sqlite3.Connection, user_id: str, text: str, n: int, filters: Filters, budget: int, cache: KeywordCache,
 ) -> list[Hit]:
     terms = query_terms(text)
     if not terms or n <= 0:
@@ -82,39 +118,32 @@ def keyword_hits(
     if row is None:
         return []  # no memory of this user was ever indexed
     docs, total = int(row[0]), int(row[1])
-    plan = plan_keywords(keyed, frequencies.get(conn, user_id, int(row[2]), keyed), docs, budget)
+    plan = plan_keywords(keyed, cache.frequencies(conn, user_id, int(row[2]), keyed), docs, budget)
     if plan is None:
         return []
     avg_length = total / docs if docs else 1.0
     chosen, idf, ideal, postings = plan.terms, plan.idf, plan.ideal, plan.postings
     match = " OR ".join(_quote(t) for t in chosen)
-    bound = ""
-    params: list[object] = [match]
-    if postings > budget:
-        # Even the rarest term alone is over budget: score only its most recent matches.
-        last = conn.execute(
-            "SELECT rowid FROM keyword_fts WHERE keyword_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (match, budget - 1),
-        ).fetchone()
-        if last is not None:
-            bound = "AND keyword_fts.rowid >= ? "
-            params.append(last[0])
     where, filter_params = filter_sql(filters)
     pool = max(RESCORE_POOL, n)
     # Every match is this user's (the terms carry the user's key), so FTS5 can rank alone first and
     # the filters join only the best; when they reject too many, rank again with the join.
-    top = conn.execute(
-        "SELECT m.id, t.rowid FROM (SELECT rowid, bm25(keyword_fts) AS s FROM keyword_fts "
-        f"WHERE keyword_fts MATCH ? {bound}ORDER BY s LIMIT ?) AS t JOIN memories m ON m.rowid = t.rowid "
-        f"WHERE m.user_id = ? AND {where} ORDER BY t.s, m.id",
-        (*params, 2 * pool, user_id, *filter_params),
-    ).fetchall()[:pool]
+    ranking = cache.ranking(conn, match, postings > budget, budget, 2 * pool)
+    # "+user_id": the planner would rather walk the user's rows by an index on the filters.
+    kept = dict(conn.execute(
+        f"SELECT m.rowid, m.id FROM memories m WHERE m.rowid IN ({','.join('?' * len(ranking.rows))}) "
+        f"AND +m.user_id = ? AND {where}",
+        (*(r for r, _ in ranking.rows), user_id, *filter_params),
+    ).fetchall()) if ranking.rows else {}
+    ordered = sorted((s, str(kept[r]), r) for r, s in ranking.rows if r in kept)
+    top = [(memory_id, rowid) for _, memory_id, rowid in ordered[:pool]]
     if len(top) < pool and postings > 2 * pool:
+        bound = "" if ranking.bound is None else "AND keyword_fts.rowid >= ? "
         top = conn.execute(
             "SELECT m.id, keyword_fts.rowid FROM keyword_fts JOIN memories m ON m.rowid = keyword_fts.rowid "
             f"WHERE keyword_fts MATCH ? {bound}AND m.user_id = ? AND {where} "
             "ORDER BY bm25(keyword_fts), m.id LIMIT ?",
-            (*params, user_id, *filter_params, pool),
+            (match, *([] if ranking.bound is None else [ranking.bound]), user_id, *filter_params, pool),
         ).fetchall()
     # The indexed terms are read only for the pool: reading them for every match costs more than
     # the search itself.

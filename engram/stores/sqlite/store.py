@@ -39,7 +39,7 @@ from engram.ext import Vector
 from engram.ingest import truth
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
 from engram.stores.sqlite.candidates import CandidateMixin
-from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, DocumentFrequencies, keyword_hits
+from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, KeywordCache, keyword_hits
 from engram.stores.sqlite.knowledge import (
     LOG_RETENTION,
     KnowledgeMixin,
@@ -120,7 +120,7 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         self.log_retention = check_log_retention(log_retention)  # each user's newest logged retrievals kept
         self._log_writes = {}
         self.postings_budget = postings_budget
-        self._frequencies = DocumentFrequencies()
+        self._keywords = KeywordCache()
         self._busy_retries = busy_retries
         try:
             if self.path != ":memory:":
@@ -583,5 +583,5 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._retry(
-            lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._frequencies)
+            lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._keywords)
         )
