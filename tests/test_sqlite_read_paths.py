@@ -75,6 +75,25 @@ def test_entity_source_order_with_several_entities(tmp_path: Path) -> None:
         store.close()
 
 
+def test_started_vector_search_equals_vector_search(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        rng = np.random.default_rng(5)
+        vectors = rng.standard_normal((300, 8)).astype(np.float32)
+        records = _records("u", [f"note {i}" for i in range(300)])
+        store.put_many(records, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+        query = vectors[3]
+        for filters in (Filters(), Filters(kinds=("fact",)), Filters(created_after=NOW - timedelta(minutes=50))):
+            finish = store.start_vector_search("u", query, 20, filters)
+            assert finish() == store.vector_search("u", query, 20, filters)
+        finish = store.start_vector_search("u", query, 5, Filters())
+        _put(store, _records("u", ["late"], start=400), dims=8)  # written between the scan and the selection
+        assert finish() == store.vector_search("u", query, 5, Filters())
+        assert "u-400" in {i for i, _ in store.vector_search("u", np.ones(8, dtype=np.float32), 5, Filters())}
+    finally:
+        store.close()
+
+
 def test_keyword_ranking_is_not_reused_across_writes(tmp_path: Path) -> None:
     store, other = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
     try:

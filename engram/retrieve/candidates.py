@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
+from typing import Protocol, runtime_checkable
 
 from engram.config import RetrievalConfig
 from engram.ext import Store, Vector
@@ -76,23 +77,21 @@ def gather(
     out = CandidateSet()
     lists: dict[str, list[Hit]] = {}
 
-    vector_calls: dict[str, Callable[[], list[Hit]]] = {}
+    vector_args: dict[str, tuple[int, Filters]] = {}
     # A time-scoped query also searches its keywords inside its range, so the in-range memories that
     # matter are candidates even when the whole store holds better matches outside it; the temporal
     # source brings the range's most recent memories, whose similarity ranking computes anyway (a
     # second, filtered vector scan cost more than the rest of the retrieval at 100k memories).
     scoped = _within(filters, plan.time_range) if plan.time_range is not None else None
     if query_vec is not None and config.search_type != "keyword":
-        vector_calls["semantic"] = lambda: store.vector_search(user_id, query_vec, limit, filters)
+        vector_args["semantic"] = (limit, filters)
         if plan.procedural and _allows(filters, "procedure"):
-            procedures = replace(filters, kinds=("procedure",))
-            vector_calls["procedural"] = lambda: store.vector_search(user_id, query_vec, PROCEDURAL_LIMIT, procedures)
-
-    # Vector searches are numpy or a remote index while the rest are SQL reads: on two cores (or
-    # two database connections) they overlap.
-    pending = {
-        name: executor.submit(run, name, call) for name, call in vector_calls.items()
-    } if executor is not None else {}
+            vector_args["procedural"] = (PROCEDURAL_LIMIT, replace(filters, kinds=("procedure",)))
+    # Vector searches overlap the SQL reads below. A store that can start one (SQLite) reads its
+    # SQL on this thread and scans on a worker of its own; any other search goes whole to the
+    # executor (a remote index waits on the network: two database connections).
+    pending = {name: _start_vector_search(store, user_id, query_vec, n, f, run, name, executor)
+               for name, (n, f) in vector_args.items() if query_vec is not None}
     if config.search_type != "semantic":
         lists["keyword"] = run("keyword", lambda: store.keyword_search(user_id, plan.text, limit, filters))
         if scoped is not None:
@@ -123,8 +122,8 @@ def gather(
     if _allows(filters, "summary"):
         summaries = replace(filters, kinds=("summary",))
         lists["summary"] = run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries))
-    for name, call in vector_calls.items():
-        lists[name] = pending[name].result() if name in pending else run(name, call)
+    for name, finish in pending.items():
+        lists[name] = finish()
     for source in SOURCE_ORDER:
         if source in lists:
             out.add(source, lists[source])
@@ -133,6 +132,38 @@ def gather(
         linked = run("links", lambda: store.by_links(user_id, seeds, LINK_LIMIT, None))
         out.add("links", linked)
     return out
+
+
+@runtime_checkable
+class StartsVectorSearch(Protocol):
+    """A store whose vector search can start now and finish later (the SQLite store)."""
+
+    def start_vector_search(
+        self, user_id: str, query: Vector, n: int, filters: Filters
+    ) -> Callable[[], list[Hit]]: ...
+
+
+def _start_vector_search(
+    store: Store, user_id: str, query: Vector, n: int, filters: Filters,
+    run: Callable[[str, Callable[[], list[Hit]]], list[Hit]], name: str, executor: Executor | None,
+) -> Callable[[], list[Hit]]:
+    """Start one vector search; the returned call gives its hits (timed as the source ``name``)."""
+    if isinstance(store, StartsVectorSearch):
+        finishes: list[Callable[[], list[Hit]]] = []
+
+        def start() -> list[Hit]:  # a list of hits only so ``run`` can time it
+            finishes.append(store.start_vector_search(user_id, query, n, filters))
+            return []
+
+        run(name, start)
+        return lambda: run(name, finishes[0])
+
+    def search() -> list[Hit]:
+        return store.vector_search(user_id, query, n, filters)
+
+    if executor is None:
+        return lambda: run(name, search)
+    return executor.submit(run, name, search).result
 
 
 def _within(filters: Filters, time_range: TimeRange) -> Filters | None:

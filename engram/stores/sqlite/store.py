@@ -49,7 +49,7 @@ from engram.stores.sqlite.knowledge import (
 )
 from engram.stores.sqlite.rows import COLUMNS, filter_sql, record_params, row_to_record, to_us
 from engram.stores.sqlite.schema import migrate, register_functions
-from engram.stores.sqlite.vectors import ExactIndex
+from engram.stores.sqlite.vector_search import VectorMixin
 from engram.text import ROLE_WORDS
 
 __all__ = ["SQLiteStore"]
@@ -105,11 +105,11 @@ def _supersedes(c: sqlite3.Connection, user_id: str, memory_id: str, near: str, 
     return [row_to_record(r) for r in rows]
 
 
-class SQLiteStore(CandidateMixin, KnowledgeMixin):
+class SQLiteStore(CandidateMixin, VectorMixin, KnowledgeMixin):
     """All access goes through one connection guarded by a lock; other processes may share the file.
 
-    Plain-SQL candidate primitives live in :mod:`.candidates`, relations, the retrieval log and
-    tuned weights in :mod:`.knowledge`.
+    Plain-SQL candidate primitives live in :mod:`.candidates`, vector search in :mod:`.vector_search`,
+    relations, the retrieval log and tuned weights in :mod:`.knowledge`.
     """
 
     def __init__(
@@ -149,8 +149,10 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
             self._conn.close()
             cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ is not None else exc
             raise StoreUnavailable(f"cannot open {self.path}: {cause}") from exc
-        self._indexes: dict[str, ExactIndex] = {}
-        self._dimensions: int | None = None
+        self._indexes = {}
+        self._dimensions = None
+        self._searches = None
+        self._searches_lock = threading.Lock()
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
         # Bumped when another connection's commit is noticed; this process's own writes go through
         # Memory, which invalidates its caches itself (and logging a retrieval must not).
@@ -225,6 +227,7 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         return self._retry(look)
 
     def close(self) -> None:
+        self._stop_searches()
         with self._lock:
             if self._checkpoint_pending:
                 # Best effort: closing must not fail because another process still reads.
@@ -474,29 +477,6 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
                 found[row[0]] = row_to_record(row)
         return [found[i] for i in ids if i in found]
 
-    def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
-        out: dict[str, Vector] = {}
-        ids = list(dict.fromkeys(memory_ids))
-
-        def cached() -> dict[str, Vector] | None:
-            self._check_foreign_writes()
-            index = self._indexes.get(user_id)
-            return None if index is None else index.vectors(ids)
-
-        found = self._retry(cached)
-        if found is not None:
-            return found
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self._read(
-                f"SELECT id, embedding FROM memories WHERE +user_id = ? AND embedding IS NOT NULL "
-                f"AND id IN ({','.join('?' * len(chunk))})",
-                (user_id, *chunk),
-            )
-            for memory_id, blob in rows:
-                out[memory_id] = np.frombuffer(blob, dtype=np.float32).copy()
-        return out
-
     def list(self, user_id: str, filters: Filters, *, limit: int = 100, offset: int = 0) -> builtins.list[MemoryRecord]:
         where, params = filter_sql(filters)
         rows = self._read(
@@ -548,39 +528,6 @@ class SQLiteStore(CandidateMixin, KnowledgeMixin):
         }
 
     # -- candidate primitives -------------------------------------------------------------------------
-    def _index(self, user_id: str) -> ExactIndex:
-        self._check_foreign_writes()
-        index = self._indexes.get(user_id)
-        if index is None:
-            rows = self._conn.execute(
-                "SELECT rowid, id, embedding, kind, status FROM memories "
-                "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
-                (user_id,),
-            ).fetchall()
-            dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
-            index = ExactIndex(dim, capacity=max(1024, len(rows)))
-            for rowid, memory_id, blob, kind, status in rows:
-                index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
-            self._indexes[user_id] = index
-        return index
-
-    def _is_simple(self, filters: Filters) -> bool:
-        return filters == Filters(kinds=filters.kinds, statuses=filters.statuses)
-
-    def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
-        def prepare() -> tuple[ExactIndex, set[int] | None]:
-            index = self._index(user_id)
-            if self._is_simple(filters):
-                return index, None
-            where, params = filter_sql(filters)
-            sql = f"SELECT m.rowid FROM memories m WHERE m.user_id = ? AND {where}"
-            return index, {r[0] for r in self._conn.execute(sql, (user_id, *params))}
-
-        index, allowed = self._retry(prepare)
-        # The matrix product runs outside the store lock (the index has its own), so keyword search
-        # on the connection can proceed in parallel with it.
-        return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
-
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._retry(
             lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._keywords)

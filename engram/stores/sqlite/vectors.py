@@ -212,7 +212,8 @@ class ExactIndex:
         n = min(n, live)
         if n == 0:
             return []
-        scores = np.where(mask, scores, -np.inf)
+        if live < self._size:  # most searches exclude nothing: spare a copy of every score
+            scores = np.where(mask, scores, -np.inf)
         # The int8 scores only pick a generous pool; float32 decides the order within it.
         pool = min(live, max(4 * n, 256)) if quantized else n
         rows = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else np.flatnonzero(mask)
