@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -35,9 +36,19 @@ def from_us(value: int | None) -> datetime | None:
     return _EPOCH + timedelta(microseconds=value)
 
 
-def _json(text: str, empty: Any) -> Any:
-    # Most memories carry no tags, entities or metadata: skip the decoder for the empty literals.
-    return type(empty)() if text in ("[]", "{}") else json.loads(text)
+def _metadata(text: str) -> dict[str, Any]:
+    # Most memories carry no metadata: skip the decoder for the empty literal.
+    if text in ("[]", "{}"):
+        return {}
+    decoded: dict[str, Any] = json.loads(text)
+    return decoded
+
+
+@functools.lru_cache(maxsize=4096)
+def _names(text: str) -> tuple[str, ...]:
+    """A JSON list of tags or entity ids as a tuple: few distinct lists recur across a user's
+    memories (the customer a note is about), and decoding was a fifth of a fetch."""
+    return () if text == "[]" else tuple(json.loads(text))
 
 
 def record_params(r: MemoryRecord) -> tuple[Any, ...]:
@@ -59,10 +70,10 @@ def row_to_record(row: Any) -> MemoryRecord:
         id=row[0], user_id=row[1], kind=row[2], content=row[3], content_hash=row[4],
         agent_id=row[5], session_id=row[6], project_id=row[7], role=row[8], subject=row[9],
         predicate=row[10], object=row[11], trigger=row[12], action=row[13],
-        tags=tuple(_json(row[14], ())), entities=tuple(_json(row[15], ())),
+        tags=_names(row[14]), entities=_names(row[15]),
         importance=float(row[16]), created_at=created, recorded_at=recorded,
         valid_from=from_us(row[19]), valid_to=from_us(row[20]), last_accessed_at=from_us(row[21]),
-        access_count=int(row[22]), status=row[23], metadata=_json(row[24], {}),
+        access_count=int(row[22]), status=row[23], metadata=_metadata(row[24]),
         doc_key=row[25], version=row[26],
     )
 
