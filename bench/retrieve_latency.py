@@ -75,14 +75,15 @@ def measure(memory: Memory, rounds: int) -> dict[str, Any]:
 
 def postgres_database(admin_url: str, n: int) -> str:
     """The URL of this size's database on the server, created with pgvector when missing."""
+    from urllib.parse import urlsplit, urlunsplit
+
     import psycopg
-    from psycopg.conninfo import make_conninfo
 
     name = f"engram_bench_{n}"
     with psycopg.connect(admin_url, autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
             conn.execute(f'CREATE DATABASE "{name}"')
-    url = make_conninfo(admin_url, dbname=name)
+    url = urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     return url
