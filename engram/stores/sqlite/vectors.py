@@ -243,13 +243,11 @@ class ExactIndex:
         return scores
 
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, Matrix]:
-        out: dict[str, Matrix] = {}
+        """Copies of these memories' vectors: rows of one new matrix (one copy, not one per row)."""
         with self._lock:
-            for memory_id in memory_ids:
-                rowid = self._rowid_of.get(memory_id)
-                if rowid is not None:
-                    out[memory_id] = self._matrix[self._pos[rowid]].copy()
-        return out
+            found = [(m, self._pos[r]) for m in memory_ids if (r := self._rowid_of.get(m)) is not None]
+            rows = self._matrix[[i for _, i in found]]
+        return {memory_id: rows[j] for j, (memory_id, _) in enumerate(found)}
 
     def ids(self) -> Sequence[str]:
         return [self._ids[i] for i in range(self._size) if self._alive[i]]
