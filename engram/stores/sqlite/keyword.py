@@ -155,8 +155,8 @@ def keyword_hits(
     scored: list[Hit] = []
     for memory_id, document in rows:
         words = str(document).split()
-        counts = Counter(w for w in words if w in wanted)
-        score = bm25(((float(c), idf[t]) for t, c in counts.items()), len(words), avg_length) / ideal
+        counts = Counter(words)  # counted in C; the wanted terms keep their first-occurrence order
+        score = bm25(((float(c), idf[t]) for t, c in counts.items() if t in wanted), len(words), avg_length) / ideal
         scored.append((str(memory_id), score))
     scored.sort(key=lambda hit: (-hit[1], hit[0]))
     return scored[:n]
