@@ -10,9 +10,18 @@ Filling 100k memories takes minutes, so ``--db-dir`` keeps the SQLite files and 
 (a superuser's URL of a running server) keeps one database per size; a store that already holds
 the corpus is measured as it is. ``--repeat`` measures each store several times and reports the
 quietest run (lowest p50): on a shared machine the others mostly measure other work.
+
+OPENBLAS_NUM_THREADS is 1 unless set: numpy's OpenBLAS otherwise hands any product of more than
+about 2,000 vectors to a second thread, whose busy-waiting takes the core from the rest of the
+retrieval on a machine with other work (10k: p50 45 -> 13 ms on two shared cores). A service
+should set it the same way (docs/scaling.md).
 """
 
 from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported
 
 import argparse
 import json
