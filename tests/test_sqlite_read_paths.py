@@ -26,6 +26,15 @@ def _put(store: SQLiteStore, records: list[MemoryRecord], dims: int = 4) -> None
     store.put_many(records, np.ones((len(records), dims), dtype=np.float32))
 
 
+def _fresh_keyword_search(path: Path, text: str) -> list[tuple[str, float]]:
+    """What a store opened now, with nothing cached, finds."""
+    fresh = SQLiteStore(path)
+    try:
+        return fresh.keyword_search("u", text, 10, Filters())
+    finally:
+        fresh.close()
+
+
 def test_keyword_frequencies_follow_writes_of_another_process(tmp_path: Path) -> None:
     reader, writer = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
     try:
@@ -33,11 +42,7 @@ def test_keyword_frequencies_follow_writes_of_another_process(tmp_path: Path) ->
         before = reader.keyword_search("u", "espresso order", 10, Filters())
         _put(writer, _records("u", ["espresso " * 3] * 6, start=10))
         after = reader.keyword_search("u", "espresso order", 10, Filters())
-        fresh = SQLiteStore(tmp_path / "m.db")
-        try:
-            assert after == fresh.keyword_search("u", "espresso order", 10, Filters())
-        finally:
-            fresh.close()
+        assert after == _fresh_keyword_search(tmp_path / "m.db", "espresso order")
         assert after != before
     finally:
         reader.close()
@@ -52,11 +57,7 @@ def test_keyword_frequencies_after_forget_user(tmp_path: Path) -> None:
         store.forget_user("u")
         _put(store, _records("u", ["decaf", "decaf again", "espresso once"]))
         hits = store.keyword_search("u", "espresso decaf", 10, Filters())
-        fresh = SQLiteStore(tmp_path / "m.db")
-        try:
-            assert hits == fresh.keyword_search("u", "espresso decaf", 10, Filters())
-        finally:
-            fresh.close()
+        assert hits == _fresh_keyword_search(tmp_path / "m.db", "espresso decaf")
     finally:
         store.close()
 

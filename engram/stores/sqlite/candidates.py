@@ -1,24 +1,34 @@
-"""SQLite candidate primitives answered by plain SQL: time, entities, links and the ordered lists."""
+"""SQLite candidate primitives answered by SQL: keywords, time, entities, links and the ordered lists."""
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engram.model import Filters, Hit
+from engram.stores.sqlite.keyword import KeywordCache, keyword_hits
 from engram.stores.sqlite.rows import filter_sql, to_us
 
 __all__ = ["CandidateMixin"]
+
+T = TypeVar("T")
 
 
 class CandidateMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`; each is one read."""
 
+    postings_budget: int
+    _keywords: KeywordCache
+
     if TYPE_CHECKING:
+        _conn: sqlite3.Connection
 
         def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+        def _retry(self, op: Callable[[], T]) -> T: ...
 
     def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
                  score: str, order: str, n: int) -> builtins.list[Hit]:
@@ -134,4 +144,9 @@ class CandidateMixin:
     def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._ordered(
             user_id, filters, "", (), "m.access_count", "m.access_count DESC, m.created_at DESC", n
+        )
+
+    def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._retry(
+            lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._keywords)
         )

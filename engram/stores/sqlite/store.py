@@ -20,14 +20,13 @@ nothing extra. Another process reading or writing the file can hold the checkpoi
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import json
 import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -37,9 +36,9 @@ import numpy as np
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.ingest import truth
-from engram.model import Entity, Filters, Hit, Link, MemoryRecord
+from engram.model import Entity, Link, MemoryRecord
 from engram.stores.sqlite.candidates import CandidateMixin
-from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, KeywordCache, keyword_hits
+from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, KeywordCache
 from engram.stores.sqlite.knowledge import (
     LOG_RETENTION,
     KnowledgeMixin,
@@ -47,10 +46,10 @@ from engram.stores.sqlite.knowledge import (
     forget_knowledge,
     forget_memory_in_log,
 )
-from engram.stores.sqlite.rows import COLUMNS, filter_sql, record_params, row_to_record, to_us
+from engram.stores.sqlite.reads import ReadMixin
+from engram.stores.sqlite.rows import COLUMNS, record_params, row_to_record, to_us
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vector_search import VectorMixin
-from engram.text import ROLE_WORDS
 
 __all__ = ["SQLiteStore"]
 
@@ -105,11 +104,12 @@ def _supersedes(c: sqlite3.Connection, user_id: str, memory_id: str, near: str, 
     return [row_to_record(r) for r in rows]
 
 
-class SQLiteStore(CandidateMixin, VectorMixin, KnowledgeMixin):
+class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin):
     """All access goes through one connection guarded by a lock; other processes may share the file.
 
-    Plain-SQL candidate primitives live in :mod:`.candidates`, vector search in :mod:`.vector_search`,
-    relations, the retrieval log and tuned weights in :mod:`.knowledge`.
+    Reads of memories live in :mod:`.reads`, plain-SQL candidate primitives in :mod:`.candidates`,
+    vector search in :mod:`.vector_search`, relations, the retrieval log and tuned weights in
+    :mod:`.knowledge`.
     """
 
     def __init__(
@@ -251,22 +251,6 @@ class SQLiteStore(CandidateMixin, VectorMixin, KnowledgeMixin):
                 f"{self.path} holds vectors of {stored.get('model_id')!r}; refusing to mix in {model_id!r}"
             )
         self._dimensions = dimensions
-
-    def cached_vectors(self, user_id: str, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
-        out: dict[str, Vector] = {}
-        unique = list(dict.fromkeys(content_hashes))
-        roles = sorted(ROLE_WORDS)
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            rows = self._read(
-                f"SELECT content_hash, embedding FROM memories WHERE user_id = ? AND content_hash IN "
-                f"({','.join('?' * len(chunk))}) AND embedding IS NOT NULL "
-                f"AND (role IS NULL OR lower(trim(role)) IN ({','.join('?' * len(roles))})) GROUP BY content_hash",
-                [user_id, *chunk, *roles],
-            )
-            for digest, blob in rows:
-                out[digest] = np.frombuffer(blob, dtype=np.float32).copy()
-        return out
 
     # -- writes ---------------------------------------------------------------------------------------
     def _insert(self, c: sqlite3.Connection, record: MemoryRecord, vector: Vector | None) -> int:
@@ -456,79 +440,4 @@ class SQLiteStore(CandidateMixin, VectorMixin, KnowledgeMixin):
                 "INSERT OR REPLACE INTO entities (user_id, id, type, name, aliases) VALUES (?, ?, ?, ?, ?)",
                 (user_id, entity.id, entity.type, entity.name, json.dumps(list(entity.aliases))),
             )
-        )
-
-    # -- reads ----------------------------------------------------------------------------------------
-    def get(self, user_id: str, memory_id: str) -> MemoryRecord | None:
-        rows = self._read(f"SELECT {COLUMNS} FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
-        return row_to_record(rows[0]) if rows else None
-
-    def fetch(self, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]:
-        found: dict[str, MemoryRecord] = {}
-        ids = list(dict.fromkeys(memory_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self._read(
-                # "+user_id" keeps the planner on the id index instead of scanning the user's rows.
-                f"SELECT {COLUMNS} FROM memories WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))})",
-                (user_id, *chunk),
-            )
-            for row in rows:
-                found[row[0]] = row_to_record(row)
-        return [found[i] for i in ids if i in found]
-
-    def list(self, user_id: str, filters: Filters, *, limit: int = 100, offset: int = 0) -> builtins.list[MemoryRecord]:
-        where, params = filter_sql(filters)
-        rows = self._read(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.user_id = ? AND {where} "
-            "ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
-            (user_id, *params, limit, offset),
-        )
-        return [row_to_record(r) for r in rows]
-
-    def count(self, user_id: str | None = None) -> int:
-        if user_id is None:
-            return int(self._read("SELECT COUNT(*) FROM memories")[0][0])
-        return int(self._read("SELECT COUNT(*) FROM memories WHERE user_id = ?", (user_id,))[0][0])
-
-    def user_exists(self, user_id: str) -> bool:
-        return bool(self._read("SELECT 1 FROM memories WHERE user_id = ? LIMIT 1", (user_id,)))
-
-    def users(self) -> builtins.list[str]:
-        rows = self._read(
-            "SELECT user_id FROM memories UNION SELECT user_id FROM entities UNION SELECT user_id FROM links ORDER BY 1"
-        )
-        return [r[0] for r in rows]
-
-    def links(self, user_id: str, memory_id: str) -> builtins.list[Link]:
-        rows = self._read(
-            "SELECT from_id, to_id, type, strength FROM links WHERE user_id = ? AND (from_id = ? OR to_id = ?) "
-            "ORDER BY type, from_id, to_id",
-            (user_id, memory_id, memory_id),
-        )
-        return [Link(r[0], r[1], r[2], float(r[3])) for r in rows]
-
-    def entities(self, user_id: str) -> builtins.list[Entity]:
-        rows = self._read("SELECT id, type, name, aliases FROM entities WHERE user_id = ? ORDER BY id", (user_id,))
-        return [Entity(r[0], r[1], r[2], tuple(json.loads(r[3]))) for r in rows]
-
-    def stats(self) -> Mapping[str, Any]:
-        rows = self._read("SELECT kind, COUNT(*) FROM memories GROUP BY kind ORDER BY kind")
-        users = self._read("SELECT COUNT(DISTINCT user_id) FROM memories")[0][0]
-        meta = dict(self._read("SELECT key, value FROM meta"))
-        size = Path(self.path).stat().st_size if self.path != ":memory:" else 0
-        return {
-            "backend": "sqlite",
-            "path": self.path,
-            "memories": sum(n for _, n in rows),
-            "users": int(users),
-            "by_kind": {k: n for k, n in rows},
-            "model_id": meta.get("model_id"),
-            "bytes": size,
-        }
-
-    # -- candidate primitives -------------------------------------------------------------------------
-    def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._retry(
-            lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._keywords)
         )

@@ -21,6 +21,7 @@ from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.stores.sqlite.rows import filter_sql
 from engram.stores.sqlite.vectors import ExactIndex
+from engram.text import ROLE_WORDS
 
 __all__ = ["VectorMixin"]
 
@@ -119,4 +120,20 @@ class VectorMixin:
             )
             for memory_id, blob in rows:
                 out[memory_id] = np.frombuffer(blob, dtype=np.float32).copy()
+        return out
+
+    def cached_vectors(self, user_id: str, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
+        out: dict[str, Vector] = {}
+        unique = list(dict.fromkeys(content_hashes))
+        roles = sorted(ROLE_WORDS)
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            rows = self._read(
+                f"SELECT content_hash, embedding FROM memories WHERE user_id = ? AND content_hash IN "
+                f"({','.join('?' * len(chunk))}) AND embedding IS NOT NULL "
+                f"AND (role IS NULL OR lower(trim(role)) IN ({','.join('?' * len(roles))})) GROUP BY content_hash",
+                [user_id, *chunk, *roles],
+            )
+            for digest, blob in rows:
+                out[digest] = np.frombuffer(blob, dtype=np.float32).copy()
         return out
