@@ -15,6 +15,7 @@ from engram.stores.sqlite.rows import filter_sql, to_us
 __all__ = ["CandidateMixin"]
 
 T = TypeVar("T")
+_WALKED_ENTITIES = 8  # up to this many entities, by_entities walks each one's index range
 
 
 class CandidateMixin:
@@ -60,6 +61,14 @@ class CandidateMixin:
         if not ids or n <= 0:
             return []
         where, params = filter_sql(filters)
+        if len(ids) > _WALKED_ENTITIES:  # one walk per entity would cost more than one sort
+            rows = self._read(
+                "SELECT m.id, COUNT(*) AS matches FROM memory_entities e JOIN memories m ON m.rowid = e.memory_rowid "
+                f"WHERE e.user_id = ? AND e.entity IN ({','.join('?' * len(ids))}) AND m.user_id = ? AND {where} "
+                "GROUP BY m.rowid ORDER BY matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT ?",
+                (user_id, *ids, user_id, *params, n),
+            )
+            return [(r[0], float(r[1])) for r in rows]
         hits: builtins.list[Hit] = []
         if len(ids) > 1:
             marks = ",".join("?" * len(ids))
