@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -178,7 +179,10 @@ class Pipeline:
             domain = self.executor.submit(self._query_domain, self.domain_source, plan)
         query_vec = None
         if config.search_type != "keyword":
-            query_vec = timed("embed", lambda: embed_texts(self.embedder(), [query], as_query=True)[0])
+            embedding = self.executor.submit(lambda: embed_texts(self.embedder(), [query], as_query=True)[0])
+            # Waited for only until the deadline: a long query on a loaded machine embeds for longer
+            # than the whole retrieval may take (the work finishes on the worker, unused).
+            query_vec = timed("embed", lambda: _until(embedding, deadline, config.timeout_ms))
 
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
             return timed(f"candidates.{name}", call)
@@ -331,6 +335,14 @@ class Pipeline:
         # One observation per retrieval, 1 for a hit: the summary's mean is then the true hit rate
         # (observing the cache's running rate each time weighted early retrievals many times over).
         self.metrics.observe("retrieval.cache_hit_rate", 1.0 if cached else 0.0)
+
+
+def _until(future: Future[T], deadline: float | None, timeout_ms: float | None) -> T:
+    """``future``'s result, or DeadlineExceeded once ``deadline`` (a perf_counter time) passes."""
+    try:
+        return future.result(timeout=None if deadline is None else max(0.0, deadline - time.perf_counter()))
+    except FutureTimeout:
+        raise DeadlineExceeded(f"retrieval passed its {timeout_ms} ms deadline while embedding the query") from None
 
 
 def _mark(result: Retrieval, *, cached: bool, error: str | None) -> Retrieval:

@@ -3,8 +3,9 @@ the worst queries a caller can send stay fast. Missing limits are pinned as stri
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -258,3 +259,27 @@ def test_retrieval_has_a_configurable_deadline(tmp_path: Path) -> None:
         assert m.retrieve("alpha", user_id="u", config=RetrievalConfig(cache_ttl=0, min_score=0)).memories
     with pytest.raises(ConfigError):
         RetrievalConfig(timeout_ms=0)
+
+
+def test_the_deadline_covers_embedding_the_query(tmp_path: Path) -> None:
+    """A query that embeds slowly (a long query on a loaded machine) answers TIMEOUT at the deadline
+    instead of waiting for the model: the retrieval returns while the embedding is still running."""
+    gate, inside, done = threading.Event(), threading.Event(), threading.Event()
+
+    class Slow(FakeEmbedder):
+        def embed_batch(self, texts: Sequence[str]) -> Any:
+            if any("slow" in t for t in texts):
+                inside.set()
+                gate.wait(3)
+                done.set()
+            return super().embed_batch(texts)
+
+    with Memory(tmp_path / "slow-embed.db", embedder=Slow()) as m:
+        m.add("alpha beta gamma", user_id="u")
+        try:
+            result = m.retrieve("slow alpha", user_id="u", config=RetrievalConfig(timeout_ms=100, cache_ttl=0))
+            still_embedding = inside.is_set() and not done.is_set()
+        finally:
+            gate.set()
+        assert still_embedding
+        assert result.metadata.error is not None and result.metadata.error["code"] == "TIMEOUT"
