@@ -27,6 +27,9 @@ HOP_LIMIT = 30
 COMMON_SHARE = 0.05
 #: ... unless it is named this few times or fewer.
 COMMON_MIN = 3
+#: At most this many bridges, the rarest among the candidates first: the second hop's store read
+#: counts the memories naming them, which grows with how common they are.
+MAX_BRIDGES = 6
 
 
 def _named(item: Scored) -> set[str]:
@@ -48,7 +51,8 @@ def bridge_entities(
         for entity in _named(seed) - asked:
             if counts[entity] <= common:
                 out.setdefault(entity, {})[seed.record.id] = seed.signals[relevance_signal]
-    return out
+    keep = sorted(out, key=lambda e: (counts[e], -max(out[e].values()), e))[:MAX_BRIDGES]
+    return {e: out[e] for e in keep}
 
 
 def bridged(

@@ -80,3 +80,11 @@ def test_the_second_hop_answers_a_question_through_its_first_answer(dentist_memo
     assert phone.signals["entity_bridge"] == pytest.approx(result.memories[0].signals[RELEVANCE_SIGNAL])
     assert "mentions mention:patel, as a top result does" in phone.reasons
     assert order.index("Dr. Patel's ") < order.index("Mark's mobil") if "Mark's mobil" in order else True
+
+
+def test_bridges_are_capped_rarest_first() -> None:
+    many = tuple(f"e{i}" for i in range(10))
+    scored = [item("a", many, 0.9), *(item(f"f{i}", many[: 10 - i], 0.1) for i in range(5)),
+              *(item(f"g{i}", (), 0.05) for i in range(200))]
+    # Named by the top result a and by 1 to 5 of the others: the rarest first, then by name.
+    assert list(bridge_entities(scored, [], RELEVANCE_SIGNAL)) == ["e9", "e8", "e7", "e6", "e0", "e1"]
