@@ -57,6 +57,24 @@ def cli() -> None:
     pass
 
 
+def local_time(value: str | None) -> str | None:
+    """A date or a time as people type it: without an offset it is this machine's local time.
+
+    Anything that does not parse is passed on unchanged, for the typed error that names the field.
+    """
+    if value is None:
+        return None
+    from datetime import datetime
+
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return value
+    if parsed.tzinfo is None:
+        parsed = parsed.astimezone()  # a naive datetime is taken as local time, given its offset
+    return parsed.isoformat()
+
+
 @cli.command(help="Store one memory.")
 @click.argument("content")
 @click.option("--user", "user_id", required=True, help="Owner of the memory.")
@@ -66,7 +84,8 @@ def cli() -> None:
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--entity", "entities", multiple=True, help="A canonical entity id such as customer:acme (repeatable).")
 @click.option("--importance", type=float, default=None, help="Importance in [0, 1].")
-@click.option("--created-at", default=None, help="When it happened (ISO-8601 with offset).")
+@click.option("--created-at", default=None,
+              help="When it happened: ISO-8601; a date (2026-11-10) or a time without offset is local time.")
 @click.option("--db", default=None, help=DB_HELP)
 def add(content: str, user_id: str, kind: str, role: str | None, session_id: str | None,
         tags: tuple[str, ...], entities: tuple[str, ...], importance: float | None,
@@ -74,7 +93,7 @@ def add(content: str, user_id: str, kind: str, role: str | None, session_id: str
     with open_memory(db, create=True) as memory:
         record = memory.add(
             content, user_id=user_id, kind=kind, role=role, session_id=session_id, tags=list(tags),
-            entities=list(entities), importance=importance, created_at=created_at,
+            entities=list(entities), importance=importance, created_at=local_time(created_at),
         )
         click.echo(record.id)
 
@@ -207,7 +226,8 @@ def _not_yet_stored(store: Any, rows: list[_ImportRow]) -> tuple[list[_ImportRow
 @click.option("--top-k", default=8, show_default=True, help="How many memories at most.")
 @click.option("--search-type", type=click.Choice(["hybrid", "semantic", "keyword"]), default="hybrid",
               show_default=True, help="Which candidate sources lead.")
-@click.option("--now", default=None, help="Reference time for time expressions (ISO-8601).")
+@click.option("--now", default=None,
+              help="Reference time for time expressions: ISO-8601; without an offset, local time.")
 @click.option("--format", "fmt", type=click.Choice(["policy", "augmentation", "json", "explain"]),
               default="explain", show_default=True, help="Output format.")
 @click.option("--db", default=None, help=DB_HELP)
@@ -215,7 +235,7 @@ def search(query: str, user_id: str, top_k: int, search_type: str, now: str | No
            db: str | None) -> None:
     config = RetrievalConfig(top_k=top_k, search_type=search_type)
     with open_memory(db, create=False) as memory:
-        result = memory.retrieve(query, user_id=user_id, config=config, now=now)
+        result = memory.retrieve(query, user_id=user_id, config=config, now=local_time(now))
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     elif fmt == "explain":

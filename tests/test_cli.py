@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from engram import Memory
 from engram.cli import cli
 
 
@@ -223,3 +226,20 @@ def test_the_cli_starts_without_the_web_stack_or_the_engine() -> None:
     code = f"import sys, engram.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_dates_and_times_without_an_offset_are_local_time(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # People type "--created-at 2026-11-10"; it was refused for lacking a time zone (issue 16).
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        added = CliRunner().invoke(cli, ["add", "Acme called", "--user", "u", "--created-at", "2026-11-10", "--db", db])
+        assert added.exit_code == 0, added.output
+        with Memory(db) as memory:
+            stored = memory.get(added.output.strip(), user_id="u")
+        assert stored is not None and stored.created_at == datetime(2026, 11, 10, 5, 0, tzinfo=UTC)
+        bad = CliRunner().invoke(cli, ["add", "x", "--user", "u", "--created-at", "yesterday", "--db", db])
+        assert bad.exit_code != 0 and "created_at" in str(bad.exception or bad.output)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
