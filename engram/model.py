@@ -187,3 +187,6 @@ class QueryPlan:
     weights: Mapping[str, float]
     strategy: str  # key of the weights in STRATEGY_WEIGHTS
     keywords: tuple[str, ...] = ()
+    #: The query prefers recent memories without naming a range ("recently", "latest"); "When did
+    #: ...?" is time-focused but prefers no age.
+    recency: bool = False

@@ -29,7 +29,7 @@ from engram.ontology import credit, restore
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches
 from engram.retrieve.hop import HOP_LIMIT, bridge_entities, bridged
-from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, asks_for_recent, in_range_first, rank
+from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, in_range_first, rank
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
@@ -212,7 +212,7 @@ class Pipeline:
                 credit(records, found.expansion), query_vec=query_vec, vectors=vectors,
                 query_entities=plan.entities, time_range=plan.time_range, now=now, weights=plan.weights,
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
-                source_ranks=found.ranks, config=config, recency=asks_for_recent(plan.text),
+                source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges,
             ))
 

@@ -24,7 +24,6 @@ the candidate sources, for comparison. Both fill every signal so a result can al
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -57,7 +56,6 @@ __all__ = [
     "KEYWORD_SIGNAL",
     "RELEVANCE_SIGNAL",
     "apply_min_score",
-    "asks_for_recent",
     "fuse",
     "in_range_first",
     "meaning_share",
@@ -82,16 +80,6 @@ ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE
 
 # Sources listed in the order their reasons are reported, so reasons read the same every time.
 _SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
-
-
-#: Words that ask for what is new. "When did ...?", "history" or "earliest" ask about time but
-#: prefer no age, so they leave the temporal signal out (it would favour recent memories).
-_RECENT = re.compile(r"\b(?:recent|recently|latest|lately|newest|nowadays|these\s+days)\b", re.IGNORECASE)
-
-
-def asks_for_recent(query: str) -> bool:
-    """Whether ``query`` prefers recent memories without naming a time range."""
-    return _RECENT.search(query) is not None
 
 
 def meaning_share(search_type: str, keyword_weight: float) -> float:

@@ -55,6 +55,11 @@ _TIME_WORDS = re.compile(
 )
 
 
+#: Words that ask for what is new. "When did ...?", "history" or "earliest" ask about time but
+#: prefer no age, so they leave the temporal signal out (it would favour recent memories).
+_RECENT = re.compile(r"\b(?:recent|recently|latest|lately|newest|nowadays|these\s+days)\b", re.IGNORECASE)
+
+
 def keywords(text: str) -> tuple[str, ...]:
     """Lowercased content words (length >= 2, stopwords dropped), de-duplicated in order."""
     seen: dict[str, None] = {}
@@ -142,4 +147,5 @@ def understand(
         weights=weights,
         strategy=strategy,
         keywords=keywords(query),
+        recency=_RECENT.search(query) is not None,
     )

@@ -14,7 +14,6 @@ from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
     apply_min_score,
-    asks_for_recent,
     in_range_first,
     meaning_share,
     rank,
@@ -320,13 +319,3 @@ def test_a_query_entity_no_candidate_names_gives_its_weight_back() -> None:
     known = {s.record.id: s for s in run(records, keyword_scores=kw, query_entities=("mention:bob",))}
     assert known["a"].weights["entity_overlap"] > 0 and known["b"].score > plain["b"].score
 
-
-@pytest.mark.parametrize(("query", "recent"), [
-    ("What did I do recently?", True), ("What's the latest on the Acme order?", True),
-    ("What are you reading these days?", True), ("When did Caroline apply to adoption agencies?", False),
-    ("What is the history of the Globex account?", False), ("Which was my earliest trip?", False),
-])
-def test_only_words_asking_for_what_is_new_prefer_recent_memories(query: str, recent: bool) -> None:
-    # "When did ...?" wants a date, not the newest memory: favouring recency put last week's small
-    # talk ahead of the May turn that answered it.
-    assert asks_for_recent(query) is recent

@@ -207,3 +207,14 @@ def test_never_raises(query: str, known: list[Entity]) -> None:
         assert plan.time_focused
     assert len(set(plan.entities)) == len(plan.entities)
     assert all(word == word.lower() and len(word) >= 2 for word in plan.keywords)
+
+
+@pytest.mark.parametrize(("query", "recent"), [
+    ("What did I do recently?", True), ("What's the latest on the Acme order?", True),
+    ("What are you reading these days?", True), ("When did Caroline apply to adoption agencies?", False),
+    ("What is the history of the Globex account?", False), ("Which was my earliest trip?", False),
+])
+def test_only_words_asking_for_what_is_new_prefer_recent_memories(query: str, recent: bool) -> None:
+    # "When did ...?" wants a date, not the newest memory: favouring recency put last week's small
+    # talk ahead of the May turn that answered it.
+    assert understand(query, now=NOW).recency is recent
