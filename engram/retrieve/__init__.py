@@ -231,8 +231,9 @@ class Pipeline:
                     user_id, list(bridges), HOP_LIMIT, filters))
                 known = {r.id for r in records}
                 load([i for i, _ in hits if i not in known])
-                named = {r.id: r.entities for r in records}
-                scored = ranked(bridged(named, bridges))
+                links = bridged({r.id: r.entities for r in records}, bridges)
+                if links:  # else nothing but the seeds names a bridge: the first ranking stands
+                    scored = ranked(links)
         scored = restore(scored, {r.id: r for r in records}, found.expansion)
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range)
