@@ -18,10 +18,19 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.errors import ValidationError, short_repr
-from engram.feedback import LoggedRetrieval
 from engram.ingest.normalize import check_utf8, to_utc
-from engram.model import KINDS, STATUSES, Entity, Filters, Hit, Link, MemoryRecord
-from engram.ontology import EntityRelation, RelationType
+from engram.model import (
+    KINDS,
+    STATUSES,
+    Entity,
+    EntityRelation,
+    Filters,
+    Hit,
+    Link,
+    LoggedRetrieval,
+    MemoryRecord,
+    RelationType,
+)
 
 __all__ = ["Embedder", "Metrics", "Store", "Vector"]
 

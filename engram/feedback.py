@@ -15,16 +15,16 @@ explicit "treat every return as a use", so both count as uses.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import NotFound, ValidationError
 from engram.ingest.normalize import validate_id
+from engram.model import LoggedItem, LoggedRetrieval
 
 if TYPE_CHECKING:
     from engram.config import RetrievalConfig
@@ -37,41 +37,11 @@ __all__ = [
     "LoggedItem",
     "LoggedRetrieval",
     "TunedWeights",
-    "decode_items",
-    "encode_items",
-    "item_token",
     "log_entry",
     "record_feedback",
 ]
 
 MAX_USED = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedItem:
-    """One returned memory as ranking saw it."""
-
-    id: str
-    kind: str
-    signals: Mapping[str, float]
-
-
-@dataclass(frozen=True, slots=True)
-class LoggedRetrieval:
-    """One logged retrieval; ``used`` is filled from feedback when read back for tuning."""
-
-    id: str
-    query: str
-    category: str
-    strategy: str
-    created_at: datetime
-    items: tuple[LoggedItem, ...]
-    #: searchType, keywordWeight, fusion and weightsSource of the retrieval.
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    used: tuple[str, ...] = ()
-
-    def returned_ids(self) -> list[str]:
-        return [item.id for item in self.items]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,33 +54,6 @@ class FeedbackResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"retrievalId": self.retrieval_id, "usedIds": list(self.used_ids), "recorded": self.recorded}
-
-
-def encode_items(items: Sequence[LoggedItem]) -> str:
-    """Compact JSON (signals rounded to 6 places): the log row stays a few hundred bytes."""
-    return json.dumps(
-        [{"id": i.id, "kind": i.kind, "signals": {k: round(v, 6) for k, v in i.signals.items()}} for i in items],
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-
-
-def item_token(memory_id: str) -> str:
-    """How ``encode_items`` writes a memory's id: an exact substring, so a store finds the retrievals
-    that returned a memory without parsing JSON."""
-    return '"id":' + json.dumps(memory_id, ensure_ascii=False)
-
-
-def decode_items(value: Any) -> tuple[LoggedItem, ...]:
-    data = json.loads(value) if isinstance(value, str | bytes) else value
-    return tuple(
-        LoggedItem(str(d["id"]), str(d["kind"]), {str(k): float(v) for k, v in d["signals"].items()}) for d in data
-    )
-
-
-def decode_settings(value: Any) -> dict[str, Any]:
-    data = json.loads(value) if isinstance(value, str | bytes) else value
-    return dict(data or {})
 
 
 def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str, at: datetime) -> LoggedRetrieval:

@@ -15,11 +15,15 @@ __all__ = [
     "ROLES",
     "STATUSES",
     "Entity",
+    "EntityRelation",
     "Filters",
     "Hit",
     "Link",
+    "LoggedItem",
+    "LoggedRetrieval",
     "MemoryRecord",
     "QueryPlan",
+    "RelationType",
     "TimeRange",
     "new_id",
 ]
@@ -190,3 +194,56 @@ class QueryPlan:
     #: The query prefers recent memories without naming a range ("recently", "latest"); "When did
     #: ...?" is time-focused but prefers no age.
     recency: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RelationType:
+    """An ontology edge: entities of ``from_type`` may have ``relation`` to entities of ``to_type``."""
+
+    from_type: str
+    relation: str
+    to_type: str
+
+    def __str__(self) -> str:
+        return f"{self.from_type} --{self.relation}--> {self.to_type}"
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRelation:
+    """One stored relation between two entities, with the types it was checked against."""
+
+    from_id: str
+    relation: str
+    to_id: str
+    from_type: str
+    to_type: str
+
+    def __str__(self) -> str:
+        return f"{self.from_id} --{self.relation}--> {self.to_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedItem:
+    """One returned memory as ranking saw it."""
+
+    id: str
+    kind: str
+    signals: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRetrieval:
+    """One logged retrieval; ``used`` is filled from feedback when read back for tuning."""
+
+    id: str
+    query: str
+    category: str
+    strategy: str
+    created_at: datetime
+    items: tuple[LoggedItem, ...]
+    #: searchType, keywordWeight, fusion and weightsSource of the retrieval.
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    used: tuple[str, ...] = ()
+
+    def returned_ids(self) -> list[str]:
+        return [item.id for item in self.items]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from engram.errors import ValidationError
 from engram.ingest.entity_index import load_entities
 from engram.ingest.normalize import validate_id
-from engram.model import Entity, MemoryRecord
+from engram.model import Entity, EntityRelation, MemoryRecord, RelationType
 
 if TYPE_CHECKING:
     from engram.ext import Store
@@ -48,32 +48,6 @@ EXPANSION_LIMIT = 10
 #: The candidate source name of memories found through expansion.
 SOURCE = "ontology"
 _MAX_NAME = 64
-
-
-@dataclass(frozen=True, slots=True)
-class RelationType:
-    """An ontology edge: entities of ``from_type`` may have ``relation`` to entities of ``to_type``."""
-
-    from_type: str
-    relation: str
-    to_type: str
-
-    def __str__(self) -> str:
-        return f"{self.from_type} --{self.relation}--> {self.to_type}"
-
-
-@dataclass(frozen=True, slots=True)
-class EntityRelation:
-    """One stored relation between two entities, with the types it was checked against."""
-
-    from_id: str
-    relation: str
-    to_id: str
-    from_type: str
-    to_type: str
-
-    def __str__(self) -> str:
-        return f"{self.from_id} --{self.relation}--> {self.to_id}"
 
 
 @dataclass(frozen=True, slots=True)

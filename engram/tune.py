@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from engram.config import SIGNALS, STRATEGY_WEIGHTS
 from engram.errors import ValidationError
-from engram.feedback import LoggedRetrieval
+from engram.model import LoggedRetrieval
 from engram.retrieve.rank import CONTEXT_SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, fuse, meaning_share
 from engram.retrieve.signals import type_boost
 

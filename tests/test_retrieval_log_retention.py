@@ -10,8 +10,7 @@ import pytest
 
 from engram.errors import ConfigError
 from engram.ext import Store
-from engram.feedback import LoggedItem, LoggedRetrieval
-from engram.model import new_id
+from engram.model import LoggedItem, LoggedRetrieval, new_id
 from engram.stores.sqlite.knowledge import LOG_RETENTION, PRUNE_EVERY
 from engram.stores.sqlite.store import SQLiteStore
 

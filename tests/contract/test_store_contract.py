@@ -10,10 +10,18 @@ import pytest
 
 from engram.errors import EmbedderMismatch
 from engram.ext import Store
-from engram.feedback import LoggedItem, LoggedRetrieval
 from engram.ingest.normalize import content_hash
-from engram.model import Entity, Filters, Link, MemoryRecord, new_id
-from engram.ontology import EntityRelation, RelationType
+from engram.model import (
+    Entity,
+    EntityRelation,
+    Filters,
+    Link,
+    LoggedItem,
+    LoggedRetrieval,
+    MemoryRecord,
+    RelationType,
+    new_id,
+)
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 DIM = 8

@@ -12,7 +12,7 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.errors import NotFound, StoreError, ValidationError
 from engram.ext import Embedder, Store
-from engram.feedback import LoggedRetrieval
+from engram.model import LoggedRetrieval
 from engram.stores.sqlite.store import SQLiteStore
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)

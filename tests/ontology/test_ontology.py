@@ -10,7 +10,7 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.errors import ValidationError
 from engram.ext import Embedder, Store
-from engram.ontology import EntityRelation, RelationType
+from engram.model import EntityRelation, RelationType
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 USER = "maya"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from engram import Memory, RetrievalConfig
 from engram.config import SIGNALS, STRATEGY_WEIGHTS
 from engram.ext import Embedder, Store
-from engram.feedback import LoggedItem, LoggedRetrieval
+from engram.model import LoggedItem, LoggedRetrieval
 from engram.tune import Example, fit, ndcg
 from engram.tune_cli import tune_command
 

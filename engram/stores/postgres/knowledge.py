@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from engram.feedback import LoggedRetrieval, decode_items, decode_settings, encode_items, item_token
-from engram.model import Entity
-from engram.ontology import EntityRelation, RelationType
+from engram.model import Entity, EntityRelation, LoggedRetrieval, RelationType
 from engram.stores.entity_names import with_aliases
+from engram.stores.log_codec import decode_items, decode_settings, encode_items, item_token
 
 # One retention policy for both backends; it is plain Python that lives beside the SQLite log.
 from engram.stores.sqlite.knowledge import LOG_RETENTION, prune_due

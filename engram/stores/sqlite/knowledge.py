@@ -10,10 +10,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engram.errors import ConfigError
-from engram.feedback import LoggedRetrieval, decode_items, decode_settings, encode_items, item_token
-from engram.model import Entity
-from engram.ontology import EntityRelation, RelationType
+from engram.model import Entity, EntityRelation, LoggedRetrieval, RelationType
 from engram.stores.entity_names import with_aliases
+from engram.stores.log_codec import decode_items, decode_settings, encode_items, item_token
 from engram.stores.sqlite.rows import from_us, to_us
 
 __all__ = [
