@@ -11,7 +11,7 @@ import pytest
 from engram.errors import ConfigError
 from engram.ext import Store
 from engram.model import LoggedItem, LoggedRetrieval, new_id
-from engram.stores.sqlite.knowledge import LOG_RETENTION, PRUNE_EVERY
+from engram.stores.sql.knowledge import LOG_RETENTION, PRUNE_EVERY
 from engram.stores.sqlite.store import SQLiteStore
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)

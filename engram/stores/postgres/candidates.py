@@ -1,105 +1,91 @@
-"""PostgreSQL candidate primitives answered by plain SQL: time, entities, links and the ordered lists."""
+"""PostgreSQL's own candidate primitives: entities from the ``entities`` array, vectors from pgvector,
+keywords from the tsvector (:mod:`.keyword`)."""
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from engram.ext import Vector
 from engram.model import Filters, Hit
-from engram.stores.postgres import schema
+from engram.stores.postgres.dialect import POSTGRES
+from engram.stores.postgres.keyword import KeywordPlanner
+from engram.stores.sql import candidates
+from engram.stores.sql.rows import filter_sql
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from contextlib import AbstractContextManager
+
+    import psycopg
 
 __all__ = ["CandidateMixin"]
 
-_EPOCH = "EXTRACT(EPOCH FROM {})::float8"
 
+class CandidateMixin(candidates.CandidateMixin):
+    """Methods of :class:`~engram.stores.postgres.store.PostgresStore`, beside the shared ones."""
 
-class CandidateMixin:
-    """Methods of :class:`~engram.stores.postgres.store.PostgresStore`; each is one read."""
+    exact_limit: int
+    ef_search: int
+    _keywords: KeywordPlanner
 
     if TYPE_CHECKING:
 
-        def _read(self, query: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[tuple[Any, ...]]: ...
+        def _tx(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...
 
-    def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
-                 score: str, order: str, n: int) -> builtins.list[Hit]:
-        where, params = schema.filter_sql(filters)
-        rows = self._read(
-            f"SELECT m.id, {score} FROM engram_memories m WHERE m.user_id = %s AND {where} {extra} "
-            f"ORDER BY {order}, m.id LIMIT %s",
-            (user_id, *params, *extra_params, n),
-        )
-        return [(r[0], float(r[1] or 0)) for r in rows]
-
-    def by_time_range(
-        self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
-    ) -> builtins.list[Hit]:
-        return self._ordered(
-            user_id, filters, "AND m.created_at BETWEEN %s AND %s", (start, end),
-            _EPOCH.format("m.created_at"), "m.created_at DESC", n,
-        )
+        def change_token(self, user_id: str) -> str: ...
 
     def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
         ids = list(dict.fromkeys(entity_ids))
         if not ids:
             return []
-        where, params = schema.filter_sql(filters)
-        rows = self._read(
-            "SELECT m.id, (SELECT count(DISTINCT e) FROM unnest(m.entities) e WHERE e = ANY(%s::text[])) AS matches "
-            f"FROM engram_memories m WHERE m.user_id = %s AND m.entities && %s::text[] AND {where} "
-            "ORDER BY matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT %s",
+        where, params = filter_sql(POSTGRES, filters)
+        rows = self._query(
+            "SELECT m.id, (SELECT count(DISTINCT e) FROM unnest(m.entities) e WHERE e = ANY(?::text[])) AS matches "
+            f"FROM engram_memories m WHERE m.user_id = ? AND m.entities && ?::text[] AND {where} "
+            "ORDER BY matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT ?",
             (ids, user_id, ids, *params, n),
         )
         return [(r[0], float(r[1])) for r in rows]
 
-    def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        ids = list(dict.fromkeys(memory_ids))[:1000]
-        if not ids:
-            return {}
-        rows = self._read(
-            "SELECT c.id, "
-            "(SELECT m.id FROM engram_memories m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
-            " AND (m.created_at, m.id) < (c.created_at, c.id) ORDER BY m.created_at DESC, m.id DESC LIMIT 1), "
-            "(SELECT m.id FROM engram_memories m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
-            " AND (m.created_at, m.id) > (c.created_at, c.id) ORDER BY m.created_at, m.id LIMIT 1) "
-            "FROM engram_memories c WHERE c.user_id = %s AND c.session_id IS NOT NULL AND c.id = ANY(%s::text[])",
-            (user_id, ids),
-        )
-        return {r[0]: tuple(x for x in (r[1], r[2]) if x is not None) for r in rows}
-
-    def by_links(self, user_id: str, memory_ids: Sequence[str], n: int,
-                 link_types: Iterable[str] | None) -> builtins.list[Hit]:
-        ids = list(dict.fromkeys(memory_ids))
-        if not ids:
+    def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
+        """Exact (a scan of the user's rows) up to ``exact_limit`` memories, else the HNSW index with
+        pgvector's iterative scan so that a per-user filter still yields ``n`` rows."""
+        if n <= 0:
             return []
-        types = list(link_types) if link_types is not None else None
-        type_sql = "AND l.type = ANY(%s::text[])" if types else ""
-        type_params = [types] if types else []
-        rows = self._read(
-            "SELECT x.other, MAX(x.strength) AS s FROM ("
-            " SELECT l.to_id AS other, l.strength FROM engram_links l"
-            f" WHERE l.user_id = %s AND l.from_id = ANY(%s::text[]) {type_sql}"
-            " UNION ALL"
-            " SELECT l.from_id AS other, l.strength FROM engram_links l"
-            f" WHERE l.user_id = %s AND l.to_id = ANY(%s::text[]) {type_sql}"
-            ") x JOIN engram_memories m ON m.user_id = %s AND m.id = x.other "
-            "GROUP BY x.other ORDER BY s DESC, x.other LIMIT %s",
-            (user_id, ids, *type_params, user_id, ids, *type_params, user_id, n),
-        )
-        return [(r[0], float(r[1])) for r in rows if r[0] not in ids]
+        where, params = filter_sql(POSTGRES, filters)
+        q = np.asarray(query, dtype=np.float32)
+        dims = int(q.shape[0])
 
-    def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(user_id, filters, "", (), _EPOCH.format("m.created_at"), "m.created_at DESC", n)
+        with self._tx() as c:
+            size = POSTGRES.run(
+                c, "SELECT count(*) FROM (SELECT 1 FROM engram_memories WHERE user_id = ? LIMIT ?) s",
+                (user_id, self.exact_limit + 1),
+            ).fetchone()
+            if size is not None and int(size[0]) <= self.exact_limit:
+                rows = POSTGRES.run(
+                    c, "SELECT m.id, 1 - (m.embedding <=> ?) AS score FROM engram_memories m "
+                    "WHERE m.user_id = ? AND m.embedding IS NOT NULL AND vector_dims(m.embedding) = ? "
+                    f"AND {where} ORDER BY score DESC, m.id LIMIT ?",
+                    (q, user_id, dims, *params, n),
+                ).fetchall()
+            else:
+                POSTGRES.run(
+                    c, "SELECT set_config('hnsw.ef_search', ?, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                    # pgvector's own bound on ef_search.
+                    (str(min(1000, max(self.ef_search, 2 * n))),),
+                )
+                # The dimension is a literal (an int) so the planner can match the partial HNSW index.
+                rows = POSTGRES.run(
+                    c, f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding::vector({dims}) <=> ?::vector({dims}) AS d "
+                    f"FROM engram_memories m WHERE m.user_id = ? AND vector_dims(m.embedding) = {dims} "
+                    f"AND {where} ORDER BY d LIMIT ?) SELECT id, 1 - d AS score FROM c ORDER BY score DESC, id",
+                    (q, user_id, *params, n),
+                ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
 
-    def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        accessed = f"COALESCE({_EPOCH.format('m.last_accessed_at')}, 0)"
-        return self._ordered(user_id, filters, "", (), accessed, f"{accessed} DESC, m.created_at DESC", n)
-
-    def most_important(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(user_id, filters, "", (), "m.importance", "m.importance DESC, m.created_at DESC", n)
-
-    def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._ordered(
-            user_id, filters, "", (), "m.access_count", "m.access_count DESC, m.created_at DESC", n
-        )
+    def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._keywords.search(self._query, user_id, self.change_token(user_id), text, n, filters)

@@ -16,23 +16,24 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engram.model import Filters, Hit
-from engram.stores.postgres import schema
+from engram.stores.postgres.dialect import POSTGRES
+from engram.stores.sql.rows import filter_sql
 from engram.text import K1, B, plan_keywords, query_terms
 
 __all__ = ["KeywordPlanner"]
 
 _SEARCH_SQL = f"""
-WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS q(lexeme, idf)),
+WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(lexeme, idf)),
 hits AS MATERIALIZED (
     SELECT m.id, m.doc_len, m.content_tsv FROM engram_memories m
-    WHERE m.user_id = %s AND m.content_tsv @@ to_tsquery('simple', %s) AND {{where}}
-    ORDER BY m.created_at DESC LIMIT %s),
+    WHERE m.user_id = ? AND m.content_tsv @@ to_tsquery('simple', ?) AND {{where}}
+    ORDER BY m.created_at DESC LIMIT ?),
 scored AS (
     SELECT h.id, SUM(q.idf * cardinality(t.positions) * {K1 + 1.0}
-        / (cardinality(t.positions) + {K1} * ({1.0 - B} + {B} * h.doc_len / %s))) AS score
+        / (cardinality(t.positions) + {K1} * ({1.0 - B} + {B} * h.doc_len / ?))) AS score
     FROM hits h CROSS JOIN LATERAL unnest(h.content_tsv) t JOIN q ON q.lexeme = t.lexeme
     GROUP BY h.id)
-SELECT id, score / %s FROM scored ORDER BY score DESC, id LIMIT %s
+SELECT id, score / ? FROM scored ORDER BY score DESC, id LIMIT ?
 """
 
 Read = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
@@ -52,15 +53,15 @@ class KeywordPlanner:
         with self._lock:
             hit = self._cache.get(user_id)
         if hit is None or hit[0] != token:
-            n, avgdl = read("SELECT count(*), COALESCE(avg(doc_len), 1) FROM engram_memories WHERE user_id = %s",
+            n, avgdl = read("SELECT count(*), COALESCE(avg(doc_len), 1) FROM engram_memories WHERE user_id = ?",
                             (user_id,))[0]
             hit = (token, float(n), float(avgdl), {})
         df = hit[3]
         for term in terms:
             if term not in df:
                 df[term] = int(read(
-                    "SELECT count(*) FROM engram_memories WHERE user_id = %s "
-                    "AND content_tsv @@ to_tsquery('simple', %s)",
+                    "SELECT count(*) FROM engram_memories WHERE user_id = ? "
+                    "AND content_tsv @@ to_tsquery('simple', ?)",
                     (user_id, term),
                 )[0][0])
         with self._lock:
@@ -79,7 +80,7 @@ class KeywordPlanner:
         if plan is None:
             return []
         chosen = plan.terms
-        where, params = schema.filter_sql(filters)
+        where, params = filter_sql(POSTGRES, filters)
         rows = read(
             _SEARCH_SQL.format(where=where),
             (chosen, [plan.idf[t] for t in chosen], user_id, " | ".join(chosen), *params, self.budget,

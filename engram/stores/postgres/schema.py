@@ -1,5 +1,5 @@
 """The PostgreSQL schema: numbered migrations (``engram_schema_migrations`` records those applied),
-the mapping between :class:`MemoryRecord` and a row, and the WHERE clause for :class:`Filters`.
+the HNSW index per dimension, and what an insert of a memory supplies beyond the shared columns.
 
 Every table leads its primary key with ``user_id`` and every foreign key and join includes it, so
 the tables can be distributed by ``user_id`` on Citus (see docs/scaling.md). Identifiers and other
@@ -13,10 +13,7 @@ since an HNSW index needs a fixed dimension.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -25,24 +22,15 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from engram.errors import ValidationError
-from engram.model import Entity, Filters, MemoryRecord
+from engram.model import Entity, MemoryRecord
+from engram.stores.postgres.dialect import POSTGRES
+from engram.stores.sql.rows import COLUMNS, row_to_record
+from engram.stores.sql.rows import record_params as shared_params
 from engram.text import index_terms
 
 __all__ = [
-    "COLUMNS",
-    "INSERT_SQL",
-    "MIGRATIONS",
-    "TABLES",
-    "filter_sql",
-    "hnsw_index_name",
-    "hnsw_index_sql",
-    "migrate",
-    "record_params",
-    "redact",
-    "row_to_record",
-    "to_array",
-    "to_array_or_none",
+    "INSERT_SQL", "MIGRATIONS", "TABLES", "hnsw_index_name", "hnsw_index_sql", "migrate", "record_params", "redact",
+    "to_array", "to_array_or_none",
 ]
 
 #: Tables holding data, in an order safe for TRUNCATE ... CASCADE.
@@ -247,7 +235,8 @@ def _backfill_entities(conn: psycopg.Connection[Any]) -> None:
             ).fetchall()
         ]
         rows = conn.execute(f"SELECT {COLUMNS} FROM engram_memories WHERE user_id = %s", (user_id,)).fetchall()
-        changes = [(list(ids), user_id, record.id) for record, ids in retag((row_to_record(r) for r in rows), entities)]
+        records = (row_to_record(POSTGRES, r) for r in rows)
+        changes = [(list(ids), user_id, record.id) for record, ids in retag(records, entities)]
         if changes:
             with conn.cursor() as cur:
                 cur.executemany("UPDATE engram_memories SET entities = %s WHERE user_id = %s AND id = %s", changes)
@@ -312,104 +301,13 @@ def redact(url: str) -> str:
 
 
 # -- rows ---------------------------------------------------------------------------------------------
-COLUMNS = (
-    "id, user_id, kind, content, content_hash, agent_id, session_id, project_id, role, subject, "
-    "predicate, object, trigger_text, action_text, tags, entities, importance, created_at, recorded_at, "
-    "valid_from, valid_to, last_accessed_at, access_count, status, metadata, doc_key, version"
-)
-#: COLUMNS plus doc_len (indexed terms, for BM25), the terms and the embedding: what an INSERT supplies.
+#: The shared columns plus doc_len (indexed terms, for BM25), the terms and the embedding: what an INSERT supplies.
 INSERT_SQL = (
     f"INSERT INTO engram_memories ({COLUMNS}, doc_len, content_tsv, embedding) "
     f"VALUES ({', '.join(['%s'] * 28)}, to_tsvector('simple', %s), %s)"
 )
-_METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
 def record_params(r: MemoryRecord, vector: Any) -> tuple[Any, ...]:
-    return (
-        r.id, r.user_id, r.kind, r.content, r.content_hash, r.agent_id, r.session_id, r.project_id,
-        r.role, r.subject, r.predicate, r.object, r.trigger, r.action, list(r.tags), list(r.entities),
-        r.importance, r.created_at, r.recorded_at, r.valid_from, r.valid_to, r.last_accessed_at,
-        r.access_count, r.status, json.dumps(dict(r.metadata), ensure_ascii=False), r.doc_key, r.version,
-        len(terms := index_terms(r.content, r.role)), " ".join(terms), vector,
-    )
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
-
-
-def row_to_record(row: Any) -> MemoryRecord:
-    metadata = row[24]
-    if isinstance(metadata, str | bytes):
-        metadata = json.loads(metadata)
-    return MemoryRecord(
-        id=row[0], user_id=row[1], kind=row[2], content=row[3], content_hash=row[4],
-        agent_id=row[5], session_id=row[6], project_id=row[7], role=row[8], subject=row[9],
-        predicate=row[10], object=row[11], trigger=row[12], action=row[13],
-        tags=tuple(row[14]), entities=tuple(row[15]), importance=float(row[16]),
-        created_at=row[17].astimezone(UTC), recorded_at=row[18].astimezone(UTC),
-        valid_from=_utc(row[19]), valid_to=_utc(row[20]), last_accessed_at=_utc(row[21]),
-        access_count=int(row[22]), status=row[23], metadata=metadata,
-        doc_key=row[25], version=None if row[26] is None else int(row[26]),
-    )
-
-
-def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """AND-ed conditions for one user's rows (the caller adds ``user_id = %s``); as SQLite's."""
-    parts: list[str] = []
-    params: list[Any] = []
-    if filters.statuses:
-        parts.append(f"{alias}.status = ANY(%s::text[])")
-        params.append(list(filters.statuses))
-    if filters.kinds is not None:
-        if not filters.kinds:
-            return "FALSE", []
-        parts.append(f"{alias}.kind = ANY(%s::text[])")
-        params.append(list(filters.kinds))
-    for column in ("session_id", "project_id", "agent_id"):
-        value = getattr(filters, column)
-        if value is not None:
-            parts.append(f"{alias}.{column} = %s")
-            params.append(value)
-    for column in ("subject", "predicate"):
-        value = getattr(filters, column)
-        if value is not None:
-            parts.append(f"lower({alias}.{column}) = lower(%s)")
-            params.append(value)
-    if filters.tags_all:
-        parts.append(f"{alias}.tags @> %s::text[]")
-        params.append(list(dict.fromkeys(filters.tags_all)))
-    if filters.tags_any:
-        parts.append(f"{alias}.tags && %s::text[]")
-        params.append(list(filters.tags_any))
-    for key, value in filters.metadata.items():
-        if not _METADATA_KEY.match(key):
-            raise ValidationError("filters.metadata", f"key {key!r} must match [A-Za-z0-9_-]{{1,64}}")
-        field = f"({alias}.metadata -> %s::text)"
-        if value is None:
-            parts.append(f"COALESCE(json_typeof{field}, 'null') = 'null'")
-            params.append(key)
-        elif isinstance(value, bool):
-            parts.append(f"json_typeof{field} = 'boolean' AND {field}::text = %s")
-            params.extend([key, key, "true" if value else "false"])
-        elif isinstance(value, int | float):
-            # SQLite's json_extract gives true/false as 1/0, so numbers match booleans there too.
-            cast = "numeric" if isinstance(value, int) else "float8"
-            parts.append(
-                f"(CASE json_typeof{field} WHEN 'number' THEN ({field}::text)::{cast} "
-                f"WHEN 'boolean' THEN ({field}::text = 'true')::int::{cast} END) = %s::{cast}"
-            )
-            params.extend([key, key, key, value])
-        elif isinstance(value, str):
-            parts.append(f"json_typeof{field} = 'string' AND ({alias}.metadata ->> %s::text) = %s")
-            params.extend([key, key, value])
-        else:
-            raise ValidationError("filters.metadata", "values must be strings, numbers, booleans or null")
-    if filters.created_after is not None:
-        parts.append(f"{alias}.created_at >= %s")
-        params.append(filters.created_after)
-    if filters.created_before is not None:
-        parts.append(f"{alias}.created_at <= %s")
-        params.append(filters.created_before)
-    return (" AND ".join(parts) or "TRUE"), params
+    terms = index_terms(r.content, r.role)
+    return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector)

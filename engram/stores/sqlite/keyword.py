@@ -23,7 +23,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from engram.model import Filters, Hit
-from engram.stores.sqlite.rows import filter_sql
+from engram.stores.sql.rows import filter_sql
+from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.schema import user_key
 from engram.text import bm25, plan_keywords, query_terms
 
@@ -124,7 +125,7 @@ def keyword_hits(
     avg_length = total / docs if docs else 1.0
     chosen, idf, ideal, postings = plan.terms, plan.idf, plan.ideal, plan.postings
     match = " OR ".join(_quote(t) for t in chosen)
-    where, filter_params = filter_sql(filters)
+    where, filter_params = filter_sql(SQLITE, filters)
     pool = max(RESCORE_POOL, n)
     # Every match is this user's (the terms carry the user's key), so FTS5 can rank alone first and
     # the filters join only the best; when they reject too many, rank again with the join.

@@ -235,7 +235,8 @@ def keyword_document(user_id: str, content: str | None, role: str | None) -> str
 
 def _backfill_entities(conn: sqlite3.Connection) -> None:
     from engram.stores.entity_backfill import retag
-    from engram.stores.sqlite.rows import COLUMNS, row_to_record
+    from engram.stores.sql.rows import COLUMNS, row_to_record
+    from engram.stores.sqlite.dialect import SQLITE
 
     users = [r[0] for r in conn.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
     for user_id in users:
@@ -244,7 +245,7 @@ def _backfill_entities(conn: sqlite3.Connection) -> None:
             for r in conn.execute("SELECT id, type, name, aliases FROM entities WHERE user_id = ?", (user_id,))
         ]
         rows = conn.execute(f"SELECT {COLUMNS} FROM memories WHERE user_id = ?", (user_id,)).fetchall()
-        for record, ids in retag((row_to_record(r) for r in rows), entities):
+        for record, ids in retag((row_to_record(SQLITE, r) for r in rows), entities):
             conn.execute("UPDATE memories SET entities = ? WHERE id = ?", (json.dumps(list(ids), ensure_ascii=False),
                                                                            record.id))
             conn.execute(

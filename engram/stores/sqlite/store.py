@@ -21,13 +21,11 @@ nothing extra. Another process reading or writing the file can hold the checkpoi
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -35,19 +33,14 @@ import numpy as np
 
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
-from engram.ingest import truth
-from engram.model import Entity, Link, MemoryRecord
+from engram.model import MemoryRecord
+from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
+from engram.stores.sql.reads import ReadMixin
+from engram.stores.sql.rows import COLUMNS, record_params
+from engram.stores.sql.writes import WriteMixin
 from engram.stores.sqlite.candidates import CandidateMixin
+from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, KeywordCache
-from engram.stores.sqlite.knowledge import (
-    LOG_RETENTION,
-    KnowledgeMixin,
-    check_log_retention,
-    forget_knowledge,
-    forget_memory_in_log,
-)
-from engram.stores.sqlite.reads import ReadMixin
-from engram.stores.sqlite.rows import COLUMNS, record_params, row_to_record, to_us
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vector_search import VectorMixin
 
@@ -74,7 +67,7 @@ _Erasure = Literal["keywords", "pages"] | None
 
 def _erasure(old: Sequence[Any], record: MemoryRecord) -> _Erasure:
     """Compare a stored row's text columns (in ``_TEXT_COLUMNS`` order) with the record replacing it."""
-    new = record_params(record)
+    new = record_params(SQLITE, record)
     positions = [*_KEYWORD_TEXT.values(), *_OTHER_TEXT.values()]
     changed = [old[i] != new[p] for i, p in enumerate(positions)]
     if any(changed[: len(_KEYWORD_TEXT)]):
@@ -87,30 +80,15 @@ def _merge_keyword_segments(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
 
 
-def _insert_link(c: sqlite3.Connection, user_id: str, link: Link) -> None:
-    c.execute(
-        "INSERT OR REPLACE INTO links (user_id, from_id, to_id, type, strength, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (user_id, link.from_id, link.to_id, link.type, link.strength, to_us(datetime.now(UTC))),
-    )
-
-
-def _supersedes(c: sqlite3.Connection, user_id: str, memory_id: str, near: str, far: str) -> list[MemoryRecord]:
-    """The memories at the ``far`` end of ``supersedes`` links whose ``near`` end is ``memory_id``."""
-    rows = c.execute(
-        f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND id IN "
-        f"(SELECT {far} FROM links WHERE user_id = ? AND {near} = ? AND type = 'supersedes')",
-        (user_id, user_id, memory_id),
-    ).fetchall()
-    return [row_to_record(r) for r in rows]
-
-
-class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin):
+class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteMixin):
     """All access goes through one connection guarded by a lock; other processes may share the file.
 
-    Reads of memories live in :mod:`.reads`, plain-SQL candidate primitives in :mod:`.candidates`,
-    vector search in :mod:`.vector_search`, relations, the retrieval log and tuned weights in
-    :mod:`.knowledge`.
+    What both backends do alike is in :mod:`engram.stores.sql` (spelled by :data:`.dialect.SQLITE`);
+    here are the connection, inserts and the erasure they need, entity and keyword candidates in
+    :mod:`.candidates`, vector search in :mod:`.vector_search`.
     """
+
+    dialect = SQLITE
 
     def __init__(
         self, path: str | Path, *, busy_retries: int = 12, postings_budget: int = DEFAULT_POSTINGS_BUDGET,
@@ -252,12 +230,27 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin):
             )
         self._dimensions = dimensions
 
+    def stats(self) -> Mapping[str, Any]:
+        rows = self._read("SELECT kind, COUNT(*) FROM memories GROUP BY kind ORDER BY kind")
+        users = self._read("SELECT COUNT(DISTINCT user_id) FROM memories")[0][0]
+        meta = dict(self._read("SELECT key, value FROM meta"))
+        size = Path(self.path).stat().st_size if self.path != ":memory:" else 0
+        return {
+            "backend": "sqlite",
+            "path": self.path,
+            "memories": sum(n for _, n in rows),
+            "users": int(users),
+            "by_kind": {k: n for k, n in rows},
+            "model_id": meta.get("model_id"),
+            "bytes": size,
+        }
+
     # -- writes ---------------------------------------------------------------------------------------
     def _insert(self, c: sqlite3.Connection, record: MemoryRecord, vector: Vector | None) -> int:
         blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
         cur = c.execute(
             f"INSERT INTO memories ({COLUMNS}, embedding) VALUES ({_PLACEHOLDERS}, ?)",
-            (*record_params(record), blob),
+            (*record_params(SQLITE, record), blob),
         )
         rowid = int(cur.lastrowid or 0)
         c.executemany(
@@ -322,82 +315,27 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin):
         if result[2] is not None:
             self._checkpoint()
 
-    def delete(self, user_id: str, memory_id: str) -> bool:
-        """Remove the row, its tags, entities, links and logged retrievals; the fact versions it
-        superseded are walked again (:func:`engram.ingest.truth.reinstate`) in the same transaction.
-        Its text is erased from the file before this returns (see Erasure in the module docstring)."""
-        return self.delete_many(user_id, [memory_id]) == 1
+    # -- erasure (the shared deletes call these; see Erasure in the module docstring) ----------------
+    def _erase(self, c: sqlite3.Connection) -> None:
+        _merge_keyword_segments(c)
 
-    def delete_many(self, user_id: str, memory_ids: Sequence[str]) -> int:
-        """``delete`` for several memories in one transaction and one erasure (a document's passages:
-        each delete's segment merge and checkpoint cost ~65 ms here); returns how many there were."""
-
-        def one(c: sqlite3.Connection, memory_id: str) -> list[tuple[int, str]] | None:
-            row = c.execute(f"SELECT {COLUMNS} FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
-            found = row.fetchone()
-            if found is None:
-                return None
-            deleted = row_to_record(found)
-            changed, pairs = ([], []) if deleted.kind != "fact" else truth.reinstate(
-                deleted, _supersedes(c, user_id, memory_id, "from_id", "to_id"),
-                _supersedes(c, user_id, memory_id, "to_id", "from_id"),
-            )
-            c.execute("DELETE FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id))
-            c.execute(
-                "DELETE FROM links WHERE user_id = ? AND (from_id = ? OR to_id = ?)",
-                (user_id, memory_id, memory_id),
-            )
-            forget_memory_in_log(c, user_id, memory_id)
-            statuses = []
-            for record in changed:
-                # Only status and valid_to change: an UPDATE leaves the keyword index alone.
-                updated = c.execute(
-                    "UPDATE memories SET status = ?, valid_to = ? WHERE user_id = ? AND id = ? RETURNING rowid",
-                    (record.status, to_us(record.valid_to), user_id, record.id),
-                ).fetchone()
-                statuses.append((int(updated[0]), record.status))
-            for pair in pairs:
-                for link_type in ("supersedes", "contradicts"):
-                    _insert_link(c, user_id, Link(pair.newer.id, pair.older.id, link_type, 1.0))
-            return statuses
-
-        def op(c: sqlite3.Connection) -> tuple[list[str], list[tuple[int, str]]]:
-            gone: list[str] = []
-            statuses: list[tuple[int, str]] = []
-            for memory_id in dict.fromkeys(memory_ids):
-                changed = one(c, memory_id)
-                if changed is not None:
-                    gone.append(memory_id)
-                    statuses += changed
-            if gone:
-                _merge_keyword_segments(c)
-            return gone, statuses
-
-        gone, statuses = self._write(op)
-        if not gone:
-            return 0
+    def _deleted(self, user_id: str, gone: Sequence[str], statuses: Sequence[tuple[Any, str]]) -> None:
         index = self._indexes.get(user_id)
         if index is not None:
             for rowid, status in statuses:  # before the removals: a later id may have deleted that row
-                index.set_status(rowid, status)
+                index.set_status(int(rowid), status)
             for memory_id in gone:
                 index.remove_by_id(memory_id)
         self._checkpoint()
-        return len(gone)
+
+    def _forgotten(self, c: sqlite3.Connection, user_id: str) -> None:
+        c.execute("DELETE FROM keyword_stats WHERE user_id = ?", (user_id,))
+        _merge_keyword_segments(c)
 
     def forget_user(self, user_id: str) -> int:
-        def op(c: sqlite3.Connection) -> int:
-            count = c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,)).rowcount
-            c.execute("DELETE FROM links WHERE user_id = ?", (user_id,))
-            c.execute("DELETE FROM entities WHERE user_id = ?", (user_id,))
-            c.execute("DELETE FROM keyword_stats WHERE user_id = ?", (user_id,))
-            forget_knowledge(c, user_id)
-            _merge_keyword_segments(c)
-            return int(count)
-
-        count = self._write(op)
+        count = super().forget_user(user_id)
         self._indexes.pop(user_id, None)
-        self._checkpoint()  # erasure, as for delete
+        self._checkpoint()
         return count
 
     def _checkpoint(self) -> None:
@@ -418,26 +356,3 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin):
             return bool(row and row[0])
 
         self._checkpoint_pending = self._retry(run)
-
-    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None:
-        if not memory_ids:
-            return
-        ids = list(dict.fromkeys(memory_ids))
-        self._write(
-            lambda c: c.execute(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? "
-                f"WHERE user_id = ? AND id IN ({','.join('?' * len(ids))})",
-                (to_us(at), user_id, *ids),
-            )
-        )
-
-    def add_link(self, user_id: str, link: Link) -> None:
-        self._write(lambda c: _insert_link(c, user_id, link))
-
-    def upsert_entity(self, user_id: str, entity: Entity) -> None:
-        self._write(
-            lambda c: c.execute(
-                "INSERT OR REPLACE INTO entities (user_id, id, type, name, aliases) VALUES (?, ?, ?, ?, ?)",
-                (user_id, entity.id, entity.type, entity.name, json.dumps(list(entity.aliases))),
-            )
-        )

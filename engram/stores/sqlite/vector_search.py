@@ -19,7 +19,8 @@ import numpy as np
 
 from engram.ext import Vector
 from engram.model import Filters, Hit
-from engram.stores.sqlite.rows import filter_sql
+from engram.stores.sql.rows import filter_sql
+from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.text import ROLE_WORDS
 
@@ -67,7 +68,7 @@ class VectorMixin:
         index = self._index(user_id)
         if filters == Filters(kinds=filters.kinds, statuses=filters.statuses):
             return index, None  # the index filters kinds and statuses itself
-        where, params = filter_sql(filters)
+        where, params = filter_sql(SQLITE, filters)
         sql = f"SELECT m.rowid FROM memories m WHERE m.user_id = ? AND {where}"
         return index, {r[0] for r in self._conn.execute(sql, (user_id, *params))}
 

@@ -1,0 +1,114 @@
+"""PostgreSQL's spelling of the shared SQL: ``%s`` parameters, timestamptz, text[] arrays, json.
+
+Ids travel as one ``text[]`` parameter (``= ANY(?::text[])``) however many there are. Nothing here
+imports psycopg.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from engram.stores.sql.dialect import Dialect, Tx
+
+__all__ = ["POSTGRES"]
+
+
+def _time(value: datetime | None) -> datetime | None:
+    return value
+
+
+def _read_time(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
+
+
+def _names(names: Sequence[str]) -> list[str]:
+    return list(names)
+
+
+def _read_names(value: Sequence[str] | None) -> tuple[str, ...]:
+    return tuple(value or ())
+
+
+class PostgresDialect(Dialect):
+    name = "postgres"
+    prefix = "engram_"
+
+    time = staticmethod(_time)
+    read_time = staticmethod(_read_time)
+    names = staticmethod(_names)
+    read_names = staticmethod(_read_names)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._texts: dict[str, str] = {}
+
+    def sql(self, text: str) -> str:
+        # Shared SQL holds no '?' but its parameters (no jsonb '?' operator), and a literal '%'
+        # must be doubled for psycopg.
+        done = self._texts.get(text)
+        if done is None:
+            if len(self._texts) > 4096:
+                self._texts.clear()
+            done = self._texts[text] = text.replace("%", "%%").replace("?", "%s")
+        return done
+
+    def run_many(self, c: Tx, text: str, rows: Iterable[Sequence[Any]]) -> None:
+        batch = list(rows)
+        if batch:
+            with c.cursor() as cur:
+                cur.executemany(self.sql(text), batch)
+
+    def insert_ignore(self, table: str, columns: str) -> str:
+        marks = ", ".join("?" * (columns.count(",") + 1))
+        return f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+
+    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in key)
+        return (
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+        )
+
+    def in_(self, expr: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{expr} = ANY(?::text[])", [list(values)]
+
+    def epoch(self, column: str) -> str:
+        return f"EXTRACT(EPOCH FROM {column})::float8"
+
+    def sortable(self, column: str) -> str:
+        return self.epoch(column)
+
+    def position(self, column: str) -> str:
+        return f"strpos({column}::text, ?)"
+
+    def id_list(self, column: str, rest: str) -> str:
+        return f"ARRAY(SELECT {column} {rest})"
+
+    def nocase_eq(self, column: str) -> str:
+        return f"lower({column}) = lower(?)"
+
+    def tags_all(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
+        return f"{alias}.tags @> ?::text[]", [list(tags)]
+
+    def tags_any(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
+        return f"{alias}.tags && ?::text[]", [list(tags)]
+
+    def metadata_eq(self, alias: str, key: str, value: str | float | bool | None) -> tuple[str, list[Any]]:
+        field = f"({alias}.metadata -> ?::text)"
+        if value is None:
+            return f"COALESCE(json_typeof{field}, 'null') = 'null'", [key]
+        if isinstance(value, bool):
+            return f"json_typeof{field} = 'boolean' AND {field}::text = ?", [key, key, "true" if value else "false"]
+        if isinstance(value, int | float):
+            # SQLite's json_extract gives true/false as 1/0, so numbers match booleans there too.
+            cast = "numeric" if isinstance(value, int) else "float8"
+            return (
+                f"(CASE json_typeof{field} WHEN 'number' THEN ({field}::text)::{cast} "
+                f"WHEN 'boolean' THEN ({field}::text = 'true')::int::{cast} END) = ?::{cast}", [key, key, key, value],
+            )
+        return f"json_typeof{field} = 'string' AND ({alias}.metadata ->> ?::text) = ?", [key, key, value]
+
+
+POSTGRES = PostgresDialect()

@@ -1,0 +1,1 @@
+"""The SQL both bundled stores share, written once over a :class:`~.dialect.Dialect`."""

@@ -1,0 +1,101 @@
+"""Candidate primitives answered by plain SQL on either backend: time, links, sessions, the ordered lists.
+
+Each returns (id, raw score) pairs, best first, ties broken by id; ranking happens in Python above.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from engram.model import Filters, Hit
+from engram.stores.sql.base import SQLBase, chunks
+from engram.stores.sql.rows import filter_sql
+
+__all__ = ["CandidateMixin"]
+
+
+class CandidateMixin(SQLBase):
+    """Store methods; each is one read."""
+
+    def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
+                 score: str, order: str, n: int) -> builtins.list[Hit]:
+        d = self.dialect
+        where, params = filter_sql(d, filters)
+        rows = self._query(
+            f"SELECT m.id, {score} FROM {d.memories} m WHERE m.user_id = ? AND {where} {extra} "
+            f"ORDER BY {order}, m.id LIMIT ?",
+            (user_id, *params, *extra_params, n),
+        )
+        return [(r[0], float(r[1] or 0)) for r in rows]
+
+    def by_time_range(
+        self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
+    ) -> builtins.list[Hit]:
+        d = self.dialect
+        return self._ordered(
+            user_id, filters, "AND m.created_at BETWEEN ? AND ?", (d.time(start), d.time(end)),
+            d.epoch("m.created_at"), "m.created_at DESC", n,
+        )
+
+    def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(user_id, filters, "", (), self.dialect.epoch("m.created_at"), "m.created_at DESC", n)
+
+    def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        d = self.dialect
+        return self._ordered(
+            user_id, filters, "", (), f"COALESCE({d.epoch('m.last_accessed_at')}, 0)",
+            f"COALESCE({d.sortable('m.last_accessed_at')}, 0) DESC, m.created_at DESC", n,
+        )
+
+    def most_important(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(user_id, filters, "", (), "m.importance", "m.importance DESC, m.created_at DESC", n)
+
+    def most_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return self._ordered(
+            user_id, filters, "", (), "m.access_count", "m.access_count DESC, m.created_at DESC", n
+        )
+
+    def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The turns just before and after each memory in its session (every id given is answered)."""
+        d = self.dialect
+        out: dict[str, tuple[str, ...]] = {}
+        for chunk in chunks(list(dict.fromkeys(memory_ids)), d.chunk):
+            named, params = d.in_("c.id", chunk)
+            # Row values make each neighbour one step in the (user, session, time, id) index; on SQLite
+            # the unindexed user_id keeps the candidates on the id index instead of walking the sessions.
+            rows = self._query(
+                "SELECT c.id, "
+                f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
+                " AND (m.created_at, m.id) < (c.created_at, c.id) ORDER BY m.created_at DESC, m.id DESC LIMIT 1), "
+                f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
+                " AND (m.created_at, m.id) > (c.created_at, c.id) ORDER BY m.created_at, m.id LIMIT 1) "
+                f"FROM {d.memories} c WHERE {d.unindexed('c.user_id')} = ? AND c.session_id IS NOT NULL AND {named}",
+                (user_id, *params),
+            )
+            out.update((r[0], tuple(x for x in (r[1], r[2]) if x is not None)) for r in rows)
+        return out
+
+    def by_links(self, user_id: str, memory_ids: Sequence[str], n: int,
+                 link_types: Iterable[str] | None) -> builtins.list[Hit]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        d = self.dialect
+        types = list(link_types) if link_types is not None else None
+        type_sql, type_params = d.in_("l.type", types) if types else ("", [])
+        type_sql = f"AND {type_sql}" if types else ""
+        sides = []
+        for near, far in (("from_id", "to_id"), ("to_id", "from_id")):
+            named, params = d.in_(f"l.{near}", ids)
+            sides.append((f" SELECT l.{far} AS other, l.strength FROM {d.links} l"
+                          f" WHERE l.user_id = ? AND {named} {type_sql}", [user_id, *params, *type_params]))
+        rows = self._query(
+            f"SELECT x.other, MAX(x.strength) AS s FROM ({sides[0][0]} UNION ALL {sides[1][0]}"
+            f") x JOIN {d.memories} m ON m.user_id = ? AND m.id = x.other "
+            "GROUP BY x.other ORDER BY s DESC, x.other LIMIT ?",
+            (*sides[0][1], *sides[1][1], user_id, n),
+        )
+        return [(r[0], float(r[1])) for r in rows if r[0] not in ids]

@@ -1,0 +1,95 @@
+"""Between a :class:`MemoryRecord` and a row of ``memories``, and the WHERE clause for :class:`Filters`."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from engram.errors import ValidationError
+from engram.model import Filters, MemoryRecord
+from engram.stores.sql.dialect import Dialect
+
+__all__ = ["COLUMNS", "filter_sql", "record_params", "row_to_record"]
+
+COLUMNS = (
+    "id, user_id, kind, content, content_hash, agent_id, session_id, project_id, role, subject, "
+    "predicate, object, trigger_text, action_text, tags, entities, importance, created_at, recorded_at, "
+    "valid_from, valid_to, last_accessed_at, access_count, status, metadata, doc_key, version"
+)
+
+_METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+
+
+def record_params(d: Dialect, r: MemoryRecord) -> tuple[Any, ...]:
+    """The record's values in :data:`COLUMNS` order."""
+    return (
+        r.id, r.user_id, r.kind, r.content, r.content_hash, r.agent_id, r.session_id, r.project_id,
+        r.role, r.subject, r.predicate, r.object, r.trigger, r.action, d.names(r.tags), d.names(r.entities),
+        r.importance, d.time(r.created_at), d.time(r.recorded_at), d.time(r.valid_from), d.time(r.valid_to),
+        d.time(r.last_accessed_at), r.access_count, r.status, json.dumps(dict(r.metadata), ensure_ascii=False),
+        r.doc_key, r.version,
+    )
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    # Most memories carry no metadata: skip the decoder for the empty literal.
+    if value in ("[]", "{}"):
+        return {}
+    decoded: dict[str, Any] = json.loads(value) if isinstance(value, str | bytes) else value
+    return decoded
+
+
+def row_to_record(d: Dialect, row: Any) -> MemoryRecord:
+    """A row of :data:`COLUMNS`."""
+    created, recorded = d.read_time(row[17]), d.read_time(row[18])
+    assert created is not None and recorded is not None
+    return MemoryRecord(
+        id=row[0], user_id=row[1], kind=row[2], content=row[3], content_hash=row[4],
+        agent_id=row[5], session_id=row[6], project_id=row[7], role=row[8], subject=row[9],
+        predicate=row[10], object=row[11], trigger=row[12], action=row[13],
+        tags=d.read_names(row[14]), entities=d.read_names(row[15]), importance=float(row[16]),
+        created_at=created, recorded_at=recorded, valid_from=d.read_time(row[19]), valid_to=d.read_time(row[20]),
+        last_accessed_at=d.read_time(row[21]), access_count=int(row[22]), status=row[23],
+        metadata=_metadata(row[24]), doc_key=row[25], version=None if row[26] is None else int(row[26]),
+    )
+
+
+def filter_sql(d: Dialect, filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """AND-ed conditions for one user's rows (the caller adds ``user_id = ?``)."""
+    parts: list[str] = []
+    params: list[Any] = []
+
+    def add(sql: str, values: list[Any]) -> None:
+        parts.append(sql)
+        params.extend(values)
+
+    if filters.statuses:
+        add(*d.in_(f"{alias}.status", filters.statuses))
+    if filters.kinds is not None:
+        if not filters.kinds:
+            return d.false, []
+        add(*d.in_(f"{alias}.kind", filters.kinds))
+    for column in ("session_id", "project_id", "agent_id"):
+        value = getattr(filters, column)
+        if value is not None:
+            add(f"{alias}.{column} = ?", [value])
+    for column in ("subject", "predicate"):
+        value = getattr(filters, column)
+        if value is not None:
+            add(d.nocase_eq(f"{alias}.{column}"), [value])
+    if filters.tags_all:
+        add(*d.tags_all(alias, list(dict.fromkeys(filters.tags_all))))
+    if filters.tags_any:
+        add(*d.tags_any(alias, list(filters.tags_any)))
+    for key, value in filters.metadata.items():
+        if not _METADATA_KEY.match(key):
+            raise ValidationError("filters.metadata", f"key {key!r} must match [A-Za-z0-9_-]{{1,64}}")
+        if value is not None and not isinstance(value, bool | int | float | str):
+            raise ValidationError("filters.metadata", "values must be strings, numbers, booleans or null")
+        add(*d.metadata_eq(alias, key, value))
+    if filters.created_after is not None:
+        add(f"{alias}.created_at >= ?", [d.time(filters.created_after)])
+    if filters.created_before is not None:
+        add(f"{alias}.created_at <= ?", [d.time(filters.created_before)])
+    return (" AND ".join(parts) or d.true), params
