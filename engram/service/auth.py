@@ -2,8 +2,7 @@
 
 A token reads ``egk_<id>_<secret>``: the id finds the row, and the digest of the whole token is
 compared in constant time, so neither a timing difference nor a leaked table gives a usable key.
-Keys live in an ``api_keys`` table beside Engram's own, created here on first use (outside
-Engram's migrations, which know nothing of the service).
+Keys live in an ``api_keys`` table beside Engram's own (:mod:`engram.stores.api_keys`).
 """
 
 from __future__ import annotations
@@ -12,33 +11,17 @@ import hashlib
 import hmac
 import json
 import secrets
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engram.errors import StoreError, StoreUnavailable
+from engram.stores.api_keys import KeyTable
 
 __all__ = ["ApiKey", "KeyStore", "hash_token"]
 
 PREFIX = "egk_"
-_COLUMNS = "id, digest, scopes, admin, name, created_at, revoked_at, rate, burst"
-_CREATE = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    id TEXT PRIMARY KEY,
-    digest TEXT NOT NULL,
-    scopes TEXT NOT NULL,
-    admin INTEGER NOT NULL DEFAULT 0,
-    name TEXT,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT,
-    rate DOUBLE PRECISION,
-    burst DOUBLE PRECISION
-)
-"""
 
 
 def hash_token(token: str) -> str:
@@ -82,65 +65,15 @@ def _row_to_key(row: Sequence[Any]) -> ApiKey:
     )
 
 
-def _driver_errors() -> tuple[type[Exception], ...]:
-    try:
-        import psycopg
-    except ImportError:
-        return (sqlite3.Error,)
-    return (sqlite3.Error, psycopg.Error)
-
-
-def _store_error(exc: Exception) -> StoreError:
-    """A database driver's error as Engram's: unavailable (503) when it may pass, else a StoreError."""
-    message = f"api keys: {exc}"
-    transient = isinstance(exc, sqlite3.OperationalError) or type(exc).__name__ == "OperationalError"
-    return StoreUnavailable(message) if transient else StoreError(message)
-
-
 class KeyStore:
-    """The ``api_keys`` table of one Engram store (a SQLite file or a PostgreSQL URL).
-
-    Driver errors leave as ``StoreError``/``StoreUnavailable`` (a locked or unreachable database is
-    a 503, a file that is not a database a clear error), never as raw sqlite3/psycopg exceptions.
-    """
+    """The API keys of one Engram store (a SQLite file or a PostgreSQL URL), kept in its
+    :class:`~engram.stores.api_keys.KeyTable`; errors leave as ``StoreError``/``StoreUnavailable``."""
 
     def __init__(self, path_or_url: str | Path) -> None:
-        target = str(path_or_url)
-        self._lock = threading.Lock()
-        self._pg = target.startswith(("postgresql://", "postgres://"))
-        self._conn: Any
-        if not self._pg and target == ":memory:":
-            raise ValueError("API keys need a persistent store, not :memory:")
-        try:
-            if self._pg:
-                import psycopg
-
-                self._conn = psycopg.connect(target, autocommit=True)
-                self._mark = "%s"
-            else:
-                self._conn = sqlite3.connect(target, timeout=10.0, isolation_level=None, check_same_thread=False)
-                self._mark = "?"
-                self._conn.execute("PRAGMA busy_timeout=10000")
-            with self._lock:
-                self._conn.execute(_CREATE)
-        except _driver_errors() as exc:
-            raise _store_error(exc) from exc
-
-    def _sql(self, text: str) -> str:
-        return text.replace("?", self._mark)
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        try:
-            with self._lock:
-                cursor = self._conn.execute(self._sql(sql), tuple(params))
-                rows = cursor.fetchall() if cursor.description is not None else []
-        except _driver_errors() as exc:
-            raise _store_error(exc) from exc
-        return list(rows)
+        self._table = KeyTable(path_or_url)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._table.close()
 
     def create(
         self, users: Iterable[str] = (), *, tenants: Iterable[str] = (), admin: bool = False,
@@ -160,35 +93,28 @@ class KeyStore:
             id=key_id, scopes=clean, admin=admin, name=name,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"), rate=rate, burst=burst,
         )
-        self._execute(
-            f"INSERT INTO api_keys ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self._table.insert(
             (key.id, hash_token(token), json.dumps(list(clean)), int(admin), name, key.created_at, None, rate, burst),
         )
         return key, token
 
     def list(self, *, include_revoked: bool = False) -> list[ApiKey]:
-        rows = self._execute(f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at, id")
-        keys = [_row_to_key(r) for r in rows]
+        keys = [_row_to_key(r) for r in self._table.rows()]
         return [k for k in keys if include_revoked or k.revoked_at is None]
 
     def revoke(self, key_id: str) -> bool:
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        found = self._execute("SELECT id FROM api_keys WHERE id = ? AND revoked_at IS NULL", (key_id,))
-        if not found:
-            return False
-        self._execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (now, key_id))
-        return True
+        return self._table.revoke(key_id, datetime.now(UTC).isoformat(timespec="seconds"))
 
     def authenticate(self, token: str | None) -> ApiKey | None:
         """The live key a token belongs to, or None; every failure looks the same to the caller."""
         if not token or not token.startswith(PREFIX) or len(token) > 200:
             return None
         key_id = token[len(PREFIX) :].split("_", 1)[0]
-        rows = self._execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
+        row = self._table.row(key_id)
         # Compare against a dummy digest when the id is unknown, so the time taken says nothing.
-        stored = rows[0][1] if rows else "0" * 64
+        stored = row[1] if row is not None else "0" * 64
         matched = hmac.compare_digest(hash_token(token), stored)
-        if not rows or not matched:
+        if row is None or not matched:
             return None
-        key = _row_to_key(rows[0])
+        key = _row_to_key(row)
         return None if key.revoked_at is not None else key
