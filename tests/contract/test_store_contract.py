@@ -366,3 +366,16 @@ def test_session_neighbors_are_the_turns_around_a_memory(store: Store) -> None:
     assert set(got[ordered[2].id]) == {ordered[1].id, ordered[3].id}
     assert got[other.id] == ()
     assert lone.id not in got and foreign.id not in got  # no session; another user's
+
+
+def test_session_neighbors_answer_every_id_however_many(store: Store) -> None:
+    store.bind_embedder("model-a", DIM)
+    # More ids than one statement sends on either backend (they were cut at the first 1,000).
+    turns = [replace(rec("u1", f"turn {i}"), session_id="s1", created_at=T0 + timedelta(seconds=i))
+             for i in range(1_205)]
+    vectors = np.stack([unit(i % 7) for i in range(len(turns))])
+    store.put_many(turns, vectors)
+    got = store.session_neighbors("u1", [t.id for t in reversed(turns)])
+    assert len(got) == len(turns)
+    assert got[turns[-1].id] == (turns[-2].id,)
+    assert got[turns[600].id] == (turns[599].id, turns[601].id)

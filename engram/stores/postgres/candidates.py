@@ -21,7 +21,28 @@ if TYPE_CHECKING:
 
     import psycopg
 
-__all__ = ["CandidateMixin"]
+__all__ = ["CandidateMixin", "exact_sql", "hnsw_sql"]
+
+
+def exact_sql(where: str) -> str:
+    """A user's nearest vectors by a scan of their rows; parameters: query, user, dimensions, the
+    filters' parameters, n."""
+    return (
+        "SELECT m.id, 1 - (m.embedding <=> ?) AS score FROM engram_memories m "
+        "WHERE m.user_id = ? AND m.embedding IS NOT NULL AND vector_dims(m.embedding) = ? "
+        f"AND {where} ORDER BY score DESC, m.id LIMIT ?"
+    )
+
+
+def hnsw_sql(dims: int, where: str) -> str:
+    """A user's nearest vectors through the HNSW index of their dimension; parameters: query, user,
+    the filters' parameters, n."""
+    # The dimension is a literal (an int) so the planner can match the partial HNSW index.
+    return (
+        f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding::vector({dims}) <=> ?::vector({dims}) AS d "
+        f"FROM engram_memories m WHERE m.user_id = ? AND vector_dims(m.embedding) = {dims} "
+        f"AND {where} ORDER BY d LIMIT ?) SELECT id, 1 - d AS score FROM c ORDER BY score DESC, id"
+    )
 
 
 class CandidateMixin(candidates.CandidateMixin):
@@ -65,12 +86,7 @@ class CandidateMixin(candidates.CandidateMixin):
                 (user_id, self.exact_limit + 1),
             ).fetchone()
             if size is not None and int(size[0]) <= self.exact_limit:
-                rows = POSTGRES.run(
-                    c, "SELECT m.id, 1 - (m.embedding <=> ?) AS score FROM engram_memories m "
-                    "WHERE m.user_id = ? AND m.embedding IS NOT NULL AND vector_dims(m.embedding) = ? "
-                    f"AND {where} ORDER BY score DESC, m.id LIMIT ?",
-                    (q, user_id, dims, *params, n),
-                ).fetchall()
+                rows = POSTGRES.run(c, exact_sql(where), (q, user_id, dims, *params, n)).fetchall()
             else:
                 POSTGRES.run(
                     c, "SELECT set_config('hnsw.ef_search', ?, true), "
@@ -78,13 +94,7 @@ class CandidateMixin(candidates.CandidateMixin):
                     # pgvector's own bound on ef_search.
                     (str(min(1000, max(self.ef_search, 2 * n))),),
                 )
-                # The dimension is a literal (an int) so the planner can match the partial HNSW index.
-                rows = POSTGRES.run(
-                    c, f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding::vector({dims}) <=> ?::vector({dims}) AS d "
-                    f"FROM engram_memories m WHERE m.user_id = ? AND vector_dims(m.embedding) = {dims} "
-                    f"AND {where} ORDER BY d LIMIT ?) SELECT id, 1 - d AS score FROM c ORDER BY score DESC, id",
-                    (q, user_id, *params, n),
-                ).fetchall()
+                rows = POSTGRES.run(c, hnsw_sql(dims, where), (q, user_id, *params, n)).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:

@@ -20,7 +20,7 @@ from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.sql.rows import filter_sql
 from engram.text import K1, B, plan_keywords, query_terms
 
-__all__ = ["KeywordPlanner"]
+__all__ = ["KeywordPlanner", "search_sql"]
 
 _SEARCH_SQL = f"""
 WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(lexeme, idf)),
@@ -35,6 +35,14 @@ scored AS (
     GROUP BY h.id)
 SELECT id, score / ? FROM scored ORDER BY score DESC, id LIMIT ?
 """
+
+
+
+def search_sql(where: str) -> str:
+    """The scoring query; parameters: the chosen terms, their IDFs, the user, the terms as a tsquery,
+    the filters' parameters, the postings budget, the average length, the ideal score and n."""
+    return _SEARCH_SQL.format(where=where)
+
 
 Read = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
@@ -82,7 +90,7 @@ class KeywordPlanner:
         chosen = plan.terms
         where, params = filter_sql(POSTGRES, filters)
         rows = read(
-            _SEARCH_SQL.format(where=where),
+            search_sql(where),
             (chosen, [plan.idf[t] for t in chosen], user_id, " | ".join(chosen), *params, self.budget,
              max(avgdl, 1e-9), plan.ideal, n),
         )

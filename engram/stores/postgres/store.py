@@ -21,6 +21,7 @@ backup policy, disk encryption).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -46,6 +47,8 @@ __all__ = ["PostgresStore"]
 
 Conn = psycopg.Connection[Any]
 T = TypeVar("T")
+#: Rows inserted by one store before it runs ANALYZE itself (see PostgresStore._note_growth).
+_ANALYZE_AFTER = 1_000
 
 
 class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
@@ -69,6 +72,9 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
         self._keywords = KeywordPlanner(keyword_budget)
         self.ef_search = ef_search
         self._indexed_dims: set[int] = set()
+        self._growth = threading.Lock()
+        self._unanalyzed = 0  # rows this store inserted since its last ANALYZE
+        self._analyzed_rows = 0  # the table's rows at that ANALYZE, as the planner estimated them
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 schema.migrate(conn)
@@ -172,6 +178,39 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
             raise
+        self._note_growth(len(records))
+
+    def _note_growth(self, inserted: int) -> None:
+        """ANALYZE once the rows inserted since the last one reach :data:`_ANALYZE_AFTER` and the
+        table's size then: a bulk load doubles the table a few times, so that is a few ANALYZEs of
+        at most 30,000 sampled rows each."""
+        with self._growth:
+            self._unanalyzed += inserted
+            due = self._unanalyzed >= max(_ANALYZE_AFTER, self._analyzed_rows)
+        if due:
+            self.analyze()
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of the memories table (bulk loads and ``engram copy`` do).
+
+        Right after a bulk load the planner still sees the table as it was (autovacuum analyzes a
+        minute or more later) and ignores the HNSW index and the per-user indexes for a scan.
+        """
+        with self._tx() as conn:
+            owner = conn.execute(
+                "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = 'engram_memories'::regclass"
+            ).fetchone()
+            if not (owner and owner[0]):
+                return  # only the table's owner may; autovacuum will, later
+            # What autovacuum would also do: merge the GIN indexes' pending entries, which the
+            # planner counts as a cost of every keyword, tag or entity lookup until then.
+            for index in ("engram_memories_tsv", "engram_memories_tags", "engram_memories_entities"):
+                conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (index,))
+            conn.execute("ANALYZE engram_memories")
+            row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'engram_memories'::regclass").fetchone()
+        with self._growth:
+            self._unanalyzed = 0
+            self._analyzed_rows = max(0, int(row[0])) if row else 0
 
     def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
         new = None if vector is None else np.asarray(vector, dtype=np.float32)

@@ -1,0 +1,103 @@
+"""PostgreSQL plans the hot per-user queries through their indexes, right after a bulk load.
+
+Right after a load the planner still sees the table as it was (autovacuum analyzes a minute or
+more later) and, without the store's own ANALYZE, scans one user's rows and sorts them instead of
+walking the HNSW index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engram.model import MemoryRecord
+from engram.stores.copy import copy_store
+from engram.stores.postgres.candidates import exact_sql, hnsw_sql
+from engram.stores.postgres.dialect import POSTGRES
+from engram.stores.postgres.keyword import search_sql
+from engram.stores.sqlite.store import SQLiteStore
+
+pytestmark = pytest.mark.postgres
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+DIM = 8
+WORDS = ("alpha", "beta", "gamma", "delta", "espresso", "order", "invoice", "acme", "tea", "ship")
+
+
+def _corpus(users: Sequence[tuple[str, int]]) -> tuple[list[MemoryRecord], np.ndarray]:
+    rng = np.random.default_rng(7)
+    records = [
+        MemoryRecord(id=f"{user}-{i}", user_id=user, kind="message",
+                     content=" ".join([*rng.choice(WORDS, 6), f"lot{i % 97}"]), content_hash=f"{user}-{i}",
+                     created_at=T0 + timedelta(minutes=i), recorded_at=T0)
+        for user, n in users for i in range(n)
+    ]
+    vectors = rng.standard_normal((len(records), DIM)).astype(np.float32)
+    return records, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+#: One heavy user (above the store's exact limit: the HNSW path) and a tail of small ones.
+USERS = [("heavy", 2000), *((f"small-{i}", 100) for i in range(20))]
+
+
+@pytest.fixture
+def loaded(postgres_store: Any) -> Iterator[tuple[Any, np.ndarray]]:
+    records, vectors = _corpus(USERS)
+    postgres_store.put_many(records, vectors)  # one bulk load, no autovacuum in between
+    yield postgres_store, vectors
+
+
+def _plan(store: Any, sql: str, params: Sequence[Any]) -> str:
+    with store._tx() as conn:
+        return "\n".join(r[0] for r in conn.execute("EXPLAIN " + POSTGRES.sql(sql), params).fetchall())
+
+
+def test_a_heavy_users_vector_search_walks_the_hnsw_index(loaded: tuple[Any, np.ndarray]) -> None:
+    store, vectors = loaded
+    plan = _plan(store, hnsw_sql(DIM, POSTGRES.true), (vectors[0], "heavy", 10))
+    assert f"Index Scan using engram_memories_hnsw_{DIM}" in plan, plan
+
+
+def test_a_small_users_exact_search_reads_only_their_rows(loaded: tuple[Any, np.ndarray]) -> None:
+    store, vectors = loaded
+    plan = _plan(store, exact_sql(POSTGRES.true), (vectors[0], "small-3", DIM, 10))
+    assert "Seq Scan on engram_memories" not in plan, plan
+    assert "Index Cond: (user_id = 'small-3'::text)" in plan, plan
+
+
+@pytest.mark.parametrize(("user", "terms"), [
+    ("heavy", ["lot5"]),  # a rare term of a user who holds half the table: its postings
+    ("small-3", ["espresso", "invoice"]),  # common terms of a small user: their rows
+])
+def test_keyword_search_reads_through_an_index(
+    loaded: tuple[Any, np.ndarray], user: str, terms: list[str]
+) -> None:
+    store, _ = loaded
+    params = (terms, [1.0] * len(terms), user, " | ".join(terms), 2000, 7.0, 2.0, 10)
+    plan = _plan(store, search_sql(POSTGRES.true), params)
+    assert "Seq Scan on engram_memories" not in plan, plan
+    assert "engram_memories_tsv" in plan or f"Index Cond: (user_id = '{user}'::text)" in plan, plan
+
+
+def _analyzed(store: Any) -> int:
+    with store._tx() as conn:
+        row = conn.execute("SELECT pg_stat_get_analyze_count('engram_memories'::regclass)").fetchone()
+    return int(row[0])
+
+
+def test_copy_into_postgres_analyzes_what_it_copied(postgres_store: Any, tmp_path: Path) -> None:
+    records, vectors = _corpus([("alice", 40), ("bob", 20)])  # too few for a load's own ANALYZE
+    src = SQLiteStore(tmp_path / "src.db")
+    try:
+        src.bind_embedder("fake-model", DIM)
+        src.put_many(records, vectors)
+        before = _analyzed(postgres_store)
+        copy_store(src, postgres_store)
+    finally:
+        src.close()
+    assert _analyzed(postgres_store) == before + 1
