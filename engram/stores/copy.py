@@ -1,8 +1,8 @@
 """Copy every user's memories, vectors, links and entities from one store to another.
 
 Vectors travel as stored: nothing is re-embedded. The read side uses only the Store protocol
-(``list`` over every status, ``vectors``, ``links``, ``entities``) plus a ``users()`` listing, which
-PostgresStore has; for SQLiteStore, until it grows one, the listing is read from its tables.
+(``users``, ``list`` over every status, ``vectors``, ``links``, ``entities``). A destination with an
+``analyze()`` (PostgreSQL) refreshes its planner statistics once the copy is in.
 
     engram copy engram.db postgresql://engram@db:5432/engram
 """
