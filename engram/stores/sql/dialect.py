@@ -21,7 +21,8 @@ Tx = Any
 
 
 class Dialect:
-    """The SQLite spelling is the default where both backends accept it; PostgreSQL overrides."""
+    """Defaults are standard SQL as PostgreSQL spells it; SQLite's dialect overrides where it differs.
+    A method that raises NotImplementedError has no common spelling: each backend gives its own."""
 
     name: str = ""
     prefix: str = ""  # of every table name
