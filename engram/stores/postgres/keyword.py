@@ -37,13 +37,13 @@ SELECT id, score / ? FROM scored ORDER BY score DESC, id LIMIT ?
 """
 
 
-
 def search_sql(where: str) -> str:
     """The scoring query; parameters: the chosen terms, their IDFs, the user, the terms as a tsquery,
     the filters' parameters, the postings budget, the average length, the ideal score and n."""
     return _SEARCH_SQL.format(where=where)
 
 
+#: Rows of one statement in shared SQL (``?`` parameters): the store's ``_query``.
 Read = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
 

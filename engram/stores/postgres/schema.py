@@ -29,8 +29,16 @@ from engram.stores.sql.rows import record_params as shared_params
 from engram.text import index_terms
 
 __all__ = [
-    "INSERT_SQL", "MIGRATIONS", "TABLES", "hnsw_index_name", "hnsw_index_sql", "migrate", "record_params", "redact",
-    "to_array", "to_array_or_none",
+    "INSERT_SQL",
+    "MIGRATIONS",
+    "TABLES",
+    "hnsw_index_name",
+    "hnsw_index_sql",
+    "migrate",
+    "record_params",
+    "redact",
+    "to_array",
+    "to_array_or_none",
 ]
 
 #: Tables holding data, in an order safe for TRUNCATE ... CASCADE.
