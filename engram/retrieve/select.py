@@ -20,8 +20,8 @@ from engram.config import RedactionConfig, RetrievalConfig
 from engram.errors import ConfigError
 from engram.retrieve.sentences import clip_content, split_sentences
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
-from engram.text import STOPWORDS
 from engram.retrieve.types import MemoryEntry, Scored
+from engram.text import STOPWORDS
 
 __all__ = [
     "INTERLEAVE_STRATEGIES",
