@@ -161,9 +161,9 @@ def mmr(
         # things ("my cousin's preschool graduation" in one, "a colleague's graduation" in the
         # other) are both worth returning. The share of a memory's words that the picks already
         # hold says how much of it is said already; a paraphrase or a repeated line adds little.
-        for i in np.flatnonzero((dup > 0) & ~picked):
-            mine = words_of(int(i))
-            dup[i] *= len(mine & covered) / len(mine) if mine else 1.0
+        for close in np.flatnonzero((dup > 0) & ~picked).tolist():
+            mine = words_of(close)
+            dup[close] *= len(mine & covered) / len(mine) if mine else 1.0
         objective = relevance - (1.0 - lam) * dup
         objective[picked] = -np.inf
         best = int(np.argmax(objective))  # first maximum: higher score, then smaller id
