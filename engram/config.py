@@ -7,13 +7,13 @@ narrower ranges, and turns into a ``RetrievalConfig``.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from engram.errors import ConfigError, short_repr
+from engram.errors import ConfigError
+from engram.validate import choice, integer, number
 
 __all__ = [
     "DEFAULT_REDACTION_PATTERNS",
@@ -68,23 +68,15 @@ STRATEGY_WEIGHTS: Mapping[str, Mapping[str, float]] = {
 
 
 def _check_range(name: str, value: float | int, low: float, high: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(name, f"must be a number in [{low}, {high}], got {type(value).__name__}")
-    # math.isfinite only on floats: on a huge int (10**400) it raises OverflowError, while the
-    # int/float comparison below is exact for any int.
-    if (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
-        raise ConfigError(name, f"must be in [{low}, {high}], got {short_repr(value)}")
+    number(name, value, low, high, ConfigError)
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(name, f"must be an integer in [{low}, {high}], got {short_repr(value)}")
-    _check_range(name, value, low, high)
+    integer(name, value, low, high, ConfigError)
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if not isinstance(value, str) or value not in allowed:
-        raise ConfigError(name, f"must be one of {', '.join(allowed)}; got {short_repr(value)}")
+    choice(name, value, allowed, ConfigError)
 
 
 def _check_patterns(name: str, value: Any) -> tuple[str, ...]:
