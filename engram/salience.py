@@ -30,12 +30,13 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from engram.context import context_of
 from engram.errors import ConfigError, ValidationError
-from engram.ingest.normalize import to_utc, validate_id
 from engram.model import KINDS, MemoryRecord
+from engram.validate import integer, number, to_utc, unit
 
 if TYPE_CHECKING:
-    from engram.memory import Memory
+    from engram.context import ContextSource
 
 __all__ = [
     "DEFAULT_HALF_LIFE_DAYS",
@@ -70,19 +71,14 @@ _SECONDS_PER_DAY = 86_400.0
 
 def check_unit(name: str, value: float, error: type[ValidationError] = ConfigError) -> float:
     """``value`` as a float if it is a real number in [0, 1]; otherwise ``error`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise error(name, f"must be a finite number, got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise error(name, f"must be in [0, 1], got {value!r}")
-    return float(value)
+    return unit(name, value, error)
 
 
 def _half_life(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(name, f"must be a finite number of days, got {value!r}")
-    if not 0.0 < value <= _MAX_HALF_LIFE:
-        raise ConfigError(name, f"must be in (0, {_MAX_HALF_LIFE:g}] days, got {value!r}")
-    return float(value)
+    days = number(name, value, 0.0, _MAX_HALF_LIFE, ConfigError)
+    if days == 0:
+        raise ConfigError(name, f"must be more than 0 days, got {value!r}")
+    return days
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +114,7 @@ class SalienceConfig:
         # A private read-only copy: a caller mutating their dict later must not change a frozen config.
         object.__setattr__(self, "half_life_days", MappingProxyType(checked))
         _half_life("default_half_life_days", self.default_half_life_days)
-        saturation = self.access_saturation
-        if isinstance(saturation, bool) or not isinstance(saturation, int) or not 1 <= saturation <= 1_000_000:
-            raise ConfigError("access_saturation", f"must be an integer in [1, 1000000], got {saturation!r}")
+        integer("access_saturation", self.access_saturation, 1, 1_000_000, ConfigError)
 
     def half_life(self, kind: str) -> float:
         return self.half_life_days.get(kind, self.default_half_life_days)
@@ -179,7 +173,7 @@ def salience(
 
 
 def memory_salience(
-    memory: Memory,
+    source: ContextSource,
     memory_id: str,
     *,
     user_id: str,
@@ -187,8 +181,8 @@ def memory_salience(
     config: SalienceConfig | None = None,
 ) -> float:
     """Salience of one stored memory of ``user_id``; raises MemoryNotFound if it is not theirs."""
-    user = validate_id(user_id, "user_id", memory.limits) or ""  # required: never None, "or" is for mypy
-    record = memory.get(memory_id, user_id=user)
+    context = context_of(source)
+    record = context.get(context.user(user_id), memory_id)
     return salience(record, now=now, config=config or DEFAULT_SALIENCE)
 
 
@@ -214,9 +208,7 @@ class RecallOptions:
         if self.similarity_weight == 0:
             # With no weight on similarity every score is 0 and relevance stops meaning anything.
             raise ConfigError("similarity_weight", "must be > 0")
-        multiplier = self.candidate_multiplier
-        if isinstance(multiplier, bool) or not isinstance(multiplier, int) or not 1 <= multiplier <= 100:
-            raise ConfigError("candidate_multiplier", f"must be an integer in [1, 100], got {multiplier!r}")
+        integer("candidate_multiplier", self.candidate_multiplier, 1, 100, ConfigError)
         if not isinstance(self.track_access, bool):
             raise ConfigError("track_access", f"must be a bool, got {self.track_access!r}")
         if not isinstance(self.salience, SalienceConfig):

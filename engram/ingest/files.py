@@ -23,12 +23,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engram.context import context_of
 from engram.errors import ValidationError
-from engram.ingest.normalize import content_hash, normalize, to_utc, validate_id
-from engram.model import STATUSES, Filters, new_id
+from engram.ingest import writer
+from engram.ingest.normalize import content_hash, normalize, to_utc
+from engram.model import STATUSES, Filters, Link, new_id
 
 if TYPE_CHECKING:
-    from engram.memory import Memory
+    from engram.context import Context, ContextSource
 
 __all__ = [
     "FILE_INGEST", "SUPPORTED", "FileResult", "IngestReport", "chunk_spans", "discover", "doc_key_for",
@@ -395,29 +397,39 @@ def discover(
 _Pending = tuple[FileResult, list[dict[str, Any]], list[str], str | None]
 
 
-def _write_pending(memory: Memory, user: str, pending: Sequence[_Pending], when: datetime) -> None:
+def _write_pending(source: ContextSource, user: str, pending: Sequence[_Pending], when: datetime) -> None:
     """Store a batch of files: their records, each chunk linked part_of its document, and each new
-    version superseding the one before (directory ingest and HTTP uploads both end here)."""
-    memory.add_many([item for _, items, _, _ in pending for item in items])
+    version superseding the one before (directory ingest and HTTP uploads both end here).
+
+    The links go straight to the store: both ends were inserted just above, so the existence checks
+    of ``Memory.link`` (two reads per link) would only cost time; the caches are invalidated once."""
+    context = context_of(source)
+    writer.add_many(context, [item for _, items, _, _ in pending for item in items])
+    store = context.store
     for result, _, chunk_ids, previous_id in pending:
+        document_id = result.memory_id or ""
         for chunk_id in chunk_ids:
-            memory.link(chunk_id, result.memory_id or "", "part_of", user_id=user)
+            store.add_link(user, Link(chunk_id, document_id, "part_of", 1.0))
         if previous_id is not None:
-            _supersede(memory, user, result, previous_id, when)
+            _supersede(context, user, result, previous_id, when)
+    context.wrote(user)
 
 
-def _supersede(memory: Memory, user: str, result: FileResult, previous_id: str, when: datetime) -> None:
+def _supersede(context: Context, user: str, result: FileResult, previous_id: str, when: datetime) -> None:
     filters = Filters(kinds=("document", "chunk"), metadata={"doc_key": result.doc_key or ""})
-    for old in memory.store.list(user, filters, limit=10_000):
+    for old in context.store.list(user, filters, limit=10_000):
         if (old.version or 0) < (result.version or 0):
-            memory.store.replace(replace(old, status="superseded", valid_to=when), None)
-    memory.link(result.memory_id or "", previous_id, "supersedes", user_id=user)  # also drops cached results
+            context.store.replace(replace(old, status="superseded", valid_to=when), None)
+    # The previous version was read before this call wrote anything, but another writer may have
+    # deleted it since: linked through the checked path, which refuses a missing end.
+    writer.link(context, result.memory_id or "", previous_id, "supersedes", 1.0, user_id=user)
 
 
-def _latest(memory: Memory, user_id: str, doc_key: str) -> tuple[int, str, str] | None:
+def _latest(source: ContextSource, user_id: str, doc_key: str) -> tuple[int, str, str] | None:
     """(version, content hash, id) of a file's newest version, whatever its status."""
+    context = context_of(source)
     filters = Filters(kinds=("document",), statuses=STATUSES, metadata={"doc_key": doc_key})
-    versions = memory.store.list(user_id, filters, limit=10_000)
+    versions = context.store.list(user_id, filters, limit=10_000)
     best = max(versions, key=lambda r: r.version or 0, default=None)
     return (best.version or 0, best.content_hash, best.id) if best is not None else None
 
@@ -441,7 +453,7 @@ def _file_items(text: str, user: str, tags: list[str], when: datetime, base: dic
 
 
 def ingest(
-    memory: Memory, paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, user_id: str,
+    source: ContextSource, paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, user_id: str,
     tags: Sequence[str] = (), topic: str | None = None, note: str | None = None, provider: str | None = None,
     force: bool = False, now: datetime | None = None, progress: Callable[[FileResult, int, int], None] | None = None,
     follow_symlinks: bool = False,
@@ -453,7 +465,8 @@ def ingest(
     are followed only where they stay inside it, unless ``follow_symlinks`` (see ``discover``).
     """
     started = time.perf_counter()
-    user = validate_id(user_id, "user_id", memory.limits) or ""
+    context = context_of(source)
+    user = context.user(user_id)
     if isinstance(tags, str) or any(not isinstance(t, str) or not t.strip() for t in tags):
         raise ValidationError("tags", "must be a list of non-empty strings")
     for value, name in ((topic, "topic"), (note, "note"), (provider, "provider")):
@@ -478,14 +491,14 @@ def ingest(
     # Look every file's previous version up before writing anything, so lookups never scan this
     # call's own inserts.
     keys = {path: doc_key_for(path) for path in files}
-    latest = {path: _latest(memory, user, keys[path]) for path in files}
+    latest = {path: _latest(context, user, keys[path]) for path in files}
     pending: list[_Pending] = []
     size = [0, 0]
 
     def flush() -> None:
         if not pending:
             return
-        _write_pending(memory, user, pending, when)
+        _write_pending(context, user, pending, when)
         for result, _, _, _ in pending:
             finish(result)
         pending.clear()
@@ -494,7 +507,7 @@ def ingest(
     for path in files:
         key = keys[path]
         try:
-            text = read_document(path, memory.limits.max_content_chars)
+            text = read_document(path, context.limits.max_content_chars)
         except _FileFailure as exc:
             finish(FileResult(str(path), "failed", str(exc), key))
             continue
@@ -510,7 +523,7 @@ def ingest(
         try:
             # Validate here, per file, so one bad file fails alone instead of its whole batch.
             for item in items:
-                normalize(item, limits=memory.limits, now=when)
+                normalize(item, limits=context.limits, now=when)
         except ValidationError as exc:
             finish(FileResult(str(path), "failed", str(exc), key))
             continue
