@@ -1,6 +1,6 @@
-"""Retrieve exactly one ingested document from a description (seed 000 ``retrieve_document_from_metadata``).
+"""Retrieve exactly one ingested document from a description (the document lookup contract).
 
-The pipeline is the seed's: required tags (``file_ingest`` + default tags + ``meta["tags"]``), a query
+The pipeline is the contract's: required tags (``file_ingest`` + default tags + ``meta["tags"]``), a query
 built from ``meta``, one vector search over ``kind="document"`` memories tagged ``file_ingest``, then
 local AND tag filtering, ``as_of`` filtering and a version strategy, each filter falling back to the
 full candidate set rather than failing. One refinement: when ``meta`` names a file (``filename``
@@ -170,7 +170,7 @@ def _ingested_at(record: MemoryRecord) -> datetime | None:
     try:
         return to_utc(value, "ingested_at")
     except ValidationError:
-        return None  # unparsable counts as unknown, as in the seed's parse_iso
+        return None  # unparsable counts as unknown, as in the spec's parse_iso
 
 
 def _parse_as_of(as_of: str | datetime | None) -> datetime | None:
@@ -196,7 +196,7 @@ def select(
     strategy: str = "latest",
     as_of: datetime | None = None,
 ) -> Candidate:
-    """The seed's local stage: AND tag filter, filename preference, ``as_of``, then the strategy."""
+    """The spec's local stage: AND tag filter, filename preference, ``as_of``, then the strategy."""
     pool = list(candidates)
     if not pool:
         raise DocumentNotFound("no ingested document matches")

@@ -18,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.errors import ValidationError, short_repr
-from engram.ingest.normalize import check_utf8, to_utc
 from engram.model import (
     KINDS,
     STATUSES,
@@ -31,6 +30,7 @@ from engram.model import (
     MemoryRecord,
     RelationType,
 )
+from engram.validate import check_utf8, to_utc
 
 __all__ = ["Embedder", "Metrics", "Store", "Vector"]
 
@@ -51,7 +51,7 @@ class Embedder(Protocol):
 
 
 class Metrics(Protocol):
-    """Where counters and timings go (seed 001 and seed 004 metric names)."""
+    """Where counters and timings go (the retrieval policy's and the recall modes' metric names)."""
 
     def observe(self, name: str, value: float, **labels: str) -> None: ...
 

@@ -1,4 +1,4 @@
-"""Retrieval log and feedback (seed 003, Feedback and Learning, phases 2 and 3).
+"""Retrieval log and feedback (learning from feedback).
 
 Every retrieval that ran (not a cache hit, not an empty fallback) is logged with one INSERT after
 its result is computed: the query, its category and strategy, the search settings, and each
@@ -6,7 +6,7 @@ returned memory with its kind and signal values, which is all :mod:`engram.tune`
 the retrieval under other weights. ``Memory.feedback`` then records which returned memories were
 used.
 
-Reinforcement keeps the seed's formula, ``min(1, log(1 + use_count) / 5)``, and reads use_count
+Reinforcement keeps the spec's formula, ``min(1, log(1 + use_count) / 5)``, and reads use_count
 from the memory's ``access_count``: recording feedback increments it once per (retrieval, memory),
 in the same transaction as the feedback rows, so ranking needs no extra query. ``access_count``
 also counts recalls that ask for access tracking (``track_access``, off by default); that is an

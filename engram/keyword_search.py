@@ -1,7 +1,7 @@
-"""Keyword search, a small result cache, and prompt context from the results (seed 002).
+"""Keyword search, a small result cache, and prompt context from the results (the keyword search contract).
 
-Finding candidates. The store's FTS5 index holds whole tokens of ``content`` only, while seed 002
-matches substrings ("acm" finds "Acme") in every data field. So candidates come from two places:
+Finding candidates. The store's FTS5 index holds whole tokens of ``content`` only, while the keyword
+search contract matches substrings ("acm" finds "Acme") in every data field. So candidates come from two places:
 
 * FTS5, once per keyword (one OR query would let the store's postings budget drop common keywords),
   up to ``FTS_PER_KEYWORD`` best BM25 hits each, over all of the user's memories;
@@ -9,10 +9,10 @@ matches substrings ("acm" finds "Acme") in every data field. So candidates come 
   matches in subject/predicate/object, trigger/action, tags and metadata.
 
 Every candidate is then checked in Python, field by field, and only memories matching at least one
-keyword are returned (seed decision 3). The bound: an older memory than the newest ``SCAN_LIMIT`` is
+keyword are returned (the contract's decision 3). The bound: an older memory than the newest ``SCAN_LIMIT`` is
 found only when a keyword is a whole token of its content.
 
-Ranking is seed 002's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
+Ranking is the contract's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
 0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a
 preferred kind, else 0.5; preferred are fact, procedure and summary: distilled knowledge gives a
 prompt more per token than a raw message). Ties go to the smaller id.
@@ -61,7 +61,7 @@ MatchMode = Literal["substring", "exact"]
 
 @dataclass(frozen=True, slots=True)
 class KeywordResult:
-    """Seed 002 result: the memory, its relevance in [0, 1], and which keyword matched which field."""
+    """One keyword search result: the memory, its relevance in [0, 1], and which keyword matched which field."""
 
     record: MemoryRecord
     score: float
@@ -138,7 +138,7 @@ def relevance(
     record: MemoryRecord, matched: int, total: int, *, kind: str | None = None, recency_boost: bool = True,
     now: datetime | None = None,
 ) -> float:
-    """Seed 002's four-factor score in [0, 1]."""
+    """The keyword search contract's four-factor score in [0, 1]."""
     keyword = matched / total if total else 0.0
     recency = 0.0
     if recency_boost:
@@ -194,7 +194,7 @@ def _query(
 
 def _run(ctx: Context, q: _Query) -> list[KeywordResult]:
     if not q.keywords:
-        return []  # nothing can match no keyword, and seed 002 returns only matches
+        return []  # nothing can match no keyword, and only matches are returned
     now = q.now or datetime.now(UTC)
     filters = Filters(kinds=None if q.kind is None else (q.kind,))  # active memories only
     results: list[KeywordResult] = []
@@ -289,7 +289,7 @@ def enrich_context(
     source: ContextSource, query: str | Sequence[str], *, user_id: str, max_tokens: int = 1000, limit: int = 5,
     now: datetime | str | None = None,
 ) -> dict[str, Any]:
-    """Seed 002 ``enrich_context``: ``{memories, summary, count, last_retrieved}``.
+    """Prompt context from keyword search (``enrich_context``): ``{memories, summary, count, last_retrieved}``.
 
     ``summary`` is the context for the prompt: a header and one line per memory, best first, within
     ``max_tokens`` (at ``CHARS_PER_TOKEN`` characters a token). A line that does not fit whole is cut

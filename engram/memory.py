@@ -161,7 +161,7 @@ class Memory:
         """Register a canonical entity (``customer:a1b2``) and the names queries may use for it."""
         return writer.add_entity(self.context, entity_id, user_id=user_id, type=type, name=name, aliases=aliases)
 
-    # -- entity relations and ontology (seed 003): engram.ontology
+    # -- entity relations and ontology: engram.ontology
     def define_relation(self, from_type: str, relation: str, to_type: str, *, user_id: str) -> RelationType:
         """Declare that entities of ``from_type`` may have ``relation`` to ``to_type`` (customer HAS_MANY order)."""
         return define_ontology_relation(self.context, from_type, relation, to_type, user_id=user_id)
@@ -170,7 +170,7 @@ class Memory:
         """Relate two entities; the ontology must declare the relation for their types."""
         return relate_entities(self.context, a, relation, b, user_id=user_id)
 
-    # -- domain database, feedback and tuning (seed 003): engram.domain, engram.feedback, engram.tune
+    # -- domain database, feedback and tuning: engram.domain, engram.feedback, engram.tune
     def set_domain_source(self, source: DomainSource | None) -> None:
         """Where queries that need live data (``requires_domain_db``) get their rows; None turns it off."""
         self.pipeline.domain_source = source
@@ -246,7 +246,7 @@ class Memory:
             use_memory=use_memory, as_of=to_utc(as_of, "as_of") if as_of is not None else None,
         )
 
-    # -- recall modes (seed 004) and keyword search (seed 002): engram.recall, engram.keyword_search
+    # -- recall modes and keyword search: engram.recall, engram.keyword_search
     def recall(self, query: str | None = None, *, user_id: str, mode: str = "relevant", **options: Any) -> Recall:
         """Recall by mode: relevant, recent, important or frequent (see ``engram.recall.recall``)."""
         return recall_modes.recall(self.context, query, user_id=self._user(user_id), mode=mode, **options)
@@ -280,15 +280,15 @@ class Memory:
     def search_keywords(
         self, keywords: str | Sequence[str], *, user_id: str, cached: bool = False, **options: Any
     ) -> builtins.list[KeywordResult]:
-        """Seed 002 keyword search with match reasons; ``cached=True`` uses the 300 s cache."""
+        """Keyword search with match reasons; ``cached=True`` uses the 300 s cache."""
         search = keyword_search.search_with_cache if cached else keyword_search.search_keywords
         return search(self.context, keywords, user_id=self._user(user_id), **options)
 
     def enrich_context(self, query: str | Sequence[str], *, user_id: str, **options: Any) -> dict[str, Any]:
-        """Seed 002 context building: {memories, summary, count, last_retrieved}."""
+        """Prompt context from a keyword search: {memories, summary, count, last_retrieved}."""
         return keyword_search.enrich_context(self.context, query, user_id=self._user(user_id), **options)
 
-    # -- documents (seed 000): engram.ingest.files, engram.documents
+    # -- documents: engram.ingest.files, engram.documents
     def ingest(
         self, paths: Any, *, user_id: str, tags: Sequence[str] = (), topic: str | None = None,
         note: str | None = None, provider: str | None = None, force: bool = False,
@@ -308,7 +308,7 @@ class Memory:
         self, meta: Mapping[str, Any], *, user_id: str, k: int = 50, default_tags: Sequence[str] | None = None,
         strategy: str = "latest", as_of: str | datetime | None = None,
     ) -> Document:
-        """Exactly one version of one ingested document (seed 000: latest, earliest, longest, score)."""
+        """Exactly one version of one ingested document (by strategy: latest, earliest, longest, score)."""
         return documents.get_document(
             self.context, meta, user_id=self._user(user_id), k=k, default_tags=default_tags, strategy=strategy,
             as_of=as_of,

@@ -1,11 +1,11 @@
-"""Entity relations and the ontology of entity types that allows them (seed 003, ontology-aware expansion).
+"""Entity relations and the ontology of entity types that allows them (ontology-aware expansion).
 
 The ontology says which kinds of relation exist between entity types (``customer --HAS_MANY--> order``);
 relations connect entities (``customer:acme --HAS_MANY--> order:a-1042``). A relation is accepted only
 when the ontology declares it, so a typo fails loudly instead of never expanding.
 
 At retrieval time each query entity expands one level outward, at most ``EXPANSION_LIMIT`` related
-entities each (the seed's "don't explode context"), and the memories naming a related entity become
+entities each (the spec's "don't explode context"), and the memories naming a related entity become
 candidates. For ranking, a memory naming ``order:a-1042`` counts as naming ``customer:acme``: a memory
 about Acme's order is about Acme, and without that credit the entity-focused weights would bury
 exactly the memories the expansion found. The memory returned is the stored one, and its reason says
@@ -44,7 +44,7 @@ __all__ = [
     "restore",
 ]
 
-#: Related entities followed per query entity (seed 003: ``limit=10``).
+#: Related entities followed per query entity (``limit=10`` in the ontology spec).
 EXPANSION_LIMIT = 10
 #: The candidate source name of memories found through expansion.
 SOURCE = "ontology"

@@ -1,18 +1,18 @@
-"""Recall by access pattern (seed 004): relevant, recent, important, frequent, temporal, by kind,
-linked, contradictions. Each function takes the ``Memory`` first. Departures from the seed:
+"""Recall by access pattern (the recall modes): relevant, recent, important, frequent, temporal, by kind,
+linked, contradictions. Each function takes a context (or a ``Memory``) first. Departures from the recall-modes spec:
 
-* Relevant score is ``similarity * (similarity_weight + salience_weight * salience)``, not the seed's
+* Relevant score is ``similarity * (similarity_weight + salience_weight * salience)``, not the spec's
   plain sum, so salience never outweighs a strong relevance match (see
   :func:`engram.salience.combined_score`); ``RecallOptions`` lives there and is re-exported here.
-* Recent, important and frequent keep their mode's order (the seed re-sorts all modes by similarity,
-  breaking its own criteria 2-4); their score is the salience, as in the seed's temporal results.
+* Recent, important and frequent keep their mode's order (the spec re-sorts all modes by similarity,
+  breaking its own criteria 2-4); their score is the salience, as in the spec's temporal results.
 * Salience is derived at read time, so "important" cannot be an ORDER BY: it reads the top of three
   store lists (importance, creation time, access count), growing them four-fold until the k-th
   salience found is at least a bound on every memory outside them, or ``MAX_POOL`` rows each.
-* ``user_id`` is always required (the seed's temporal recall takes none to mean every user).
-* Temporal results are newest first (the seed's ``ORDER BY created_at DESC``). Only ``recall``
-  tracks access, as the seed's ``RecallAsync``, with one ``record_access`` per call.
-* Linked recall follows outgoing links (the seed's ``GetLinksFromAsync``); for contradictions a
+* ``user_id`` is always required (the spec's temporal recall takes none to mean every user).
+* Temporal results are newest first (the spec's ``ORDER BY created_at DESC``). Only ``recall``
+  tracks access, as the spec's ``RecallAsync``, with one ``record_access`` per call.
+* Linked recall follows outgoing links (the spec's ``GetLinksFromAsync``); for contradictions a
   ``contradicts`` link in either direction counts, since contradiction is symmetric.
 """
 
@@ -55,7 +55,7 @@ __all__ = [
 
 log = logging.getLogger("engram.recall")
 
-#: Seed 004 ``RecallMode`` names, as they appear in logs and metric labels.
+#: The recall mode names (``RecallMode``), as they appear in logs and metric labels.
 MODES = {"relevant": "Relevant", "recent": "Recent", "important": "Important", "frequent": "Frequent"}
 MAX_RESULTS = 1000
 MAX_POOL = 10_000
@@ -68,7 +68,7 @@ _T = TypeVar("_T", tuple[float, MemoryRecord], tuple[float, float, float, Memory
 
 @dataclass(frozen=True, slots=True)
 class RecalledMemory:
-    """Seed 004 ``ScoredMemory``: the record as stored before this recall, a score and why."""
+    """One recalled memory (``ScoredMemory``): the record as stored before this recall, a score and why."""
 
     record: MemoryRecord
     score: float
@@ -80,7 +80,7 @@ class RecalledMemory:
 
 @dataclass(frozen=True, slots=True)
 class Recall:
-    """Seed 004 ``MemoryRecallResult``: memories best first, their count, time taken, and the mode."""
+    """A recall's result (``MemoryRecallResult``): memories best first, their count, time taken, and the mode."""
 
     memories: tuple[RecalledMemory, ...]
     count: int
@@ -235,7 +235,7 @@ def recall(
     kind: str | None = None, min_salience: float = 0.0, project_id: str | None = None,
     include_archived: bool = False, now: datetime | str | None = None, options: RecallOptions | None = None,
 ) -> Recall:
-    """Seed 004 ``RecallAsync``: ``query`` is required in relevant mode and only logged otherwise."""
+    """Recall by mode (``RecallAsync``): ``query`` is required in relevant mode and only logged otherwise."""
     started = time.perf_counter()
     ctx = context_of(source)
     user = _user(ctx, user_id)
@@ -257,7 +257,7 @@ def recall(
     else:
         items = _by_usage(ctx, user, mode, want, filters, min_salience, opts, when)
     if opts.track_access and items:
-        # One statement for the whole result, not one per memory as in the seed.
+        # One statement for the whole result, not one per memory as in the spec.
         ctx.store.record_access(user, [item.record.id for item in items], when)
     result = _finish(ctx, mode, MODES[mode], items, started)
     log.info(
@@ -273,7 +273,7 @@ def recall_temporal(
     now: datetime | str | None = None, options: RecallOptions | None = None,
 ) -> Recall:
     """Memories created in [start, end], newest first; with ``topic``, only those at least
-    ``min_similarity`` similar to it. ``limit`` bounds the answer (the seed has none)."""
+    ``min_similarity`` similar to it. ``limit`` bounds the answer (the spec has none)."""
     started = time.perf_counter()
     ctx = context_of(source)
     user = _user(ctx, user_id)
@@ -310,7 +310,7 @@ def recall_by_kind(
     source: ContextSource, kind: str, *, user_id: str, limit: int = 10, project_id: str | None = None,
     include_archived: bool = False, now: datetime | str | None = None, options: RecallOptions | None = None,
 ) -> Recall:
-    """Seed 004 ``RecallByTypeAsync``: the most salient memories of one kind."""
+    """Recall by kind (``RecallByTypeAsync``): the most salient memories of one kind."""
     started = time.perf_counter()
     ctx = context_of(source)
     user = _user(ctx, user_id)
@@ -322,7 +322,7 @@ def recall_by_kind(
 
 
 def _link_name(link_type: str) -> str:
-    """``contradicts`` -> ``Contradicts``, ``part_of`` -> ``PartOf``: the seed's enum spelling."""
+    """``contradicts`` -> ``Contradicts``, ``part_of`` -> ``PartOf``: the spec's enum spelling."""
     return "".join(part[:1].upper() + part[1:] for part in link_type.replace("-", "_").split("_") if part)
 
 
@@ -376,7 +376,7 @@ def find_contradictions(
     source: ContextSource, content: str, *, user_id: str, max_results: int = 20, min_salience: float = 0.3,
     now: datetime | str | None = None, options: RecallOptions | None = None,
 ) -> Recall:
-    """Memories similar to ``content`` that already take part in a ``contradicts`` link (the seed's
+    """Memories similar to ``content`` that already take part in a ``contradicts`` link (the spec's
     MaxResults 20 and MinSalience 0.3); best relevance first, scored by salience."""
     started = time.perf_counter()
     ctx = context_of(source)

@@ -15,7 +15,7 @@ reinforce itself through both terms at once.
 Per-kind half-lives (days), chosen for how long each kind stays true and useful:
 
 * message 14: a conversational turn is mostly stale after a couple of weeks;
-* episode 30: an event matters for about a month ("what happened last week/month" in seed 004);
+* episode 30: an event matters for about a month ("what happened last week/month" in the recall modes);
 * summary 90: summaries stand in for many messages, so they outlive them by a quarter;
 * fact 180: preferences and attributes hold for months but do change;
 * procedure 365, document 365, chunk 365: how-tos and reference text stay valid until replaced.
@@ -186,10 +186,10 @@ def memory_salience(
     return salience(record, now=now, config=config or DEFAULT_SALIENCE)
 
 
-# -- salience against relevance (seed 004 MemoryRetrieverOptions) ------------------------------------
+# -- salience against relevance (the recall options) ------------------------------------
 @dataclass(frozen=True, slots=True)
 class RecallOptions:
-    """Seed 004 ``MemoryRetrieverOptions`` plus the salience settings; validated on construction.
+    """The recall options (the recall-modes spec's ``MemoryRetrieverOptions``) plus salience settings; validated.
 
     Kept beside salience because the weights say how salience may trade against relevance; see
     :func:`combined_score` for why that trade is bounded.
@@ -224,13 +224,13 @@ DEFAULT_OPTIONS = RecallOptions()
 
 
 def combined_score(similarity: float, salience_value: float, options: RecallOptions = DEFAULT_OPTIONS) -> float:
-    """Seed 004's relevant score with salience scaling similarity instead of adding to it.
+    """The relevant-mode score with salience scaling similarity instead of adding to it.
 
-    The seed's ``0.6 * similarity + 0.4 * salience`` lets a salience of 1 add 0.4, more than the 0.33
+    The spec's ``0.6 * similarity + 0.4 * salience`` lets a salience of 1 add 0.4, more than the 0.33
     separating similarity 0.9 from 0.35: an important but barely related memory would beat the one
     that answers the query. Here ``similarity * (0.6 + 0.4 * salience)``: with salience in [0, 1] a
     score lies in ``[sw * sim, (sw + salw) * sim]``, so a memory more than :attr:`max_lift` (5/3 by
     default) times as similar as another always outranks it, while between similar matches salience
-    still breaks the tie. The seed's weights stay the defaults.
+    still breaks the tie. The spec's weights stay the defaults.
     """
     return similarity * (options.similarity_weight + options.salience_weight * salience_value)

@@ -4,7 +4,7 @@ A logged retrieval with feedback is one training example: its returned memories 
 values, the used ones relevant. Re-scoring them under weights ``w`` (the same formula as ranking,
 :func:`engram.retrieve.rank.fuse`) gives a ranking, and its NDCG says
 how well ``w`` puts used memories first. Coordinate ascent over the simplex (non-negative weights
-summing to 1, as every seed 003 strategy does) maximises the mean NDCG, starting from the defaults.
+summing to 1, as every default strategy's weights do) maximises the mean NDCG, starting from the defaults.
 
 The newest ``holdout`` share of each strategy's examples is held back: tuned weights are kept only
 if they beat the defaults on it, so tuning never makes a strategy worse on feedback it did not see.

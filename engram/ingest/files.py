@@ -1,4 +1,4 @@
-"""Ingest files as versioned document memories plus retrievable chunks (seed 000's ``memory_ingest``).
+"""Ingest files as versioned document memories plus retrievable chunks (the document lookup's ``memory_ingest``).
 
 Each ingest of a changed file stores one ``document`` memory holding the full text (tagged
 ``file_ingest``, the invariant document retrieval relies on) and its ``chunk`` memories linked

@@ -45,7 +45,7 @@ FIELDS = frozenset(
 #: Versions are stored in a signed 32-bit-safe column range: [1, 2**31 - 1].
 MAX_VERSION = 2**31 - 1
 
-#: Seed 003 gives procedures 0.8 and summaries 0.9 when nothing says otherwise.
+#: The default importance gives procedures 0.8 and summaries 0.9 when nothing says otherwise.
 DEFAULT_IMPORTANCE = {"procedure": 0.8, "summary": 0.9}
 
 
