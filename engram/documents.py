@@ -216,7 +216,8 @@ def select(
         return max(pool, key=lambda c: (len(c[0].content), c[1]))
     if strategy == "score":
         return max(pool, key=lambda c: c[1])
-    raise ValidationError("strategy", f"must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+    choice("strategy", strategy, STRATEGIES)
+    raise AssertionError(f"strategy {strategy!r} is listed but not handled")
 
 
 # -- the API --------------------------------------------------------------------------------------

@@ -336,8 +336,7 @@ def recall_linked(
     ctx = context_of(source)
     user = _user(ctx, user_id)
     _count("depth", depth, MAX_DEPTH)
-    if direction not in ("out", "both"):
-        raise ValidationError("direction", f"must be 'out' or 'both', got {direction!r}")
+    choice("direction", direction, ("out", "both"))
     if isinstance(link_types, str):
         raise ValidationError("link_types", "must be a list of link types, not a string")
     wanted = None if not link_types else {t.casefold() for t in link_types}
