@@ -19,7 +19,7 @@ from engram.config import Limits, RetrievalConfig
 from engram.context import Context
 from engram.documents import Document
 from engram.domain import DomainSource
-from engram.ext import Embedder, Metrics, Store, as_filters
+from engram.ext import Embedder, Metrics, Store
 from engram.feedback import FeedbackResult, record_feedback
 from engram.ingest import writer
 from engram.ingest.files import IngestReport
@@ -35,7 +35,7 @@ from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
 from engram.salience import memory_salience
 from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport, tune_user
-from engram.validate import integer, to_utc, user_id, validate_id
+from engram.validate import as_filters, integer, to_utc, user_id, validate_id
 
 __all__ = ["Memory", "open_store"]
 
