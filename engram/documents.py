@@ -25,6 +25,7 @@ from engram.context import context_of
 from engram.errors import DocumentNotFound, ValidationError, short_repr
 from engram.ingest.embed import embed_texts
 from engram.ingest.files import FILE_INGEST
+from engram.ingest.truth import list_all
 from engram.model import Filters, MemoryRecord
 from engram.validate import check_utf8, choice, integer, to_utc, validate_id
 
@@ -275,13 +276,7 @@ def document_versions(source: ContextSource, filename_or_doc_key: str, *, user_i
     records: list[MemoryRecord] = []
     for key in ("doc_key", "filename"):
         filters = Filters(kinds=("document",), tags_all=(FILE_INGEST,), metadata={key: name}, statuses=VERSION_STATUSES)
-        offset = 0
-        while True:
-            page = memory.store.list(user, filters, limit=1000, offset=offset)
-            records.extend(page)
-            if len(page) < 1000:
-                break
-            offset += 1000
+        records.extend(list_all(memory.store, user, filters))
         if records:
             break
     documents = [Document.from_record(r) for r in records]

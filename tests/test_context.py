@@ -11,9 +11,10 @@ from engram import Limits, Memory
 from engram.context import Context
 from engram.embedders.fake import FakeEmbedder
 from engram.errors import ConfigError, MemoryNotFound, ValidationError
-from engram.ingest import writer
+from engram.ingest import truth, writer
 from engram.ingest.files import ingest
 from engram.keyword_search import search_keywords, search_with_cache
+from engram.model import Filters
 from engram.recall import recall
 from engram.validate import choice, integer, number, seconds, unit, user_id
 
@@ -108,3 +109,10 @@ def test_checks_name_the_field_and_what_it_allows() -> None:
         seconds("cache_ttl", -1)
     with pytest.raises(ValidationError, match="user_id: must be a non-empty string"):
         user_id(None, Limits())
+
+
+def test_version_lookups_read_every_page(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(truth, "PAGE", 2)
+    for i in range(5):
+        memory.add(f"note {i}", user_id=U, kind="fact")
+    assert len(truth.list_all(memory.store, U, Filters(kinds=("fact",)))) == 5

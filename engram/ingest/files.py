@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.context import context_of
 from engram.errors import ValidationError
-from engram.ingest import writer
+from engram.ingest import truth, writer
 from engram.ingest.normalize import content_hash, normalize, to_utc
 from engram.ingest.sources import (
     CHUNK_MAX,
@@ -38,7 +38,7 @@ from engram.ingest.sources import (
 from engram.model import STATUSES, Filters, Link, new_id
 
 if TYPE_CHECKING:
-    from engram.context import Context, ContextSource
+    from engram.context import ContextSource
 
 # Finding, reading and chunking live in engram.ingest.sources; their names stay importable from here.
 __all__ = [
@@ -70,7 +70,6 @@ class IngestReport:
         return sum(f.chunks for f in self.files if f.status in ("new", "changed", "forced"))
 
 
-
 # -- ingest ---------------------------------------------------------------------------------------
 
 
@@ -93,25 +92,18 @@ def _write_pending(source: ContextSource, user: str, pending: Sequence[_Pending]
         for chunk_id in chunk_ids:
             store.add_link(user, Link(chunk_id, document_id, "part_of", 1.0))
         if previous_id is not None:
-            _supersede(context, user, result, previous_id, when)
+            truth.supersede_document(
+                store, user, document_id=document_id, doc_key=result.doc_key or "", version=result.version or 0,
+                previous_id=previous_id, when=when,
+            )
     context.wrote(user)
-
-
-def _supersede(context: Context, user: str, result: FileResult, previous_id: str, when: datetime) -> None:
-    filters = Filters(kinds=("document", "chunk"), metadata={"doc_key": result.doc_key or ""})
-    for old in context.store.list(user, filters, limit=10_000):
-        if (old.version or 0) < (result.version or 0):
-            context.store.replace(replace(old, status="superseded", valid_to=when), None)
-    # The previous version was read before this call wrote anything, but another writer may have
-    # deleted it since: linked through the checked path, which refuses a missing end.
-    writer.link(context, result.memory_id or "", previous_id, "supersedes", 1.0, user_id=user)
 
 
 def _latest(source: ContextSource, user_id: str, doc_key: str) -> tuple[int, str, str] | None:
     """(version, content hash, id) of a file's newest version, whatever its status."""
     context = context_of(source)
     filters = Filters(kinds=("document",), statuses=STATUSES, metadata={"doc_key": doc_key})
-    versions = context.store.list(user_id, filters, limit=10_000)
+    versions = truth.list_all(context.store, user_id, filters)
     best = max(versions, key=lambda r: r.version or 0, default=None)
     return (best.version or 0, best.content_hash, best.id) if best is not None else None
 
