@@ -37,8 +37,7 @@ def test_client_mirrors_memory(served: tuple[Harness, str]) -> None:
         assert client.links(record.id, user_id="u1") == [link]
         entity = client.add_entity("customer:acme", user_id="u1", aliases=["Acme"])
         assert entity.type == "customer" and entity.aliases == ("Acme",)
-        result = client.retrieve("How does Acme pay?", user_id="u1", config=RetrievalConfig(min_score=0.0),
-                                 format="policy")
+        result = client.retrieve("How does Acme pay?", user_id="u1", config=RetrievalConfig(min_score=0.0))
         assert result.ids()[0] == record.id and "NET30" in result.to_prompt()
         assert result.to_dict()["metadata"]["config"]["minScore"] == 0.0
         assert client.delete(record.id, user_id="u1") is True
