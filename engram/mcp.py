@@ -92,7 +92,7 @@ def compact(memory_id: str, text: str, when: Any, kind: str, score: float) -> di
 
 
 def build_server(memory: Any, user_id: str) -> Any:
-    from engram.service.deps import jsonable
+    from engram.wire import encode
 
     server = server_class()("engram", instructions=INSTRUCTIONS)
 
@@ -131,7 +131,7 @@ def build_server(memory: Any, user_id: str) -> Any:
                         compact(m.record.id, m.record.content, m.record.created_at, m.record.kind, m.score)
                         for m in found.memories
                     ]}
-                data = jsonable(found)
+                data = encode(found)
                 return data if isinstance(data, dict) else {"memories": data}
             if mode != "relevant" or not query:
                 raise ValidationError("mode", "this Engram supports only mode='relevant' with a query")
@@ -152,7 +152,7 @@ def build_server(memory: Any, user_id: str) -> Any:
             if not hasattr(memory, "get_document"):
                 raise ValidationError("meta", "this Engram has no document store")
             document = memory.get_document(document_meta(meta), user_id=user_id, strategy=strategy, as_of=as_of)
-        data = jsonable(document)
+        data = encode(document)
         return data if isinstance(data, dict) else {"document": data}
 
     @_tool(server)
@@ -174,17 +174,16 @@ def serve(db: str, user_id: str, embedder: Any = None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m engram.mcp", description="Engram MCP server (stdio).")
-    parser.add_argument("--db", default=os.environ.get("ENGRAM_DB", "engram.db"))
-    parser.add_argument("--user", required=True, dest="user_id")
-    parser.add_argument("--fake-embedder", type=int, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    embedder = None
-    if args.fake_embedder:
-        from engram.embedders.fake import FakeEmbedder
+    from engram.embedders import EMBEDDER_NAMES, named_embedder
 
-        embedder = FakeEmbedder(args.fake_embedder)
-    serve(args.db, args.user_id, embedder)
+    parser = argparse.ArgumentParser(prog="python -m engram.mcp", description="Engram MCP server (stdio).")
+    parser.add_argument("--db", default=os.environ.get("ENGRAM_DB", "engram.db"),
+                        help="SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db).")
+    parser.add_argument("--user", required=True, dest="user_id", help="The user whose memory the tools serve.")
+    parser.add_argument("--embedder", default=os.environ.get("ENGRAM_EMBEDDER"),
+                        help=f"One of {', '.join(EMBEDDER_NAMES)} (default: $ENGRAM_EMBEDDER, else minilm).")
+    args = parser.parse_args(argv)
+    serve(args.db, args.user_id, named_embedder(args.embedder))
 
 
 if __name__ == "__main__":
