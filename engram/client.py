@@ -14,11 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 
+from engram.api import MemoryAPI
 from engram.config import RetrievalConfig
 from engram.documents import Document
 from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized
@@ -225,3 +226,11 @@ def _body(**fields: Any) -> dict[str, Any]:
 
 def _seg(value: str) -> str:
     return quote(value, safe="")
+
+
+if TYPE_CHECKING:
+    from engram.memory import Memory
+
+    def _one_api(memory: Memory, client: EngramClient) -> tuple[MemoryAPI, MemoryAPI]:
+        # mypy proves here that both implement MemoryAPI with compatible signatures.
+        return memory, client
