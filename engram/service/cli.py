@@ -44,7 +44,8 @@ def _embedder(name: str | None) -> Any:
 @click.option("--burst", default=200.0, show_default=True, help="Requests a key may make at once.")
 @click.option("--max-body-bytes", default=1_048_576, show_default=True, help="Largest request body.")
 @click.option("--log-level", default="info", show_default=True,
-              type=click.Choice(["debug", "info", "warning", "error"]))
+              type=click.Choice(["debug", "info", "warning", "error"]),
+              help="Least severe log line written (JSON lines on stderr).")
 @click.option("--embedder", "embedder_name", default=None, envvar="ENGRAM_EMBEDDER", help=EMBEDDER_HELP)
 def serve_command(db: str | None, host: str, port: int, rate: float, burst: float, max_body_bytes: int,
                   log_level: str, embedder_name: str | None) -> None:
