@@ -70,7 +70,7 @@ def test_batch_links_history_and_forget(client: TestClient) -> None:
     assert client.delete("/v1/users/u1").json() == {"deleted": 2, "userId": "u1"}
 
 
-def test_retrieve_seed_001_payload_and_prompt(client: TestClient) -> None:
+def test_retrieve_payload_and_prompt(client: TestClient) -> None:
     add(client, "Acme prefers NET30 payment terms", kind="fact", createdAt="2024-02-01T09:00:00+00:00")
     add(client, "The weather was nice at the picnic", createdAt="2024-02-02T09:00:00+00:00")
     response = client.post("/v1/retrieve", json={
