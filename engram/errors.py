@@ -134,10 +134,14 @@ class DeadlineExceeded(EngramError):
 
 
 class Unauthorized(EngramError):
+    """The HTTP service got no API key, or one it does not know or that was revoked."""
+
     code = "UNAUTHORIZED"
 
 
 class Forbidden(EngramError):
+    """The API key is valid but may not touch that user, or the route needs an admin key."""
+
     code = "FORBIDDEN"
 
 

@@ -17,12 +17,13 @@ import typing
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from engram.documents import Document
 from engram.feedback import FeedbackResult
 from engram.ingest.files import FileResult, IngestReport
 from engram.model import Entity, Link, MemoryRecord
+from engram.retrieve.types import RetrievalMetadata
 from engram.service.auth import ApiKey
 from engram.wire import to_camel
 
@@ -69,13 +70,16 @@ def _field_type(hint: Any, camel: bool) -> Any:
 _MODELS: dict[tuple[type, bool], type[BaseModel]] = {}
 
 
-def model_of(cls: type, *, camel: bool) -> type[BaseModel]:
-    """A response model with the fields of the dataclass ``cls`` (camelCase on the wire if ``camel``)."""
+def model_of(cls: type, *, camel: bool, aliases: dict[str, str] | None = None) -> type[BaseModel]:
+    """A response model with the fields of the dataclass ``cls`` (camelCase on the wire if ``camel``;
+    ``aliases`` for wire names that are not the field's name respelled)."""
     found = _MODELS.get((cls, camel))
     if found is None:
         hints = typing.get_type_hints(cls)
+        named = aliases or {}
         definitions: dict[str, Any] = {
-            f.name: (_field_type(hints[f.name], camel), None) for f in dataclasses.fields(cls)
+            f.name: (_field_type(hints[f.name], camel), Field(None, alias=named.get(f.name)))
+            for f in dataclasses.fields(cls)
         }
         found = create_model(
             cls.__name__ + "Out", __config__=_CAMEL if camel else None, __doc__=cls.__doc__, **definitions
@@ -180,28 +184,15 @@ class MemoryEntryOut(_Out):
     reasons: list[str]
 
 
-class RetrievalMetadataOut(_Out):
-    query_time: float
-    total_results: int
-    included_results: int
-    total_tokens: int
-    applied_filters: list[str]
-    config: dict[str, Any]
-    retrieval_id: str | None = None
-    query_type: str | None = None
-    strategy: str | None = None
-    stage_ms: dict[str, float]
-    cached: bool
-    suppressed_superseded: int
-    dedup_removed: int
-    error: dict[str, Any] | None = None
+#: ``RetrievalMetadata.to_dict`` spells ``query_time_ms`` as ``queryTime``.
+RetrievalMetadataOut = model_of(RetrievalMetadata, camel=True, aliases={"query_time_ms": "queryTime"})
 
 
 class RetrievalOut(_Out):
     """The retrieval payload; ``prompt`` when the request asked for a ``format``."""
 
     memories: list[MemoryEntryOut]
-    metadata: RetrievalMetadataOut
+    metadata: RetrievalMetadataOut  # type: ignore[valid-type]
     prompt: str | None = None
 
 
