@@ -63,7 +63,6 @@ __all__ = [
     "retrieve_filters",
     "to_camel",
     "to_snake",
-    "wire_field",
 ]
 
 T = TypeVar("T")
@@ -94,8 +93,6 @@ def to_snake(name: str) -> str:
     """``createdAt`` -> ``created_at``; already snake names are unchanged."""
     return _UPPER.sub(lambda m: "_" + m.group(1).lower(), name)
 
-
-wire_field = to_camel
 
 #: How every request body reads: camelCase names (snake_case accepted too), no unknown fields.
 REQUEST = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
