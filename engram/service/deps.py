@@ -65,7 +65,7 @@ class Service:
             self.admin = settings
         # Cached payloads were computed under the old settings; their keys include the config, but
         # clearing keeps a settings change visible at once even to the rate-limited cache path.
-        self.memory.pipeline.cache.clear()
+        self.memory.clear_cached_retrievals()
 
     def wait(self, key: ApiKey) -> float:
         return self.limiter.acquire(key.id, key.rate, key.burst)

@@ -11,7 +11,7 @@ from fastapi import APIRouter
 
 from engram.config import AdminMemorySettings, RetrievalConfig
 from engram.errors import ConfigError, ValidationError
-from engram.ingest.normalize import to_utc, validate_id
+from engram.ingest.normalize import to_utc
 from engram.model import Filters
 from engram.service.deps import AuthKey, LimitedKey, Service, SvcDep, check_user, rate_limited
 from engram.service.responses import FeedbackOut, RecallOut, RetrievalOut
@@ -98,10 +98,7 @@ def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep) -> Any:
     wait = svc.wait(key)
     if wait > 0:
         # The retrieval policy for RATE_LIMITED: answer from cache when there is one, else a real 429.
-        validate_id(user, "userId", svc.memory.limits)
-        result = svc.memory.pipeline.retrieve(
-            body.message, user_id=user, config=config, now=now, filters=filters, rate_limited=True
-        )
+        result = svc.memory.retrieve_cached(body.message, user_id=user, config=config, now=now, filters=filters)
         if not result.memories:
             raise rate_limited(wait)
     else:
