@@ -70,7 +70,9 @@ def _field_type(hint: Any, camel: bool) -> Any:
 _MODELS: dict[tuple[type, bool], type[BaseModel]] = {}
 
 
-def model_of(cls: type, *, camel: bool, aliases: dict[str, str] | None = None) -> type[BaseModel]:
+def model_of(
+    cls: type, *, camel: bool, aliases: dict[str, str] | None = None, name: str | None = None
+) -> type[BaseModel]:
     """A response model with the fields of the dataclass ``cls`` (camelCase on the wire if ``camel``;
     ``aliases`` for wire names that are not the field's name respelled)."""
     found = _MODELS.get((cls, camel))
@@ -82,7 +84,7 @@ def model_of(cls: type, *, camel: bool, aliases: dict[str, str] | None = None) -
             for f in dataclasses.fields(cls)
         }
         found = create_model(
-            cls.__name__ + "Out", __config__=_CAMEL if camel else None, __doc__=cls.__doc__, **definitions
+            name or cls.__name__ + "Out", __config__=_CAMEL if camel else None, __doc__=cls.__doc__, **definitions
         )
         _MODELS[(cls, camel)] = found
     return found
@@ -131,7 +133,7 @@ class HistoryOut(_Out):
 class RecalledOut(BaseModel):
     """A recalled memory: the record (snake_case names) as stored before this recall, a score and why."""
 
-    memory: model_of(MemoryRecord, camel=False)  # type: ignore[valid-type]
+    memory: model_of(MemoryRecord, camel=False, name="RecalledRecordOut")  # type: ignore[valid-type]
     score: float
     reason: str
 

@@ -66,3 +66,14 @@ def test_client_raises_engram_errors(served: tuple[Harness, str]) -> None:
         assert "memories" in str(admin.stats()) or admin.stats() is not None
         changed = admin.admin_settings({"retrieval": {"topK": 5}})
         assert changed["retrieval"]["topK"] == 5
+
+
+def test_client_refuses_filters_the_wire_does_not_carry(served: tuple[Harness, str]) -> None:
+    h, url = served
+    with EngramClient(url, h.key("u1")) as client:
+        with pytest.raises(ValidationError) as refused:
+            client.list(user_id="u1", filters={"metadata": {"a": 1}})
+        assert refused.value.field == "filters.metadata"
+        with pytest.raises(ValidationError) as refused:
+            client.retrieve("x", user_id="u1", filters={"statuses": ["active", "superseded"]})
+        assert refused.value.field == "filters.statuses"
