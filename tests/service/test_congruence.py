@@ -21,7 +21,8 @@ from engram.embedders.fake import FakeEmbedder
 from engram.errors import MemoryNotFound, ValidationError
 from engram.memory import Memory
 from engram.model import Filters
-from tests.service import harness, running
+from engram.service import KeyStore, create_app
+from tests.service import Harness, harness, running
 
 NOW = "2024-02-15T10:30:00+00:00"
 CLOCK_TIME = re.compile(r"(?!2024)\d{4}-\d\d-\d\dT[\d:.]+\+00:00")
@@ -106,12 +107,27 @@ def script(api: MemoryAPI, folder: Path) -> list[Any]:
     return out
 
 
-@pytest.fixture
-def both(tmp_path: Path) -> Iterator[tuple[MemoryAPI, MemoryAPI]]:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def both(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[MemoryAPI, MemoryAPI]]:
+    """A Memory and a client of a service over a Memory, each on its own store of one backend.
+
+    On PostgreSQL both stores share the test database: the script runs through one side, then the
+    other, and ends by forgetting its user, so the second side starts from empty tables too.
+    """
     (tmp_path / "local").mkdir()
     (tmp_path / "remote").mkdir()
-    local = Memory(tmp_path / "local" / "engram.db", embedder=FakeEmbedder(64))
-    h = harness(tmp_path / "remote", FakeEmbedder(64))
+    if request.param == "sqlite":
+        local = Memory(tmp_path / "local" / "engram.db", embedder=FakeEmbedder(64))
+        h = harness(tmp_path / "remote", FakeEmbedder(64))
+    else:
+        from engram.stores.postgres.store import PostgresStore
+
+        url = request.getfixturevalue("postgres_url")
+        request.getfixturevalue("postgres_store")  # empties the tables
+        local = Memory(store=PostgresStore(url, min_size=1, max_size=2), embedder=FakeEmbedder(64))
+        served = Memory(store=PostgresStore(url, min_size=1, max_size=4), embedder=FakeEmbedder(64))
+        keys = KeyStore(tmp_path / "remote" / "keys.db")
+        h = Harness(create_app(served, keys), served, keys, tmp_path / "remote" / "keys.db")
     with running(h.app) as url, EngramClient(url, h.key("u1")) as remote:
         yield local, remote
     h.close()
