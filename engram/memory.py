@@ -317,3 +317,16 @@ class Memory:
     def document_versions(self, filename_or_doc_key: str, *, user_id: str) -> builtins.list[Document]:
         """Every stored version of a file, oldest first."""
         return documents.document_versions(self.context, filename_or_doc_key, user_id=self._user(user_id))
+
+    # -- for the HTTP service (engram.service), which otherwise reached into the pipeline ----------------
+    def retrieve_cached(
+        self, query: str, *, user_id: str, config: RetrievalConfig | None = None, now: datetime | None = None,
+        filters: Filters | Mapping[str, Any] | None = None,
+    ) -> Retrieval:
+        """The retrieval policy when rate limited: a cached answer, else an empty one (error RATE_LIMITED)."""
+        return self.pipeline.retrieve(query, user_id=self._user(user_id), config=config or self.config, now=now,
+                                      filters=as_filters(filters), rate_limited=True)
+
+    def clear_cached_retrievals(self) -> None:
+        """Forget every cached retrieval, e.g. after the settings they ran under changed."""
+        self.caches.retrievals.clear()

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engram.errors import StoreError, StoreUnavailable
+from engram.errors import StoreError, StoreUnavailable, ValidationError
 
 __all__ = ["ApiKey", "KeyStore", "hash_token"]
 
@@ -110,7 +110,7 @@ class KeyStore:
         self._pg = target.startswith(("postgresql://", "postgres://"))
         self._conn: Any
         if not self._pg and target == ":memory:":
-            raise ValueError("API keys need a persistent store, not :memory:")
+            raise ValidationError("path", "API keys need a persistent store, not :memory:")
         try:
             if self._pg:
                 import psycopg
@@ -153,7 +153,7 @@ class KeyStore:
         if not clean and admin:
             clean = ("*",)
         if not clean:
-            raise ValueError("a key needs at least one user, tenant or --admin")
+            raise ValidationError("users", "a key needs at least one user, tenant or --admin")
         key_id = secrets.token_hex(8)
         token = f"{PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
         key = ApiKey(
