@@ -30,7 +30,7 @@ from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, Valida
 from engram.ext import Vector
 from engram.ingest import truth
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
-from engram.stores.postgres import schema
+from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.keyword import KeywordPlanner
 from engram.stores.postgres.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
@@ -84,6 +84,7 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 schema.migrate(conn)
+                distributed.distribute(conn)  # on Citus only: tables distributed by user_id
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 url, min_size=min_size, max_size=max_size, configure=self._configure, open=False,
                 name="engram",
