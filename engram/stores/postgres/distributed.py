@@ -22,11 +22,13 @@ while an INSERT of one value is routed to the co-located shard and executed loca
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
-__all__ = ["DISTRIBUTED_TABLES", "REFERENCE_TABLES", "distribute", "has_citus"]
+__all__ = ["DISTRIBUTED_TABLES", "REFERENCE_TABLES", "distribute", "has_citus", "set_local"]
 
 #: Hash-distributed on user_id, all co-located with the first.
 DISTRIBUTED_TABLES = (
@@ -63,6 +65,21 @@ def _known(conn: psycopg.Connection[Any]) -> set[str]:
 def _bump_is_ours(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'engram_bump_user_version'").fetchone()
     return row is not None and row[0] == _BUMP_BODY
+
+
+def set_local(conn: psycopg.Connection[Any], settings: Mapping[str, str], *, citus: bool) -> None:
+    """``SET LOCAL`` each setting for the rest of the caller's transaction, on Citus's workers too.
+
+    ``set_config(..., true)`` changes only the coordinator's session, and the shards are read on
+    the workers (the HNSW path would scan with the default ``ef_search`` and no iterative scan);
+    Citus forwards ``SET LOCAL`` to the workers of the transaction when told to.
+    """
+    statements = [sql.SQL("SET LOCAL citus.propagate_set_commands = 'local'")] if citus else []
+    statements += [
+        sql.SQL("SET LOCAL {} = {}").format(sql.SQL(".").join(map(sql.Identifier, name.split("."))), sql.Literal(value))
+        for name, value in settings.items()
+    ]
+    conn.execute(sql.SQL("; ").join(statements))
 
 
 def distribute(conn: psycopg.Connection[Any]) -> bool:
