@@ -74,7 +74,7 @@ def set_local(conn: psycopg.Connection[Any], settings: Mapping[str, str], *, cit
     the workers (the HNSW path would scan with the default ``ef_search`` and no iterative scan);
     Citus forwards ``SET LOCAL`` to the workers of the transaction when told to.
     """
-    statements = [sql.SQL("SET LOCAL citus.propagate_set_commands = 'local'")] if citus else []
+    statements: list[sql.Composable] = [sql.SQL("SET LOCAL citus.propagate_set_commands = 'local'")] if citus else []
     statements += [
         sql.SQL("SET LOCAL {} = {}").format(sql.SQL(".").join(map(sql.Identifier, name.split("."))), sql.Literal(value))
         for name, value in settings.items()

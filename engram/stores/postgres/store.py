@@ -376,9 +376,10 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
                 ).fetchall()
             else:
                 # The dimension is a literal (an int) so the planner can match the partial HNSW index.
-                distributed.set_local(conn, {
-                    "hnsw.ef_search": str(min(1000, max(self.ef_search, 2 * n))), "hnsw.iterative_scan": "relaxed_order",
-                }, citus=self._citus)
+                ef_search = str(min(1000, max(self.ef_search, 2 * n)))
+                distributed.set_local(
+                    conn, {"hnsw.ef_search": ef_search, "hnsw.iterative_scan": "relaxed_order"}, citus=self._citus
+                )
                 rows = conn.execute(
                     f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding::vector({dims}) <=> %s::vector({dims}) AS d "
                     f"FROM engram_memories m WHERE m.user_id = %s AND vector_dims(m.embedding) = {dims} "
