@@ -20,9 +20,11 @@ durability, free 127.0.0.1 ports, trust authentication, one temporary directory 
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import fcntl
 import hashlib
+import json
 import os
 import pwd
 import shutil
@@ -36,7 +38,7 @@ from typing import Any
 
 from engram.testing.pgserver import _free_port, _unprivileged_account, _usable_binaries, find_binaries
 
-__all__ = ["CitusCluster", "build_citus", "find_source", "start_citus"]
+__all__ = ["CitusCluster", "attach", "build_citus", "find_source", "main", "start_citus"]
 
 _DATABASE = "engram"
 _SUPERUSER = "postgres"
@@ -186,6 +188,9 @@ class CitusCluster:
             conn.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", (self.ports[0],))
             for port in self.ports[1:]:
                 conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (port,))
+        # What `stop` in another process needs (see attach).
+        state = {"bin_dir": str(self.bin_dir), "ports": self.ports, "url": self.url}
+        (self.root / "cluster.json").write_text(json.dumps(state))
 
     def stop(self) -> None:
         """Stop every node (immediate shutdown: the data is thrown away) and delete the directory."""
@@ -234,3 +239,41 @@ def start_citus(workers: int = 2, base_dir: Path | None = None, *, keep: bool = 
             atexit.register(cluster.stop)
         return cluster
     raise RuntimeError("could not start the Citus cluster after 3 attempts") from last_error
+
+
+def attach(root: Path) -> CitusCluster:
+    """The cluster that ``start_citus(keep=True)`` left running in ``root`` (to stop it)."""
+    state = json.loads((root / "cluster.json").read_text())
+    cluster = CitusCluster(root, Path(state["bin_dir"]), list(state["ports"]), _unprivileged_account())
+    cluster._started = [root / f"node{i}" for i in range(len(cluster.ports))]
+    return cluster
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``build``; ``start`` (prints the coordinator's URL and the directory); ``stop DIR``."""
+    parser = argparse.ArgumentParser(prog="python -m engram.testing.citus", description=main.__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="build Citus into the cache (once per machine)")
+    start = sub.add_parser("start", help="start a coordinator and workers; leave them running")
+    start.add_argument("--workers", type=int, default=2)
+    start.add_argument("--dir", type=Path, default=None, help="parent of the cluster's directory")
+    stop = sub.add_parser("stop", help="stop the cluster started in DIR and delete DIR")
+    stop.add_argument("root", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        if find_source() is None:
+            print("no vendored Citus source (../shared/vendor/citus-*.tar.gz): nothing to build; citus tests skip")
+            return 0
+        began = time.monotonic()
+        print(f"citus: {build_citus().parent} ({time.monotonic() - began:.1f} s)")
+    elif args.command == "start":
+        began = time.monotonic()
+        cluster = start_citus(args.workers, args.dir, keep=True)
+        print(f"url={cluster.url}\ndir={cluster.root}\nseconds={time.monotonic() - began:.1f}")
+    else:
+        attach(args.root).stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
