@@ -65,3 +65,27 @@ def test_change_token_is_bumped_by_writes_on_the_workers(postgres_store: Postgre
     assert token != after
     assert postgres_store.delete("u1", record.id)
     assert postgres_store.change_token("u1") != token
+
+
+def test_a_coordinator_without_shard_nodes_keeps_local_tables_until_one_may(citus_cluster: object) -> None:
+    """Citus refuses to distribute with no node for shards: the store stays usable, and distributes
+    its tables, rows and all, once a node may hold them (here the coordinator itself)."""
+    from engram.testing.citus import start_citus
+
+    with start_citus(workers=0) as single:
+        store = PostgresStore(single.url, min_size=1, max_size=1)
+        mine = rec("u1", "written before any shard node")
+        try:
+            put(store, mine)
+        finally:
+            store.close()
+        assert _layout(single.url) == {}
+        with psycopg.connect(single.url, autocommit=True) as conn:
+            conn.execute("SELECT citus_set_node_property('127.0.0.1', %s, 'shouldhaveshards', true)",
+                         (single.ports[0],))
+        store = PostgresStore(single.url, min_size=1, max_size=1)
+        try:
+            assert set(_layout(single.url)) == set(DISTRIBUTED_TABLES + REFERENCE_TABLES)
+            assert store.get("u1", mine.id) == mine
+        finally:
+            store.close()

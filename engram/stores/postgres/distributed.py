@@ -22,6 +22,7 @@ while an INSERT of one value is routed to the co-located shard and executed loca
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,8 @@ DISTRIBUTED_TABLES = (
 )
 #: No user_id: a full copy on every node.
 REFERENCE_TABLES = ("engram_meta", "engram_schema_migrations")
+
+log = logging.getLogger("engram.stores.postgres")
 
 _LOCK_KEY = 0x656E6772616D  # as schema.migrate's: distribution and migrations never interleave
 
@@ -82,21 +85,29 @@ def set_local(conn: psycopg.Connection[Any], settings: Mapping[str, str], *, cit
     conn.execute(sql.SQL("; ").join(statements))
 
 
-def distribute(conn: psycopg.Connection[Any]) -> bool:
-    """Distribute what is not yet distributed; False (and nothing done) without Citus.
+def _shard_nodes(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT count(*) FROM pg_dist_node WHERE isactive AND shouldhaveshards").fetchone()
+    return int(row[0]) if row else 0
 
+
+def distribute(conn: psycopg.Connection[Any]) -> bool:
+    """Distribute what is not yet distributed; whether the tables are distributed.
+
+    False, and nothing done, without Citus, or while no node may hold shards (the extension
+    created but no worker added yet: Citus would refuse, and the store stays usable on the
+    coordinator's local tables until a later open distributes them, rows and all).
     ``conn`` is in autocommit mode (as for :func:`engram.stores.postgres.schema.migrate`).
     """
     if not has_citus(conn):
         return False
     if set(DISTRIBUTED_TABLES + REFERENCE_TABLES) <= _known(conn) and _bump_is_ours(conn):
         return True  # the common case: two catalogue reads per store opened
+    if _shard_nodes(conn) == 0:
+        log.warning("citus is installed but no node may hold shards: the engram tables stay local")
+        return False
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
-        # Creating shards over several connections inside one transaction is refused after a write
-        # on another; sequential mode keeps the whole step on one connection per node.
-        conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
         if not _bump_is_ours(conn):  # before distributing: the shards' triggers then call this one
             conn.execute(
                 "CREATE OR REPLACE FUNCTION engram_bump_user_version() RETURNS trigger LANGUAGE plpgsql AS "
