@@ -172,7 +172,6 @@ def test_every_per_user_statement_is_routed_to_one_shard(postgres_url: str, reco
 
 def test_a_cross_user_query_is_not_routed_to_one_shard(postgres_url: str) -> None:
     """The check above can fail: a query without a user reads every shard."""
-    store = PostgresStore(postgres_url, min_size=1, max_size=1)
-    store.close()
+    PostgresStore(postgres_url, min_size=1, max_size=1).close()  # the distributed tables, if run alone
     plans = _task_counts(postgres_url, [("SELECT count(*) FROM engram_memories", None)])
     assert plans["SELECT count(*) FROM engram_memories"] == ["Task Count: 8"]
