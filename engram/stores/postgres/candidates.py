@@ -57,14 +57,15 @@ class CandidateMixin:
         ids = list(dict.fromkeys(memory_ids))[:1000]
         if not ids:
             return {}
+        # The subqueries name the user rather than c.user_id so that Citus routes them to one shard.
         rows = self._read(
             "SELECT c.id, "
-            "(SELECT m.id FROM engram_memories m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
+            "(SELECT m.id FROM engram_memories m WHERE m.user_id = %s AND m.session_id = c.session_id "
             " AND (m.created_at, m.id) < (c.created_at, c.id) ORDER BY m.created_at DESC, m.id DESC LIMIT 1), "
-            "(SELECT m.id FROM engram_memories m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
+            "(SELECT m.id FROM engram_memories m WHERE m.user_id = %s AND m.session_id = c.session_id "
             " AND (m.created_at, m.id) > (c.created_at, c.id) ORDER BY m.created_at, m.id LIMIT 1) "
             "FROM engram_memories c WHERE c.user_id = %s AND c.session_id IS NOT NULL AND c.id = ANY(%s::text[])",
-            (user_id, ids),
+            (user_id, user_id, user_id, ids),
         )
         return {r[0]: tuple(x for x in (r[1], r[2]) if x is not None) for r in rows}
 

@@ -28,9 +28,11 @@ _KNOWLEDGE_TABLES = (
     "engram_tuned_weights",
 )
 _LOG_COLUMNS = "l.id, l.query, l.category, l.strategy, l.created_at, l.items, l.settings"
+# The user is a parameter, not l.user_id: Citus routes a correlated subquery in the SELECT list to
+# one shard only when it names the user itself (else it reads every shard).
 _USED = (
     "ARRAY(SELECT f.memory_id FROM engram_retrieval_feedback f "
-    "WHERE f.user_id = l.user_id AND f.retrieval_id = l.id ORDER BY f.memory_id)"
+    "WHERE f.user_id = %s AND f.retrieval_id = l.id ORDER BY f.memory_id)"
 )
 
 
@@ -175,7 +177,7 @@ class KnowledgeMixin:
     def get_retrieval(self, user_id: str, retrieval_id: str) -> LoggedRetrieval | None:
         rows = self._read(
             f"SELECT {_LOG_COLUMNS}, {_USED} FROM engram_retrieval_log l WHERE l.user_id = %s AND l.id = %s",
-            (user_id, retrieval_id),
+            (user_id, user_id, retrieval_id),
         )
         return _logged(rows[0]) if rows else None
 
@@ -206,7 +208,7 @@ class KnowledgeMixin:
             f"SELECT {_LOG_COLUMNS}, {_USED} FROM engram_retrieval_log l WHERE l.user_id = %s AND EXISTS ("
             " SELECT 1 FROM engram_retrieval_feedback f WHERE f.user_id = l.user_id AND f.retrieval_id = l.id)"
             " ORDER BY l.created_at DESC, l.id DESC LIMIT %s",
-            (user_id, limit),
+            (user_id, user_id, limit),
         )
         return [_logged(r) for r in reversed(rows)]
 

@@ -30,7 +30,7 @@ from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, Valida
 from engram.ext import Vector
 from engram.ingest import truth
 from engram.model import Entity, Filters, Hit, Link, MemoryRecord
-from engram.stores.postgres import schema
+from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.keyword import KeywordPlanner
 from engram.stores.postgres.knowledge import KnowledgeMixin, forget_knowledge, forget_memory_in_log
@@ -84,6 +84,7 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 schema.migrate(conn)
+                self._citus = distributed.distribute(conn)  # on Citus only: tables distributed by user_id
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 url, min_size=min_size, max_size=max_size, configure=self._configure, open=False,
                 name="engram",
@@ -375,10 +376,9 @@ class PostgresStore(CandidateMixin, KnowledgeMixin):
                 ).fetchall()
             else:
                 # The dimension is a literal (an int) so the planner can match the partial HNSW index.
-                conn.execute(
-                    "SELECT set_config('hnsw.ef_search', %s, true), "
-                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                    (str(min(1000, max(self.ef_search, 2 * n))),),
+                ef_search = str(min(1000, max(self.ef_search, 2 * n)))
+                distributed.set_local(
+                    conn, {"hnsw.ef_search": ef_search, "hnsw.iterative_scan": "relaxed_order"}, citus=self._citus
                 )
                 rows = conn.execute(
                     f"WITH c AS MATERIALIZED (SELECT m.id, m.embedding::vector({dims}) <=> %s::vector({dims}) AS d "
