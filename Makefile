@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo test lint typecheck unit bench eval clean
+.PHONY: demo test lint typecheck unit citus bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,9 +29,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# The Citus tests (marker citus) build Citus once per machine from ../shared/vendor: see scripts/citus.sh.
 unit: $(STAMP)
 	bash scripts/install-browser.sh
+	bash scripts/citus.sh deps
+	bash scripts/citus.sh build
 	$(PY) -m pytest
+
+citus: $(STAMP)
+	bash scripts/citus.sh deps
+	bash scripts/citus.sh build
+	$(PY) -m pytest -m citus
 
 test: lint typecheck unit
 

@@ -72,7 +72,7 @@ def free_port() -> int:
 def start_server(db: Path, port: int, dims: int) -> subprocess.Popen[bytes]:
     code = "from engram.service.cli import serve_command; serve_command()"
     args = [sys.executable, "-c", code, "--db", str(db), "--host", HOST, "--port", str(port), "--rate", "0",
-            "--log-level", "warning", "--fake-embedder", str(dims)]
+            "--log-level", "warning", "--embedder", f"hash-{dims}"]
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

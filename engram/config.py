@@ -1,19 +1,19 @@
-"""Frozen configs, validated at construction with the ranges the seeds give.
+"""Frozen configs, validated at construction with the ranges their specs give.
 
 ``RetrievalConfig`` is what one retrieval runs with; its own ranges are wide enough for evaluation
-(raw rankings, large k). ``AdminMemorySettings`` is seed 001's admin override, with the seed's
+(raw rankings, large k). ``AdminMemorySettings`` is the retrieval policy's admin override, with its
 narrower ranges, and turns into a ``RetrievalConfig``.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from engram.errors import ConfigError, short_repr
+from engram.errors import ConfigError
+from engram.validate import choice, integer, number
 
 __all__ = [
     "DEFAULT_REDACTION_PATTERNS",
@@ -25,7 +25,7 @@ __all__ = [
     "RetrievalConfig",
 ]
 
-#: Seed 001 default redaction patterns: SSN, 16-digit card, e-mail.
+#: The retrieval policy's default redaction patterns: SSN, 16-digit card, e-mail.
 DEFAULT_REDACTION_PATTERNS: tuple[str, ...] = (
     r"\b\d{3}-\d{2}-\d{4}\b",
     r"\b\d{16}\b",
@@ -34,7 +34,7 @@ DEFAULT_REDACTION_PATTERNS: tuple[str, ...] = (
 
 SIGNALS = ("semantic_similarity", "entity_overlap", "temporal_relevance", "importance", "reinforcement")
 
-#: Seed 003 strategy weights, one set per query strategy.
+#: Default strategy weights, one set per query strategy.
 STRATEGY_WEIGHTS: Mapping[str, Mapping[str, float]] = {
     "factual_entity_focused": {
         "semantic_similarity": 0.25,
@@ -68,23 +68,15 @@ STRATEGY_WEIGHTS: Mapping[str, Mapping[str, float]] = {
 
 
 def _check_range(name: str, value: float | int, low: float, high: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(name, f"must be a number in [{low}, {high}], got {type(value).__name__}")
-    # math.isfinite only on floats: on a huge int (10**400) it raises OverflowError, while the
-    # int/float comparison below is exact for any int.
-    if (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
-        raise ConfigError(name, f"must be in [{low}, {high}], got {short_repr(value)}")
+    number(name, value, low, high, ConfigError)
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(name, f"must be an integer in [{low}, {high}], got {short_repr(value)}")
-    _check_range(name, value, low, high)
+    integer(name, value, low, high, ConfigError)
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if not isinstance(value, str) or value not in allowed:
-        raise ConfigError(name, f"must be one of {', '.join(allowed)}; got {short_repr(value)}")
+    choice(name, value, allowed, ConfigError)
 
 
 def _check_patterns(name: str, value: Any) -> tuple[str, ...]:
@@ -99,7 +91,7 @@ def _check_patterns(name: str, value: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RedactionConfig:
-    """Seed 001 redaction hook: off by default; the defaults plus any custom patterns."""
+    """Redaction of retrieved text (the retrieval policy): off by default; the defaults plus any custom patterns."""
 
     enabled: bool = False
     patterns: tuple[str, ...] = DEFAULT_REDACTION_PATTERNS
@@ -176,7 +168,7 @@ class RetrievalConfig:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The seed 001 camelCase shape of the core settings, plus Engram's own."""
+        """The retrieval policy's camelCase shape of the core settings, plus Engram's own."""
         return {
             "topK": self.top_k,
             "clipSentences": self.clip_sentences,
@@ -197,7 +189,7 @@ class RetrievalConfig:
 
 @dataclass(frozen=True)
 class AdminMemorySettings:
-    """Seed 001 ``AdminMemorySettings`` with the seed's ranges; ``to_config`` applies them."""
+    """The retrieval policy's ``AdminMemorySettings`` with its ranges; ``to_config`` applies them."""
 
     top_k: int = 8
     clip_sentences: int = 2

@@ -1,6 +1,6 @@
-"""Retrieve exactly one ingested document from a description (seed 000 ``retrieve_document_from_metadata``).
+"""Retrieve exactly one ingested document from a description (the document lookup contract).
 
-The pipeline is the seed's: required tags (``file_ingest`` + default tags + ``meta["tags"]``), a query
+The pipeline is the contract's: required tags (``file_ingest`` + default tags + ``meta["tags"]``), a query
 built from ``meta``, one vector search over ``kind="document"`` memories tagged ``file_ingest``, then
 local AND tag filtering, ``as_of`` filtering and a version strategy, each filter falling back to the
 full candidate set rather than failing. One refinement: when ``meta`` names a file (``filename``
@@ -16,20 +16,21 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from engram.context import context_of
 from engram.errors import DocumentNotFound, ValidationError, short_repr
 from engram.ingest.embed import embed_texts
 from engram.ingest.files import FILE_INGEST
-from engram.ingest.normalize import check_utf8, to_utc, validate_id
+from engram.ingest.truth import list_all
 from engram.model import Filters, MemoryRecord
+from engram.validate import check_utf8, choice, integer, to_utc, validate_id
 
 if TYPE_CHECKING:
-    from engram.memory import Memory
+    from engram.context import ContextSource
 
 __all__ = [
     "DEFAULT_QUERY",
@@ -38,13 +39,10 @@ __all__ = [
     "VERSION_STATUSES",
     "Document",
     "build_query",
-    "close_default_memory",
     "document_versions",
-    "get_default_memory",
     "get_default_user_id",
     "get_document",
     "required_tags",
-    "retrieve_document_from_metadata",
     "select",
 ]
 
@@ -92,30 +90,9 @@ def _int_or_none(value: Any) -> int | None:
 
 # -- defaults -------------------------------------------------------------------------------------
 
-_default_lock = threading.Lock()
-_default_memory: list[Memory] = []
-
-
 def get_default_user_id() -> str:
     """The user namespace when none is given: ``$ENGRAM_USER``, else ``"default"``."""
     return os.environ.get("ENGRAM_USER") or "default"
-
-
-def get_default_memory() -> Memory:
-    """A process-wide Memory on ``$ENGRAM_DB`` (else ./engram.db), opened on first use."""
-    with _default_lock:
-        if not _default_memory:
-            from engram.memory import Memory
-
-            _default_memory.append(Memory(os.environ.get("ENGRAM_DB") or None))
-        return _default_memory[0]
-
-
-def close_default_memory() -> None:
-    """Close the default Memory if it was opened; the next use opens it again."""
-    with _default_lock:
-        if _default_memory:
-            _default_memory.pop().close()
 
 
 # -- the pieces of the pipeline -------------------------------------------------------------------
@@ -194,7 +171,7 @@ def _ingested_at(record: MemoryRecord) -> datetime | None:
     try:
         return to_utc(value, "ingested_at")
     except ValidationError:
-        return None  # unparsable counts as unknown, as in the seed's parse_iso
+        return None  # unparsable counts as unknown, as in the spec's parse_iso
 
 
 def _parse_as_of(as_of: str | datetime | None) -> datetime | None:
@@ -220,7 +197,7 @@ def select(
     strategy: str = "latest",
     as_of: datetime | None = None,
 ) -> Candidate:
-    """The seed's local stage: AND tag filter, filename preference, ``as_of``, then the strategy."""
+    """The spec's local stage: AND tag filter, filename preference, ``as_of``, then the strategy."""
     pool = list(candidates)
     if not pool:
         raise DocumentNotFound("no ingested document matches")
@@ -240,14 +217,15 @@ def select(
         return max(pool, key=lambda c: (len(c[0].content), c[1]))
     if strategy == "score":
         return max(pool, key=lambda c: c[1])
-    raise ValidationError("strategy", f"must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+    choice("strategy", strategy, STRATEGIES)
+    raise AssertionError(f"strategy {strategy!r} is listed but not handled")
 
 
 # -- the API --------------------------------------------------------------------------------------
 
 
 def get_document(
-    memory: Memory,
+    source: ContextSource,
     meta: Mapping[str, Any],
     *,
     user_id: str | None = None,
@@ -259,15 +237,14 @@ def get_document(
     """The one document version ``meta`` describes, with its provenance (see the module doc)."""
     if not isinstance(meta, Mapping):
         raise ValidationError("meta", f"must be a mapping, got {type(meta).__name__}")
-    if strategy not in STRATEGIES:
-        raise ValidationError("strategy", f"must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10_000:
-        raise ValidationError("k", f"must be an integer in [1, 10000], got {k!r}")
+    choice("strategy", strategy, STRATEGIES)
+    integer("k", k, 1, 10_000)
+    memory = context_of(source)
     when = _parse_as_of(as_of)
-    user = validate_id(user_id if user_id is not None else get_default_user_id(), "user_id", memory.limits) or ""
+    user = memory.user(user_id if user_id is not None else get_default_user_id())
     tags = required_tags(meta, default_tags)
     _check_text(meta, tags)
-    vector = embed_texts(memory.embedder, [build_query(meta)], as_query=True)[0]
+    vector = embed_texts(memory.embedder(), [build_query(meta)], as_query=True)[0]
     # The one search: only documents tagged file_ingest can ever be candidates, so a message that
     # merely mentions a filename is never returned as that file. (fetch then reads those hits' rows:
     # the Store protocol's searches return ids and scores only.)
@@ -288,44 +265,18 @@ def get_document(
     return Document.from_record(record, score)
 
 
-def retrieve_document_from_metadata(
-    meta: Mapping[str, Any],
-    *,
-    user_id: str | None = None,
-    k: int = 50,
-    default_tags: Sequence[str] | None = None,
-    strategy: str = "latest",
-    as_of: str | datetime | None = None,
-    memory: Memory | None = None,
-) -> str:
-    """Seed 000's single-call API: the full text of exactly one document version.
-
-    >>> retrieve_document_from_metadata(                                     # doctest: +SKIP
-    ...     {"filename": "memory_storage.md"}, as_of="2025-12-04T09:00:00+00:00")
-    """
-    target = memory if memory is not None else get_default_memory()
-    return get_document(
-        target, meta, user_id=user_id, k=k, default_tags=default_tags, strategy=strategy, as_of=as_of
-    ).content
-
-
-def document_versions(memory: Memory, filename_or_doc_key: str, *, user_id: str) -> list[Document]:
+def document_versions(source: ContextSource, filename_or_doc_key: str, *, user_id: str) -> list[Document]:
     """Every stored version of a file (by doc_key, else by filename), ordered by version then time.
 
     A bare filename may name files from several directories; their versions are all listed.
     """
-    user = validate_id(user_id, "user_id", memory.limits) or ""
+    memory = context_of(source)
+    user = memory.user(user_id)
     name = validate_id(filename_or_doc_key, "filename_or_doc_key", memory.limits) or ""
     records: list[MemoryRecord] = []
     for key in ("doc_key", "filename"):
         filters = Filters(kinds=("document",), tags_all=(FILE_INGEST,), metadata={key: name}, statuses=VERSION_STATUSES)
-        offset = 0
-        while True:
-            page = memory.store.list(user, filters, limit=1000, offset=offset)
-            records.extend(page)
-            if len(page) < 1000:
-                break
-            offset += 1000
+        records.extend(list_all(memory.store, user, filters))
         if records:
             break
     documents = [Document.from_record(r) for r in records]

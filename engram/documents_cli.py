@@ -1,4 +1,4 @@
-"""``engram ingest`` and ``engram doc``: files in, one document version out."""
+"""``engram ingest`` and ``engram doc``: files in, one document version out, through ``Memory``'s methods."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from engram.documents import STRATEGIES, document_versions, get_document
-from engram.ingest.files import FileResult, ingest
+from engram.documents import STRATEGIES
+from engram.ingest.files import FileResult
 
 if TYPE_CHECKING:
     from engram.memory import Memory
@@ -51,8 +51,8 @@ def ingest_command(paths: tuple[str, ...], user_id: str, tags: tuple[str, ...], 
         def advance(result: FileResult, done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, description=f"ingesting {done}/{total}")
 
-        report = ingest(memory, paths, user_id=user_id, tags=tags, topic=topic, note=note, provider=provider,
-                        force=force, progress=advance, follow_symlinks=follow_symlinks)
+        report = memory.ingest(paths, user_id=user_id, tags=tags, topic=topic, note=note, provider=provider,
+                               force=force, progress=advance, follow_symlinks=follow_symlinks)
     table = Table(title=f"ingested in {report.seconds:.2f} s")
     for column in ("file", "status", "version", "chunks", "reason"):
         table.add_column(column, overflow="fold")
@@ -91,8 +91,8 @@ def doc_get(user_id: str, filename: str | None, topic: str | None, note: str | N
     meta = {"filename": filename, "topic": topic, "note": note, "provider": provider, "query": query,
             "tags": list(tags)}
     with _memory(db, create=False) as memory:
-        document = get_document(memory, {key: value for key, value in meta.items() if value},
-                                user_id=user_id, k=k, strategy=strategy, as_of=as_of)
+        document = memory.get_document({key: value for key, value in meta.items() if value},
+                                       user_id=user_id, k=k, strategy=strategy, as_of=as_of)
     click.echo(document.content)
 
 
@@ -105,7 +105,7 @@ def doc_versions(name: str, user_id: str, db: str | None) -> None:
     from rich.table import Table
 
     with _memory(db, create=False) as memory:
-        versions = document_versions(memory, name, user_id=user_id)
+        versions = memory.document_versions(name, user_id=user_id)
     if not versions:
         raise click.ClickException(f"no ingested document named {name!r} for user {user_id!r}")
     table = Table(title=f"{name}: {len(versions)} versions")

@@ -1,4 +1,4 @@
-"""The domain database seam (seed 003, Integration with Domain Database).
+"""The domain database seam (live rows from the caller's own database).
 
 Memory holds what was learned; the domain database holds current transactional state ("What did
 Acme order?" is answered by the orders table). When stage 1 says a query ``requires_domain_db`` and

@@ -3,22 +3,27 @@
 ::
 
     EngramError                      code            base of everything below
-    ├── ValidationError              INVALID_INPUT   bad input; names the field and the allowed range
-    │   ├── InvalidQuery             INVALID_QUERY   empty or over-long query (seed 001 policy: skip)
+    ├── ValidationError              INVALID_INPUT   bad input; names the field and the allowed range (422)
+    │   ├── InvalidQuery             INVALID_QUERY   empty or over-long query (retrieval policy: skip)
     │   └── ConfigError              INVALID_CONFIG  a config value out of its range
-    ├── NotFound                     NOT_FOUND       also a LookupError
+    ├── NotFound                     NOT_FOUND       also a LookupError (404)
     │   ├── MemoryNotFound           MEMORY_NOT_FOUND
-    │   ├── UserNotFound             COLLECTION_NOT_FOUND (seed 001 policy: empty)
     │   └── DocumentNotFound         DOCUMENT_NOT_FOUND
-    ├── StoreError                   STORE_ERROR
-    │   ├── StoreUnavailable         ZEP_UNAVAILABLE (seed 001 policy: skip)
-    │   └── EmbedderMismatch         EMBEDDER_MISMATCH  vectors of another model are stored
-    ├── EmbedderError                EMBEDDER_ERROR  the model could not load or run
-    ├── RateLimited                  RATE_LIMITED    (seed 001 policy: cache)
-    └── DeadlineExceeded             TIMEOUT         a retrieval ran past RetrievalConfig.timeout_ms (skip)
+    ├── StoreError                   STORE_ERROR     (500)
+    │   ├── StoreUnavailable         ZEP_UNAVAILABLE (retrieval policy: skip; 503)
+    │   └── EmbedderMismatch         EMBEDDER_MISMATCH  vectors of another model are stored (409)
+    ├── EmbedderError                EMBEDDER_ERROR  the model could not load or run (503)
+    ├── RateLimited                  RATE_LIMITED    too many requests for one API key (retrieval policy: cache; 429)
+    ├── DeadlineExceeded             TIMEOUT         a retrieval ran past RetrievalConfig.timeout_ms (skip)
+    ├── Unauthorized                 UNAUTHORIZED    the HTTP service got no valid API key (401)
+    ├── Forbidden                    FORBIDDEN       the API key may not touch that user, or is not an admin key (403)
+    └── ServiceError                 SERVICE_ERROR   any other answer of the HTTP service; ``code`` and ``status``
+                                                     are the service's own (PAYLOAD_TOO_LARGE 413, NOT_IMPLEMENTED 501)
 
 Every class carries a stable ``code`` so callers (and the HTTP service) can branch on it
-without parsing messages.
+without parsing messages. The HTTP status of each is :data:`engram.wire.HTTP_STATUS`'s (the one
+table the service answers with and the client reads back). A user with no memories is not an
+error: retrieval answers empty (its metadata's error code ``COLLECTION_NOT_FOUND``).
 """
 
 from __future__ import annotations
@@ -32,13 +37,15 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatch",
     "EngramError",
+    "Forbidden",
     "InvalidQuery",
     "MemoryNotFound",
     "NotFound",
     "RateLimited",
+    "ServiceError",
     "StoreError",
     "StoreUnavailable",
-    "UserNotFound",
+    "Unauthorized",
     "ValidationError",
 ]
 
@@ -92,10 +99,6 @@ class MemoryNotFound(NotFound):
     code = "MEMORY_NOT_FOUND"
 
 
-class UserNotFound(NotFound):
-    code = "COLLECTION_NOT_FOUND"
-
-
 class DocumentNotFound(NotFound):
     code = "DOCUMENT_NOT_FOUND"
 
@@ -117,8 +120,38 @@ class EmbedderError(EngramError):
 
 
 class RateLimited(EngramError):
+    """Too many requests for one API key; ``retry_after`` is the seconds to wait (0 when unknown)."""
+
     code = "RATE_LIMITED"
+
+    def __init__(self, message: str = "Memory retrieval rate limit exceeded", *, retry_after: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class DeadlineExceeded(EngramError):
     code = "TIMEOUT"
+
+
+class Unauthorized(EngramError):
+    """The HTTP service got no API key, or one it does not know or that was revoked."""
+
+    code = "UNAUTHORIZED"
+
+
+class Forbidden(EngramError):
+    """The API key is valid but may not touch that user, or the route needs an admin key."""
+
+    code = "FORBIDDEN"
+
+
+class ServiceError(EngramError):
+    """An answer of the HTTP service with no class of its own; ``code`` and ``status`` are the service's."""
+
+    code = "SERVICE_ERROR"
+
+    def __init__(self, message: str, *, code: str | None = None, status: int = 500) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.status = status

@@ -2,14 +2,12 @@
 
 Stores return candidates with raw scores and never rank beyond them: ranking and selection are
 shared Python, so every backend ranks the same way. The shared contract test suite in
-``engram.testing.store_contract`` checks any implementation of :class:`Store`.
+``tests/contract/test_store_contract.py`` checks any implementation of :class:`Store`.
 """
 
 from __future__ import annotations
 
 import builtins
-import dataclasses
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -17,11 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from engram.errors import ValidationError, short_repr
-from engram.ingest.normalize import check_utf8, to_utc
 from engram.model import (
-    KINDS,
-    STATUSES,
     Entity,
     EntityRelation,
     Filters,
@@ -31,8 +25,10 @@ from engram.model import (
     MemoryRecord,
     RelationType,
 )
+from engram.validate import as_filters
 
-__all__ = ["Embedder", "Metrics", "Store", "Vector"]
+# ``as_filters`` is a check (engram.validate); it stays importable from here, where callers found it.
+__all__ = ["Embedder", "Metrics", "Store", "Vector", "as_filters"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -51,7 +47,7 @@ class Embedder(Protocol):
 
 
 class Metrics(Protocol):
-    """Where counters and timings go (seed 001 and seed 004 metric names)."""
+    """Where counters and timings go (the retrieval policy's and the recall modes' metric names)."""
 
     def observe(self, name: str, value: float, **labels: str) -> None: ...
 
@@ -187,90 +183,3 @@ class Store(Protocol):
         """Replace the user's tuned weights (strategy -> signal -> weight)."""
 
     def load_weights(self, user_id: str) -> dict[str, dict[str, float]]: ...
-
-
-#: Bounds on what one filter may carry (every value ends up as a bound SQL parameter).
-_MAX_FILTER_ITEMS = 1000
-_MAX_FILTER_CHARS = 10_000
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def as_filters(value: Filters | Mapping[str, Any] | None) -> Filters:
-    """Accept a Filters or a plain mapping of its fields, validated; lists become tuples.
-
-    Every refusal is a ValidationError naming ``filters`` (an unknown key, not a mapping) or
-    ``filters.<field>`` (a value of the wrong type or out of range).
-    """
-    if value is None:
-        return Filters()
-    if isinstance(value, Filters):
-        given = {f.name: getattr(value, f.name) for f in dataclasses.fields(Filters)}
-    elif isinstance(value, Mapping):
-        given = dict(value)
-    else:
-        raise ValidationError("filters", f"must be a mapping of filter fields, got {type(value).__name__}")
-    allowed = [f.name for f in dataclasses.fields(Filters)]
-    for key in given:
-        if key not in allowed:
-            raise ValidationError("filters", f"unknown filter {short_repr(key)}; allowed: {', '.join(allowed)}")
-    return Filters(**{key: _filter_value(key, item) for key, item in given.items()})
-
-
-def _filter_text(field: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(field, f"must be a string, got {type(value).__name__}")
-    if len(value) > _MAX_FILTER_CHARS:
-        raise ValidationError(field, f"must be at most {_MAX_FILTER_CHARS} characters, got {len(value)}")
-    if "\x00" in value:
-        raise ValidationError(field, "must not contain NUL characters")
-    return check_utf8(value, field)
-
-
-def _filter_value(key: str, value: Any) -> Any:
-    """One filter field checked and normalized (lists to tuples, ISO strings to UTC datetimes)."""
-    field = f"filters.{key}"
-    if key in ("kinds", "statuses", "tags_all", "tags_any"):
-        if value is None and key != "statuses":
-            return None if key == "kinds" else ()
-        if isinstance(value, str | bytes):
-            raise ValidationError(field, f"must be a list of strings, not a bare string (write [{short_repr(value)}])")
-        if not isinstance(value, Sequence | set | frozenset):
-            raise ValidationError(field, f"must be a list of strings, got {type(value).__name__}")
-        if len(value) > _MAX_FILTER_ITEMS:
-            raise ValidationError(field, f"at most {_MAX_FILTER_ITEMS} items allowed, got {len(value)}")
-        items = tuple(_filter_text(field, item) for item in value)
-        choices = {"kinds": KINDS, "statuses": STATUSES}.get(key)
-        if choices is not None:
-            for item in items:
-                if item not in choices:
-                    raise ValidationError(field, f"unknown value {short_repr(item)}; allowed: {', '.join(choices)}")
-        return items
-    if key in ("session_id", "project_id", "agent_id", "subject", "predicate"):
-        return None if value is None else _filter_text(field, value)
-    if key in ("created_after", "created_before"):
-        if value is None:
-            return None
-        return to_utc(value, field)
-    # metadata: {key: scalar}, compared for equality inside the store
-    if not isinstance(value, Mapping):
-        raise ValidationError(field, f"must be a mapping of key to value, got {type(value).__name__}")
-    if len(value) > _MAX_FILTER_ITEMS:
-        raise ValidationError(field, f"at most {_MAX_FILTER_ITEMS} keys allowed, got {len(value)}")
-    out: dict[str, Any] = {}
-    for name, item in value.items():
-        _filter_text(field, name)
-        if isinstance(item, str):
-            _filter_text(field, item)
-        elif isinstance(item, bool) or item is None:
-            pass
-        elif isinstance(item, int):
-            if not _INT64[0] <= item <= _INT64[1]:
-                raise ValidationError(field, f"integer value of {short_repr(name)} is outside the signed 64-bit range")
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise ValidationError(field, f"value of {short_repr(name)} must be a finite number")
-        else:
-            allowed = "a string, number, boolean or null"
-            raise ValidationError(field, f"value of {short_repr(name)} must be {allowed}, got {type(item).__name__}")
-        out[name] = item
-    return out

@@ -1,7 +1,7 @@
-"""Keyword search, a small result cache, and prompt context from the results (seed 002).
+"""Keyword search, a small result cache, and prompt context from the results (the keyword search contract).
 
-Finding candidates. The store's FTS5 index holds whole tokens of ``content`` only, while seed 002
-matches substrings ("acm" finds "Acme") in every data field. So candidates come from two places:
+Finding candidates. The store's FTS5 index holds whole tokens of ``content`` only, while the keyword
+search contract matches substrings ("acm" finds "Acme") in every data field. So candidates come from two places:
 
 * FTS5, once per keyword (one OR query would let the store's postings budget drop common keywords),
   up to ``FTS_PER_KEYWORD`` best BM25 hits each, over all of the user's memories;
@@ -9,10 +9,10 @@ matches substrings ("acm" finds "Acme") in every data field. So candidates come 
   matches in subject/predicate/object, trigger/action, tags and metadata.
 
 Every candidate is then checked in Python, field by field, and only memories matching at least one
-keyword are returned (seed decision 3). The bound: an older memory than the newest ``SCAN_LIMIT`` is
+keyword are returned (the contract's decision 3). The bound: an older memory than the newest ``SCAN_LIMIT`` is
 found only when a keyword is a whole token of its content.
 
-Ranking is seed 002's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
+Ranking is the contract's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
 0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a
 preferred kind, else 0.5; preferred are fact, procedure and summary: distilled knowledge gives a
 prompt more per token than a raw message). Ties go to the smaller id.
@@ -21,22 +21,21 @@ prompt more per token than a raw message). Ties go to the smaller id.
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from engram.caches import KEYWORD_CACHE_ENTRIES, KEYWORD_CACHE_TTL
+from engram.context import context_of
 from engram.errors import ValidationError
-from engram.ingest.normalize import to_utc, validate_id
 from engram.model import KINDS, Filters, MemoryRecord
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
-from engram.salience import check_unit
 from engram.text import keyword_terms, words
+from engram.validate import choice, integer, seconds, to_utc, unit
 
 if TYPE_CHECKING:
-    from engram.memory import Memory
+    from engram.context import Context, ContextSource
 
 __all__ = [
     "CACHE_MAX_ENTRIES", "CACHE_TTL", "PREFERRED_KINDS", "SCAN_LIMIT", "WEIGHTS", "KeywordResult", "cache_stats",
@@ -52,8 +51,8 @@ SCAN_LIMIT = 2000
 SCAN_PAGE = 500
 MAX_KEYWORDS = 32
 MAX_LIMIT = 1000
-CACHE_MAX_ENTRIES = 100
-CACHE_TTL = 300.0
+CACHE_MAX_ENTRIES = KEYWORD_CACHE_ENTRIES
+CACHE_TTL = KEYWORD_CACHE_TTL
 CHARS_PER_TOKEN = 4  # the usual estimate for English text; no tokenizer is loaded for a budget check
 _TEXT_FIELDS = ("content", "subject", "predicate", "object", "trigger", "action")
 
@@ -62,7 +61,7 @@ MatchMode = Literal["substring", "exact"]
 
 @dataclass(frozen=True, slots=True)
 class KeywordResult:
-    """Seed 002 result: the memory, its relevance in [0, 1], and which keyword matched which field."""
+    """One keyword search result: the memory, its relevance in [0, 1], and which keyword matched which field."""
 
     record: MemoryRecord
     score: float
@@ -139,7 +138,7 @@ def relevance(
     record: MemoryRecord, matched: int, total: int, *, kind: str | None = None, recency_boost: bool = True,
     now: datetime | None = None,
 ) -> float:
-    """Seed 002's four-factor score in [0, 1]."""
+    """The keyword search contract's four-factor score in [0, 1]."""
     keyword = matched / total if total else 0.0
     recency = 0.0
     if recency_boost:
@@ -151,14 +150,14 @@ def relevance(
             + WEIGHTS["type"] * kind_fit)
 
 
-def _candidates(memory: Memory, user: str, keywords: list[str], filters: Filters) -> list[MemoryRecord]:
+def _candidates(ctx: Context, user: str, keywords: list[str], filters: Filters) -> list[MemoryRecord]:
     ids: dict[str, None] = {}
     for keyword in keywords:
-        for memory_id, _ in memory.store.keyword_search(user, keyword, FTS_PER_KEYWORD, filters):
+        for memory_id, _ in ctx.store.keyword_search(user, keyword, FTS_PER_KEYWORD, filters):
             ids[memory_id] = None
-    found = {r.id: r for r in memory.store.fetch(user, list(ids))}
+    found = {r.id: r for r in ctx.store.fetch(user, list(ids))}
     for offset in range(0, SCAN_LIMIT, SCAN_PAGE):
-        page = memory.store.list(user, filters, limit=SCAN_PAGE, offset=offset)
+        page = ctx.store.list(user, filters, limit=SCAN_PAGE, offset=offset)
         found.update((r.id, r) for r in page)
         if len(page) < SCAN_PAGE:
             break
@@ -178,30 +177,28 @@ class _Query:
 
 
 def _query(
-    memory: Memory, keywords: str | Sequence[str], user_id: str, kind: str | None, min_importance: float | None,
+    ctx: Context, keywords: str | Sequence[str], user_id: str, kind: str | None, min_importance: float | None,
     limit: int, recency_boost: bool, match_mode: str, now: datetime | str | None,
 ) -> _Query:
-    user = validate_id(user_id, "user_id", memory.limits) or ""  # required: never None, "or" is for mypy
-    if kind is not None and kind not in KINDS:
-        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    user = ctx.user(user_id)
+    if kind is not None:
+        choice("kind", kind, KINDS)
     if min_importance is not None:
-        check_unit("min_importance", min_importance, ValidationError)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ValidationError("limit", f"must be an integer in [1, {MAX_LIMIT}], got {limit!r}")
-    if match_mode not in ("substring", "exact"):
-        raise ValidationError("match_mode", f"must be 'substring' or 'exact', got {match_mode!r}")
+        unit("min_importance", min_importance)
+    integer("limit", limit, 1, MAX_LIMIT)
+    choice("match_mode", match_mode, ("substring", "exact"))
     mode: MatchMode = "substring" if match_mode == "substring" else "exact"
     when = None if now is None else to_utc(now, "now")
     return _Query(user, tuple(_keywords(keywords)), kind, min_importance, limit, bool(recency_boost), mode, when)
 
 
-def _run(memory: Memory, q: _Query) -> list[KeywordResult]:
+def _run(ctx: Context, q: _Query) -> list[KeywordResult]:
     if not q.keywords:
-        return []  # nothing can match no keyword, and seed 002 returns only matches
+        return []  # nothing can match no keyword, and only matches are returned
     now = q.now or datetime.now(UTC)
     filters = Filters(kinds=None if q.kind is None else (q.kind,))  # active memories only
     results: list[KeywordResult] = []
-    for record in _candidates(memory, q.user, list(q.keywords), filters):
+    for record in _candidates(ctx, q.user, list(q.keywords), filters):
         if record.user_id != q.user or record.status != "active" or (q.kind is not None and record.kind != q.kind):
             continue
         if q.min_importance is not None and record.importance < q.min_importance:
@@ -216,52 +213,39 @@ def _run(memory: Memory, q: _Query) -> list[KeywordResult]:
 
 
 def search_keywords(
-    memory: Memory, keywords: str | Sequence[str], *, user_id: str, kind: str | None = None,
+    source: ContextSource, keywords: str | Sequence[str], *, user_id: str, kind: str | None = None,
     min_importance: float | None = None, limit: int = 10, recency_boost: bool = True,
     match_mode: str = "substring", now: datetime | str | None = None,
 ) -> list[KeywordResult]:
     """Memories of ``user_id`` matching any of ``keywords`` (case-insensitive), best first."""
-    q = _query(memory, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
-    return _run(memory, q)
+    ctx = context_of(source)
+    q = _query(ctx, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
+    return _run(ctx, q)
 
 
 # -- cache ----------------------------------------------------------------------------------------------
-_caches: weakref.WeakKeyDictionary[Memory, RetrievalCache[tuple[KeywordResult, ...]]] = weakref.WeakKeyDictionary()
-_caches_lock = threading.Lock()
-
-
-def _cache(memory: Memory) -> RetrievalCache[tuple[KeywordResult, ...]]:
-    # One cache per Memory, dropped with it: a module-level cache keyed by user alone would mix
-    # two Memory objects opened on different databases.
-    with _caches_lock:
-        cache = _caches.get(memory)
-        if cache is None:
-            cache = _caches[memory] = RetrievalCache(max_entries=CACHE_MAX_ENTRIES, ttl=CACHE_TTL)
-        return cache
-
-
 def search_with_cache(
-    memory: Memory, keywords: str | Sequence[str], *, user_id: str, kind: str | None = None,
+    source: ContextSource, keywords: str | Sequence[str], *, user_id: str, kind: str | None = None,
     min_importance: float | None = None, limit: int = 10, recency_boost: bool = True,
     match_mode: str = "substring", now: datetime | str | None = None, cache_ttl: float = CACHE_TTL,
 ) -> list[KeywordResult]:
-    """:func:`search_keywords` through a per-Memory cache of at most 100 queries, each kept
-    ``cache_ttl`` seconds (0: bypass) and dropped as soon as the user's memories change.
+    """:func:`search_keywords` through the keyword cache of :mod:`engram.caches`: at most 100 queries,
+    each kept ``cache_ttl`` seconds (0: bypass) and dropped as soon as the user's memories change.
 
-    The key holds the user's write generation from ``memory.pipeline.cache``, which every write
-    through ``Memory`` bumps, and the store's change token, which writes by other processes change,
-    so a write anywhere makes older answers unreachable. An explicit ``now`` is part of the key (to
-    the minute); without one, recency drifts by at most ``cache_ttl`` while an answer is cached.
+    The key holds the user's write generation, which every write through ``Memory`` bumps, and the
+    store's change token, which writes by other processes change, so a write anywhere makes older
+    answers unreachable. An explicit ``now`` is part of the key (to the minute); without one,
+    recency drifts by at most ``cache_ttl`` while an answer is cached.
     """
-    q = _query(memory, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
-    if isinstance(cache_ttl, bool) or not isinstance(cache_ttl, int | float) or not 0 <= cache_ttl < math.inf:
-        raise ValidationError("cache_ttl", f"must be a finite number of seconds >= 0, got {cache_ttl!r}")
+    ctx = context_of(source)
+    q = _query(ctx, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
+    seconds("cache_ttl", cache_ttl)
     if cache_ttl == 0:
-        return _run(memory, q)
-    cache = _cache(memory)
-    written = memory.pipeline.cache.generation(q.user)
+        return _run(ctx, q)
+    cache = _cache(ctx)
+    written = ctx.caches.generation(q.user)
     # The store's change token covers writes by other processes, which this process never sees.
-    token = memory.store.change_token(q.user)
+    token = ctx.store.change_token(q.user)
     key = make_key(
         "keyword_search", q.keywords, q.kind, q.min_importance, q.limit, q.recency_boost, q.match_mode,
         None if q.now is None else now_bucket(q.now), written, token,
@@ -270,23 +254,28 @@ def search_with_cache(
     if cached is not None:
         return list(cached)
     generation = cache.generation(q.user)  # read before searching: an invalidation meanwhile wins
-    results = _run(memory, q)
+    results = _run(ctx, q)
     cache.put(q.user, key, tuple(results), ttl=float(cache_ttl), generation=generation)
     return results
 
 
-def invalidate(memory: Memory, user_id: str) -> None:
-    """Drop ``user_id``'s cached keyword searches; ``Memory`` calls this from its write paths."""
-    _cache(memory).invalidate_user(user_id)
+def _cache(ctx: Context) -> RetrievalCache[tuple[KeywordResult, ...]]:
+    cache: RetrievalCache[tuple[KeywordResult, ...]] = ctx.caches.keywords
+    return cache
 
 
-def clear_cache(memory: Memory) -> None:
-    _cache(memory).clear()
+def invalidate(source: ContextSource, user_id: str) -> None:
+    """Drop ``user_id``'s cached keyword searches (every write does, through :mod:`engram.caches`)."""
+    _cache(context_of(source)).invalidate_user(user_id)
 
 
-def cache_stats(memory: Memory) -> dict[str, Any]:
+def clear_cache(source: ContextSource) -> None:
+    _cache(context_of(source)).clear()
+
+
+def cache_stats(source: ContextSource) -> dict[str, Any]:
     """Hits, misses, size, max_entries, evictions, expirations and hit_rate."""
-    return _cache(memory).stats()
+    return _cache(context_of(source)).stats()
 
 
 # -- context --------------------------------------------------------------------------------------------
@@ -297,21 +286,20 @@ def _line(result: KeywordResult) -> str:
 
 
 def enrich_context(
-    memory: Memory, query: str | Sequence[str], *, user_id: str, max_tokens: int = 1000, limit: int = 5,
+    source: ContextSource, query: str | Sequence[str], *, user_id: str, max_tokens: int = 1000, limit: int = 5,
     now: datetime | str | None = None,
 ) -> dict[str, Any]:
-    """Seed 002 ``enrich_context``: ``{memories, summary, count, last_retrieved}``.
+    """Prompt context from keyword search (``enrich_context``): ``{memories, summary, count, last_retrieved}``.
 
     ``summary`` is the context for the prompt: a header and one line per memory, best first, within
     ``max_tokens`` (at ``CHARS_PER_TOKEN`` characters a token). A line that does not fit whole is cut
     if at least a few words of it fit, and nothing after it is added; ``memories`` and ``count`` cover
     exactly what ``summary`` shows. A string query gives its content words as keywords.
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 1_000_000:
-        raise ValidationError("max_tokens", f"must be an integer in [1, 1000000], got {max_tokens!r}")
+    integer("max_tokens", max_tokens, 1, 1_000_000)
     keywords = keyword_terms(query) if isinstance(query, str) else list(query)
     when = datetime.now(UTC) if now is None else to_utc(now, "now")
-    results = search_keywords(memory, keywords, user_id=user_id, limit=limit, now=when)
+    results = search_keywords(source, keywords, user_id=user_id, limit=limit, now=when)
     budget = max_tokens * CHARS_PER_TOKEN
     # The header with the largest possible count: the real one is never longer.
     header = f"Found {len(results)} related memories:"

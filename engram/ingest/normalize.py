@@ -8,13 +8,24 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from engram.config import Limits
 from engram.errors import ValidationError, short_repr
 from engram.model import KINDS, STATUSES, MemoryRecord, new_id
+from engram.validate import (
+    check_utf8,
+    choice,
+    integer,
+    to_utc,
+    unit,
+    user_id,
+    validate_id,
+    validate_strings,
+    validate_text,
+)
 
 __all__ = [
     "FIELDS", "MAX_VERSION", "check_utf8", "content_hash", "normalize", "short_repr", "to_utc", "validate_id",
@@ -34,69 +45,13 @@ FIELDS = frozenset(
 #: Versions are stored in a signed 32-bit-safe column range: [1, 2**31 - 1].
 MAX_VERSION = 2**31 - 1
 
-#: Seed 003 gives procedures 0.8 and summaries 0.9 when nothing says otherwise.
+#: The default importance gives procedures 0.8 and summaries 0.9 when nothing says otherwise.
 DEFAULT_IMPORTANCE = {"procedure": 0.8, "summary": 0.9}
 
 
 def content_hash(content: str) -> str:
     """Key of the embedding cache: identical text is never embedded twice."""
     return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def to_utc(value: Any, field: str) -> datetime:
-    """A timezone-aware datetime (or ISO-8601 string with an offset) as UTC."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError as exc:
-            raise ValidationError(field, f"not an ISO-8601 datetime: {short_repr(value)}") from exc
-    if not isinstance(value, datetime):
-        raise ValidationError(field, f"must be a datetime or ISO-8601 string, got {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError(field, "must be timezone-aware (naive datetimes are ambiguous)")
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        # 9999-12-31T23:59:59-14:00 is a valid local time whose UTC instant lies past year 9999.
-        raise ValidationError(field, f"is out of range in UTC (years 1 to 9999): {value.isoformat()}") from None
-
-
-def check_utf8(value: str, field: str) -> str:
-    """Refuse text that cannot be encoded as UTF-8 (a lone surrogate such as ``"\\ud800"``)."""
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValidationError(
-                field, f"must be valid Unicode text; lone surrogate at position {exc.start}"
-            ) from None
-    return value
-
-
-def validate_id(value: Any, field: str, limits: Limits, *, required: bool = True) -> str | None:
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(field, "must be a non-empty string")
-    if len(value) > limits.max_id_chars:
-        raise ValidationError(field, f"must be at most {limits.max_id_chars} characters")
-    if "\x00" in value:
-        raise ValidationError(field, "must not contain NUL characters")
-    return check_utf8(value, field)
-
-
-def validate_text(value: Any, field: str, max_chars: int) -> str:
-    """A non-empty string of at most ``max_chars`` characters, without NUL, encodable as UTF-8."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(field, "must be a non-empty string")
-    if len(value) > max_chars:
-        raise ValidationError(field, f"must be at most {max_chars} characters, got {len(value)}")
-    if "\x00" in value:
-        raise ValidationError(field, "must not contain NUL characters")
-    return check_utf8(value, field)
 
 
 def _optional_text(value: Any, field: str, max_chars: int) -> str | None:
@@ -107,32 +62,6 @@ def _optional_text(value: Any, field: str, max_chars: int) -> str | None:
     if len(value) > max_chars:
         raise ValidationError(field, f"must be at most {max_chars} characters")
     return check_utf8(value, field)
-
-
-def validate_strings(value: Any, field: str, max_items: int, max_chars: int) -> tuple[str, ...]:
-    """A list of non-empty strings, duplicates dropped (first kept), at most ``max_items`` distinct ones.
-
-    Linear: duplicates are found with a dict, and the refusal comes as soon as the count exceeds
-    ``max_items`` rather than after the whole list was read.
-    """
-    if value is None:
-        return ()
-    if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
-        raise ValidationError(field, f"must be a list of strings, got {type(value).__name__}")
-    out: dict[str, None] = {}
-    for item in value:
-        if not isinstance(item, str) or not item.strip():
-            raise ValidationError(field, "every item must be a non-empty string")
-        if len(item) > max_chars:
-            raise ValidationError(field, f"every item must be at most {max_chars} characters")
-        if "\x00" in item:
-            raise ValidationError(field, "items must not contain NUL characters")
-        if item not in out:
-            check_utf8(item, field)
-            out[item] = None
-            if len(out) > max_items:
-                raise ValidationError(field, f"at most {max_items} distinct items allowed")
-    return tuple(out)
 
 
 def _check_depth(value: Any, depth: int, limit: int) -> None:
@@ -173,13 +102,7 @@ def _metadata(value: Any, limits: Limits) -> dict[str, Any]:
 def _importance(value: Any, kind: str) -> float:
     if value is None:
         return DEFAULT_IMPORTANCE.get(kind, 0.5)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError("importance", f"must be a number in [0, 1], got {type(value).__name__}")
-    # Compared as is: int/float comparison is exact in Python, so a huge int (10**400) is simply
-    # out of range; math.isfinite or float() on it would raise OverflowError.
-    if (isinstance(value, float) and math.isnan(value)) or not 0.0 <= value <= 1.0:
-        raise ValidationError("importance", f"must be in [0, 1], got {short_repr(value)}")
-    return float(value)
+    return unit("importance", value)
 
 
 def _content(item: Mapping[str, Any], kind: str, limits: Limits) -> str:
@@ -208,24 +131,17 @@ def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> Memo
     unknown = set(item) - FIELDS
     if unknown:
         raise ValidationError(sorted(unknown)[0], f"unknown field; allowed: {', '.join(sorted(FIELDS))}")
-    user_id = validate_id(item.get("user_id"), "user_id", limits)
-    assert user_id is not None
-    kind = item.get("kind") or "message"
-    if kind not in KINDS:
-        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {short_repr(kind)}")
-    status = item.get("status") or "active"
-    if status not in STATUSES:
-        raise ValidationError("status", f"must be one of {', '.join(STATUSES)}; got {short_repr(status)}")
+    user = user_id(item.get("user_id"), limits)
+    kind = choice("kind", item.get("kind") or "message", KINDS)
+    status = choice("status", item.get("status") or "active", STATUSES)
     content = _content(item, kind, limits)
     version = item.get("version")
-    if version is not None and (
-        isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MAX_VERSION
-    ):
-        raise ValidationError("version", f"must be an integer in [1, {MAX_VERSION}], got {short_repr(version)}")
+    if version is not None:
+        integer("version", version, 1, MAX_VERSION)
     created = to_utc(item["created_at"], "created_at") if item.get("created_at") is not None else now
     return MemoryRecord(
         id=validate_id(item.get("id"), "id", limits, required=False) or new_id(),
-        user_id=user_id,
+        user_id=user,
         content=content,
         kind=kind,
         created_at=created,

@@ -25,13 +25,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from engram.errors import MemoryNotFound
 from engram.ext import Store
 from engram.model import Filters, Link, MemoryRecord
 
-__all__ = ["VERSIONED_KINDS", "Supersession", "apply", "plan", "reinstate", "valid_at", "withdraw_document"]
+__all__ = [
+    "VERSIONED_KINDS", "Supersession", "apply", "list_all", "plan", "reinstate", "supersede_document", "valid_at",
+    "withdraw_document",
+]
 
 #: Kinds whose versions supersede one another: facts by subject and predicate, documents by file.
 VERSIONED_KINDS = ("fact", "document")
+#: Rows per store read when every version is needed.
+PAGE = 1000
+
+
+def list_all(store: Store, user_id: str, filters: Filters) -> list[MemoryRecord]:
+    """Every memory ``filters`` admit, read page by page: a version lookup that stopped at a cap
+    would silently leave older versions current."""
+    out: list[MemoryRecord] = []
+    while True:
+        page = store.list(user_id, filters, limit=PAGE, offset=len(out))
+        out.extend(page)
+        if len(page) < PAGE:
+            return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +84,7 @@ def plan(store: Store, records: Sequence[MemoryRecord]) -> tuple[list[MemoryReco
     supersessions: list[Supersession] = []
     for (user_id, _, _), incoming in by_key.items():
         first = incoming[0]
-        existing = store.list(
-            user_id,
-            Filters(kinds=("fact",), subject=first.subject, predicate=first.predicate),
-            limit=1000,
-        )
+        existing = list_all(store, user_id, Filters(kinds=("fact",), subject=first.subject, predicate=first.predicate))
         # Walk every version in time order; each differing object supersedes the current one.
         versions = sorted([*existing, *incoming], key=lambda r: (_start(r), r.recorded_at, r.id))
         current: MemoryRecord | None = None
@@ -96,6 +109,24 @@ def apply(store: Store, supersessions: Sequence[Supersession], inserted: set[str
             store.replace(item.older, None)
         for link_type in ("supersedes", "contradicts"):
             store.add_link(item.older.user_id, Link(item.newer.id, item.older.id, link_type, 1.0))
+
+
+def supersede_document(
+    store: Store, user_id: str, *, document_id: str, doc_key: str, version: int, previous_id: str, when: datetime
+) -> None:
+    """A new version of a file was stored: every active earlier version of it (by ``doc_key``), and
+    their passages, become ``superseded`` from ``when``; the new document ``supersedes`` ``previous_id``.
+
+    Raises MemoryNotFound if ``previous_id`` is gone (another writer deleted it since it was read).
+    """
+    if store.get(user_id, previous_id) is None:
+        raise MemoryNotFound(f"no memory {previous_id!r} for this user")
+    filters = Filters(kinds=("document", "chunk"), metadata={"doc_key": doc_key})
+    # Read in full before changing any: each change drops a row from the (active) pages still to come.
+    for old in list_all(store, user_id, filters):
+        if (old.version or 0) < version:
+            store.replace(replace(old, status="superseded", valid_to=when), None)
+    store.add_link(user_id, Link(document_id, previous_id, "supersedes", 1.0))
 
 
 def _order(record: MemoryRecord) -> tuple[datetime, datetime, str]:

@@ -21,6 +21,7 @@ from engram.errors import ConfigError
 from engram.retrieve.sentences import clip_content, split_sentences
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import MemoryEntry, Scored
+from engram.text import STOPWORDS
 
 __all__ = [
     "INTERLEAVE_STRATEGIES",
@@ -43,6 +44,7 @@ T = TypeVar("T")
 
 _WS = re.compile(r"\s+")
 _WORD_CHAR = re.compile(r"\w")
+_CONTENT_WORD = re.compile(r"\w{2,}")
 
 
 @dataclass(frozen=True)
@@ -141,16 +143,33 @@ def mmr(
     np.divide(matrix, norms[:, None], out=matrix, where=norms[:, None] > 0)
     threshold = min(max(similarity_range[1], 0.0), 0.99)
 
+    words: dict[int, frozenset[str]] = {}
+
+    def words_of(i: int) -> frozenset[str]:
+        if i not in words:
+            words[i] = frozenset(w for w in _CONTENT_WORD.findall(ordered[i].record.content.lower())
+                                 if w not in STOPWORDS)
+        return words[i]
+
     picked = np.zeros(n, dtype=bool)
     max_sim = np.zeros(n, dtype=np.float64)
+    covered: set[str] = set()
     order: list[int] = []
     for _ in range(k):
         dup = np.clip((max_sim - threshold) / (1.0 - threshold), 0.0, 1.0)
+        # Close in meaning is not yet a duplicate: two turns on one topic that tell different
+        # things ("my cousin's preschool graduation" in one, "a colleague's graduation" in the
+        # other) are both worth returning. The share of a memory's words that the picks already
+        # hold says how much of it is said already; a paraphrase or a repeated line adds little.
+        for close in np.flatnonzero((dup > 0) & ~picked).tolist():
+            mine = words_of(close)
+            dup[close] *= len(mine & covered) / len(mine) if mine else 1.0
         objective = relevance - (1.0 - lam) * dup
         objective[picked] = -np.inf
         best = int(np.argmax(objective))  # first maximum: higher score, then smaller id
         picked[best] = True
         order.append(best)
+        covered |= words_of(best)
         max_sim = np.maximum(max_sim, (matrix @ matrix[best]).astype(np.float64))
     return [ordered[i] for i in order]
 

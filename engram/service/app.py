@@ -19,24 +19,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram.config import AdminMemorySettings
-from engram.errors import EngramError
+from engram.errors import EngramError, NotFound, RateLimited, Unauthorized
 from engram.memory import Memory
+from engram.service import retrieval, routes
 from engram.service.auth import KeyStore
-from engram.service.deps import (
-    LimitedKey,
-    Service,
-    ServiceError,
-    ServiceSettings,
-    SvcDep,
-    check_admin,
-    error_status,
-    jsonable,
-)
+from engram.service.deps import LimitedKey, Service, ServiceSettings, SvcDep, check_admin
 from engram.service.logs import install_record_factory, request_context
-from engram.service.routes import router
-from engram.service.schemas import AdminSettingsBody, to_camel
+from engram.service.ratelimit import RateLimiter
+from engram.service.responses import AdminSettingsOut, HealthOut, KeyOut
+from engram.service.schemas import AdminSettingsBody
+from engram.wire import error_json, http_status, jsonable, to_camel
 
-__all__ = ["SECURITY_HEADERS", "create_app", "wire_error", "wire_field"]
+__all__ = ["SECURITY_HEADERS", "create_app"]
 
 log = logging.getLogger("engram.service")
 access = logging.getLogger("engram.service.access")
@@ -51,7 +45,6 @@ SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
 )
-_SNAKE = re.compile(r"_([a-z0-9])")
 _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED",
           406: "NOT_ACCEPTABLE", 413: "PAYLOAD_TOO_LARGE", 414: "URI_TOO_LONG", 415: "UNSUPPORTED_MEDIA_TYPE",
           429: "RATE_LIMITED"}
@@ -59,7 +52,10 @@ _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_F
 
 def _error(status: int, code: str, message: str, field: str | None = None,
            headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(ServiceError(status, code, message, field=field).body(), status_code=status, headers=headers)
+    error: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:
+        error["field"] = field
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
 class RequestMiddleware:
@@ -127,16 +123,17 @@ class RequestMiddleware:
 
 
 def _install_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ServiceError)
-    async def on_service_error(_request: Request, exc: ServiceError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers or None)
-
     @app.exception_handler(EngramError)
     async def on_engram_error(_request: Request, exc: EngramError) -> JSONResponse:
-        status = error_status(exc)
+        status = http_status(exc)
         if status >= 500:
             log.error("engram error: %s", exc, extra={"code": exc.code})
-        return JSONResponse({"error": wire_error(exc)}, status_code=status)
+        headers: dict[str, str] = {}
+        if isinstance(exc, Unauthorized):
+            headers["WWW-Authenticate"] = "Bearer"
+        elif isinstance(exc, RateLimited):
+            headers["Retry-After"] = RateLimiter.retry_after(exc.retry_after)
+        return JSONResponse({"error": error_json(exc)}, status_code=status, headers=headers or None)
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -154,24 +151,6 @@ def _install_handlers(app: FastAPI) -> None:
     async def on_crash(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
         return _error(500, "INTERNAL", "internal error; see the server log with this request's id")
-
-
-def wire_field(field: str) -> str:
-    """A field as the request spelled it: Engram names ``created_at``, the wire ``createdAt``."""
-    return ".".join(_SNAKE.sub(lambda m: m.group(1).upper(), part) for part in field.split("."))
-
-
-def wire_error(exc: EngramError) -> dict[str, Any]:
-    """``exc.to_dict()`` with its field (and the message's leading field) in camelCase."""
-    error = exc.to_dict()
-    field = error.get("field")
-    if isinstance(field, str):
-        wire = wire_field(field)
-        message = str(error.get("message", ""))
-        if message.startswith(field + ":"):
-            message = wire + message[len(field):]
-        error = {**error, "field": wire, "message": message}
-    return error
 
 
 def admin_json(settings: AdminMemorySettings) -> dict[str, Any]:
@@ -193,9 +172,10 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
     app.state.service = Service(memory=memory, keys=keys, settings=settings or ServiceSettings())
     app.add_middleware(RequestMiddleware, settings=app.state.service.settings)
     _install_handlers(app)
-    app.include_router(router)
+    app.include_router(routes.router)
+    app.include_router(retrieval.router)
 
-    @app.get("/healthz", tags=["service"])
+    @app.get("/healthz", tags=["service"], response_model=HealthOut)
     def healthz() -> dict[str, Any]:
         return {"status": "ok"}
 
@@ -205,12 +185,12 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
         text = render() if callable(render) else ""
         return PlainTextResponse(str(text), media_type="text/plain; version=0.0.4")
 
-    @app.get("/v1/me", tags=["service"])
+    @app.get("/v1/me", tags=["service"], response_model=KeyOut)
     def me(key: LimitedKey) -> dict[str, Any]:
         """The calling key: which users it may touch, whether it is an admin key."""
         return key.to_dict()
 
-    @app.get("/v1/admin/settings", tags=["admin"])
+    @app.get("/v1/admin/settings", tags=["admin"], response_model=AdminSettingsOut)
     def get_settings(key: LimitedKey, svc: SvcDep) -> dict[str, Any]:
         check_admin(key)
         return admin_json(svc.admin or AdminMemorySettings())
@@ -221,10 +201,10 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
         check_admin(key)
         return dict(jsonable(svc.memory.stats()))
 
-    @app.put("/v1/admin/settings", tags=["admin"])
+    @app.put("/v1/admin/settings", tags=["admin"], response_model=AdminSettingsOut)
     def put_settings(body: AdminSettingsBody, key: LimitedKey,
                      svc: SvcDep) -> dict[str, Any]:
-        """Seed 001 AdminMemorySettings within the seed's ranges; later retrievals run with them."""
+        """Change AdminMemorySettings within their ranges; later retrievals run with them."""
         check_admin(key)
         current = asdict(svc.admin or AdminMemorySettings())
         if body.retrieval is not None:
@@ -252,6 +232,6 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
 def _ui_file(name: str) -> Response:
     media = _UI_FILES.get(name)
     if media is None:
-        raise ServiceError(404, "NOT_FOUND", "no such file")
+        raise NotFound("no such file")
     body = resources.files("engram.service").joinpath("ui", name).read_bytes()
     return Response(body, media_type=media, headers={"Cache-Control": "no-cache"})

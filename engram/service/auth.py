@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engram.errors import ValidationError
 from engram.stores.api_keys import KeyTable
 
 __all__ = ["ApiKey", "KeyStore", "hash_token"]
@@ -86,7 +87,7 @@ class KeyStore:
         if not clean and admin:
             clean = ("*",)
         if not clean:
-            raise ValueError("a key needs at least one user, tenant or --admin")
+            raise ValidationError("users", "a key needs at least one user, tenant or --admin")
         key_id = secrets.token_hex(8)
         token = f"{PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
         key = ApiKey(

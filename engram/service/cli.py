@@ -22,12 +22,18 @@ def _db(db: str | None, *, create: bool) -> str:
     return db_target(db) if create else existing_db(db)
 
 
-def _embedder(fake_dimensions: int | None) -> Any:
-    if fake_dimensions is None:
-        return None
-    from engram.embedders.fake import FakeEmbedder
+EMBEDDER_HELP = ("minilm (the default), multilingual, or hash-N: words hashed into N dimensions, no model to "
+                 "load and no meaning, for load tests only (default: $ENGRAM_EMBEDDER, else minilm).")
 
-    return FakeEmbedder(fake_dimensions)
+
+def _embedder(name: str | None) -> Any:
+    from engram.embedders import named_embedder
+    from engram.errors import ValidationError
+
+    try:
+        return named_embedder(name)
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc).split(": ", 1)[-1], param_hint="--embedder") from None
 
 
 @click.command(name="serve", help="Serve the HTTP API (/v1, /openapi.json, /metrics) and the /ui explorer.")
@@ -38,11 +44,11 @@ def _embedder(fake_dimensions: int | None) -> Any:
 @click.option("--burst", default=200.0, show_default=True, help="Requests a key may make at once.")
 @click.option("--max-body-bytes", default=1_048_576, show_default=True, help="Largest request body.")
 @click.option("--log-level", default="info", show_default=True,
-              type=click.Choice(["debug", "info", "warning", "error"]))
-@click.option("--fake-embedder", "fake_dimensions", type=int, default=None, hidden=True,
-              help="Benchmarks only: hash embedder of this many dimensions instead of the model.")
+              type=click.Choice(["debug", "info", "warning", "error"]),
+              help="Least severe log line written (JSON lines on stderr).")
+@click.option("--embedder", "embedder_name", default=None, envvar="ENGRAM_EMBEDDER", help=EMBEDDER_HELP)
 def serve_command(db: str | None, host: str, port: int, rate: float, burst: float, max_body_bytes: int,
-                  log_level: str, fake_dimensions: int | None) -> None:
+                  log_level: str, embedder_name: str | None) -> None:
     import uvicorn
 
     from engram.memory import Memory
@@ -54,7 +60,7 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     target = _db(db, create=False)
     configure_logging(log_level)
     settings = ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes)
-    memory = Memory(target, embedder=_embedder(fake_dimensions))
+    memory = Memory(target, embedder=_embedder(embedder_name))
     keys = KeyStore(target)
     try:
         memory.embedder  # noqa: B018 - load the model before the first request, not during it
@@ -128,11 +134,12 @@ def revoke_key(key_id: str, db: str | None) -> None:
 @click.command(name="mcp", help="Serve one user's memory to an MCP client over stdio.")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--user", "user_id", required=True, help="The user whose memory the tools read and write.")
-def mcp_command(db: str | None, user_id: str) -> None:
+@click.option("--embedder", "embedder_name", default=None, envvar="ENGRAM_EMBEDDER", help=EMBEDDER_HELP)
+def mcp_command(db: str | None, user_id: str, embedder_name: str | None) -> None:
     from engram.mcp import serve
 
     target = _db(db, create=True)
     if not target.startswith(("postgresql://", "postgres://")) and target != ":memory:" and not os.path.exists(target):
         # The agent's memory starts empty here; say so (on stderr: stdout is the protocol).
         click.echo(f"engram mcp: no database at {target}; creating a new, empty one", err=True)
-    serve(target, user_id)
+    serve(target, user_id, _embedder(embedder_name))

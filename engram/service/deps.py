@@ -1,44 +1,29 @@
-"""What every route shares: the service state, errors as HTTP answers, key checks, JSON shapes."""
+"""What every route shares: the service state, the key checks and the rate limit."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request
 
 from engram.config import AdminMemorySettings, RetrievalConfig
-from engram.errors import (
-    EmbedderError,
-    EmbedderMismatch,
-    EngramError,
-    NotFound,
-    RateLimited,
-    StoreError,
-    StoreUnavailable,
-    ValidationError,
-)
+from engram.errors import Forbidden, RateLimited, Unauthorized
 from engram.memory import Memory
 from engram.service.auth import ApiKey, KeyStore
 from engram.service.ratelimit import RateLimiter
-from engram.service.schemas import to_camel
 
 __all__ = [
     "AuthKey",
     "LimitedKey",
     "Service",
-    "ServiceError",
     "ServiceSettings",
     "SvcDep",
     "authorized",
-    "error_status",
-    "jsonable",
+    "check_admin",
+    "check_user",
     "limited",
-    "record_json",
     "service",
 ]
 
@@ -54,40 +39,6 @@ class ServiceSettings:
     max_body_bytes: int = 1_048_576
     max_ingest_bytes: int = 16_777_216
     max_query_chars: int = 4096
-
-
-class ServiceError(Exception):
-    """An HTTP answer with a stable code; raised by routes, rendered by one handler."""
-
-    def __init__(
-        self, status: int, code: str, message: str, *, field: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.field = status, code, message, field
-        self.headers = dict(headers or {})
-
-    def body(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.field is not None:
-            error["field"] = self.field
-        return {"error": error}
-
-
-def error_status(exc: EngramError) -> int:
-    if isinstance(exc, ValidationError):
-        return 422
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, RateLimited):
-        return 429
-    if isinstance(exc, EmbedderMismatch):
-        return 409
-    if isinstance(exc, (StoreUnavailable, EmbedderError)):
-        return 503
-    if isinstance(exc, StoreError):
-        return 500
-    return 400
 
 
 @dataclass
@@ -114,7 +65,7 @@ class Service:
             self.admin = settings
         # Cached payloads were computed under the old settings; their keys include the config, but
         # clearing keeps a settings change visible at once even to the rate-limited cache path.
-        self.memory.pipeline.cache.clear()
+        self.memory.clear_cached_retrievals()
 
     def wait(self, key: ApiKey) -> float:
         return self.limiter.acquire(key.id, key.rate, key.burst)
@@ -138,10 +89,7 @@ def _token(request: Request) -> str | None:
 def authorized(request: Request, svc: SvcDep) -> ApiKey:
     key = svc.keys.authenticate(_token(request))
     if key is None:
-        raise ServiceError(
-            401, "UNAUTHORIZED", "a valid API key is required (Authorization: Bearer <key>)",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        raise Unauthorized("a valid API key is required (Authorization: Bearer <key>)")
     return key
 
 
@@ -159,45 +107,17 @@ def limited(key: AuthKey, svc: SvcDep) -> ApiKey:
 LimitedKey = Annotated[ApiKey, Depends(limited)]
 
 
-def rate_limited(wait: float) -> ServiceError:
-    return ServiceError(
-        429, "RATE_LIMITED", "Memory retrieval rate limit exceeded",
-        headers={"Retry-After": RateLimiter.retry_after(wait)},
-    )
+def rate_limited(wait: float) -> RateLimited:
+    return RateLimited("Memory retrieval rate limit exceeded", retry_after=wait)
 
 
 def check_user(key: ApiKey, user_id: str) -> str:
     # The same answer whether or not the user exists: a 403 must not reveal who has memories.
     if not isinstance(user_id, str) or not key.may_access(user_id):
-        raise ServiceError(403, "FORBIDDEN", FORBIDDEN_MESSAGE)
+        raise Forbidden(FORBIDDEN_MESSAGE)
     return user_id
 
 
 def check_admin(key: ApiKey) -> None:
     if not key.admin:
-        raise ServiceError(403, "FORBIDDEN", "this API key is not an admin key")
-
-
-def jsonable(value: Any) -> Any:
-    """Facade results as JSON: ``to_dict`` where a type has one, else dataclass fields."""
-    if hasattr(value, "to_dict") and callable(value.to_dict):
-        return jsonable(value.to_dict())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, float) and value != value:  # NaN is not JSON
-        return None
-    return value
-
-
-def record_json(value: Any) -> Any:
-    """A record's top-level fields in camelCase (seed 001 style); nested metadata kept verbatim."""
-    data = jsonable(value)
-    if not isinstance(data, dict):
-        return data
-    return {to_camel(k) if k != "metadata" else k: v for k, v in data.items()}
+        raise Forbidden("this API key is not an admin key")

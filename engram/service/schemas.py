@@ -1,4 +1,4 @@
-"""Request bodies of the HTTP API (the service's only pydantic): seed 001 camelCase on the wire.
+"""Request bodies of the HTTP API, camelCase on the wire (``engram.wire.to_camel``).
 
 Numeric ranges are left to Engram's own configs where they exist, so an out-of-range value gets
 the same 422 naming the field and the allowed range as the Python API raises.
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, BaseModel, Field
 
 from engram.errors import ValidationError as EngramValidationError
 from engram.errors import short_repr
 from engram.ingest.normalize import to_utc
 from engram.service.uploads import check_upload_name
+from engram.wire import REQUEST, ConfigOverrides
 
 __all__ = [
     "AdminSettingsBody",
@@ -31,7 +31,6 @@ __all__ = [
     "RetrieveFilters",
     "RetrieveRequest",
     "Time",
-    "to_camel",
 ]
 
 
@@ -58,25 +57,7 @@ RECALL_MODES = ("relevant", "recent", "important", "frequent", "temporal", "by_k
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-
-class ConfigOverrides(_Body):
-    """Seed 001 ``RetrievalConfig`` overrides plus Engram's; unset fields keep the service's settings."""
-
-    top_k: int | None = None
-    clip_sentences: int | None = None
-    max_tokens: int | None = None
-    search_type: Literal["hybrid", "semantic", "keyword"] | None = None
-    min_score: float | None = None
-    interleave: Literal["alternate", "score_first", "recency_first"] | None = None
-    mmr_lambda: float | None = None
-    dedup: bool | None = None
-    fusion: Literal["signals", "rrf"] | None = None
-    weights: dict[str, float] | None = Field(default=None, max_length=16)
-    candidate_limit: int | None = None
-    keyword_weight: float | None = None
-    include_superseded: bool | None = None
+    model_config = REQUEST
 
 
 class RetrieveFilters(_Body):
@@ -89,7 +70,7 @@ class RetrieveFilters(_Body):
 
 
 class RetrieveRequest(_Body):
-    """Seed 001's request: who asks, in which session, whether to use memory, and the message."""
+    """A retrieval request: who asks, in which session, whether to use memory, and the message."""
 
     user_id: str = Id
     session_id: str | None = Field(default=None, max_length=256)
@@ -97,6 +78,9 @@ class RetrieveRequest(_Body):
     message: str = Field(max_length=100_000)
     config: ConfigOverrides | None = None
     now: Time | None = Field(default=None, max_length=64, description="Reference time (ISO-8601): 'as of'.")
+    as_of: Time | None = Field(
+        default=None, max_length=64, description="Answer from memory as it was recorded by this time (ISO-8601)."
+    )
     format: Literal["policy", "augmentation"] | None = Field(
         default=None, description="Also return the payload rendered as a prompt section."
     )
@@ -159,7 +143,7 @@ class EntityIn(_Body):
 
 
 class RecallRequest(_Body):
-    """Seed 004 recall: one request shape for every mode; each mode reads the fields it needs."""
+    """Recall: one request shape for every recall mode; each mode reads the fields it needs."""
 
     user_id: str = Id
     mode: Literal["relevant", "recent", "important", "frequent", "temporal", "by_kind", "linked"] = "relevant"
@@ -225,7 +209,7 @@ class AdminInterleaving(_Body):
 
 
 class AdminSettingsBody(_Body):
-    """Seed 001 ``AdminMemorySettings``; omitted fields keep their current values."""
+    """``AdminMemorySettings`` in the admin ranges; omitted fields keep their current values."""
 
     retrieval: AdminRetrieval | None = None
     interleaving: AdminInterleaving | None = None

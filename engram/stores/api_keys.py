@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engram.errors import StoreError, StoreUnavailable
+from engram.errors import StoreError, StoreUnavailable, ValidationError
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.sql.dialect import Dialect
 from engram.stores.sqlite.dialect import SQLITE
@@ -62,7 +62,7 @@ class KeyTable:
         self._conn: Any
         self._dialect: Dialect
         if target == ":memory:":
-            raise ValueError("API keys need a persistent store, not :memory:")
+            raise ValidationError("path", "API keys need a persistent store, not :memory:")
         try:
             if target.startswith(("postgresql://", "postgres://")):
                 import psycopg

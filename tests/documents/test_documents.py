@@ -13,15 +13,14 @@ import pytest
 from click.testing import CliRunner
 
 from engram import Memory
+from engram.default_memory import close_default_memory, retrieve_document_from_metadata
 from engram.documents import (
     DEFAULT_QUERY,
     build_query,
-    close_default_memory,
     document_versions,
     get_default_user_id,
     get_document,
     required_tags,
-    retrieve_document_from_metadata,
 )
 from engram.documents_cli import doc_group, ingest_command
 from engram.errors import DocumentNotFound, ValidationError

@@ -31,13 +31,16 @@ FLOOR = 0.87
 #: Per-category recall@10, each what the code achieved minus 0.02 (0.0 where it found nothing).
 #: The second hop traded one preference question (a filler naming what the top result names took
 #: tenth place) for one multi-hop question; LongMemEval and LoCoMo gained from it too.
+#: Reading keyword scores against the query's best keyword match lost one time question (a third
+#: gold memory fell from tenth place) and one multi-hop question (the second gold from tenth to
+#: eleventh) for LoCoMo dev recall@10 +2.4 and LongMemEval dev turn recall@5 +4.8.
 CATEGORY_FLOORS = {
-    "time": 0.80,
+    "time": 0.76,
     "preference": 0.59,
     "procedure": 0.98,
     "entity": 0.98,
     "speaker": 0.98,
-    "multihop": 0.79,
+    "multihop": 0.73,
     "paraphrase": 0.76,
     "update": 0.98,
     "filter": 0.98,

@@ -226,9 +226,7 @@ def test_keyword_search_module_never_crosses_users(world: World, user: str, word
 @FUZZ
 @given(user=users, filename=texts, tag=texts, query=texts)
 def test_documents_never_cross_users(world: World, user: str, filename: str, tag: str, query: str) -> None:
-    documents = pytest.importorskip("engram.documents")
-    if not hasattr(documents, "retrieve_document_from_metadata"):
-        pytest.skip("retrieve_document_from_metadata not built yet")
+    documents = pytest.importorskip("engram.default_memory")
     metas: list[dict[str, Any]] = [{"filename": filename}, {"filename": "file.md", "tags": [tag]}, {"query": query}]
     for meta in metas:
         try:

@@ -13,6 +13,7 @@ from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
+    KEYWORD_FULL_SHARE,
     apply_min_score,
     in_range_first,
     meaning_share,
@@ -266,6 +267,19 @@ def test_min_score_never_empties_a_filtered_retrieval() -> None:
     assert [s.record.id for s in kept] == ["a", "b"] and dropped == 0
 
 
+def test_keyword_evidence_is_read_against_the_best_keyword_match() -> None:
+    # A question's filler words are in no memory: the best match holding 0.6 of the query's
+    # keyword weight is a full keyword match, and the others keep their proportion to it.
+    records = [rec("best", content="graduation"), rec("half", content="graduation too"), rec("none")]
+    out = {s.record.id: s for s in run(records, keyword_scores={"best": 0.6, "half": 0.3})}
+    assert out["best"].signals["keyword_relevance"] == pytest.approx(1.0)
+    assert out["half"].signals["keyword_relevance"] == pytest.approx(0.5)
+    assert out["none"].signals["keyword_relevance"] == 0.0
+    # A weak best match (under KEYWORD_FULL_SHARE of the query) is not inflated into a full one.
+    weak = {s.record.id: s for s in run(records, keyword_scores={"best": 0.2})}
+    assert weak["best"].signals["keyword_relevance"] == pytest.approx(0.2 / KEYWORD_FULL_SHARE)
+
+
 def test_a_turn_next_to_a_relevant_question_gains_from_it() -> None:
     question = rec("q", content="What did you research?")
     answer = rec("a", content="Adoption agencies.")
@@ -278,8 +292,9 @@ def test_a_turn_next_to_a_relevant_question_gains_from_it() -> None:
         weights=EXPLORATORY, keyword_scores=kw, sources={}, source_ranks={}, config=RetrievalConfig(),
         neighbors={"a": ("q",), "q": ("a",)},
     )}
-    assert out["a"].signals["conversation_context"] == pytest.approx(0.5 * 0.9)
-    assert out["a"].signals["relevance"] == pytest.approx(0.5 * 0.2 + 0.3 * 0.5 * 0.9)
+    # Keyword scores read against the best match (0.9 counts as a full match): q 1.0, a 0.2 / 0.9.
+    assert out["a"].signals["conversation_context"] == pytest.approx(0.5 * 1.0)
+    assert out["a"].signals["relevance"] == pytest.approx(0.5 * 0.2 / 0.9 + 0.3 * 0.5 * 1.0)
     assert out["a"].score > alone and out["a"].score > out["s"].score
     assert out["s"].signals["conversation_context"] == 0.0
 

@@ -410,8 +410,26 @@ def test_mmr_keeps_topically_close_memories_and_demotes_paraphrases() -> None:
     def vec(angle: float) -> np.ndarray:
         return np.array([math.cos(angle), math.sin(angle)], dtype=np.float32)
 
-    base = [replace(sc("a", 0.80, "a"), vector=vec(0.0)), replace(sc("para", 0.79, "para"), vector=vec(0.05)),
-            replace(sc("topic", 0.70, "topic"), vector=vec(1.0)), replace(sc("other", 0.65), vector=vec(2.0))]
+    base = [replace(sc("a", 0.80, "Acme pays on NET30 terms"), vector=vec(0.0)),
+            replace(sc("para", 0.79, "Acme pays on NET30 terms, as agreed"), vector=vec(0.05)),
+            replace(sc("topic", 0.70, "Globex pays late"), vector=vec(1.0)),
+            replace(sc("other", 0.65, "Initech ordered docks"), vector=vec(2.0))]
     picked = [s.record.id for s in mmr(base, 3, 0.7)]
     # "topic" (cosine 0.54 to "a") costs nothing; the paraphrase (cosine 0.999) drops out of the top 3.
     assert picked == ["a", "topic", "other"]
+
+
+def test_mmr_keeps_a_close_memory_that_tells_something_new() -> None:
+    # Two turns on one topic, close in meaning (cosine 0.96), the second telling what the first
+    # does not: it is no duplicate, and stays ahead of a less relevant memory.
+    def vec(angle: float) -> np.ndarray:
+        return np.array([math.cos(angle), math.sin(angle)], dtype=np.float32)
+
+    items = [replace(sc("a", 0.80, "Compare two digital marketing certification programs"), vector=vec(0.0)),
+             replace(sc("b", 0.79, "Compare marketing programs; I attended my cousin's graduation"), vector=vec(0.3)),
+             replace(sc("c", 0.60, "Initech ordered docks"), vector=vec(2.0))]
+    assert [s.record.id for s in mmr(items, 3, 0.7)] == ["a", "b", "c"]
+    # The same close memory repeating the first one's words is demoted behind "c".
+    repeat = [items[0], replace(sc("b", 0.79, "Compare two digital marketing certification programs!"),
+                                vector=vec(0.3)), items[2]]
+    assert [s.record.id for s in mmr(repeat, 3, 0.7)] == ["a", "c", "b"]

@@ -70,7 +70,7 @@ def test_batch_links_history_and_forget(client: TestClient) -> None:
     assert client.delete("/v1/users/u1").json() == {"deleted": 2, "userId": "u1"}
 
 
-def test_retrieve_seed_001_payload_and_prompt(client: TestClient) -> None:
+def test_retrieve_payload_and_prompt(client: TestClient) -> None:
     add(client, "Acme prefers NET30 payment terms", kind="fact", createdAt="2024-02-01T09:00:00+00:00")
     add(client, "The weather was nice at the picnic", createdAt="2024-02-02T09:00:00+00:00")
     response = client.post("/v1/retrieve", json={
@@ -188,3 +188,43 @@ def test_json_logs_carry_request_fields(client: TestClient, caplog: pytest.LogCa
     access = next(line for line in lines if line["logger"] == "engram.service.access")
     assert access["status"] == 200 and access["path"] == "/v1/retrieve" and access["method"] == "POST"
     assert {"ts", "duration_ms"} <= set(access)
+
+
+def test_every_json_answer_has_a_schema(client: TestClient) -> None:
+    """Each route declares its answer, so /openapi.json tells a client what comes back."""
+    spec = client.get("/openapi.json").json()
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            ok = next(code for code in operation["responses"] if code.startswith("2"))
+            content = operation["responses"][ok].get("content", {})
+            if path == "/metrics":
+                continue  # Prometheus text
+            schema = content.get("application/json", {}).get("schema")
+            assert schema, f"{method.upper()} {path} has no response schema"
+    memory = spec["components"]["schemas"]["MemoryRecordOut"]["properties"]
+    assert {"id", "userId", "createdAt", "metadata"} <= set(memory)
+
+
+def test_list_filters_and_document_versions(client: TestClient) -> None:
+    add(client, "Acme prefers NET30", kind="fact", tags=["billing"], sessionId="s1",
+        createdAt="2024-02-01T09:00:00+00:00")
+    add(client, "Lunch was nice", kind="episode", sessionId="s2", createdAt="2024-02-03T09:00:00+00:00")
+
+    def listed(**params: object) -> list[str]:
+        response = client.get("/v1/memories", params={"userId": "u1", **params})
+        assert response.status_code == 200, response.text
+        return [m["content"] for m in response.json()["memories"]]
+
+    assert listed(kind="fact") == ["Acme prefers NET30"]
+    assert sorted(listed(kind=["fact", "episode"])) == ["Acme prefers NET30", "Lunch was nice"]
+    assert listed(tag="billing") == listed(sessionId="s1") == ["Acme prefers NET30"]
+    assert listed(createdAfter="2024-02-02T00:00:00+00:00") == ["Lunch was nice"]
+    bad = client.get("/v1/memories", params={"userId": "u1", "status": "gone"})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "filters.statuses"
+    for text in ("first", "second"):
+        upload = client.post("/v1/documents", json={"userId": "u1", "documents": [{"name": "n.md", "content": text}]})
+        assert upload.status_code == 201, upload.text
+    versions = client.get("/v1/documents/versions", params={"userId": "u1", "name": "n.md"}).json()["versions"]
+    assert [(v["version"], v["content"]) for v in versions] == [(1, "first"), (2, "second")]
+    history = client.get(f"/v1/memories/{versions[0]['memory_id']}/history", params={"userId": "u1"}).json()
+    assert [v["version"] for v in history["versions"]] == [1, 2]

@@ -37,8 +37,7 @@ def test_client_mirrors_memory(served: tuple[Harness, str]) -> None:
         assert client.links(record.id, user_id="u1") == [link]
         entity = client.add_entity("customer:acme", user_id="u1", aliases=["Acme"])
         assert entity.type == "customer" and entity.aliases == ("Acme",)
-        result = client.retrieve("How does Acme pay?", user_id="u1", config=RetrievalConfig(min_score=0.0),
-                                 format="policy")
+        result = client.retrieve("How does Acme pay?", user_id="u1", config=RetrievalConfig(min_score=0.0))
         assert result.ids()[0] == record.id and "NET30" in result.to_prompt()
         assert result.to_dict()["metadata"]["config"]["minScore"] == 0.0
         assert client.delete(record.id, user_id="u1") is True
@@ -67,3 +66,14 @@ def test_client_raises_engram_errors(served: tuple[Harness, str]) -> None:
         assert "memories" in str(admin.stats()) or admin.stats() is not None
         changed = admin.admin_settings({"retrieval": {"topK": 5}})
         assert changed["retrieval"]["topK"] == 5
+
+
+def test_client_refuses_filters_the_wire_does_not_carry(served: tuple[Harness, str]) -> None:
+    h, url = served
+    with EngramClient(url, h.key("u1")) as client:
+        with pytest.raises(ValidationError) as refused:
+            client.list(user_id="u1", filters={"metadata": {"a": 1}})
+        assert refused.value.field == "filters.metadata"
+        with pytest.raises(ValidationError) as refused:
+            client.retrieve("x", user_id="u1", filters={"statuses": ["active", "superseded"]})
+        assert refused.value.field == "filters.statuses"

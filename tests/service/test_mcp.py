@@ -146,3 +146,26 @@ def test_mcp_recall_is_compact_unless_asked_for_full_records(tmp_path: Path) -> 
         assert "content_hash" not in text
         failed, text = asyncio.run(_call(server, "recall", {"mode": "recent", "full": True}))
         assert not failed and json.loads(text)["memories"][0]["memory"]["content_hash"] == stored.content_hash
+
+
+def test_mcp_tools_serve_a_remote_memory_through_the_client(tmp_path: Path) -> None:
+    """The tools are written against MemoryAPI: over an EngramClient they answer as over a Memory."""
+    from engram.client import EngramClient
+    from engram.embedders.fake import FakeEmbedder
+    from engram.mcp import build_server
+    from tests.service import harness, running
+
+    h = harness(tmp_path, FakeEmbedder(64))
+    with running(h.app) as url, EngramClient(url, h.key("u1")) as client:
+        server = build_server(client, "u1")
+        failed, text = asyncio.run(_call(server, "add_memory", {"content": "Acme pays NET30", "kind": "fact"}))
+        assert not failed, text
+        added = json.loads(text)
+        assert h.memory.get(added["id"], user_id="u1").content == "Acme pays NET30"
+        failed, text = asyncio.run(_call(server, "recall", {"mode": "recent"}))
+        assert not failed and json.loads(text)["memories"][0]["id"] == added["id"]
+        failed, text = asyncio.run(_call(server, "add_memory", {"content": "x", "importance": 7}))
+        assert failed and json.loads(text.split(": ", 1)[1])["error"]["field"] == "importance"
+        failed, text = asyncio.run(_call(server, "forget_memory", {"memory_id": added["id"]}))
+        assert not failed and json.loads(text)["deleted"] is True
+    h.close()

@@ -136,7 +136,7 @@ async function openMemory(id) {
       el("pre", { text: m.content }),
       rows([m], ["createdAt", "status", "importance", "accessCount"]),
       el("h3", { text: "Links" }), rows(data.links, ["type", "fromId", "toId", "strength"]),
-      el("h3", { text: "Versions" }), rows(data.versions, ["version", "status", "recordedAt", "id"]),
+      el("h3", { text: "Versions" }), rows(data.versions, ["version", "ingested_at", "filename", "memory_id"]),
       el("h3", { text: "History" }), rows(data.history, ["recordedAt", "status", "object", "content"]),
     );
     $("detail").hidden = false;

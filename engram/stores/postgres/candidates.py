@@ -10,6 +10,7 @@ import numpy as np
 
 from engram.ext import Vector
 from engram.model import Filters, Hit
+from engram.stores.postgres import distributed
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.postgres.keyword import KeywordPlanner
 from engram.stores.sql import candidates
@@ -50,6 +51,7 @@ class CandidateMixin(candidates.CandidateMixin):
 
     exact_limit: int
     ef_search: int
+    _citus: bool  # the tables are distributed by Citus
     _keywords: KeywordPlanner
 
     if TYPE_CHECKING:
@@ -88,11 +90,9 @@ class CandidateMixin(candidates.CandidateMixin):
             if size is not None and int(size[0]) <= self.exact_limit:
                 rows = POSTGRES.run(c, exact_sql(where), (q, user_id, dims, *params, n)).fetchall()
             else:
-                POSTGRES.run(
-                    c, "SELECT set_config('hnsw.ef_search', ?, true), "
-                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                    # pgvector's own bound on ef_search.
-                    (str(min(1000, max(self.ef_search, 2 * n))),),
+                ef_search = str(min(1000, max(self.ef_search, 2 * n)))  # pgvector's own bound on ef_search
+                distributed.set_local(
+                    c, {"hnsw.ef_search": ef_search, "hnsw.iterative_scan": "relaxed_order"}, citus=self._citus
                 )
                 rows = POSTGRES.run(c, hnsw_sql(dims, where), (q, user_id, *params, n)).fetchall()
         return [(r[0], float(r[1])) for r in rows]

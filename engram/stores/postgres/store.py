@@ -34,7 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
-from engram.stores.postgres import schema
+from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.postgres.keyword import KeywordPlanner
@@ -78,6 +78,8 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 schema.migrate(conn)
+                self._citus = distributed.distribute(conn)  # on Citus only: tables distributed by user_id
+                self._citus = distributed.distribute(conn)  # on Citus only: tables distributed by user_id
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 url, min_size=min_size, max_size=max_size, configure=self._configure, open=False,
                 name="engram",
@@ -209,8 +211,9 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
             conn.execute("ANALYZE engram_memories")
             row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'engram_memories'::regclass").fetchone()
         with self._growth:
+            # At least what this store knows it inserted: on Citus the coordinator's table is empty.
+            self._analyzed_rows = max(int(row[0]) if row else 0, self._analyzed_rows + self._unanalyzed)
             self._unanalyzed = 0
-            self._analyzed_rows = max(0, int(row[0])) if row else 0
 
     def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
         new = None if vector is None else np.asarray(vector, dtype=np.float32)

@@ -66,14 +66,15 @@ class CandidateMixin(SQLBase):
             named, params = d.in_("c.id", chunk)
             # Row values make each neighbour one step in the (user, session, time, id) index; on SQLite
             # the unindexed user_id keeps the candidates on the id index instead of walking the sessions.
+            # The subqueries name the user rather than c.user_id so that Citus routes them to one shard.
             rows = self._query(
                 "SELECT c.id, "
-                f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
+                f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = ? AND m.session_id = c.session_id "
                 " AND (m.created_at, m.id) < (c.created_at, c.id) ORDER BY m.created_at DESC, m.id DESC LIMIT 1), "
-                f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = c.user_id AND m.session_id = c.session_id "
+                f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = ? AND m.session_id = c.session_id "
                 " AND (m.created_at, m.id) > (c.created_at, c.id) ORDER BY m.created_at, m.id LIMIT 1) "
                 f"FROM {d.memories} c WHERE {d.unindexed('c.user_id')} = ? AND c.session_id IS NOT NULL AND {named}",
-                (user_id, *params),
+                (user_id, user_id, user_id, *params),
             )
             out.update((r[0], tuple(x for x in (r[1], r[2]) if x is not None)) for r in rows)
         return out

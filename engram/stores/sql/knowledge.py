@@ -192,12 +192,17 @@ class KnowledgeMixin(SQLBase):
         )
 
     def _log_select(self) -> str:
+        """The log's columns and the ids used, for one user; the first parameter is the user."""
         d = self.dialect
-        used = d.id_list("f.memory_id", f"FROM {d.feedback} f WHERE f.user_id = l.user_id AND f.retrieval_id = l.id")
+        # The user is a parameter, not l.user_id: Citus routes a correlated subquery in the SELECT
+        # list to one shard only when it names the user itself (else it reads every shard).
+        used = d.id_list("f.memory_id", f"FROM {d.feedback} f WHERE f.user_id = ? AND f.retrieval_id = l.id")
         return f"SELECT {_LOG_COLUMNS}, {used} FROM {d.log} l"
 
     def get_retrieval(self, user_id: str, retrieval_id: str) -> LoggedRetrieval | None:
-        rows = self._query(f"{self._log_select()} WHERE l.user_id = ? AND l.id = ?", (user_id, retrieval_id))
+        rows = self._query(
+            f"{self._log_select()} WHERE l.user_id = ? AND l.id = ?", (user_id, user_id, retrieval_id)
+        )
         return self._logged(rows[0]) if rows else None
 
     def record_feedback(self, user_id: str, retrieval_id: str, memory_ids: Sequence[str], at: datetime) -> int:
@@ -227,7 +232,7 @@ class KnowledgeMixin(SQLBase):
             f"{self._log_select()} WHERE l.user_id = ? AND EXISTS ("
             f" SELECT 1 FROM {self.dialect.feedback} f WHERE f.user_id = l.user_id AND f.retrieval_id = l.id)"
             " ORDER BY l.created_at DESC, l.id DESC LIMIT ?",
-            (user_id, limit),
+            (user_id, user_id, limit),
         )
         return [self._logged(r) for r in reversed(rows)]
 
