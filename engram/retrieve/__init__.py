@@ -237,7 +237,9 @@ class Pipeline:
         scored = restore(scored, {r.id: r for r in records}, found.expansion)
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range)
-        kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()))
+        kept, below = apply_min_score(
+            scored, config.min_score, keep_best=bool(filters.describe()), time_range=plan.time_range
+        )
         selection = timed(
             "select",
             lambda: select(kept, config, collection=f"user:{user_id}", similarity_range=similarity_range),
