@@ -15,7 +15,7 @@ top of it:
   semantic weight stands for relevance). Evidence moves a relevant memory up or down by at most
   half of ``b``; it never lifts an irrelevant one, so ``min_score`` means "not relevant" on any data.
 
-This keeps the seed's signals, strategies and weights but departs from its plain weighted sum, which
+This keeps the specified signals, strategies and weights but departs from its plain weighted sum, which
 let importance and recency (the same for most memories) dilute relevance, and let a memory with no
 similarity at all pass the score floor on importance alone. ``rrf`` is reciprocal rank fusion over
 the candidate sources, for comparison. Both fill every signal so a result can always be explained.
