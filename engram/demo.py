@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
             print("-" * 100)
             print(result.to_prompt(style="augmentation"))
         show_feedback_and_recall(memory, config)
-        _heading("Redaction on, seed 001 policy format:")
+        _heading("Redaction on, policy format:")
         redacted = memory.retrieve(
             "What is my accountant's e-mail?", user_id=USER, now=NOW,
             config=config.with_(redaction=RedactionConfig(enabled=True)),

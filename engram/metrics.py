@@ -1,6 +1,6 @@
-"""Metric names from the seeds, an in-memory :class:`~engram.ext.Metrics`, and a no-op one.
+"""Metric names of the retrieval policy and the recall modes, an in-memory Metrics, and a no-op one.
 
-Conventions for the seed 001 ratios: observe ``retrieval.cache_hit_rate`` as 1.0 for a retrieval
+Conventions for the retrieval policy's ratios: observe ``retrieval.cache_hit_rate`` as 1.0 for a retrieval
 served from cache and 0.0 otherwise, and ``retrieval.dedup_ratio`` as removed/considered in
 [0, 1]; a summary's ``sum / count`` is then the rate over the period.
 """
@@ -33,14 +33,14 @@ __all__ = [
     "prometheus_name",
 ]
 
-# Seed 001 "Monitoring & Metrics" (observations).
+# The retrieval policy's monitoring metrics (observations).
 RETRIEVAL_LATENCY_MS = "retrieval.latency_ms"
 RETRIEVAL_RESULTS_COUNT = "retrieval.results_count"
 RETRIEVAL_TOKENS_USED = "retrieval.tokens_used"
 RETRIEVAL_DEDUP_RATIO = "retrieval.dedup_ratio"
 RETRIEVAL_CACHE_HIT_RATE = "retrieval.cache_hit_rate"
 
-# Seed 004 section 6: a counter labelled by mode, and two histograms (observations here).
+# The recall modes' metrics: a counter labelled by mode, and two histograms (observations here).
 RETRIEVER_QUERIES = "Agents.Memory.Retriever.Queries"
 RETRIEVER_LATENCY = "Agents.Memory.Retriever.Latency"
 RETRIEVER_RESULT_COUNT = "Agents.Memory.Retriever.ResultCount"

@@ -43,6 +43,10 @@ TIME_WORDS = frozenset(
     ["ago", "last", "next", "past", "previous", "recent", "recently", "lately", "earlier", "later", "today", "tonight", "yesterday", "tomorrow", "day", "days", "week", "weeks", "weekend", "month", "months", "year", "years", "hour", "hours", "minute", "minutes", "morning", "evening", "afternoon", "night", "since"]
 )
 
+#: Words that frame a question ("How many ...?", "How much ...?") and say nothing about what is
+#: asked for: dropped from a query's keywords, as stop words are (memories still index them).
+QUESTION_WORDS = frozenset(["many", "much"])
+
 #: Roles that name a part in a conversation, not a person.
 ROLE_WORDS = frozenset(["user", "assistant", "system", "tool", "ai", "human", "bot", "agent", "function", "developer", "model"])
 
@@ -83,13 +87,14 @@ def index_terms(text: str, role: str | None = None) -> list[str]:
 
 
 def query_terms(text: str, *, limit: int = 32) -> list[str]:
-    """Distinct stemmed terms of a query: stop words and relative time words dropped.
+    """Distinct stemmed terms of a query: stop words, relative time words and question framing
+    ("how many") dropped.
 
     Falls back to every word when nothing is left ("What happened last week?" still searches). The
     limit keeps a pasted paragraph from turning into a query that scans the whole index.
     """
     tokens = [t for t in _TERM.findall(text.casefold()) if len(t) <= _MAX_TERM_CHARS]
-    content = [t for t in tokens if t not in STOPWORDS and t not in TIME_WORDS]
+    content = [t for t in tokens if t not in STOPWORDS and t not in TIME_WORDS and t not in QUESTION_WORDS]
     chosen = content or [t for t in tokens if t not in STOPWORDS] or tokens
     return list(dict.fromkeys(_stem(chosen)))[:limit]
 

@@ -41,7 +41,7 @@ RRF_K = 60
 RRF_POOL = 100
 USER = "eval"
 #: What the protocol pins: rank metrics need the whole raw ranking, uncached.
-#: Interleaving is pinned to score order too: seed 001's alternate interleave reorders the chosen
+#: Interleaving is pinned to score order too: the retrieval policy's alternate interleave reorders the chosen
 #: memories for the prompt (alternating the best-scored and the newest), a presentation step that a
 #: rank metric would otherwise count as a ranking.
 FIXED_CONFIG: Mapping[str, Any] = {

@@ -1,4 +1,4 @@
-"""retrieve(): understand -> candidates -> rank -> select, with seed 001's gating and fallbacks.
+"""retrieve(): understand -> candidates -> rank -> select, with the retrieval policy's gating and fallbacks.
 
 Around the memory pipeline: the domain source is asked in parallel when the query needs live data
 (:mod:`engram.domain`), tuned weights replace the defaults when a user has them (:mod:`engram.tune`),
@@ -40,7 +40,7 @@ __all__ = ["Pipeline", "Retrieval"]
 log = logging.getLogger("engram.retrieve")
 T = TypeVar("T")
 
-#: Seed 001 error policies: what a failure falls back to.
+#: The retrieval policy's error fallbacks: what a failure falls back to.
 FALLBACKS = {
     "ZEP_UNAVAILABLE": ("Memory service temporarily unavailable", "skip"),
     "COLLECTION_NOT_FOUND": ("User memory collection does not exist", "empty"),
@@ -175,7 +175,7 @@ class Pipeline:
             weights_source = "tuned" if tuned and plan.strategy in tuned else "default"
         domain = None
         if self.domain_source is not None and plan.requires_domain_db and plan.entities:
-            # Seed 003 asks the domain database in parallel with memory retrieval.
+            # The domain database is asked in parallel with memory retrieval.
             domain = self.executor.submit(self._query_domain, self.domain_source, plan)
         query_vec = None
         if config.search_type != "keyword":
@@ -237,7 +237,9 @@ class Pipeline:
         scored = restore(scored, {r.id: r for r in records}, found.expansion)
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range)
-        kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()))
+        kept, below = apply_min_score(
+            scored, config.min_score, keep_best=bool(filters.describe()), time_range=plan.time_range
+        )
         selection = timed(
             "select",
             lambda: select(kept, config, collection=f"user:{user_id}", similarity_range=similarity_range),
@@ -293,7 +295,7 @@ class Pipeline:
         try:
             rows = source.query(plan, plan.entities, plan.time_range)
             return tuple(dict(row) for row in list(rows)[:DOMAIN_ROW_LIMIT]), None
-        except Exception as exc:  # any failure of user code: the seed's "skip" policy
+        except Exception as exc:  # any failure of user code: the "skip" fallback
             log.warning("[MEM:RETRIEVE] domain source failed, continuing without it: %r", exc)
             self.metrics.increment("retrieval.domain_errors")
             message, fallback = FALLBACKS["DOMAIN_UNAVAILABLE"]

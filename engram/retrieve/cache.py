@@ -1,4 +1,4 @@
-"""A per-user TTL + LRU cache for retrievals (seed 001: 60 seconds for identical queries).
+"""A per-user TTL + LRU cache for retrievals (the retrieval policy: 60 seconds for identical queries).
 
 Keys come from :func:`make_key` over everything a retrieval depends on (query, config, filters,
 and :func:`now_bucket` of the request time, since time-relative scoring changes with ``now``).

@@ -3,12 +3,12 @@
 Two styles:
 
 ``policy``
-    Seed 001 ``formatForSystemPrompt``: messages, facts and summaries under ``###`` headings,
+    The retrieval policy's ``formatForSystemPrompt``: messages, facts and summaries under ``###`` headings,
     then Engram's other kinds (procedures, episodes, documents) in sections of the same shape.
 ``augmentation``
-    Seed 003 ``format_augmentation_context``: summaries, procedures, facts as natural-language
+    The augmentation format (``format_augmentation_context``): summaries, procedures, facts as natural-language
     triples, past interactions with a relative time, and the domain database rows when a
-    retrieval carries them (as in the seed's example augmented prompt).
+    retrieval carries them (as in the specification's example augmented prompt).
 
 Both are pure functions of the retrieval (and ``now`` for relative times), so a rendered prompt
 can be cached or compared byte for byte.
@@ -52,7 +52,7 @@ MAX_ROLE_CHARS = 24
 LINE_FRAME_CHARS = 25 + MAX_ROLE_CHARS
 _ROLE_LABEL = re.compile(rf"[^\W\d](?:[^\W\d]|[ '_-]){{0,{MAX_ROLE_CHARS - 1}}}")
 
-#: Seed 003 predicate templates, plus common predicates an extractor is likely to emit.
+#: The augmentation format's predicate templates, plus common predicates an extractor is likely to emit.
 _TRIPLE_TEMPLATES: Mapping[str, str] = {
     "has_property": "{s} has {o}",
     "has": "{s} has {o}",
@@ -121,7 +121,7 @@ def _group(entries: Iterable[MemoryEntry], key: Callable[[MemoryEntry], str]) ->
 
 
 def format_semantic_triple(subject: str, predicate: str, object: str) -> str:
-    """A fact triple as a sentence (seed 003 templates; unknown predicates read as words).
+    """A fact triple as a sentence (the augmentation templates; unknown predicates read as words).
 
     For callers that phrase a triple as a memory's content; prompts print the content itself.
     """
@@ -171,11 +171,11 @@ def _plural(n: int, unit: str) -> str:
     return f"{n} {unit} ago" if n == 1 else f"{n} {unit}s ago"
 
 
-# -- seed 001 policy style -----------------------------------------------------------------------
+# -- policy style --------------------------------------------------------------------------------
 
 
 def _policy_time(timestamp: str) -> str:
-    # The seed's toLocaleString() depends on the server's locale and zone; a fixed UTC format
+    # The specification's toLocaleString() depends on the server's locale and zone; a fixed UTC format
     # keeps prompts identical across machines (and therefore cacheable and testable).
     parsed = _parse_time(timestamp)
     if parsed is None:
@@ -250,14 +250,14 @@ def format_policy_prompt(retrieval: Retrieval, *, timing: bool = False) -> str:
     return "\n".join(sections)
 
 
-# -- seed 003 augmentation style -----------------------------------------------------------------
+# -- augmentation style ----------------------------------------------------------------------------
 
 
 _AUGMENTATION_TYPES: Mapping[str, str] = {"summary": "summary", "procedure": "procedural", "fact": "semantic"}
 
 
 def _augmentation_type(entry: MemoryEntry) -> str:
-    # Messages, episodes, documents and chunks are all "what happened / was said" to the seed.
+    # Messages, episodes, documents and chunks are all "what happened / was said" to this format.
     return _AUGMENTATION_TYPES.get(entry.type, "episodic")
 
 
@@ -266,11 +266,11 @@ def _domain_row(row: Mapping[str, Any]) -> str:
 
 
 def format_augmentation_context(retrieval: Retrieval, *, now: datetime | None = None) -> str:
-    """Seed 003 ``format_augmentation_context``; '' when there are neither memories nor rows.
+    """The augmentation format (``format_augmentation_context``); '' when there are neither memories nor rows.
 
-    Blocks are separated by exactly one blank line, as in the seed's example prompt (the seed's
+    Blocks are separated by exactly one blank line, as in the specification's example prompt (its
     code would leave a doubled blank line before the closing line and before a first section
-    that is not summaries). With domain rows the prompt ends as the seed's example does: the
+    that is not summaries). With domain rows the prompt ends as the specification's example does: the
     rows, a rule, and the instruction to answer from context and current data.
     """
     if not retrieval.memories and not retrieval.domain_rows:

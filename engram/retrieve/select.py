@@ -1,4 +1,4 @@
-"""Stage 3 selection: seed 001's retrieval policy and seed 003's diversity and context rules.
+"""Stage 3 selection: the retrieval policy, diversity and context-window rules.
 
 Every function here is pure and deterministic: equal inputs give equal outputs, ties are broken by
 memory id, and nothing is mutated in place.
@@ -58,10 +58,10 @@ class Selection:
 
 
 def normalize_and_hash(text: str) -> str:
-    """Seed 001 ``normalizeAndHash``: lowercase, NFKC, collapse whitespace, trim, strip edge punctuation.
+    """The retrieval policy's ``normalizeAndHash``: lowercase, NFKC, collapse whitespace, trim, strip edge punctuation.
 
     Returns the first 16 hex characters of the SHA-256 of the normalised text. Python's ``\\w`` is
-    Unicode-aware where the seed's JavaScript ``[^\\w]`` is ASCII-only; the JavaScript version would
+    Unicode-aware where the specification's JavaScript ``[^\\w]`` is ASCII-only; the JavaScript version would
     strip a CJK or Cyrillic text to the empty string, so every such memory would hash alike and
     deduplication would keep only one of them. Here letters of every script are kept.
     """
@@ -209,12 +209,12 @@ def interleave_orders(
 
 
 def estimate_tokens(text: str) -> int:
-    """Seed 001's estimate: one token per four characters, rounded up."""
+    """The retrieval policy's estimate: one token per four characters, rounded up."""
     return math.ceil(len(text) / 4)
 
 
 def redact(text: str, cfg: RedactionConfig) -> tuple[str, bool]:
-    """Seed 001 ``applyRedaction``: replace every pattern match; also whether anything matched."""
+    """The retrieval policy's ``applyRedaction``: replace every pattern match; also whether anything matched."""
     if not cfg.enabled:
         return text, False
     total = 0
@@ -226,7 +226,7 @@ def redact(text: str, cfg: RedactionConfig) -> tuple[str, bool]:
 
 
 def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int) -> list[MemoryEntry]:
-    """Seed 001 ``enforceTokenBudget`` with seed 003's summaries-first priority.
+    """The retrieval policy's ``enforceTokenBudget`` with summaries first.
 
     Summaries are fitted first, then the rest in their incoming order; the returned list keeps the
     incoming (rank) order. The first entry that does not fit is truncated and ended with ``...``, and
@@ -281,7 +281,7 @@ def select(
     scored: Sequence[Scored], config: RetrievalConfig, *, collection: str,
     similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE,
 ) -> Selection:
-    """Turn ranked candidates into the entries of a payload, following seed 001's stages in order.
+    """Turn ranked candidates into the entries of a payload, following the retrieval policy's stages in order.
 
     dedup -> MMR (over the best ``top_k * overfetch``, down to ``top_k``) -> redaction -> clip ->
     token budget; ``applied_filters`` lists the stages that ran, in that

@@ -1,4 +1,4 @@
-"""Seed 003's relevance signals, one pure function each, every value in [0, 1].
+"""The relevance signals, one pure function each, every value in [0, 1].
 
 The functions never raise on missing data: a memory without a vector, entities or keyword score
 simply carries no evidence for that signal (0.0), so one absent input cannot sink a whole ranking.
@@ -61,7 +61,7 @@ def semantic_similarity(query_vec: Vector | None, vec: Vector | None) -> float:
 
 
 def entity_overlap(query_entities: Iterable[str], candidate_entities: Iterable[str]) -> float:
-    """Seed 003: ``|Q ∩ C| / |Q|``; 0.0 when either side has no entities."""
+    """Entity overlap ``|Q ∩ C| / |Q|``; 0.0 when either side has no entities."""
     query = set(query_entities)
     candidate = set(candidate_entities)
     if not query or not candidate:
@@ -70,11 +70,11 @@ def entity_overlap(query_entities: Iterable[str], candidate_entities: Iterable[s
 
 
 def temporal_relevance(created_at: datetime, time_range: TimeRange | None, now: datetime) -> float:
-    """Seed 003 temporal signal.
+    """Temporal relevance.
 
     Inside ``[start, end]`` it is 1.0; outside it decays as ``exp(-0.1 * distance_days)`` from the
     nearer edge. Without a range there is a mild recency bias ``exp(-0.01 * age_days)``. Days are
-    whole days of the absolute difference (``timedelta.days``), as in the seed, so a memory a few
+    whole days of the absolute difference (``timedelta.days``), as specified, so a memory a few
     hours outside the range still counts fully; a memory dated after ``now`` (clock skew) counts
     as brand new instead of getting a score above 1.
     """
@@ -88,7 +88,7 @@ def temporal_relevance(created_at: datetime, time_range: TimeRange | None, now: 
 
 
 def reinforcement(use_count: int) -> float:
-    """Seed 003: ``min(1, log(1 + use_count) / 5)``; saturates at ``use_count = e^5 - 1 ≈ 147``."""
+    """Reinforcement ``min(1, log(1 + use_count) / 5)``; saturates at ``use_count = e^5 - 1 ≈ 147``."""
     return min(1.0, math.log1p(max(0, use_count)) / 5.0)
 
 
@@ -111,5 +111,5 @@ def keyword_relevance(raw: float | None) -> float:
 
 
 def type_boost(kind: str) -> float:
-    """Seed 003 memory-type preference: summaries get :data:`SUMMARY_BOOST`, the rest 1.0."""
+    """Memory-type preference: summaries get :data:`SUMMARY_BOOST`, the rest 1.0."""
     return SUMMARY_BOOST if kind == "summary" else 1.0

@@ -1,4 +1,4 @@
-"""Deterministic time expressions in free text -> closed UTC intervals (seed 003, Stage 1).
+"""Deterministic time expressions in free text -> closed UTC intervals (query understanding).
 
 Calendar arithmetic happens in ``now``'s own timezone (a user's "yesterday" is their local day), and
 the result is converted to UTC. Weeks start on Monday. Stdlib only.

@@ -32,7 +32,7 @@ class Scored:
 
 @dataclass(frozen=True, slots=True)
 class MemoryEntry:
-    """Seed 001 ``MemoryEntry`` plus the explanation Engram adds (signals and reasons)."""
+    """The retrieval policy's ``MemoryEntry`` plus the explanation Engram adds (signals and reasons)."""
 
     id: str
     content: str
@@ -80,7 +80,7 @@ class MemoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class RetrievalMetadata:
-    """Seed 001 ``RetrievalMetadata`` plus the error that a fallback answered, if any."""
+    """The retrieval policy's ``RetrievalMetadata`` plus the error that a fallback answered, if any."""
 
     query_time_ms: float
     total_results: int

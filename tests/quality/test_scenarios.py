@@ -31,11 +31,11 @@ FLOOR = 0.87
 #: Per-category recall@10, each what the code achieved minus 0.02 (0.0 where it found nothing).
 #: The second hop traded one preference question (a filler naming what the top result names took
 #: tenth place) for one multi-hop question; LongMemEval and LoCoMo gained from it too.
-#: Reading keyword scores against the query's best keyword match lost one time question (a third
-#: gold memory fell from tenth place) and one multi-hop question (the second gold from tenth to
-#: eleventh) for LoCoMo dev recall@10 +2.4 and LongMemEval dev turn recall@5 +4.8.
+#: Reading keyword scores against the query's best keyword match lost one multi-hop question (the
+#: second gold from tenth to eleventh) for LoCoMo dev recall@10 +2.4 and LongMemEval dev turn
+#: recall@5 +4.8; the score floor no longer drops what a question's time scope points at (time +0.01).
 CATEGORY_FLOORS = {
-    "time": 0.76,
+    "time": 0.81,
     "preference": 0.59,
     "procedure": 0.98,
     "entity": 0.98,

@@ -334,3 +334,15 @@ def test_a_query_entity_no_candidate_names_gives_its_weight_back() -> None:
     known = {s.record.id: s for s in run(records, keyword_scores=kw, query_entities=("mention:bob",))}
     assert known["a"].weights["entity_overlap"] > 0 and known["b"].score > plain["b"].score
 
+
+
+def test_min_score_keeps_what_the_query_time_scope_points_at() -> None:
+    week = TimeRange(NOW - timedelta(days=7), NOW, "a week ago")
+    inside = Scored(record=rec("in", created_at=NOW - timedelta(days=3)), score=0.05)
+    outside = Scored(record=rec("out", created_at=NOW - timedelta(days=60)), score=0.05)
+    nothing = Scored(record=rec("zero", created_at=NOW - timedelta(days=2)), score=0.0)
+    kept, dropped = apply_min_score([inside, outside, nothing], 0.1, time_range=week)
+    assert [s.record.id for s in kept] == ["in"] and dropped == 2
+    # A vague scope ("recently") is a preference, not a scope: the floor applies as without one.
+    vague = TimeRange(NOW - timedelta(days=7), NOW, "recently", vague=True)
+    assert apply_min_score([inside, outside], 0.1, time_range=vague) == ([], 2)

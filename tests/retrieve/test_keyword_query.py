@@ -1,0 +1,23 @@
+"""What a question's keywords are: its content words, not the words that frame it."""
+
+from __future__ import annotations
+
+from engram.memory import Memory
+from engram.model import Filters
+from engram.text import query_terms
+
+
+def test_question_framing_and_time_words_are_not_keywords() -> None:
+    assert query_terms("How many fish are there in my aquariums?") == ["fish", "aquarium"]
+    assert query_terms("How much did Acme order last month?") == ["acm", "order"]
+    # A query of nothing else still searches for what it has.
+    assert query_terms("How many?") == ["mani"]
+
+
+def test_how_many_finds_the_topic_not_the_word_many(each_backend: Memory) -> None:
+    stored = each_backend.add_many([
+        {"content": "How many chemical elements are there?", "user_id": "u"},
+        {"content": "My 20-gallon tank has 10 neon tetras, one fish more than last year.", "user_id": "u"},
+    ])
+    hits = each_backend.store.keyword_search("u", "How many fish are there in total?", 5, Filters())
+    assert [memory_id for memory_id, _ in hits][:1] == [stored[1].id]
