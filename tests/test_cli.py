@@ -40,7 +40,7 @@ def test_add_search_stats_forget(db: str) -> None:
     refused = runner.invoke(cli, ["forget-user", "u1", "--db", db], input="n\n")
     assert "nothing deleted" in refused.output
     forgot = runner.invoke(cli, ["forget-user", "u1", "--yes", "--db", db])
-    assert "deleted 1 memories" in forgot.output
+    assert "deleted 1 memory of u1" in forgot.output
 
 
 def test_import_jsonl(db: str, tmp_path: Path) -> None:
