@@ -220,14 +220,6 @@ def test_import_failure_while_writing_resumes_without_duplicates(
     assert _count(db) == 100
 
 
-def test_the_cli_starts_without_the_web_stack_or_the_engine() -> None:
-    # `engram --help` took ~1 s importing FastAPI and numpy it never used (issue 16).
-    heavy = ("fastapi", "uvicorn", "engram.memory")
-    code = f"import sys, engram.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
 def test_dates_and_times_without_an_offset_are_local_time(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # People type "--created-at 2026-11-10"; it was refused for lacking a time zone (issue 16).
     monkeypatch.setenv("TZ", "America/New_York")
