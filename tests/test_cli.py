@@ -61,6 +61,11 @@ def test_bad_input_is_a_clear_error(db: str) -> None:
 
 READ_COMMANDS = [
     ["search", "Acme", "--user", "u1"],
+    ["list", "--user", "u1"],
+    ["get", "01JC3Z8W6Q2M4T5V7X9Y0A1B2C", "--user", "u1"],
+    ["update", "01JC3Z8W6Q2M4T5V7X9Y0A1B2C", "--user", "u1", "--content", "x"],
+    ["delete", "01JC3Z8W6Q2M4T5V7X9Y0A1B2C", "--user", "u1", "--yes"],
+    ["tune", "--user", "u1"],
     ["stats"],
     ["forget-user", "u1", "--yes"],
     ["doc", "get", "--user", "u1", "--filename", "a.md"],
