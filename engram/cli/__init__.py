@@ -8,7 +8,6 @@ help: ``engram --help`` lists them from the one-line summaries below.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from importlib import import_module
 
@@ -90,7 +89,11 @@ def main() -> None:
     except EngramError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    except sqlite3.Error as exc:
+    except Exception as exc:
+        import sqlite3  # here, not at the top: most runs never need it, --help least of all
+
+        if not isinstance(exc, sqlite3.Error):
+            raise
         # A store should raise StoreError; a raw one (a file that is not a database, met while
         # opening it) still deserves one line rather than a traceback.
         click.echo(f"error: sqlite: {exc}", err=True)

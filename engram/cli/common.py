@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from datetime import datetime, time
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -37,7 +36,7 @@ def existing_db(db: str | None) -> str:
     target = db_target(db)
     if target == ":memory:" or target.startswith(("postgresql://", "postgres://")):
         return target
-    if not Path(target).is_file():
+    if not os.path.isfile(target):
         raise click.ClickException(
             f"no Engram database at {target} (check --db or $ENGRAM_DB); "
             "only commands that write (add, import, ingest, keys create) create one"

@@ -6,8 +6,6 @@ format only needs its own reader producing the same rows.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -17,6 +15,8 @@ from engram.cli.output import at_terminal, plural
 from engram.errors import EngramError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from engram.model import MemoryRecord
 
 __all__ = ["import_"]
@@ -31,14 +31,17 @@ __all__ = ["import_"]
 Example:
   echo '{"content": "Acme prefers NET30", "kind": "fact", "created_at": "2026-11-10T09:00:00Z"}' > m.jsonl
   engram import m.jsonl --user alice""")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("path_text", metavar="PATH", type=click.Path(exists=True, dir_okay=False))
 @click.option("--user", "user_id", default=None, help="Owner for lines that name none.")
 @click.option("--batch", default=256, show_default=True, type=click.IntRange(1, 10_000),
               help="Memories per batch.")
 @db_option
-def import_(path: Path, user_id: str | None, batch: int, db: str | None) -> None:
+def import_(path_text: str, user_id: str | None, batch: int, db: str | None) -> None:
+    from pathlib import Path
+
     from rich.progress import Progress
 
+    path = Path(path_text)
     rows = _import_rows(path, user_id)  # before opening: a bad file must not even create the database
     with open_memory(db, create=True) as memory:
         fresh, skipped = _not_yet_stored(memory.store, rows)
@@ -68,6 +71,7 @@ _MAX_REPORTED = 20  # problems listed before the import gives up reading
 
 def _import_rows(path: Path, user_id: str | None) -> list[_ImportRow]:
     """Every non-blank line parsed and validated as ``add`` would; problems as ``FILE:LINE: field: problem``."""
+    import json
     from datetime import UTC, datetime
 
     from engram.config import Limits

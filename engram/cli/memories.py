@@ -3,7 +3,6 @@ at a time, each a thin call of the ``Memory`` method of the same name."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -163,6 +162,8 @@ Example:
   engram stats --db engram.db""")
 @db_option
 def stats(db: str | None) -> None:
+    import json
+
     with open_memory(db, create=False) as memory:
         click.echo(json.dumps(dict(memory.stats()), indent=2))
 

@@ -3,12 +3,12 @@
 A table wrapped at 80 columns is unreadable once piped into ``cut``, ``grep`` or a file, so when
 stdout is not a terminal rows are printed as tab-separated values (tabs and newlines inside a value
 escaped as ``\\t`` and ``\\n``), one row per line, no header, and titles and summaries go to
-stderr; ``--json`` prints JSON Lines. rich is imported only when a table is actually drawn.
+stderr; ``--json`` prints JSON Lines. ``engram --help`` loads this module, so rich is imported only
+when a table is drawn and json only when JSON is printed.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -61,6 +61,8 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, title:
 
 
 def print_json_lines(items: Sequence[Mapping[str, Any]]) -> None:
+    import json
+
     for item in items:
         click.echo(json.dumps(item, ensure_ascii=False, default=str))
 
@@ -84,6 +86,8 @@ def _field(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
     if isinstance(value, Mapping):
+        import json
+
         return json.dumps(dict(value), ensure_ascii=False, default=str)
     return str(value)
 

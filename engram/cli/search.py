@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -46,6 +45,8 @@ def search(query: str, user_id: str, top_k: int, min_score: float, kinds: tuple[
                                  session_id=session_id, kinds=kinds or None, tags=tags or None,
                                  as_of=local_time(as_of))
     if fmt == "json":
+        import json
+
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     elif fmt == "explain":
         click.echo(explain(result))
