@@ -276,3 +276,39 @@ def test_help_imports_neither_numpy_nor_the_web_stack_nor_the_engine() -> None:
     imported = {line.split("|")[-1].strip() for line in run_help.stderr.splitlines() if line.startswith("import time:")}
     assert "engram.cli" in imported and "click" in imported  # the check sees what it should
     assert sorted(m for m in imported if any(m == h or m.startswith(h + ".") for h in HEAVY)) == []
+
+
+def test_get_at_a_terminal_is_a_readable_grid(db: str, ids: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("engram.cli.output.at_terminal", lambda: True)
+    result = CliRunner(env={"COLUMNS": "160"}).invoke(cli, ["get", ids["net45"], "--user", "u", "--db", db])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert any(line.split() == ["content", "Acme", "pays", "NET45"] for line in lines), lines
+    assert "\t" not in result.stdout
+
+
+# -- sentences that read right ----------------------------------------------------------------------
+
+
+def test_counts_read_as_sentences() -> None:
+    from engram.cli.output import plural
+
+    assert (plural(1, "version"), plural(2, "version"), plural(0, "memory", "memories")) == (
+        "1 version", "2 versions", "0 memories")
+
+
+def test_tune_says_what_it_saved_and_never_contradicts_itself() -> None:
+    from engram.tune import StrategyFit, TuneReport
+    from engram.tune_cli import render
+
+    weights = {"importance": 1.0}
+    kept = StrategyFit("procedural", weights, weights, 40, 10, kept=True, reason="better", evaluated=True)
+    lost = StrategyFit("exploratory", weights, weights, 40, 10, reason="not better", evaluated=True)
+    scant = StrategyFit("factual_entity_focused", weights, weights, 3, 1, reason="too few")
+    assert render(TuneReport("u", 1, (kept, lost))).splitlines()[0] == "1 retrieval with feedback for u"
+    assert render(TuneReport("u", 50, (kept, lost), saved=True)).endswith(
+        "saved tuned weights for procedural and the defaults for exploratory")
+    assert render(TuneReport("u", 4, (scant,), saved=True)).endswith("nothing saved: weights stay as they were")
+    assert render(TuneReport("u", 50, (kept,), saved=False)).endswith("dry run: nothing saved")
+    nothing = render(TuneReport("u", 0, (), saved=True))
+    assert "nothing to tune, nothing saved" in nothing and "\nsaved" not in nothing
