@@ -2,4 +2,5 @@
 
 from engram.cli import main
 
-main()
+if __name__ == "__main__":  # not when a tool walks the package importing every module
+    main()
