@@ -6,27 +6,28 @@ from typing import TYPE_CHECKING
 
 import click
 
+from engram.cli.common import DB_HELP, LOCAL_TIME, local_time, open_memory
+from engram.cli.output import at_terminal, plural, print_table
 from engram.documents import STRATEGIES
-from engram.ingest.files import FileResult
 
 if TYPE_CHECKING:
+    from engram.ingest.files import FileResult
     from engram.memory import Memory
 
 __all__ = ["doc_group", "ingest_command"]
 
-DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
 USER_HELP = "Whose memory (default: $ENGRAM_USER)."
 
 
 def _memory(db: str | None, *, create: bool) -> Memory:
-    # Imported here: engram.cli imports this module while it registers its commands.
-    from engram.cli import open_memory
-
     memory: Memory = open_memory(db, create=create)
     return memory
 
 
-@click.command(name="ingest", help="Ingest files, directories (recursively) and glob patterns as versioned documents.")
+@click.command(name="ingest", help="Ingest files, directories (recursively) and glob patterns as versioned documents.",
+               epilog="""\b
+Example:
+  engram ingest docs/ 'notes/**/*.md' --user alice --tag handbook""")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--user", "user_id", required=True, envvar="ENGRAM_USER", help=USER_HELP)
 @click.option("--tag", "tags", multiple=True, help="A tag for every document and chunk (repeatable).")
@@ -40,12 +41,9 @@ def _memory(db: str | None, *, create: bool) -> Memory:
 def ingest_command(paths: tuple[str, ...], user_id: str, tags: tuple[str, ...], topic: str | None,
                    note: str | None, provider: str | None, force: bool, follow_symlinks: bool,
                    db: str | None) -> None:
-    from rich.console import Console
     from rich.progress import Progress
-    from rich.table import Table
 
-    console = Console()
-    with _memory(db, create=True) as memory, Progress(console=console, transient=True) as bar:
+    with _memory(db, create=True) as memory, Progress(transient=True, disable=not at_terminal()) as bar:
         task = bar.add_task("ingesting", total=None)
 
         def advance(result: FileResult, done: int, total: int) -> None:
@@ -53,16 +51,14 @@ def ingest_command(paths: tuple[str, ...], user_id: str, tags: tuple[str, ...], 
 
         report = memory.ingest(paths, user_id=user_id, tags=tags, topic=topic, note=note, provider=provider,
                                force=force, progress=advance, follow_symlinks=follow_symlinks)
-    table = Table(title=f"ingested in {report.seconds:.2f} s")
-    for column in ("file", "status", "version", "chunks", "reason"):
-        table.add_column(column, overflow="fold")
-    for result in report.files:
-        table.add_row(result.path, result.status, str(result.version or "-"), str(result.chunks or "-"),
-                      result.reason or "")
-    console.print(table)
+    rows = [(result.path, result.status, result.version or "-", result.chunks or "-", result.reason or "")
+            for result in report.files]
+    print_table(("file", "status", "version", "chunks", "reason"), rows,
+                title=f"ingested in {report.seconds:.2f} s")
     summary = ", ".join(f"{n} {status}" for status, n in report.counts.items() if n)
-    console.print(f"{summary or 'nothing to ingest'}; {report.documents_added} versions, "
-                  f"{report.chunks_added} chunks added")
+    # On a pipe the summary goes to stderr, leaving stdout one line per file.
+    click.echo(f"{summary or 'nothing to ingest'}; {plural(report.documents_added, 'version')}, "
+               f"{plural(report.chunks_added, 'chunk')} added", err=not at_terminal())
     if report.failed:
         raise click.exceptions.Exit(1)
 
@@ -72,7 +68,9 @@ def doc_group() -> None:
     pass
 
 
-@doc_group.command(name="get", help="Print the one document version the description selects.")
+@doc_group.command(name="get", help="Print the one document version the description selects.", epilog="""\b
+Example:
+  engram doc get --user alice --filename memory_storage.md --as-of 2026-11-01""")
 @click.option("--user", "user_id", required=True, envvar="ENGRAM_USER", help=USER_HELP)
 @click.option("--filename", default=None, help="Basename of the file, e.g. memory_storage.md.")
 @click.option("--topic", default=None, help="What the document is about.")
@@ -82,7 +80,8 @@ def doc_group() -> None:
 @click.option("--tag", "tags", multiple=True, help="A tag the document must carry (repeatable).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="latest", show_default=True,
               help="Which version to pick.")
-@click.option("--as-of", default=None, help="With latest: the newest version ingested at or before this ISO-8601 time.")
+@click.option("--as-of", default=None,
+              help=f"With latest: the newest version ingested at or before this time: {LOCAL_TIME}.")
 @click.option("--k", default=50, show_default=True, help="Candidates to consider.")
 @click.option("--db", default=None, help=DB_HELP)
 def doc_get(user_id: str, filename: str | None, topic: str | None, note: str | None, provider: str | None,
@@ -92,26 +91,25 @@ def doc_get(user_id: str, filename: str | None, topic: str | None, note: str | N
             "tags": list(tags)}
     with _memory(db, create=False) as memory:
         document = memory.get_document({key: value for key, value in meta.items() if value},
-                                       user_id=user_id, k=k, strategy=strategy, as_of=as_of)
+                                       user_id=user_id, k=k, strategy=strategy, as_of=local_time(as_of))
     click.echo(document.content)
 
 
-@doc_group.command(name="versions", help="List every stored version of a file (by filename or doc_key).")
+@doc_group.command(name="versions", help=(
+    "List every stored version of a file (by filename or doc_key). At a terminal: a table; piped: one "
+    "tab-separated line per version (version, ingested_at, chars, doc_key, path, memory id)."
+), epilog="""\b
+Example:
+  engram doc versions memory_storage.md --user alice""")
 @click.argument("name")
 @click.option("--user", "user_id", required=True, envvar="ENGRAM_USER", help=USER_HELP)
 @click.option("--db", default=None, help=DB_HELP)
 def doc_versions(name: str, user_id: str, db: str | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     with _memory(db, create=False) as memory:
         versions = memory.document_versions(name, user_id=user_id)
     if not versions:
         raise click.ClickException(f"no ingested document named {name!r} for user {user_id!r}")
-    table = Table(title=f"{name}: {len(versions)} versions")
-    for column in ("version", "ingested_at", "chars", "doc_key", "path", "memory id"):
-        table.add_column(column, overflow="fold")
-    for doc in versions:
-        table.add_row(str(doc.version or "-"), doc.ingested_at.isoformat(), str(len(doc.content)),
-                      doc.doc_key or "-", doc.path, doc.memory_id)
-    Console().print(table)
+    rows = [(doc.version or "-", doc.ingested_at.isoformat(), len(doc.content), doc.doc_key or "-", doc.path,
+             doc.memory_id) for doc in versions]
+    print_table(("version", "ingested_at", "chars", "doc_key", "path", "memory id"), rows,
+                title=f"{name}: {plural(len(versions), 'version')}")

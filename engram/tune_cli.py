@@ -6,17 +6,20 @@ import json
 
 import click
 
+from engram.cli.common import DB_HELP, open_memory
+from engram.cli.output import plural
 from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport
 
 __all__ = ["tune_command"]
-
-DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
 
 
 @click.command(
     name="tune",
     help="Fit per-strategy ranking weights to a user's feedback; weights are kept only where they beat "
     "the defaults on held-back (newest) feedback.",
+    epilog="""\b
+Example:
+  engram tune --user alice --dry-run""",
 )
 @click.option("--user", "user_id", required=True, envvar="ENGRAM_USER", help="Whose feedback to learn from.")
 @click.option("--holdout", type=float, default=DEFAULT_HOLDOUT, show_default=True,
@@ -28,9 +31,7 @@ DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)
               help="text: one line per strategy; json: the report as one JSON object.")
 @click.option("--db", default=None, help=DB_HELP)
 def tune_command(user_id: str, holdout: float, min_examples: int, dry_run: bool, fmt: str, db: str | None) -> None:
-    from engram.memory import Memory
-
-    with Memory(db) as memory:
+    with open_memory(db, create=False) as memory:
         report = memory.tune(user_id=user_id, holdout=holdout, min_examples=min_examples, dry_run=dry_run)
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), indent=2))
@@ -39,9 +40,9 @@ def tune_command(user_id: str, holdout: float, min_examples: int, dry_run: bool,
 
 
 def render(report: TuneReport) -> str:
-    lines = [f"{report.logged} retrievals with feedback for {report.user_id}"]
+    lines = [f"{plural(report.logged, 'retrieval')} with feedback for {report.user_id}"]
     if not report.fits:
-        lines.append("no strategy has feedback yet; defaults stay")
+        return "\n".join([*lines, "no strategy has feedback yet: nothing to tune, nothing saved"])
     for fit in report.fits:
         held = f"held-back NDCG {fit.holdout_ndcg[0]:.3f} -> {fit.holdout_ndcg[1]:.3f}"
         verdict = "tuned" if fit.kept else "defaults"
@@ -51,5 +52,18 @@ def render(report: TuneReport) -> str:
         )
         if fit.kept:
             lines.append("  " + ", ".join(f"{k}={v:.3f}" for k, v in fit.weights.items()))
-    lines.append("saved" if report.saved else "dry run: nothing saved")
+    lines.append(_outcome(report))
     return "\n".join(lines)
+
+
+def _outcome(report: TuneReport) -> str:
+    """The last line: what changed in the store, if anything."""
+    tuned = [fit.strategy for fit in report.fits if fit.kept]
+    reset = [fit.strategy for fit in report.fits if fit.evaluated and not fit.kept]
+    if not report.saved:
+        return "dry run: nothing saved"
+    if not tuned and not reset:
+        return "nothing saved: weights stay as they were"
+    parts = ([f"tuned weights for {', '.join(tuned)}"] if tuned else []) + (
+        [f"the defaults for {', '.join(reset)}"] if reset else [])
+    return "saved " + " and ".join(parts)

@@ -22,9 +22,12 @@ REFERENCE = ROOT / "docs" / "cli.md"
 
 
 def commands(group: click.Group = cli, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    """Every command and group under ``group``, depth first, by the words that invoke it."""
-    for name in sorted(group.commands):
-        command = group.commands[name]
+    """Every command and group under ``group``, depth first, by the words that invoke it (loading the
+    commands ``engram.cli`` imports only on use)."""
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         yield (*path, name), command
         if isinstance(command, click.Group):
             yield from commands(command, (*path, name))

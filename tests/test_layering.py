@@ -33,9 +33,6 @@ FEATURES = ("engram.recall", "engram.documents", "engram.keyword_search", "engra
 KNOWN_CYCLE_EDGES = {
     # Retrieval.to_prompt imports the renderer lazily; the renderer needs Retrieval's types.
     ("engram.retrieve.types", "engram.retrieve.render"),
-    # Sub-command modules reach back for the main CLI's database helpers (engram/cli.py registers them).
-    ("engram.documents_cli", "engram.cli"),
-    ("engram.service.cli", "engram.cli"),
 }
 
 

@@ -1,4 +1,4 @@
-"""``engram serve``, ``engram keys`` and ``engram mcp``; engram/cli.py registers these commands."""
+"""``engram serve``, ``engram keys`` and ``engram mcp``; ``engram.cli`` loads them when they are invoked."""
 
 from __future__ import annotations
 
@@ -7,18 +7,15 @@ from typing import Any
 
 import click
 
+from engram.cli.common import DB_HELP, db_target, existing_db
 from engram.service.auth import KeyStore
 
 __all__ = ["keys_group", "mcp_command", "serve_command"]
 
-DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
-
 
 def _db(db: str | None, *, create: bool) -> str:
     """The store to open; ``create=False`` refuses a SQLite file that does not exist (see
-    ``engram.cli.existing_db``): opening one would create an empty database."""
-    from engram.cli import db_target, existing_db
-
+    ``engram.cli.common.existing_db``): opening one would create an empty database."""
     return db_target(db) if create else existing_db(db)
 
 

@@ -191,5 +191,6 @@ def test_cli_tune(tmp_path: Path) -> None:
     with Memory(db) as memory:
         assert STRATEGY in memory.store.load_weights("maya")
     nobody = runner.invoke(tune_command, ["--user", "nobody", "--db", str(db)])
-    assert nobody.exit_code == 0 and "defaults stay" in nobody.output
+    assert nobody.exit_code == 0 and "nothing to tune, nothing saved" in nobody.output
+    assert "\nsaved" not in nobody.output  # issue 16: it said "defaults stay", then "saved"
 

@@ -1,0 +1,100 @@
+"""``engram``: a thin command line over the ``Memory`` facade.
+
+The everyday commands live in this package and import nothing heavy at module level. Commands of
+other modules (``copy``, ``tune``, ``ingest``, ``doc``, ``serve``, ``keys``, ``mcp``, ``eval``) import
+numpy, the engine or the web stack, so they are loaded only when invoked or asked for their own
+help: ``engram --help`` lists them from the one-line summaries below.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib import import_module
+
+import click
+
+from engram.cli.common import db_target, existing_db, local_time, open_memory
+from engram.cli.importing import import_
+from engram.cli.memories import add, delete, forget_user, get, list_memories, stats, update
+from engram.cli.search import explain, search
+from engram.errors import EngramError
+
+__all__ = ["LAZY_COMMANDS", "cli", "db_target", "existing_db", "explain", "local_time", "main", "open_memory"]
+
+#: name -> (module:attribute, the summary ``engram --help`` shows). tests/test_cli.py checks each
+#: summary against the command's own help, so they cannot drift apart.
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "copy": ("engram.stores.copy:copy_command",
+             "Copy every memory (with its vector), link and entity from SRC to DST."),
+    "doc": ("engram.documents_cli:doc_group", "Retrieve ingested documents."),
+    "eval": ("engram.eval.cli:eval_group", "Measure retrieval quality on labelled benchmarks."),
+    "ingest": ("engram.documents_cli:ingest_command",
+               "Ingest files, directories (recursively) and glob patterns as versioned documents."),
+    "keys": ("engram.service.cli:keys_group", "Create, list and revoke API keys of `engram serve`."),
+    "mcp": ("engram.service.cli:mcp_command", "Serve one user's memory to an MCP client over stdio."),
+    "serve": ("engram.service.cli:serve_command",
+              "Serve the HTTP API (/v1, /openapi.json, /metrics) and the /ui explorer."),
+    "tune": ("engram.tune_cli:tune_command",
+             "Fit per-strategy ranking weights to a user's feedback; weights are kept only where they beat the "
+             "defaults on held-back (newest) feedback."),
+}
+
+
+class _Commands(click.Group):
+    """A group whose heavy commands are imported on first use, not to list them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            module, _, attribute = LAZY_COMMANDS[cmd_name][0].partition(":")
+            try:
+                command = getattr(import_module(module), attribute)
+            except ImportError as exc:  # an optional extra (service, postgres...) is not installed
+                raise click.ClickException(
+                    f"engram {cmd_name} needs {exc.name or 'a module'}, which is not installed; "
+                    "pip install 'engram-memory[service]' brings the service's dependencies"
+                ) from exc
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's own, except that a command not loaded yet is described by its summary.
+        listed = {name: self.commands.get(name) or click.Command(name, help=LAZY_COMMANDS[name][1])
+                  for name in self.list_commands(ctx)}
+        limit = formatter.width - 6 - max(map(len, listed))
+        rows = [(name, command.get_short_help_str(limit)) for name, command in listed.items() if not command.hidden]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_Commands, help="Engram: memory retrieval for LLM agents.", epilog="""\b
+Examples:
+  engram add "Acme prefers NET30 payment terms" --user alice --kind fact
+  engram search "How does Acme pay?" --user alice
+  engram list --user alice --json""")
+@click.version_option(package_name="engram-memory")
+def cli() -> None:
+    pass
+
+
+for _command in (add, import_, search, list_memories, get, update, delete, stats, forget_user):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    try:
+        cli(prog_name="engram", standalone_mode=True)
+    except EngramError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except Exception as exc:
+        import sqlite3  # here, not at the top: most runs never need it, --help least of all
+
+        if not isinstance(exc, sqlite3.Error):
+            raise
+        # A store should raise StoreError; a raw one (a file that is not a database, met while
+        # opening it) still deserves one line rather than a traceback.
+        click.echo(f"error: sqlite: {exc}", err=True)
+        sys.exit(2)

@@ -1,0 +1,82 @@
+"""What every ``engram`` command shares: which store it opens, the user it acts for, times as typed.
+
+Nothing here imports the engine: ``engram --help`` loads this module, and must not pay for numpy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime, time
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["DB_HELP", "LOCAL_TIME", "db_option", "db_target", "existing_db", "local_time", "open_memory",
+           "user_option"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DB_HELP = "SQLite file or postgresql:// URL (default: $ENGRAM_DB or ./engram.db)."
+DEFAULT_DB = "engram.db"
+#: Said in the --help of every option that takes a time.
+LOCAL_TIME = "ISO-8601; a date (2026-11-10) or a time without an offset is this machine's local time"
+
+
+def db_target(db: str | None) -> str:
+    """The store a command names: ``--db``, else ``$ENGRAM_DB``, else ``./engram.db``."""
+    return db or os.environ.get("ENGRAM_DB") or DEFAULT_DB
+
+
+def existing_db(db: str | None) -> str:
+    """The store a command that only reads (or changes what exists) may open: a SQLite file must
+    already exist. Opening one creates it, so a mistyped path would otherwise answer from a new,
+    empty database and exit 0; only commands that write (add, import, ingest, keys create, mcp)
+    create one."""
+    target = db_target(db)
+    if target == ":memory:" or target.startswith(("postgresql://", "postgres://")):
+        return target
+    if not os.path.isfile(target):
+        raise click.ClickException(
+            f"no Engram database at {target} (check --db or $ENGRAM_DB); "
+            "only commands that write (add, import, ingest, keys create) create one"
+        )
+    return target
+
+
+def open_memory(db: str | None, *, create: bool) -> Any:
+    """A ``Memory`` on the command's store; ``create=False`` refuses a SQLite file that does not exist."""
+    from engram.memory import Memory
+
+    return Memory(db_target(db) if create else existing_db(db))
+
+
+def db_option(command: F) -> F:
+    return click.option("--db", default=None, help=DB_HELP)(command)
+
+
+def user_option(what: str) -> Callable[[F], F]:
+    """``--user``, required, falling back to ``$ENGRAM_USER`` as ``ingest``, ``doc`` and ``tune`` do."""
+    return click.option("--user", "user_id", required=True, envvar="ENGRAM_USER",
+                        help=f"{what} (default: $ENGRAM_USER).")
+
+
+def local_time(value: str | None, *, end_of_day: bool = False) -> str | None:
+    """A date or a time as people type it: without an offset it is this machine's local time.
+
+    A bare date is the start of that day, or with ``end_of_day`` its last microsecond, so that
+    ``--until 2026-11-10`` includes the 10th. Anything that does not parse is passed on unchanged,
+    for the typed error that names the field.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        return value
+    if end_of_day and len(text) == 10:  # YYYY-MM-DD: fromisoformat gave midnight
+        parsed = datetime.combine(parsed.date(), time.max)
+    if parsed.tzinfo is None:
+        parsed = parsed.astimezone()  # a naive datetime is taken as local time, given its offset
+    return parsed.isoformat()
