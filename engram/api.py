@@ -11,9 +11,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 from engram.config import RetrievalConfig
+from engram.conversation import Messages
 from engram.documents import Document
 from engram.feedback import FeedbackResult
 from engram.model import Entity, Filters, Link, MemoryRecord
@@ -30,7 +31,13 @@ class MemoryAPI(Protocol):
     def close(self) -> None: ...
 
     # -- writes
+    @overload
     def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+
+    @overload
+    def add(
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> builtins.list[MemoryRecord]: ...
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[MemoryRecord]: ...
 

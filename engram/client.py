@@ -14,13 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 from urllib.parse import quote
 
 import httpx
 
 from engram.api import MemoryAPI
 from engram.config import RetrievalConfig
+from engram.conversation import Messages, is_conversation
 from engram.documents import Document
 from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized
 from engram.feedback import FeedbackResult
@@ -76,9 +77,23 @@ class EngramClient:
         return response.text
 
     # -- writes ---------------------------------------------------------------------------------------
-    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord:
-        body = _body(content=content, user_id=user_id, kind=kind, **fields)
-        return decode(MemoryRecord, self._call("POST", "/v1/memories", json=body))
+    @overload
+    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+
+    @overload
+    def add(
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> builtins.list[MemoryRecord]: ...
+
+    def add(
+        self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> MemoryRecord | builtins.list[MemoryRecord]:
+        if not is_conversation(content):
+            body = _body(content=content, user_id=user_id, kind=kind, **fields)
+            return decode(MemoryRecord, self._call("POST", "/v1/memories", json=body))
+        messages = [content] if isinstance(content, Mapping) else builtins.list(content)
+        body = _body(messages=messages, user_id=user_id, kind=kind, **fields)
+        return [decode(MemoryRecord, m) for m in self._call("POST", "/v1/memories", json=body)["memories"]]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[MemoryRecord]:
         memories = [_body(**item) for item in items]

@@ -10,13 +10,14 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 from engram import documents, keyword_search
 from engram import recall as recall_modes
 from engram.caches import Caches
 from engram.config import Limits, RetrievalConfig
 from engram.context import Context
+from engram.conversation import Messages, as_items, is_conversation
 from engram.documents import Document
 from engram.domain import DomainSource
 from engram.ext import Embedder, Metrics, Store
@@ -127,9 +128,24 @@ class Memory:
         self.close()
 
     # -- writes: engram.ingest.writer -----------------------------------------------------------------
-    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord:
-        """Store one memory; see ``add_many`` for batches."""
-        return self.add_many([{"content": content, "user_id": user_id, "kind": kind, **fields}])[0]
+    @overload
+    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+
+    @overload
+    def add(
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> builtins.list[MemoryRecord]: ...
+
+    def add(
+        self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> MemoryRecord | builtins.list[MemoryRecord]:
+        """Store a text as one memory (returns its record), or chat messages as one ``message``
+        memory each, in order (returns their records, a list); see ``engram.conversation``.
+
+        ``run_id`` is the session (Mem0's name), ``agent_id`` and ``metadata`` go on every memory.
+        """
+        records = self.add_many(as_items(content, user_id=user_id, kind=kind, fields=fields))
+        return records if is_conversation(content) else records[0]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Validate every item first, then embed in batches and store; all or nothing per batch."""
