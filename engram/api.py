@@ -41,11 +41,17 @@ class MemoryAPI(Protocol):
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[MemoryRecord]: ...
 
-    def update(self, memory_id: str, *, user_id: str, **changes: Any) -> MemoryRecord: ...
+    def update(self, memory_id: str, data: str | None = None, *, user_id: str, **changes: Any) -> MemoryRecord: ...
 
     def delete(self, memory_id: str, *, user_id: str) -> bool: ...
 
     def forget_user(self, user_id: str) -> int: ...
+
+    def delete_all(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]: ...
+
+    def reset(self) -> int: ...
 
     def link(self, from_id: str, to_id: str, type: str, strength: float = 1.0, *, user_id: str) -> Link: ...
 
@@ -72,8 +78,19 @@ class MemoryAPI(Protocol):
         self, query: str, *, user_id: str, config: RetrievalConfig | None = None, now: datetime | str | None = None,
         session_id: str | None = None, kinds: Sequence[str] | None = None, tags: Sequence[str] | None = None,
         filters: Filters | Mapping[str, Any] | None = None, use_memory: bool = True,
-        as_of: datetime | str | None = None,
+        as_of: datetime | str | None = None, limit: int | None = None, top_k: int | None = None,
     ) -> Retrieval: ...
+
+    def search(
+        self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> dict[str, Any]: ...
+
+    def get_all(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None, limit: int = 100,
+    ) -> dict[str, Any]: ...
 
     def recall(
         self, query: str | None = None, *, user_id: str, mode: str = "relevant", max_results: int = 10,

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from engram.errors import MemoryNotFound, ServiceError, ValidationError
 from engram.ingest.normalize import to_utc
 from engram.model import STATUSES, Filters, MemoryRecord
-from engram.service.deps import LimitedKey, Service, SvcDep, check_user
+from engram.service.deps import LimitedKey, Service, SvcDep, check_admin, check_user
 from engram.service.responses import (
     DeletedOut,
     DocumentOut,
@@ -22,6 +22,7 @@ from engram.service.responses import (
     LinksOut,
     MemoriesOut,
     MemoryOut,
+    ResetOut,
     VersionsOut,
 )
 from engram.service.schemas import (
@@ -172,6 +173,13 @@ def add_entity(body: EntityIn, key: LimitedKey, svc: SvcDep) -> Any:
 def forget_user(user_id: str, key: LimitedKey, svc: SvcDep) -> Any:
     check_user(key, user_id)
     return {"deleted": svc.memory.forget_user(user_id), "userId": user_id}
+
+
+@router.post("/admin/reset", tags=["admin"], response_model=ResetOut)
+def reset(key: LimitedKey, svc: SvcDep) -> Any:
+    """DESTRUCTIVE: forget every user of the store (``Memory.reset``); an admin key only. API keys stay."""
+    check_admin(key)
+    return {"deleted": svc.memory.reset()}
 
 
 @router.post("/documents", status_code=201, tags=["documents"], response_model=IngestReportOut, **OUT)
