@@ -7,8 +7,10 @@ second read path. A result is ``{"id", "memory", "score"?, "metadata", "created_
 ``reasons`` a memory was ranked for, which Mem0 does not have. Engram keeps no update time
 (``updated_at`` is None) and ``run_id`` is the memory's session.
 
-``memory`` in a search result is the text as retrieval rendered it: clipped to the config's
-``clip_sentences`` (pass ``config=RetrievalConfig(clip_sentences=None)`` for whole texts).
+A search answers at most ``SEARCH_TOP_K`` (20) results whatever its ``limit`` (Mem0's default is
+100): ``retrieve(top_k=...)`` ranks more in-process. ``memory`` in a search result is the text as
+retrieval rendered it, clipped to the config's ``clip_sentences`` (pass
+``config=RetrievalConfig(clip_sentences=None)`` for whole texts).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ __all__ = ["DELETED", "delete_all", "get_all", "owner_of", "record_result", "sea
 
 DELETED = "Memories deleted successfully!"
 PAGE = 500
-#: How many memories a filtered search ranks before filtering: the filter runs after ranking, so
-#: asking for only ``limit`` would leave fewer than ``limit`` whenever the filter drops some.
-FILTERED_TOP_K = 200
+#: The most a search ranks: the top_k a non-admin key may ask the HTTP service for (the admin
+#: range), so a search answers the same in-process and over HTTP. A filtered search ranks this
+#: many before filtering (the filter runs after ranking), so it still fills ``limit`` when it can.
+SEARCH_TOP_K = 20
 
 
 def entry_result(entry: MemoryEntry, user_id: str) -> dict[str, Any]:
@@ -63,7 +66,7 @@ def search(
     user = _user(user_id, wanted)
     if threshold is not None:
         number("threshold", threshold, 0.0, 1.0)
-    top_k = max(limit, FILTERED_TOP_K) if wanted else limit
+    top_k = SEARCH_TOP_K if wanted else min(limit, SEARCH_TOP_K)
     if config is not None:
         config = config.with_(top_k=top_k)
     found = api.retrieve(query, user_id=user, session_id=run_id, config=config,

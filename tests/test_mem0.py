@@ -137,3 +137,24 @@ def test_reset_forgets_every_user(memory: Memory) -> None:
     memory.add_many([{"content": "b", "user_id": "u2"}, {"content": "c", "user_id": "u2"}])
     assert memory.reset() == 3
     assert memory.store.users() == [] and memory.list(user_id="u2") == []
+
+
+def test_over_http_reset_takes_an_admin_key_and_ids_stay_scoped(tmp_path: Path) -> None:
+    from engram.client import EngramClient
+    from engram.errors import Forbidden
+    from tests.service import harness, running
+
+    h = harness(tmp_path, FakeEmbedder(64))
+    h.memory.add("Bob's secret", user_id="bob")
+    mine = h.memory.add("mine", user_id="u1")
+    with running(h.app) as url, EngramClient(url, h.key("u1")) as client, \
+            EngramClient(url, h.key(admin=True)) as admin:
+        with pytest.raises(Forbidden):
+            client.reset()
+        with pytest.raises(Forbidden):
+            client.search("secret", user_id="bob")
+        assert client.update(mine.id, "still mine", user_id="u1").content == "still mine"
+        assert admin.reset() == 2
+        assert h.memory.store.users() == []
+        assert client.get_all(user_id="u1") == {"results": []}
+    h.close()
