@@ -158,3 +158,18 @@ def test_over_http_reset_takes_an_admin_key_and_ids_stay_scoped(tmp_path: Path) 
         assert h.memory.store.users() == []
         assert client.get_all(user_id="u1") == {"results": []}
     h.close()
+
+
+def test_the_from_mem0_guide_runs_and_finds_the_right_memory_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "from-mem0.md").read_text(encoding="utf-8")
+    code = guide.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ENGRAM_DB", raising=False)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/from-mem0.md", "exec"), namespace)
+    namespace["m"].close()
+    printed = capsys.readouterr().out.splitlines()
+    assert "I love sci-fi movies" in printed[0]
+    assert (tmp_path / "engram.db").exists()
