@@ -16,6 +16,7 @@ retrieval rendered it, clipped to the config's ``clip_sentences`` (pass
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import MemoryNotFound, ValidationError
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from engram.config import RetrievalConfig
     from engram.ext import Store
 
-__all__ = ["DELETED", "delete_all", "get_all", "owner_of", "record_result", "search"]
+__all__ = ["DELETED", "delete_all", "from_export", "get_all", "owner_of", "record_result", "search"]
 
 DELETED = "Memories deleted successfully!"
 PAGE = 500
@@ -142,3 +143,39 @@ def owner_of(store: Store, memory_id: str) -> str:
         if store.get(user, memory_id) is not None:
             return user
     raise MemoryNotFound(f"no memory {memory_id!r}")
+
+
+def from_export(data: Any, *, default_user: str | None = None) -> list[dict[str, Any]]:
+    """``add_many`` items for a Mem0 export: ``get_all``'s ``{"results": [...]}``, or a list of its results.
+
+    Mem0 stores what its LLM extracted, so each memory comes in as a ``fact``; its id, hash and
+    update time are kept in ``metadata["mem0"]`` (an Engram id is assigned). A time without an
+    offset is read as UTC, which is what Mem0 writes when it is not given a timezone.
+    """
+    results = data.get("results", data.get("memories")) if isinstance(data, Mapping) else data
+    if not isinstance(results, list):
+        raise ValidationError("results", "a Mem0 export is {\"results\": [...]} or a list of memories")
+    items = []
+    for i, result in enumerate(results):
+        if not isinstance(result, Mapping):
+            raise ValidationError(f"results[{i}]", f"must be an object, got {type(result).__name__}")
+        origin = {k: result[k] for k in ("id", "hash", "updated_at") if result.get(k) is not None}
+        item: dict[str, Any] = {
+            "content": result.get("memory"), "user_id": result.get("user_id") or default_user, "kind": "fact",
+            "agent_id": result.get("agent_id"), "session_id": result.get("run_id"),
+            "metadata": {**(result.get("metadata") or {}), **({"mem0": origin} if origin else {})},
+            "created_at": _aware(result.get("created_at")),
+        }
+        items.append({k: v for k, v in item.items() if v is not None})
+    return items
+
+
+def _aware(when: Any) -> Any:
+    """An ISO time without an offset as UTC; anything else as given (``normalize`` checks it)."""
+    if not isinstance(when, str):
+        return when
+    try:
+        parsed = datetime.fromisoformat(when)
+    except ValueError:
+        return when
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed

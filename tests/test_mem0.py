@@ -173,3 +173,21 @@ def test_the_from_mem0_guide_runs_and_finds_the_right_memory_first(
     printed = capsys.readouterr().out.splitlines()
     assert "I love sci-fi movies" in printed[0]
     assert (tmp_path / "engram.db").exists()
+
+
+def test_a_mem0_export_comes_in_as_facts(memory: Memory) -> None:
+    from engram.mem0 import from_export
+
+    export = {"results": [
+        {"id": "0b5a", "memory": "Likes sci-fi movies", "hash": "h1", "metadata": {"category": "movies"},
+         "created_at": "2024-07-20T01:00:00-07:00", "updated_at": None, "user_id": "alice", "run_id": "r1"},
+        {"id": "0b5b", "memory": "Allergic to peanuts", "created_at": "2024-07-21T08:00:00", "agent_id": "bot"},
+    ]}
+    records = memory.add_many(from_export(export, default_user="alice"))
+    assert [(r.kind, r.user_id, r.session_id, r.agent_id) for r in records] == [
+        ("fact", "alice", "r1", None), ("fact", "alice", None, "bot")]
+    assert records[0].metadata == {"category": "movies", "mem0": {"id": "0b5a", "hash": "h1"}}
+    assert [r.created_at.isoformat() for r in records] == ["2024-07-20T08:00:00+00:00", "2024-07-21T08:00:00+00:00"]
+    with pytest.raises(ValidationError) as error:
+        from_export({"results": ["x"]})
+    assert error.value.field == "results[0]"
