@@ -109,9 +109,24 @@ def add(content: str, user_id: str, kind: str, role: str | None, session_id: str
 @click.option("--batch", default=256, show_default=True, type=click.IntRange(1, 10_000),
               help="Memories per batch.")
 @click.option("--db", default=None, help=DB_HELP)
-def import_(path: Path, user_id: str | None, batch: int, db: str | None) -> None:
+@click.option("--from", "source", type=click.Choice(["engram", "mem0"]), default="engram", show_default=True,
+              help="mem0: FILE is a Mem0 export (get_all JSON, {\"results\": [...]}); each memory comes in as a fact.")
+def import_(path: Path, user_id: str | None, batch: int, db: str | None, source: str = "engram") -> None:
     from rich.progress import Progress
 
+    if source == "mem0":  # the export as Engram's JSON Lines, then the one import path below
+        import tempfile
+
+        from engram.mem0 import from_export
+
+        try:
+            items = from_export(json.loads(path.read_text(encoding="utf-8")), default_user=user_id)
+        except (ValueError, EngramError) as exc:
+            raise click.ClickException(f"{path}: not a Mem0 export: {exc}") from exc
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as out:
+            out.writelines(json.dumps(item, default=str) + "\n" for item in items)
+        click.get_current_context().call_on_close(Path(out.name).unlink)
+        path = Path(out.name)
     rows = _import_rows(path, user_id)  # before opening: a bad file must not even create the database
     with open_memory(db, create=True) as memory:
         fresh, skipped = _not_yet_stored(memory.store, rows)

@@ -191,3 +191,29 @@ def test_a_mem0_export_comes_in_as_facts(memory: Memory) -> None:
     with pytest.raises(ValidationError) as error:
         from_export({"results": ["x"]})
     assert error.value.field == "results[0]"
+
+
+def test_engram_import_from_mem0(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from engram.cli import cli
+
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps({"results": [
+        {"id": "a", "memory": "Likes sci-fi movies", "created_at": "2024-07-20T01:00:00-07:00", "user_id": "alice"},
+        {"id": "b", "memory": "Allergic to peanuts", "created_at": "2024-07-21T08:00:00+00:00"},
+    ]}))
+    db = str(tmp_path / "m.db")
+    result = CliRunner().invoke(cli, ["import", str(export), "--from", "mem0", "--user", "bob", "--db", db])
+    assert result.exit_code == 0, result.output
+    assert "imported 2 memories" in result.output
+    again = CliRunner().invoke(cli, ["import", str(export), "--from", "mem0", "--user", "bob", "--db", db])
+    assert "imported 0 memories, skipped 2" in again.output
+    with Memory(db, embedder=FakeEmbedder(64)) as memory:
+        assert [r.content for r in memory.list(user_id="bob")] == ["Allergic to peanuts"]
+        assert memory.list(user_id="alice")[0].metadata == {"mem0": {"id": "a"}}
+    export.write_text("[1, 2]")
+    bad = CliRunner().invoke(cli, ["import", str(export), "--from", "mem0", "--db", db])
+    assert bad.exit_code != 0 and "not a Mem0 export" in bad.output
