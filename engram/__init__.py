@@ -14,11 +14,13 @@ from engram.errors import EngramError
 from engram.model import Entity, Filters, Link, MemoryRecord
 
 if TYPE_CHECKING:
+    from engram.aio import AsyncMemory
     from engram.memory import Memory
     from engram.retrieve.types import MemoryEntry, Retrieval
 
 __all__ = [
     "AdminMemorySettings",
+    "AsyncMemory",
     "EngramError",
     "Entity",
     "Filters",
@@ -36,7 +38,8 @@ __version__ = "0.1.0"
 
 # The engine (numpy, the stores, the embedder) loads on first use of these names, so the CLI's
 # --help and commands that do not retrieve start fast.
-_LAZY = {"Memory": "engram.memory", "MemoryEntry": "engram.retrieve.types", "Retrieval": "engram.retrieve.types"}
+_LAZY = {"AsyncMemory": "engram.aio", "Memory": "engram.memory",
+         "MemoryEntry": "engram.retrieve.types", "Retrieval": "engram.retrieve.types"}
 
 
 def __getattr__(name: str) -> Any:

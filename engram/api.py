@@ -11,9 +11,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 from engram.config import RetrievalConfig
+from engram.conversation import Messages
 from engram.documents import Document
 from engram.feedback import FeedbackResult
 from engram.model import Entity, Filters, Link, MemoryRecord
@@ -30,15 +31,27 @@ class MemoryAPI(Protocol):
     def close(self) -> None: ...
 
     # -- writes
+    @overload
     def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+
+    @overload
+    def add(
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> builtins.list[MemoryRecord]: ...
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[MemoryRecord]: ...
 
-    def update(self, memory_id: str, *, user_id: str, **changes: Any) -> MemoryRecord: ...
+    def update(self, memory_id: str, data: str | None = None, *, user_id: str, **changes: Any) -> MemoryRecord: ...
 
     def delete(self, memory_id: str, *, user_id: str) -> bool: ...
 
     def forget_user(self, user_id: str) -> int: ...
+
+    def delete_all(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]: ...
+
+    def reset(self) -> int: ...
 
     def link(self, from_id: str, to_id: str, type: str, strength: float = 1.0, *, user_id: str) -> Link: ...
 
@@ -65,8 +78,19 @@ class MemoryAPI(Protocol):
         self, query: str, *, user_id: str, config: RetrievalConfig | None = None, now: datetime | str | None = None,
         session_id: str | None = None, kinds: Sequence[str] | None = None, tags: Sequence[str] | None = None,
         filters: Filters | Mapping[str, Any] | None = None, use_memory: bool = True,
-        as_of: datetime | str | None = None,
+        as_of: datetime | str | None = None, limit: int | None = None, top_k: int | None = None,
     ) -> Retrieval: ...
+
+    def search(
+        self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> dict[str, Any]: ...
+
+    def get_all(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None, limit: int = 100,
+    ) -> dict[str, Any]: ...
 
     def recall(
         self, query: str | None = None, *, user_id: str, mode: str = "relevant", max_results: int = 10,

@@ -14,13 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 from urllib.parse import quote
 
 import httpx
 
+from engram import mem0
 from engram.api import MemoryAPI
 from engram.config import RetrievalConfig
+from engram.conversation import Messages, is_conversation
 from engram.documents import Document
 from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized
 from engram.feedback import FeedbackResult
@@ -29,6 +31,7 @@ from engram.ingest.normalize import to_utc
 from engram.model import Entity, Filters, Link, MemoryRecord
 from engram.recall import Recall
 from engram.retrieve.types import Retrieval
+from engram.validate import top_k_shortcut
 from engram.wire import (
     config_overrides,
     decode,
@@ -76,9 +79,23 @@ class EngramClient:
         return response.text
 
     # -- writes ---------------------------------------------------------------------------------------
-    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord:
-        body = _body(content=content, user_id=user_id, kind=kind, **fields)
-        return decode(MemoryRecord, self._call("POST", "/v1/memories", json=body))
+    @overload
+    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+
+    @overload
+    def add(
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> builtins.list[MemoryRecord]: ...
+
+    def add(
+        self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> MemoryRecord | builtins.list[MemoryRecord]:
+        if not is_conversation(content):
+            body = _body(content=content, user_id=user_id, kind=kind, **fields)
+            return decode(MemoryRecord, self._call("POST", "/v1/memories", json=body))
+        messages = [content] if isinstance(content, Mapping) else builtins.list(content)
+        body = _body(messages=messages, user_id=user_id, kind=kind, **fields)
+        return [decode(MemoryRecord, m) for m in self._call("POST", "/v1/memories", json=body)["memories"]]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[MemoryRecord]:
         memories = [_body(**item) for item in items]
@@ -87,8 +104,8 @@ class EngramClient:
         data = self._call("POST", "/v1/memories/batch", json={"memories": memories})
         return [decode(MemoryRecord, m) for m in data["memories"]]
 
-    def update(self, memory_id: str, *, user_id: str, **changes: Any) -> MemoryRecord:
-        body = _body(user_id=user_id, **changes)
+    def update(self, memory_id: str, data: str | None = None, *, user_id: str, **changes: Any) -> MemoryRecord:
+        body = _body(user_id=user_id, content=data, **changes)
         return decode(MemoryRecord, self._call("PATCH", f"/v1/memories/{_seg(memory_id)}", json=body))
 
     def delete(self, memory_id: str, *, user_id: str) -> bool:
@@ -100,6 +117,14 @@ class EngramClient:
 
     def forget_user(self, user_id: str) -> int:
         return int(self._call("DELETE", f"/v1/users/{_seg(user_id)}")["deleted"])
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> dict[str, Any]:
+        return mem0.delete_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    def reset(self) -> int:
+        """DESTRUCTIVE: forget every user of the service's store; an admin key's privilege."""
+        return int(self._call("POST", "/v1/admin/reset")["deleted"])
 
     def link(self, from_id: str, to_id: str, type: str, strength: float = 1.0, *, user_id: str) -> Link:
         body = _body(user_id=user_id, from_id=from_id, to_id=to_id, type=type, strength=strength)
@@ -153,9 +178,11 @@ class EngramClient:
         self, query: str, *, user_id: str, config: RetrievalConfig | Mapping[str, Any] | None = None,
         now: datetime | str | None = None, session_id: str | None = None, kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None, filters: Filters | Mapping[str, Any] | None = None,
-        use_memory: bool = True, as_of: datetime | str | None = None,
+        use_memory: bool = True, as_of: datetime | str | None = None, limit: int | None = None,
+        top_k: int | None = None,
     ) -> Retrieval:
         """As ``Memory.retrieve``; ``to_prompt`` on the answer renders the prompt locally."""
+        k = top_k_shortcut(limit, top_k, config)
         wire = retrieve_filters(filters)
         if session_id is not None:
             wire["sessionId"] = session_id
@@ -167,10 +194,20 @@ class EngramClient:
             body["tags"] = builtins.list(tags)
         if wire:
             body["filters"] = wire
-        if config is not None:
-            body["config"] = config_overrides(config)
+        if config is not None or k is not None:
+            body["config"] = {**config_overrides(config or {}), **({"topK": k} if k is not None else {})}
         data = self._call("POST", "/v1/retrieve", json=body)
         return decode_retrieval(data, query, to_utc(now, "now") if now is not None else None)
+
+    def search(self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+               limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,
+               config: RetrievalConfig | None = None) -> dict[str, Any]:
+        return mem0.search(self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
+                           filters=filters, threshold=threshold, config=config)
+
+    def get_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+                filters: Mapping[str, Any] | None = None, limit: int = 100) -> dict[str, Any]:
+        return mem0.get_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit)
 
     def recall(self, query: str | None = None, *, user_id: str, mode: str = "relevant", max_results: int = 10,
                kind: str | None = None, min_salience: float = 0.0, project_id: str | None = None,

@@ -106,16 +106,24 @@ def build_server(memory: MemoryAPI, user_id: str, config: RetrievalConfig | None
     server = server_class()("engram", instructions=INSTRUCTIONS)
 
     @_tool(server)
-    def add_memory(content: str, kind: AddKind = "fact", tags: list[str] | None = None,
-                   importance: float | None = None, session_id: str | None = None) -> dict[str, Any]:
-        """Store one memory (kind: fact, message, episode, procedure, summary) and return its id."""
+    def add_memory(content: str | None = None, kind: AddKind = "fact", tags: list[str] | None = None,
+                   importance: float | None = None, session_id: str | None = None,
+                   messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Store one memory (kind: fact, message, episode, procedure, summary) and return its id; or,
+        instead of content, messages ([{role, content, name?, created_at?}]), stored one message
+        memory each in order, returning their ids."""
         fields: dict[str, Any] = {"tags": tags or []}
         if importance is not None:
             fields["importance"] = importance
         if session_id is not None:
             fields["session_id"] = session_id
         with _typed_errors():
-            record = memory.add(content, user_id=user_id, kind=kind, **fields)
+            if (content is None) == (messages is None):
+                raise ValidationError("content", "give either content (one memory) or messages (a conversation)")
+            if messages is not None:
+                records = memory.add(messages, user_id=user_id, kind="message", **fields)
+                return {"ids": [r.id for r in records], "kind": "message"}
+            record = memory.add(content or "", user_id=user_id, kind=kind, **fields)
         return {"id": record.id, "kind": record.kind}
 
     @_tool(server)

@@ -10,15 +10,17 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
-from engram import documents, keyword_search
+from engram import documents, keyword_search, mem0
 from engram import recall as recall_modes
 from engram.caches import Caches
 from engram.config import Limits, RetrievalConfig
 from engram.context import Context
+from engram.conversation import Messages, as_items, is_conversation
 from engram.documents import Document
 from engram.domain import DomainSource
+from engram.errors import MemoryNotFound
 from engram.ext import Embedder, Metrics, Store
 from engram.feedback import FeedbackResult, record_feedback
 from engram.ingest import writer
@@ -35,7 +37,7 @@ from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
 from engram.salience import memory_salience
 from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport, tune_user
-from engram.validate import as_filters, integer, to_utc, user_id, validate_id
+from engram.validate import as_filters, integer, to_utc, top_k_shortcut, user_id, validate_id
 
 __all__ = ["Memory", "open_store"]
 
@@ -127,25 +129,61 @@ class Memory:
         self.close()
 
     # -- writes: engram.ingest.writer -----------------------------------------------------------------
-    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord:
-        """Store one memory; see ``add_many`` for batches."""
-        return self.add_many([{"content": content, "user_id": user_id, "kind": kind, **fields}])[0]
+    @overload
+    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+
+    @overload
+    def add(
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> builtins.list[MemoryRecord]: ...
+
+    def add(
+        self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Any
+    ) -> MemoryRecord | builtins.list[MemoryRecord]:
+        """Store a text as one memory (returns its record), or chat messages as one ``message``
+        memory each, in order (returns their records, a list); see ``engram.conversation``.
+
+        ``run_id`` is the session (Mem0's name), ``agent_id`` and ``metadata`` go on every memory.
+        """
+        records = self.add_many(as_items(content, user_id=user_id, kind=kind, fields=fields))
+        return records if is_conversation(content) else records[0]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Validate every item first, then embed in batches and store; all or nothing per batch."""
         return writer.add_many(self.context, items)
 
-    def update(self, memory_id: str, *, user_id: str, **changes: Any) -> MemoryRecord:
-        """Change fields of a memory; a content change re-embeds it."""
-        return writer.update(self.context, memory_id, user_id=user_id, changes=changes)
+    def update(self, memory_id: str, data: str | None = None, *, user_id: str | None = None,
+               **changes: Any) -> MemoryRecord:
+        """Change fields of a memory (``data`` is new content, as in Mem0); a content change re-embeds it.
 
-    def delete(self, memory_id: str, *, user_id: str) -> bool:
+        Without ``user_id`` the memory is found by its id alone: the embedded API owns its file.
+        """
+        if data is not None:
+            changes["content"] = data
+        return writer.update(self.context, memory_id, user_id=self._owner(memory_id, user_id), changes=changes)
+
+    def delete(self, memory_id: str, *, user_id: str | None = None) -> bool:
         """Remove a memory from every index at once; False if it was not there.
 
         Deleting a version makes the one it superseded current again (:mod:`engram.ingest.truth`); a
         document takes its passages with it.
         """
-        return writer.delete(self.context, memory_id, user_id=user_id)
+        try:
+            user = self._owner(memory_id, user_id)
+        except MemoryNotFound:
+            return False
+        return writer.delete(self.context, memory_id, user_id=user)
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> dict[str, Any]:
+        """Mem0's ``delete_all``: see ``engram.mem0.delete_all``."""
+        return mem0.delete_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    def reset(self) -> int:
+        """DESTRUCTIVE: forget every user of this store (all memories, entities, links, feedback)."""
+        removed = sum(writer.forget_user(self.context, user) for user in self.store.users())
+        self.caches.retrievals.clear()
+        return removed
 
     def forget_user(self, user_id: str) -> int:
         """Remove every row of one user from every table and index; returns memories removed."""
@@ -194,8 +232,24 @@ class Memory:
         return report
 
     # -- reads ----------------------------------------------------------------------------------------
-    def get(self, memory_id: str, *, user_id: str) -> MemoryRecord:
-        return self.context.get(self._user(user_id), memory_id)
+    def get(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        """One memory; without ``user_id``, found by its id alone (the embedded API owns its file)."""
+        return self.context.get(self._owner(memory_id, user_id), memory_id)
+
+    def _owner(self, memory_id: str, user_id: str | None) -> str:
+        return self._user(user_id) if user_id is not None else mem0.owner_of(self.store, memory_id)
+
+    def get_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+                filters: Mapping[str, Any] | None = None, limit: int = 100) -> dict[str, Any]:
+        """Mem0's ``get_all``: ``{"results": [...]}`` (``engram.mem0``); ``filters`` in Mem0's operators."""
+        return mem0.get_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit)
+
+    def search(self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+               limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,
+               config: RetrievalConfig | None = None) -> dict[str, Any]:
+        """Mem0's ``search`` over ``retrieve``: ``{"results": [...]}``, best first, each with its reasons."""
+        return mem0.search(self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
+                           filters=filters, threshold=threshold, config=config)
 
     def list(
         self, *, user_id: str, filters: Filters | Mapping[str, Any] | None = None, limit: int = 100,
@@ -229,9 +283,16 @@ class Memory:
         filters: Filters | Mapping[str, Any] | None = None,
         use_memory: bool = True,
         as_of: datetime | str | None = None,
+        limit: int | None = None,
+        top_k: int | None = None,
     ) -> Retrieval:
-        """What from this user's memory matters for ``query`` now: ranked, selected, explained."""
+        """What from this user's memory matters for ``query`` now: ranked, selected, explained.
+
+        ``limit`` and ``top_k`` (one thing under Mem0's name and Engram's) set the config's top_k."""
         user = self._user(user_id)
+        k = top_k_shortcut(limit, top_k, config)
+        if k is not None:
+            config = (config or self.config).with_(top_k=k)
         base = as_filters(filters)
         if session_id is not None:
             base = replace(base, session_id=validate_id(session_id, "session_id", self.limits))

@@ -17,8 +17,8 @@ from engram.errors import ValidationError, short_repr
 from engram.model import KINDS, STATUSES, Filters
 
 __all__ = [
-    "as_filters", "check_utf8", "choice", "integer", "number", "seconds", "to_utc", "unit", "user_id", "validate_id",
-    "validate_strings", "validate_text",
+    "as_filters", "check_utf8", "choice", "integer", "number", "seconds", "to_utc", "top_k_shortcut", "unit",
+    "user_id", "validate_id", "validate_strings", "validate_text",
 ]
 
 
@@ -248,3 +248,23 @@ def _filter_value(key: str, value: Any) -> Any:
             raise ValidationError(field, f"value of {short_repr(name)} must be {allowed}, got {type(item).__name__}")
         out[name] = item
     return out
+
+
+def top_k_shortcut(limit: Any, top_k: Any, config: Any) -> int | None:
+    """The ``limit=``/``top_k=`` keyword of ``retrieve`` (the same thing under Mem0's and Engram's
+    names): an integer in [1, 1000], or None when neither is given. A ``config`` (an object or a
+    mapping) naming another top_k is refused rather than one of them silently winning."""
+    given = {name: value for name, value in (("limit", limit), ("top_k", top_k)) if value is not None}
+    if not given:
+        return None
+    values = {integer(name, value, 1, 1000) for name, value in given.items()}
+    if len(values) > 1:
+        raise ValidationError("top_k", f"limit={limit} and top_k={top_k} disagree; give one of them")
+    (k,) = values
+    if config is None:
+        return k
+    theirs = config.get("top_k", config.get("topK")) if isinstance(config, Mapping) else config.top_k
+    if theirs is not None and theirs != k:
+        name = next(iter(given))
+        raise ValidationError(name, f"{name}={k} but config.top_k is {theirs}; set one of them")
+    return k

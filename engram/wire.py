@@ -252,7 +252,7 @@ def decode_retrieval(data: Mapping[str, Any], query: str, now: datetime | None =
             was_redacted=bool(provenance.get("wasRedacted", False)),
             signals={k: float(v["value"]) for k, v in signals.items()},
             weights={k: float(v["weight"]) for k, v in signals.items()},
-            reasons=tuple(m.get("reasons") or ()),
+            reasons=tuple(m.get("reasons") or ()), metadata=dict(m.get("metadata") or {}), agent_id=m.get("agentId"),
         ))
     meta = dict(data["metadata"])
     meta["query_time_ms"] = meta.pop("queryTime", 0.0)

@@ -10,7 +10,7 @@ import engram
 from engram import errors
 
 EXPECTED = [
-    "AdminMemorySettings", "EngramError", "Entity", "Filters", "Limits", "Link", "Memory", "MemoryEntry",
+    "AdminMemorySettings", "AsyncMemory", "EngramError", "Entity", "Filters", "Limits", "Link", "Memory", "MemoryEntry",
     "MemoryRecord", "RedactionConfig", "Retrieval", "RetrievalConfig",
 ]
 

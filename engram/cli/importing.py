@@ -35,13 +35,17 @@ Example:
 @click.option("--user", "user_id", default=None, help="Owner for lines that name none.")
 @click.option("--batch", default=256, show_default=True, type=click.IntRange(1, 10_000),
               help="Memories per batch.")
+@click.option("--from", "source", type=click.Choice(["engram", "mem0"]), default="engram", show_default=True,
+              help="mem0: PATH is a Mem0 export (get_all JSON, {\"results\": [...]}); each memory comes in as a fact.")
 @db_option
-def import_(path_text: str, user_id: str | None, batch: int, db: str | None) -> None:
+def import_(path_text: str, user_id: str | None, batch: int, db: str | None, source: str = "engram") -> None:
     from pathlib import Path
 
     from rich.progress import Progress
 
     path = Path(path_text)
+    if source == "mem0":  # the export as Engram's JSON Lines, then the one import path below
+        path = _mem0_as_jsonl(path, user_id)
     rows = _import_rows(path, user_id)  # before opening: a bad file must not even create the database
     with open_memory(db, create=True) as memory:
         fresh, skipped = _not_yet_stored(memory.store, rows)
@@ -62,6 +66,24 @@ def import_(path_text: str, user_id: str | None, batch: int, db: str | None) -> 
     unmatched = sum(1 for _, item, _ in fresh if item.get("id") is None and item.get("created_at") is None)
     if unmatched:
         click.echo(f"note: {unmatched} rows name neither id nor created_at; a re-run cannot tell them from new ones")
+
+
+def _mem0_as_jsonl(path: Path, user_id: str | None) -> Path:
+    """A Mem0 export rewritten as a temporary JSON Lines file (removed when the command ends)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from engram.mem0 import from_export
+
+    try:
+        items = from_export(json.loads(path.read_text(encoding="utf-8")), default_user=user_id)
+    except (ValueError, EngramError) as exc:
+        raise click.ClickException(f"{path}: not a Mem0 export: {exc}") from exc
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as out:
+        out.writelines(json.dumps(item, default=str) + "\n" for item in items)
+    click.get_current_context().call_on_close(Path(out.name).unlink)
+    return Path(out.name)
 
 
 # One line of an import file: its number, the item as add_many takes it, the record it validated to.

@@ -274,6 +274,8 @@ def _entry(
         weights=item.weights,
         reasons=item.reasons,
         record=record,
+        metadata=record.metadata,
+        agent_id=record.agent_id,
     )
 
 

@@ -50,6 +50,9 @@ class MemoryEntry:
     weights: Mapping[str, float] = field(default_factory=dict)
     reasons: tuple[str, ...] = ()
     record: MemoryRecord | None = None
+    #: The memory's own metadata and agent, so a caller can act on a result without a second read.
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    agent_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -70,7 +73,10 @@ class MemoryEntry:
                 for name, value in self.signals.items()
             },
             "reasons": list(self.reasons),
+            "metadata": dict(self.metadata),
         }
+        if self.agent_id is not None:
+            out["agentId"] = self.agent_id
         if self.message_id is not None:
             out["messageId"] = self.message_id
         if self.role is not None:

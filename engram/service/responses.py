@@ -43,6 +43,7 @@ __all__ = [
     "MemoriesOut",
     "MemoryOut",
     "RecallOut",
+    "ResetOut",
     "RetrievalOut",
     "VersionsOut",
     "model_of",
@@ -121,6 +122,10 @@ class ForgottenOut(_Out):
     user_id: str
 
 
+class ResetOut(_Out):
+    deleted: int
+
+
 class HistoryOut(_Out):
     """One memory with its links, its document's versions (oldest first) and its fact's earlier values."""
 
@@ -184,6 +189,8 @@ class MemoryEntryOut(_Out):
     provenance: ProvenanceOut
     signals: dict[str, SignalOut]
     reasons: list[str]
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The memory's own metadata, verbatim.")
+    agent_id: str | None = None
 
 
 #: ``RetrievalMetadata.to_dict`` spells ``query_time_ms`` as ``queryTime``.

@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from engram.errors import MemoryNotFound, ServiceError
+from engram.errors import MemoryNotFound, ServiceError, ValidationError
 from engram.ingest.normalize import to_utc
 from engram.model import STATUSES, Filters, MemoryRecord
-from engram.service.deps import LimitedKey, Service, SvcDep, check_user
+from engram.service.deps import LimitedKey, Service, SvcDep, check_admin, check_user
 from engram.service.responses import (
     DeletedOut,
     DocumentOut,
@@ -22,9 +22,18 @@ from engram.service.responses import (
     LinksOut,
     MemoriesOut,
     MemoryOut,
+    ResetOut,
     VersionsOut,
 )
-from engram.service.schemas import DocumentQuery, EntityIn, IngestRequest, LinkIn, MemoryBatch, MemoryIn, MemoryPatch
+from engram.service.schemas import (
+    AddRequest,
+    DocumentQuery,
+    EntityIn,
+    IngestRequest,
+    LinkIn,
+    MemoryBatch,
+    MemoryPatch,
+)
 from engram.service.uploads import Upload, ingest_uploads
 from engram.wire import encode, record_json
 
@@ -46,10 +55,18 @@ def require(svc: Service, name: str) -> Any:
     return method
 
 
-@router.post("/memories", status_code=201, tags=["memories"], response_model=MemoryOut, **OUT)
-def add_memory(body: MemoryIn, key: LimitedKey, svc: SvcDep) -> Any:
-    check_user(key, body.user_id)
-    return record_json(svc.memory.add_many([body.model_dump(exclude_none=True)])[0])
+@router.post("/memories", status_code=201, tags=["memories"], response_model=MemoryOut | MemoriesOut, **OUT)
+def add_memory(body: AddRequest, key: LimitedKey, svc: SvcDep) -> Any:
+    """One memory from ``content`` (answers the record), or one per chat message of ``messages``
+    (answers ``{"memories": [...]}`` in the conversation's order)."""
+    user = check_user(key, body.user_id)
+    fields = body.model_dump(exclude_none=True, exclude={"user_id", "content", "messages"})
+    if (body.content is None) == (body.messages is None):
+        raise ValidationError("content", "give either content (one memory) or messages (a conversation)")
+    if body.messages is not None:
+        messages = [m.model_dump(exclude_none=True) for m in body.messages]
+        return {"memories": [record_json(r) for r in svc.memory.add(messages, user_id=user, **fields)]}
+    return record_json(svc.memory.add(body.content or "", user_id=user, **fields))
 
 
 @router.post("/memories/batch", status_code=201, tags=["memories"], response_model=MemoriesOut, **OUT)
@@ -156,6 +173,13 @@ def add_entity(body: EntityIn, key: LimitedKey, svc: SvcDep) -> Any:
 def forget_user(user_id: str, key: LimitedKey, svc: SvcDep) -> Any:
     check_user(key, user_id)
     return {"deleted": svc.memory.forget_user(user_id), "userId": user_id}
+
+
+@router.post("/admin/reset", tags=["admin"], response_model=ResetOut)
+def reset(key: LimitedKey, svc: SvcDep) -> Any:
+    """DESTRUCTIVE: forget every user of the store (``Memory.reset``); an admin key only. API keys stay."""
+    check_admin(key)
+    return {"deleted": svc.memory.reset()}
 
 
 @router.post("/documents", status_code=201, tags=["documents"], response_model=IngestReportOut, **OUT)

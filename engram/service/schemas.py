@@ -17,6 +17,7 @@ from engram.service.uploads import check_upload_name
 from engram.wire import REQUEST, ConfigOverrides
 
 __all__ = [
+    "AddRequest",
     "AdminSettingsBody",
     "ConfigOverrides",
     "DocumentQuery",
@@ -27,6 +28,7 @@ __all__ = [
     "MemoryBatch",
     "MemoryIn",
     "MemoryPatch",
+    "MessageIn",
     "RecallRequest",
     "RetrieveFilters",
     "RetrieveRequest",
@@ -115,6 +117,24 @@ class MemoryIn(_MemoryFields):
     # No client-chosen ``id``: an id taken by another user would fail the store's unique index
     # (a 500, and an oracle for other users' ids); the service assigns every id.
     content: str = Field(max_length=1_000_000)
+
+
+class MessageIn(_Body):
+    """One chat message of a conversation (``engram.conversation``)."""
+
+    role: str = Field(min_length=1, max_length=256)
+    content: str | list[dict[str, Any]] = Field(max_length=1_000_000)
+    name: str | None = Field(default=None, max_length=256)
+    created_at: Time | None = Field(default=None, max_length=64)
+
+
+class AddRequest(_MemoryFields):
+    """``POST /v1/memories``: one memory's ``content``, or a conversation's ``messages`` (one memory each)."""
+
+    user_id: str = Id
+    content: str | None = Field(default=None, max_length=1_000_000)
+    messages: list[MessageIn] | None = Field(default=None, min_length=1, max_length=1000)
+    run_id: str | None = Field(default=None, max_length=256)
 
 
 class MemoryBatch(_Body):

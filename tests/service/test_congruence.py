@@ -88,6 +88,25 @@ def script(api: MemoryAPI, folder: Path) -> list[Any]:
     out.append(dump(api.recall_by_kind("fact", user_id=user, limit=5)))
     out.append(dump(api.recall_temporal("2024-02-01T00:00:00+00:00", "2024-02-02T23:00:00+00:00", user_id=user)))
     out.append(dump(api.recall_linked(more[1].id, user_id=user)))
+    chat = api.add([{"role": "user", "content": "I love sci-fi movies", "created_at": "2024-02-04T10:00:00+00:00"},
+                    {"role": "assistant", "content": "Noted: sci-fi it is", "name": "bot"}],
+                   user_id=user, run_id="chat", agent_id="bot", metadata={"topic": "movies", "n": 2},
+                   created_at="2024-02-04T10:00:01+00:00")
+    out.append(dump(chat))
+    searched = api.search("sci-fi movies", user_id=user, limit=3, filters={"n": {"gte": 2}})["results"]
+    # search takes no ``now``: scores drift with the clock between the two runs, so they compare apart.
+    assert searched and all(r["metadata"]["n"] == 2 for r in searched)
+    out.append([{k: v for k, v in r.items() if k != "score"} for r in searched])
+    either = api.get_all(user_id=user, filters={"OR": [{"where": "Berlin"}, {"run_id": "chat"}]}, limit=5)
+    assert len(either["results"]) == 3
+    out.append(either)
+    out.append(api.get_all(user_id=user, agent_id="bot"))
+    out.append(dump(api.retrieve("invoices", user_id=user, now=NOW, limit=2).to_dict()))
+    out.append(dump(api.update(more[0].id, "Globex pays invoices within 10 days", user_id=user)))
+    out.append(api.delete_all(user_id=user, run_id="chat"))
+    with pytest.raises(ValidationError) as bad:
+        api.get_all(user_id=user, filters={"n": {"like": "x"}})
+    out.append((bad.value.field, bad.value.code))
     notes = folder / "notes.md"
     for text in ("# Notes\n\nAcme pays in 30 days.", "# Notes\n\nAcme pays in 45 days now."):
         notes.write_text(text, encoding="utf-8")
