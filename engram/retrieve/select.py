@@ -113,7 +113,8 @@ def mmr(
 
     The first pick is the most relevant; each next pick maximises ``score - (1 - lam) * dup``, where
     ``dup`` is the largest similarity to the picks so far above the embedder's "clear match" level
-    (the top of ``similarity_range``), scaled to [0, 1] at identical. Memories that are merely about
+    (the top of ``similarity_range``), scaled to [0, 1] at identical, times the share of the
+    memory's content words that the picks already hold (what it would say again). Memories that are merely about
     the same topic (a conversation's turns, a customer's orders) cost nothing, so diversity never
     pushes a relevant memory out of the top k; paraphrases of a pick drop behind distinct memories.
     Departs from the textbook ``lam * rel - (1 - lam) * sim``, which on calibrated scores traded real
