@@ -54,6 +54,7 @@ async function loadKey() {
     if (!$("user").value && list.options.length) $("user").value = list.options[0].value;
     showError("");
     userChanged();
+    if (currentUser()) browse(); // browse.js: a user's memories are the first thing to see
   } catch (err) {
     $("key-status").textContent = "key rejected";
     showError(err.message);

@@ -164,4 +164,4 @@ $("close-detail").addEventListener("click", closeDetail);
 document.addEventListener("keydown", (e) => { if (e.key === "Escape" && !$("detail").hidden && !$("confirm-delete").open) closeDetail(); });
 onUser.push(closeDetail);
 $("user").addEventListener("change", () => browse());
-loadKey().then(() => { if (currentUser()) browse(); });
+loadKey();
