@@ -24,7 +24,7 @@ def served(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Harness, str]]:
     h.close()
 
 
-def test_search_and_open_a_memory(page: object, served: tuple[Harness, str]) -> None:
+def test_search_and_open_a_memory(page: object, served: tuple[Harness, str], tmp_path: Path) -> None:
     from playwright.sync_api import Page, expect
 
     assert isinstance(page, Page)
@@ -50,6 +50,7 @@ def test_search_and_open_a_memory(page: object, served: tuple[Harness, str]) -> 
     expect(page.locator("#query-type")).to_contain_text("type: ")
     expect(page.locator("#strategy")).to_contain_text("strategy: ")
     expect(page.locator("#dropped")).to_contain_text("duplicates (dedup)")
+    page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
     results.first.click()
     detail = page.locator("#detail")
     expect(detail).to_be_visible()

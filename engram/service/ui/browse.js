@@ -140,11 +140,12 @@ function drawTimeline(records) {
   const keys = [...counts.keys()].sort();
   const totals = keys.map((k) => Object.values(counts.get(k)).reduce((a, b) => a + b, 0));
   const peak = Math.max(...totals);
-  const width = 720, height = 140, left = 34, bottom = 18;
-  const step = (width - left) / keys.length;
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height + bottom}`, role: "img", id: "timeline-svg",
+  // Bars only, stretched to the panel's width (preserveAspectRatio none); the labels are HTML
+  // below it, so the text never stretches with them.
+  const width = keys.length * 10, height = 100;
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img",
+    id: "timeline-svg",
     "aria-label": `${records.length} memories by ${bucket.name}, ${keys[0]} to ${keys[keys.length - 1]}` });
-  chart.append(svg("text", { x: 0, y: 10, class: "axis" }, String(peak)), svg("text", { x: 0, y: height, class: "axis" }, "0"));
   keys.forEach((key, i) => {
     let y = height;
     const group = svg("g", { class: "bucket", "data-key": key });
@@ -154,25 +155,21 @@ function drawTimeline(records) {
     for (const kind of [...kinds].sort()) {
       const n = row[kind] || 0;
       if (!n) continue;
-      const h = (n / peak) * (height - 14);
+      const h = (n / peak) * height;
       y -= h;
-      group.append(svg("rect", { x: left + i * step + 1, y, width: Math.max(1, step - 2), height: h,
-        fill: KIND_COLORS[kind] || "#667085" }));
+      group.append(svg("rect", { x: i * 10 + 1, y, width: 8, height: h, fill: KIND_COLORS[kind] || "#667085" }));
     }
     chart.append(group);
   });
-  const labels = Math.min(keys.length, 6);
-  for (let j = 0; j < labels; j++) {
-    const i = Math.round((j * (keys.length - 1)) / Math.max(1, labels - 1));
-    chart.append(svg("text", { x: left + i * step, y: height + bottom - 4, class: "axis" }, keys[i]));
-  }
-  $("timeline-chart").replaceChildren(chart);
+  const ticks = [...new Set([0, Math.floor((keys.length - 1) / 2), keys.length - 1])].map((i) => el("span", { text: keys[i] }));
+  $("timeline-chart").replaceChildren(chart, el("div", { class: "axis" }, ...ticks));
   $("timeline-caption").textContent = `${records.length} memories by ${bucket.name} and kind`;
+  $("timeline-peak").textContent = `tallest bar: ${peak} in a ${bucket.name}; hover a bar for its counts`;
   $("timeline-legend").replaceChildren(...[...kinds].sort().map((kind) => {
     const swatch = svg("svg", { width: 10, height: 10, "aria-hidden": "true" });
     swatch.append(svg("rect", { width: 10, height: 10, fill: KIND_COLORS[kind] || "#667085" }));
     const n = records.filter((r) => r.kind === kind).length;
-    return el("span", { class: "legend" }, swatch, el("span", { text: ` ${kind} ${n}` }));
+    return el("span", { class: "legend" }, swatch, el("span", { text: `${kind} ${n}` }));
   }));
 }
 
