@@ -1,5 +1,5 @@
 """The /ui explorer over a store of a few thousand memories, in a real headless Chromium: browse,
-filter, page, the timeline, open, edit, delete (confirmed), add and switching users.
+filter, page, the timeline, open, edit, delete (confirmed), a fact's history, add and switching users.
 
 Every test checks what a reader sees (the element is visible and holds the right text) and saves a
 screenshot into its own tmp_path, the test run's artifacts.
@@ -175,6 +175,25 @@ def test_open_edit_and_delete(page: Page, served: tuple[Harness, str, dict[str, 
     expect(rows(page).nth(1)).to_contain_text("Note 2997")
     with pytest.raises(MemoryNotFound):
         h.memory.get(ids["second"], user_id="alice")
+
+
+def test_history_of_a_fact(page: Page, served: tuple[Harness, str, dict[str, str]], tmp_path: Path) -> None:
+    h, url, _ = served
+    login(page, h, url)
+    page.select_option("#f-status", "all")
+    page.fill("#f-until", "2023-12-31")
+    page.click("#browse")
+    expect(rows(page)).to_have_count(2)
+    expect(page.locator("#timeline-caption")).to_have_text("2 memories by day and kind")  # the filters' memories
+    rows(page).first.locator("button.link").click()
+    expect(page.locator("#detail-content")).to_have_text("Acme pays NET45")
+    history = page.locator("#detail-history tr")
+    expect(history).to_have_count(2)  # oldest first: the superseded value, then the current one
+    expect(history.first).to_contain_text("superseded")
+    expect(history.first).to_contain_text("NET30")
+    expect(history.nth(1)).to_contain_text("active")
+    expect(page.locator("#detail .links")).to_contain_text("Acme pays NET30")  # supersedes, as text
+    page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
 
 
 def test_add_a_memory(page: Page, served: tuple[Harness, str, dict[str, str]], tmp_path: Path) -> None:

@@ -10,6 +10,9 @@ const KIND_COLORS = {
 //: The timeline reads at most this many memories (pages of the list endpoint's largest size).
 const TIMELINE_MAX = 20000;
 let offset = 0;
+// Answers can arrive out of order (the timeline of 3,000 memories takes longer than that of 2):
+// only the latest request of each kind may draw.
+let listRequest = 0, timelineRequest = 0;
 
 // Local dates as the reader typed them: "since" from that day's local midnight, "until" to its end.
 function dayStart(value) {
@@ -48,8 +51,10 @@ async function browse(event) {
   // One more than a page: whether an older page exists, without counting them all.
   params.set("limit", String(size + 1));
   params.set("offset", String(offset));
+  const mine = ++listRequest;
   try {
     const data = await api("GET", `/v1/memories?${params}`);
+    if (mine !== listRequest) return;
     const records = data.memories.slice(0, size);
     $("memory-rows").replaceChildren(...records.map(memoryRow));
     $("memory-table").hidden = !records.length;
@@ -87,11 +92,13 @@ function turnPage(step) {
 
 async function timeline(params) {
   const records = [];
+  const mine = ++timelineRequest;
   try {
     params.set("limit", "10000");
     while (records.length < TIMELINE_MAX) {
       params.set("offset", String(records.length));
       const page = (await api("GET", `/v1/memories?${params}`)).memories;
+      if (mine !== timelineRequest) return;
       records.push(...page.map((r) => ({ at: new Date(r.createdAt), kind: r.kind })));
       if (page.length < 10000) break;
     }
@@ -99,7 +106,7 @@ async function timeline(params) {
     showError(err.message);
     return;
   }
-  drawTimeline(records);
+  if (mine === timelineRequest) drawTimeline(records);
 }
 
 // Buckets of a day, a week or a month: whichever keeps the chart to a few dozen bars.

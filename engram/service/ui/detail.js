@@ -47,9 +47,9 @@ async function linkList(m, links) {
   }));
 }
 
-function rows(records, columns) {
-  if (!records.length) return el("p", { text: "none" });
-  return el("table", {}, ...records.map((r) => el("tr", {}, ...columns.map((c) =>
+function rows(id, records, columns) {
+  if (!records.length) return el("p", { id, text: "none" });
+  return el("table", { id }, ...records.map((r) => el("tr", {}, ...columns.map((c) =>
     el("td", {}, c.endsWith("At") || c === "ingested_at" ? timeEl(r[c]) : el("span", { text: String(r[c] ?? "") }))))));
 }
 
@@ -72,8 +72,8 @@ async function openMemory(id) {
       el("div", { id: "edit-area" }),
       fieldTable(m),
       el("h3", { text: "Links" }), links,
-      el("h3", { text: "Versions" }), rows(data.versions, ["version", "ingested_at", "filename", "memory_id"]),
-      el("h3", { text: "History" }), rows(data.history, ["recordedAt", "status", "object", "content"]),
+      el("h3", { text: "Versions" }), rows("detail-versions", data.versions, ["version", "ingested_at", "filename", "memory_id"]),
+      el("h3", { text: "History" }), rows("detail-history", data.history, ["recordedAt", "status", "object", "content"]),
     );
     $("detail").hidden = false;
   } catch (err) {
