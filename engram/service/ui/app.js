@@ -135,6 +135,7 @@ function render(payload) {
   $("dropped").replaceChildren(...dropped(meta));
   const stages = Object.entries(meta.stageMs || {}).map(([name, ms]) => el("span", { class: "chip", text: `${name} ${ms} ms` }));
   $("timings").replaceChildren(el("span", { text: "timings: " }), ...stages);
+  $("compare").replaceChildren(...compare(payload.memories.slice(0, COMPARED)));
   $("results").replaceChildren(...payload.memories.map(memoryItem));
   if (!payload.memories.length) $("results").append(el("li", { class: "empty", text: "No memories recalled." }));
 }
@@ -178,6 +179,38 @@ function dropped(meta) {
   return parts;
 }
 
+const COMPARED = 5;
+const SIGNAL_COLORS = ["#3157d5", "#b54708", "#067647", "#7a2e98", "#c11574", "#475467", "#0e7090", "#854a0e", "#98a2b3"];
+
+// The top results side by side: one bar each, split into what every signal contributed (value x
+// weight). The score beside it is the ranking's own (fusion adds more than this sum), so both show.
+function compare(entries) {
+  if (!entries.length) return [];
+  const names = Object.keys(entries[0].signals || {});
+  const widest = Math.max(...entries.map((e) => names.reduce((sum, n) => sum + e.signals[n].value * e.signals[n].weight, 0)), 1e-9);
+  const rows = entries.map((entry, i) => {
+    const bar = el("div", { class: "stack", role: "img",
+      "aria-label": `#${i + 1}: ` + names.map((n) => `${n} ${(entry.signals[n].value * entry.signals[n].weight).toFixed(3)}`).join(", ") });
+    names.forEach((name, j) => {
+      const part = entry.signals[name].value * entry.signals[name].weight;
+      if (part <= 0) return;
+      const piece = el("span", { title: `${name} ${part.toFixed(3)}` });
+      piece.style.width = `${(part / widest) * 100}%`;
+      piece.style.background = SIGNAL_COLORS[j % SIGNAL_COLORS.length];
+      bar.append(piece);
+    });
+    return el("div", { class: "compare-row" }, el("span", { class: "rank", text: `#${i + 1}` }),
+      el("span", { class: "score", text: entry.score.toFixed(3) }), bar,
+      el("span", { class: "compare-text", text: preview(entry.content, 60) }));
+  });
+  const legend = el("div", {}, ...names.map((name, j) => {
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = SIGNAL_COLORS[j % SIGNAL_COLORS.length];
+    return el("span", { class: "legend" }, swatch, el("span", { text: name }));
+  }));
+  return [el("h2", { class: "compare-title", text: `Top ${entries.length} by signal` }), ...rows, legend];
+}
+
 function memoryItem(entry, index) {
   const item = el("li", { class: "memory", tabindex: "0", "data-id": entry.id });
   item.append(el("div", { class: "head" },
@@ -207,5 +240,5 @@ $("key-form").addEventListener("submit", useKey);
 $("search-form").addEventListener("submit", search);
 $("user").addEventListener("change", userChanged);
 for (const tab of ["browse", "search", "add"]) $(`tab-${tab}`).addEventListener("click", () => showTab(tab));
-onUser.push(() => { $("results").replaceChildren(); $("summary").replaceChildren(); $("understood").replaceChildren();
+onUser.push(() => { $("results").replaceChildren(); $("compare").replaceChildren(); $("summary").replaceChildren(); $("understood").replaceChildren();
   $("dropped").replaceChildren(); $("timings").replaceChildren(); });
