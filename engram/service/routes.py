@@ -93,8 +93,8 @@ def list_memories(
     ``tag``, ``status``; ``status=all`` is every status, as in ``engram list``)."""
     check_user(key, user_id)
     filters: dict[str, Any] = {
-        "kinds": kind, "tags_all": tag, "statuses": _statuses(status), "session_id": session_id, "project_id": project_id,
-        "agent_id": agent_id,
+        "kinds": kind, "tags_all": tag, "statuses": _statuses(status), "session_id": session_id,
+        "project_id": project_id, "agent_id": agent_id,
         "created_after": to_utc(created_after, "createdAfter") if created_after else None,
         "created_before": to_utc(created_before, "createdBefore") if created_before else None,
     }
