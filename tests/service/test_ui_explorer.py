@@ -66,6 +66,18 @@ def login(page: Page, h: Harness, url: str) -> None:
     expect(page.locator("#memory-rows tr").first).to_be_visible(timeout=20_000)
 
 
+def show(page: Page, *, kind: str = "", tag: str = "", session: str = "", since: str = "", until: str = "",
+         status: str = "active") -> None:
+    """Set every filter of the browse form (the others to their defaults) and show the first page."""
+    page.select_option("#f-kind", kind)
+    page.fill("#f-tag", tag)
+    page.fill("#f-session", session)
+    page.fill("#f-since", since)
+    page.fill("#f-until", until)
+    page.select_option("#f-status", status)
+    page.click("#browse")
+
+
 def rows(page: Page) -> Any:
     return page.locator("#memory-rows tr")
 
@@ -83,41 +95,26 @@ def test_browse_filters_and_pages(page: Page, served: tuple[Harness, str, dict[s
     page.click("#prev-page")
     expect(rows(page).first).to_contain_text("Note 2999")
 
-    page.select_option("#f-kind", "fact")
-    page.click("#browse")
+    show(page, kind="fact")
     expect(rows(page).nth(1)).to_contain_text(f"Note {LAST_FACT - len(KINDS):04d}")
     kinds = rows(page).locator("td:nth-child(2)").all_inner_texts()
     assert kinds and set(kinds) == {"fact"}
 
-    page.select_option("#f-kind", "")
-    page.fill("#f-tag", "billing")
-    page.fill("#f-session", "s12")
-    page.click("#browse")
+    show(page, tag="billing", session="s12")
     expect(rows(page)).to_have_count(10)  # notes 1200, 1210, ... 1290
     expect(rows(page).first).to_contain_text("Note 1290")
     expect(rows(page).first.locator("td").nth(4)).to_have_text("billing")
 
-    page.fill("#f-tag", "")
-    page.fill("#f-session", "")
-    page.fill("#f-since", "2024-01-02")
-    page.fill("#f-until", "2024-01-02")
-    page.click("#browse")
-    # 1 January 2024 plus 16 notes a day: the second day holds notes 16-31, whatever the local zone
-    # moves by a few hours at either end.
+    show(page, since="2024-01-02", until="2024-01-02")
+    # A local day is 24 hours wherever the browser is: 16 notes 90 minutes apart, near the start.
     expect(rows(page).first).to_contain_text("Note 00")
-    page.fill("#f-since", "")
-    page.fill("#f-until", "")
+    expect(rows(page)).to_have_count(16)
 
-    page.select_option("#f-status", "superseded")
-    page.click("#browse")
+    show(page, status="superseded")
     expect(rows(page)).to_have_count(1)
     expect(rows(page).first).to_contain_text("Acme pays NET30")
     expect(rows(page).first.locator("td").nth(2)).to_have_text("superseded")
-    page.select_option("#f-status", "all")
-    page.fill("#f-tag", "")
-    page.select_option("#f-kind", "fact")
-    page.fill("#f-until", "2023-12-31")
-    page.click("#browse")
+    show(page, status="all", kind="fact", until="2023-12-31")
     expect(rows(page)).to_have_count(2)
     page.screenshot(path=str(tmp_path / "browse.png"), full_page=True)
 
@@ -133,8 +130,7 @@ def test_timeline_by_kind(page: Page, served: tuple[Harness, str, dict[str, str]
     expect(page.locator("#timeline-legend")).to_contain_text("procedure")
     assert chart.locator("rect").count() > 50
     assert "memories by week" in (chart.get_attribute("aria-label") or "")
-    page.select_option("#f-kind", "procedure")
-    page.click("#browse")
+    show(page, kind="procedure")
     expect(page.locator("#timeline-legend")).not_to_contain_text("fact")
     page.screenshot(path=str(tmp_path / "timeline.png"), full_page=True)
 
@@ -183,9 +179,7 @@ def test_open_edit_and_delete(page: Page, served: tuple[Harness, str, dict[str, 
 def test_history_of_a_fact(page: Page, served: tuple[Harness, str, dict[str, str]], tmp_path: Path) -> None:
     h, url, _ = served
     login(page, h, url)
-    page.select_option("#f-status", "all")
-    page.fill("#f-until", "2023-12-31")
-    page.click("#browse")
+    show(page, status="all", until="2023-12-31")
     expect(rows(page)).to_have_count(2)
     expect(page.locator("#timeline-caption")).to_have_text("2 memories by day and kind")  # the filters' memories
     rows(page).first.locator("button.link").click()
