@@ -35,7 +35,8 @@ __all__ = ["SECURITY_HEADERS", "create_app"]
 log = logging.getLogger("engram.service")
 access = logging.getLogger("engram.service.access")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_UI_FILES = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
+_UI_FILES = {"index.html": "text/html", "app.js": "text/javascript", "browse.js": "text/javascript",
+             "detail.js": "text/javascript", "style.css": "text/css"}
 #: Sent with every answer. The /ui explorer needs only its own script, style and API; nothing may
 #: frame a page that holds an API key (clickjacking), and no answer is sniffed as another type.
 SECURITY_HEADERS = (

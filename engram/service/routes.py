@@ -89,17 +89,25 @@ def list_memories(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> Any:
-    """A page of one user's memories; each filter is a ``Filters`` field (repeat ``kind``, ``tag``, ``status``)."""
+    """A page of one user's memories, newest first; each filter is a ``Filters`` field (repeat ``kind``,
+    ``tag``, ``status``; ``status=all`` is every status, as in ``engram list``)."""
     check_user(key, user_id)
     filters: dict[str, Any] = {
-        "kinds": kind, "tags_all": tag, "statuses": status, "session_id": session_id, "project_id": project_id,
-        "agent_id": agent_id,
+        "kinds": kind, "tags_all": tag, "statuses": _statuses(status), "session_id": session_id,
+        "project_id": project_id, "agent_id": agent_id,
         "created_after": to_utc(created_after, "createdAfter") if created_after else None,
         "created_before": to_utc(created_before, "createdBefore") if created_before else None,
     }
     given = {k: v for k, v in filters.items() if v is not None}
     records = svc.memory.list(user_id=user_id, filters=given or None, limit=limit, offset=offset)
     return {"memories": [record_json(r) for r in records]}
+
+
+def _statuses(given: list[str] | None) -> tuple[str, ...] | None:
+    """``all`` stands for every status, so a browser can show superseded and archived memories too."""
+    if given is None:
+        return None
+    return STATUSES if "all" in given else tuple(given)
 
 
 @router.get("/memories/{memory_id}", tags=["memories"], response_model=MemoryOut, **OUT)

@@ -1,13 +1,7 @@
-"""The /ui explorer in a real headless Chromium (Debian's, driven by Playwright; never downloaded).
-
-A missing browser is a skip on a developer's machine and a failure in CI (CI=true), where
-scripts/install-browser.sh must have put it in place.
-"""
+"""The /ui explorer's search in a real headless Chromium (the ``page`` fixture of conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,37 +9,6 @@ import pytest
 
 from engram.ext import Embedder
 from tests.service import Harness, harness, running
-
-CHROMIUM = os.environ.get("ENGRAM_CHROMIUM", "/usr/bin/chromium")
-FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{reason} (run scripts/install-browser.sh)")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def page(tmp_path: Path) -> Iterator[object]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed")
-    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        _missing(f"no chromium at {CHROMIUM}")
-    profile = tmp_path / "profile"
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS
-        )
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
 
 
 @pytest.fixture
@@ -61,7 +24,7 @@ def served(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Harness, str]]:
     h.close()
 
 
-def test_search_and_open_a_memory(page: object, served: tuple[Harness, str]) -> None:
+def test_search_and_open_a_memory(page: object, served: tuple[Harness, str], tmp_path: Path) -> None:
     from playwright.sync_api import Page, expect
 
     assert isinstance(page, Page)
@@ -72,6 +35,7 @@ def test_search_and_open_a_memory(page: object, served: tuple[Harness, str]) -> 
     page.click("#key-save")
     expect(page.locator("#key-status")).to_contain_text("key ")
     expect(page.locator("#user")).to_have_value("u1")
+    page.click("#tab-search")
     page.fill("#query", "How does Acme pay?")
     page.fill("#as-of", "2024-02-15T10:30:00")
     page.fill("#min-score", "0")
@@ -82,6 +46,20 @@ def test_search_and_open_a_memory(page: object, served: tuple[Harness, str]) -> 
     expect(results.first.locator(".reasons li").first).to_be_visible()
     expect(page.locator("#timings")).to_contain_text("ms")
     expect(page.locator("#summary")).to_contain_text("candidates")
+    expect(results.first.locator(".rank")).to_have_text("#1")
+    compared = page.locator("#compare .compare-row")
+    expect(compared).to_have_count(2)
+    expect(compared.first).to_contain_text("NET30")
+    assert "entity_overlap" in (compared.first.locator(".stack").get_attribute("aria-label") or "")
+    expect(page.locator("#query-type")).to_contain_text("type: ")
+    expect(page.locator("#strategy")).to_contain_text("strategy: ")
+    expect(page.locator("#dropped")).to_contain_text("duplicates (dedup)")
+    expect(page.locator("#time-range")).to_have_text("time range: none among the results")
+    page.fill("#query", "What did Acme say two weeks ago?")
+    page.click("#search")
+    expect(page.locator("#time-range")).to_have_text("time range: two weeks ago")
+    expect(results.first.locator(".reasons")).to_contain_text("in time range 'two weeks ago'")
+    page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
     results.first.click()
     detail = page.locator("#detail")
     expect(detail).to_be_visible()

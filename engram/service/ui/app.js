@@ -5,6 +5,8 @@
 const $ = (id) => document.getElementById(id);
 const KEY = "engram.apiKey";
 let lastUser = "";
+// Every view works for one user; switching users closes what was open for the previous one.
+const onUser = [];
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -51,6 +53,8 @@ async function loadKey() {
     list.replaceChildren(...users.map((u) => el("option", { value: u })));
     if (!$("user").value && list.options.length) $("user").value = list.options[0].value;
     showError("");
+    userChanged();
+    if (currentUser()) browse(); // browse.js: a user's memories are the first thing to see
   } catch (err) {
     $("key-status").textContent = "key rejected";
     showError(err.message);
@@ -62,10 +66,45 @@ function number(id) {
   return value === "" ? undefined : Number(value);
 }
 
+function currentUser() {
+  return $("user").value.trim();
+}
+
+// "3 days ago" in the reader's language, with the exact local time on hover.
+const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+const UNITS = [["year", 31536e6], ["month", 2592e6], ["week", 6048e5], ["day", 864e5], ["hour", 36e5], ["minute", 6e4]];
+
+function relative(iso) {
+  const delta = new Date(iso).getTime() - Date.now();
+  for (const [unit, ms] of UNITS) {
+    if (Math.abs(delta) >= ms) return RELATIVE.format(Math.round(delta / ms), unit);
+  }
+  return RELATIVE.format(Math.round(delta / 1000), "second");
+}
+
+function timeEl(iso) {
+  if (!iso) return el("span", { text: "-" });
+  return el("time", { datetime: iso, title: new Date(iso).toLocaleString(), text: relative(iso) });
+}
+
+function showTab(name) {
+  for (const tab of ["browse", "search", "add"]) {
+    $(`${tab}-panel`).hidden = tab !== name;
+    $(`tab-${tab}`).setAttribute("aria-pressed", String(tab === name));
+  }
+}
+
+function userChanged() {
+  const user = currentUser();
+  if (user === lastUser) return;
+  lastUser = user;
+  for (const callback of onUser) callback(user);
+}
+
 async function search(event) {
   event.preventDefault();
   showError("");
-  lastUser = $("user").value.trim();
+  userChanged();
   const body = {
     userId: lastUser,
     message: $("query").value,
@@ -88,21 +127,97 @@ function render(payload) {
   const filters = meta.appliedFilters.map((f) => el("span", { class: "chip", text: f }));
   $("summary").replaceChildren(
     el("span", { text: `${meta.includedResults} of ${meta.totalResults} candidates in ${meta.queryTime} ms · ` +
-      `${meta.queryType || "-"} / ${meta.strategy || "-"} · ${meta.totalTokens} tokens · filters: ` }),
+      `${meta.totalTokens} tokens${meta.cached ? " · cached" : ""} · stages: ` }),
     ...(filters.length ? filters : [el("span", { text: "none" })]),
     meta.error ? el("span", { class: "chip", text: `error ${meta.error.code} (${meta.error.fallback})` }) : "",
   );
+  $("understood").replaceChildren(...understood(payload));
+  $("dropped").replaceChildren(...dropped(meta));
   const stages = Object.entries(meta.stageMs || {}).map(([name, ms]) => el("span", { class: "chip", text: `${name} ${ms} ms` }));
   $("timings").replaceChildren(el("span", { text: "timings: " }), ...stages);
+  $("compare").replaceChildren(...compare(payload.memories.slice(0, COMPARED)));
   $("results").replaceChildren(...payload.memories.map(memoryItem));
   if (!payload.memories.length) $("results").append(el("li", { class: "empty", text: "No memories recalled." }));
 }
 
-function memoryItem(entry) {
+// How the query was read. The time range is not a field of the retrieval metadata: it is shown
+// as the ranking's own reasons name it ("in time range 'last week'") when a result fell inside it.
+function understood(payload) {
+  const meta = payload.metadata;
+  const ranges = new Set();
+  for (const m of payload.memories) {
+    for (const r of m.reasons || []) {
+      const found = /^in time range '(.*)'$/.exec(r);
+      if (found) ranges.add(found[1]);
+    }
+  }
+  return [
+    el("span", { text: "understood as " }),
+    el("span", { class: "chip", id: "query-type", text: `type: ${meta.queryType || "-"}` }),
+    el("span", { class: "chip", id: "strategy", text: `strategy: ${meta.strategy || "-"}` }),
+    el("span", { class: "chip", id: "time-range",
+      text: ranges.size ? `time range: ${[...ranges].join(", ")}` : "time range: none among the results" }),
+    el("span", { class: "chip", text: `weights: ${meta.config.weightsSource || "default"}` }),
+  ];
+}
+
+// Which candidates did not make it, as far as the metadata counts them: dedup and superseded
+// versions are counted one by one; min_score, MMR/topK and the token budget only as a total.
+function dropped(meta) {
+  const total = meta.totalResults, kept = meta.includedResults, dedup = meta.dedupRemoved || 0;
+  const rest = Math.max(0, total - kept - dedup);
+  const cfg = meta.config || {};
+  const parts = [el("span", { text: "dropped: " })];
+  const chip = (text) => el("span", { class: "chip drop", text });
+  parts.push(chip(`${dedup} duplicates (dedup)`));
+  const why = [];
+  if (meta.appliedFilters.includes("score_threshold")) why.push(`below minScore ${cfg.minScore}`);
+  if (meta.appliedFilters.includes("mmr")) why.push(`past topK ${cfg.topK} after MMR`);
+  if (meta.appliedFilters.includes("token_budget")) why.push(`over the ${cfg.maxTokens}-token budget`);
+  parts.push(chip(`${rest} ${why.length ? why.join(" / ") : "not selected"}`));
+  if (meta.suppressedSuperseded) parts.push(chip(`${meta.suppressedSuperseded} superseded versions held back`));
+  return parts;
+}
+
+const COMPARED = 5;
+const SIGNAL_COLORS = ["#3157d5", "#b54708", "#067647", "#7a2e98", "#c11574", "#475467", "#0e7090", "#854a0e", "#98a2b3"];
+
+// The top results side by side: one bar each, split into what every signal contributed (value x
+// weight). The score beside it is the ranking's own (fusion adds more than this sum), so both show.
+function compare(entries) {
+  if (!entries.length) return [];
+  const names = Object.keys(entries[0].signals || {});
+  const widest = Math.max(...entries.map((e) => names.reduce((sum, n) => sum + e.signals[n].value * e.signals[n].weight, 0)), 1e-9);
+  const rows = entries.map((entry, i) => {
+    const bar = el("div", { class: "stack", role: "img",
+      "aria-label": `#${i + 1}: ` + names.map((n) => `${n} ${(entry.signals[n].value * entry.signals[n].weight).toFixed(3)}`).join(", ") });
+    names.forEach((name, j) => {
+      const part = entry.signals[name].value * entry.signals[name].weight;
+      if (part <= 0) return;
+      const piece = el("span", { title: `${name} ${part.toFixed(3)}` });
+      piece.style.width = `${(part / widest) * 100}%`;
+      piece.style.background = SIGNAL_COLORS[j % SIGNAL_COLORS.length];
+      bar.append(piece);
+    });
+    return el("div", { class: "compare-row" }, el("span", { class: "rank", text: `#${i + 1}` }),
+      el("span", { class: "score", text: entry.score.toFixed(3) }), bar,
+      el("span", { class: "compare-text", text: preview(entry.content, 60) }));
+  });
+  const legend = el("div", {}, ...names.map((name, j) => {
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = SIGNAL_COLORS[j % SIGNAL_COLORS.length];
+    return el("span", { class: "legend" }, swatch, el("span", { text: name }));
+  }));
+  return [el("h2", { class: "compare-title", text: `Top ${entries.length} by signal` }), ...rows, legend];
+}
+
+function memoryItem(entry, index) {
   const item = el("li", { class: "memory", tabindex: "0", "data-id": entry.id });
   item.append(el("div", { class: "head" },
+    el("span", { class: "rank", text: `#${index + 1}` }),
     el("span", { class: "score", text: entry.score.toFixed(3) }),
-    el("span", { class: "kind", text: `${entry.type}${entry.role ? " · " + entry.role : ""} · ${entry.timestamp}` })));
+    el("span", { class: "kind", text: `${entry.type}${entry.role ? " · " + entry.role : ""} · ` }),
+    timeEl(entry.timestamp)));
   item.append(el("div", { class: "content", text: entry.content }));
   const grid = el("div", { class: "signals" });
   for (const [name, signal] of Object.entries(entry.signals || {})) {
@@ -121,31 +236,9 @@ function memoryItem(entry) {
   return item;
 }
 
-function rows(records, columns) {
-  if (!records.length) return el("p", { text: "none" });
-  return el("table", {}, ...records.map((r) => el("tr", {}, ...columns.map((c) => el("td", { text: String(r[c] ?? "") })))));
-}
-
-async function openMemory(id) {
-  showError("");
-  try {
-    const data = await api("GET", `/v1/memories/${encodeURIComponent(id)}/history?userId=${encodeURIComponent(lastUser)}`);
-    const m = data.memory;
-    $("detail-body").replaceChildren(
-      el("h2", { text: `${m.kind} ${m.id}` }),
-      el("pre", { text: m.content }),
-      rows([m], ["createdAt", "status", "importance", "accessCount"]),
-      el("h3", { text: "Links" }), rows(data.links, ["type", "fromId", "toId", "strength"]),
-      el("h3", { text: "Versions" }), rows(data.versions, ["version", "ingested_at", "filename", "memory_id"]),
-      el("h3", { text: "History" }), rows(data.history, ["recordedAt", "status", "object", "content"]),
-    );
-    $("detail").hidden = false;
-  } catch (err) {
-    showError(err.message);
-  }
-}
-
 $("key-form").addEventListener("submit", useKey);
 $("search-form").addEventListener("submit", search);
-$("close-detail").addEventListener("click", () => { $("detail").hidden = true; });
-loadKey();
+$("user").addEventListener("change", userChanged);
+for (const tab of ["browse", "search", "add"]) $(`tab-${tab}`).addEventListener("click", () => showTab(tab));
+onUser.push(() => { $("results").replaceChildren(); $("compare").replaceChildren(); $("summary").replaceChildren(); $("understood").replaceChildren();
+  $("dropped").replaceChildren(); $("timings").replaceChildren(); });
