@@ -301,10 +301,10 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
             old_vector = None if row[1] is None else np.frombuffer(row[1], dtype=np.float32)
             new_vector = vector if vector is not None else old_vector
             erasure = _erasure(tuple(row[2:]), record)
-            old = row_to_record(SQLITE, c.execute(f"SELECT {COLUMNS} FROM memories WHERE rowid = ?", (row[0],)).fetchone())
+            old = c.execute(f"SELECT {COLUMNS} FROM memories WHERE rowid = ?", (row[0],)).fetchone()
             c.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
             rowid = self._insert(c, record, new_vector)
-            log_replace(SQLITE, c, old, record)
+            log_replace(SQLITE, c, row_to_record(SQLITE, old), record)
             if erasure == "keywords":
                 _merge_keyword_segments(c)
             return rowid, new_vector, erasure
