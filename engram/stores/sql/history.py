@@ -28,7 +28,7 @@ from engram.model import HistoryEvent, MemoryRecord, new_id
 from engram.stores.sql.base import SQLBase
 from engram.stores.sql.dialect import Dialect, Tx
 
-__all__ = ["HistoryMixin", "changed_fields", "log_adds", "log_delete", "log_replace", "memory_key"]
+__all__ = ["HistoryMixin", "blank_user", "changed_fields", "log_adds", "log_delete", "log_replace", "memory_key"]
 
 _COLUMNS = "user_id, memory_key, id, event, at, content_before, content_after, fields"
 #: Bookkeeping a read or feedback changes, not a change a caller made to the memory.
@@ -88,6 +88,17 @@ def log_delete(d: Dialect, c: Tx, deleted: MemoryRecord) -> None:
     d.run(c, f"UPDATE {d.history} SET content_before = NULL, content_after = NULL WHERE user_id = ? AND memory_key = ?",
           (deleted.user_id, key))
     _insert(d, c, [_row(d, deleted.user_id, deleted.id, "delete", datetime.now(UTC), deleted, None, text=False)])
+
+
+def blank_user(d: Dialect, c: Tx, user_id: str) -> None:
+    """Inside forget_user's transaction, before its rows are deleted: blank their text first.
+
+    On SQLite, deleting many rows rebalances the table's pages, which moves rows not yet deleted
+    and leaves a stale copy of each in the unallocated space of the page it left (secure_delete
+    zeroes deleted cells, not those copies). Shrinking every row in place first (no rebalancing)
+    means the rows moved about by the deletes carry no text.
+    """
+    d.run(c, f"UPDATE {d.history} SET content_before = NULL, content_after = NULL WHERE user_id = ?", (user_id,))
 
 
 class HistoryMixin(SQLBase):

@@ -12,7 +12,7 @@ from engram.ingest import truth
 from engram.model import Entity, Link, MemoryRecord
 from engram.stores.sql.base import SQLBase
 from engram.stores.sql.dialect import Dialect, Tx
-from engram.stores.sql.history import log_delete, log_replace
+from engram.stores.sql.history import blank_user, log_delete, log_replace
 from engram.stores.sql.knowledge import forget_knowledge, forget_memory_in_log
 from engram.stores.sql.rows import COLUMNS, row_to_record
 
@@ -120,6 +120,7 @@ class WriteMixin(SQLBase):
             count = d.run(c, f"DELETE FROM {d.memories} WHERE user_id = ?", (user_id,)).rowcount
             d.run(c, f"DELETE FROM {d.links} WHERE user_id = ?", (user_id,))
             d.run(c, f"DELETE FROM {d.entities} WHERE user_id = ?", (user_id,))
+            blank_user(d, c, user_id)
             forget_knowledge(d, c, user_id)
             self._forgotten(c, user_id)
             return int(count)
