@@ -26,9 +26,9 @@ def test_every_change_leaves_its_row_in_order(store: Store) -> None:
 
     events = store.history("u1", old.id)
     assert [e.event for e in events] == ["add", "update", "supersede", "restore"]
+    billing = "Acme uses Stripe Billing"
     assert [(e.before, e.after) for e in events] == [
-        (None, "Acme uses Stripe"), ("Acme uses Stripe", "Acme uses Stripe Billing"),
-        ("Acme uses Stripe Billing", "Acme uses Stripe Billing"), ("Acme uses Stripe Billing", "Acme uses Stripe Billing"),
+        (None, "Acme uses Stripe"), ("Acme uses Stripe", billing), (billing, billing), (billing, billing),
     ]
     assert events[1].fields == ("content", "content_hash")
     assert events[2].fields == ("status", "valid_to") and events[3].fields == ("status", "valid_to")

@@ -444,8 +444,9 @@ def test_erasure_blocked_by_a_reader_does_not_stall_delete_and_completes_later(t
 
 def test_traces_after_delete_and_update_attack(tmp_path: Path) -> None:
     """Each memory carries a word found nowhere else; after deletes, edits of content and metadata and
-    a forget_user (and deleting the edited memories, whose history kept their replaced content), interleaved with adds and retrievals and with a second connection open, no byte
-    of a removed word may remain in the database file or its WAL, right away or after close."""
+    a forget_user (then deleting the edited memories, whose history kept their replaced content),
+    interleaved with adds and retrievals and with a second connection open, no byte of a removed
+    word may remain in the database file or its WAL, right away or after close."""
     rng = random.Random(12)
     letters = "bcdfghjklmnpqrstvwxz"
     n = scale(120, 1200)
