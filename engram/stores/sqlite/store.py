@@ -1,7 +1,9 @@
 """The embedded store: one SQLite file in WAL mode, FTS5 for keywords, numpy for vectors.
 
 Erasure. What ``delete``, ``forget_user`` and a ``replace`` that changes a memory's text remove is
-gone from the file (database and WAL) when the call returns. Three places would otherwise keep it:
+gone from the file (database and WAL) when the call returns, except the replaced content, which the
+memory's history keeps until the memory is deleted (:mod:`engram.stores.sql.history`). Three places
+would otherwise keep it:
 
 * the keyword index: an FTS5 delete only appends a marker segment that itself names the terms, so
   the segments are merged into one (``optimize``) in the deleting transaction;
