@@ -208,7 +208,7 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     lambda conn: _backfill_entities(conn),
     # 7: the audit log of changes to memories (as SQLite's 7; engram.stores.sql.history).
     """
-    CREATE TABLE engram_memory_history (
+    CREATE TABLE IF NOT EXISTS engram_memory_history (
         user_id text COLLATE "C" NOT NULL,
         memory_key text COLLATE "C" NOT NULL,
         id text COLLATE "C" NOT NULL,
