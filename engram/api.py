@@ -17,7 +17,7 @@ from engram.config import RetrievalConfig
 from engram.conversation import Messages
 from engram.documents import Document
 from engram.feedback import FeedbackResult
-from engram.model import Entity, Filters, Link, MemoryRecord
+from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
 from engram.recall import Recall
 from engram.retrieve.types import Retrieval
 
@@ -71,6 +71,8 @@ class MemoryAPI(Protocol):
     ) -> builtins.list[MemoryRecord]: ...
 
     def links(self, memory_id: str, *, user_id: str) -> builtins.list[Link]: ...
+
+    def history(self, memory_id: str, *, user_id: str) -> builtins.list[HistoryEvent]: ...
 
     def stats(self) -> Mapping[str, Any]: ...
 

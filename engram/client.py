@@ -28,7 +28,7 @@ from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized
 from engram.feedback import FeedbackResult
 from engram.ingest.files import IngestReport
 from engram.ingest.normalize import to_utc
-from engram.model import Entity, Filters, Link, MemoryRecord
+from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
 from engram.recall import Recall
 from engram.retrieve.types import Retrieval
 from engram.validate import top_k_shortcut
@@ -163,11 +163,10 @@ class EngramClient:
         data = self._call("GET", f"/v1/memories/{_seg(memory_id)}/links", params={"userId": user_id})
         return [decode(Link, d) for d in data["links"]]
 
-    def history(self, memory_id: str, *, user_id: str) -> dict[str, Any]:
-        """The memory, its links, its document's versions and its fact's earlier values (as JSON)."""
-        result: dict[str, Any] = self._call("GET", f"/v1/memories/{_seg(memory_id)}/history",
-                                            params={"userId": user_id})
-        return result
+    def history(self, memory_id: str, *, user_id: str) -> builtins.list[HistoryEvent]:
+        """Every change to the memory, oldest first (the ``events`` of its history route)."""
+        data = self._call("GET", f"/v1/memories/{_seg(memory_id)}/history", params={"userId": user_id})
+        return [decode(HistoryEvent, e) for e in data["events"]]
 
     def stats(self) -> Mapping[str, Any]:
         """Store-wide counts; an admin key's privilege, since they span every user."""

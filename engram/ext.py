@@ -19,6 +19,7 @@ from engram.model import (
     Entity,
     EntityRelation,
     Filters,
+    HistoryEvent,
     Hit,
     Link,
     LoggedRetrieval,
@@ -108,6 +109,11 @@ class Store(Protocol):
         """Every user id with memories, entities or links, sorted."""
 
     def links(self, user_id: str, memory_id: str) -> builtins.list[Link]: ...
+
+    def history(self, user_id: str, memory_id: str) -> builtins.list[HistoryEvent]:
+        """The audit log of one memory, oldest first: a row per add, update, supersede, restore and
+        delete, each written in the transaction of its change; [] for a memory never seen. A deleted
+        memory keeps its events but not their text (see :mod:`engram.stores.sql.history`)."""
 
     def entities(self, user_id: str) -> builtins.list[Entity]: ...
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.errors import MemoryNotFound, ValidationError
 from engram.metadata_filter import check, matches
-from engram.model import STATUSES, MemoryRecord
+from engram.model import STATUSES, HistoryEvent, MemoryRecord
 from engram.retrieve.types import MemoryEntry
 from engram.validate import integer, number
 
@@ -143,6 +143,21 @@ def owner_of(store: Store, memory_id: str) -> str:
         if store.get(user, memory_id) is not None:
             return user
     raise MemoryNotFound(f"no memory {memory_id!r}")
+
+
+def history(store: Store, memory_id: str, user_id: str | None) -> list[HistoryEvent]:
+    """Mem0's ``history(memory_id)``: the store's audit log of the memory, oldest first.
+
+    Without ``user_id`` the owner is looked for as :func:`owner_of` does, among the users the store
+    lists; a deleted memory's log is found that way only while its user has other data. Raises
+    MemoryNotFound when there is neither a log nor a memory (one stored before the log began has
+    an empty log).
+    """
+    for user in [user_id] if user_id is not None else store.users():
+        events = store.history(user, memory_id)
+        if events or store.get(user, memory_id) is not None:
+            return events
+    raise MemoryNotFound(f"no memory {memory_id!r}" + (" for this user" if user_id is not None else ""))
 
 
 def from_export(data: Any, *, default_user: str | None = None) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from engram.ingest.files import IngestReport
 from engram.ingest.files import ingest as ingest_files
 from engram.keyword_search import KeywordResult
 from engram.metrics import InMemoryMetrics
-from engram.model import Entity, Filters, Link, MemoryRecord
+from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
 from engram.ontology import EntitiesAccessor, EntityRelation, RelationType
 from engram.ontology import define_relation as define_ontology_relation
 from engram.ontology import relate as relate_entities
@@ -235,6 +235,10 @@ class Memory:
     def get(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
         """One memory; without ``user_id``, found by its id alone (the embedded API owns its file)."""
         return self.context.get(self._owner(memory_id, user_id), memory_id)
+
+    def history(self, memory_id: str, *, user_id: str | None = None) -> builtins.list[HistoryEvent]:
+        """Every change to a memory, oldest first (``engram.mem0.history``); id-only as ``get``."""
+        return mem0.history(self.store, memory_id, None if user_id is None else self._user(user_id))
 
     def _owner(self, memory_id: str, user_id: str | None) -> str:
         return self._user(user_id) if user_id is not None else mem0.owner_of(self.store, memory_id)

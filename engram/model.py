@@ -11,12 +11,14 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "HISTORY_EVENTS",
     "KINDS",
     "ROLES",
     "STATUSES",
     "Entity",
     "EntityRelation",
     "Filters",
+    "HistoryEvent",
     "Hit",
     "Link",
     "LoggedItem",
@@ -103,6 +105,27 @@ class MemoryRecord:
                 value = dict(value)
             out[name] = value
         return out
+
+
+#: What a history event says happened to a memory (engram.stores.sql.history).
+HISTORY_EVENTS = ("add", "update", "supersede", "restore", "delete")
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEvent:
+    """One change to a memory, as the store's audit log recorded it in the changing transaction.
+
+    ``before`` and ``after`` are the content on either side (None where there was none, and None in
+    every event of a deleted memory: deletion erases its text from the log); ``fields`` names what
+    changed, never its values. ``event`` is one of :data:`HISTORY_EVENTS`.
+    """
+
+    memory_id: str
+    event: str
+    at: datetime
+    before: str | None = None
+    after: str | None = None
+    fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""``engram add``, ``list``, ``get``, ``update``, ``delete``, ``stats`` and ``forget-user``: one memory
-at a time, each a thin call of the ``Memory`` method of the same name."""
+"""``engram add``, ``list``, ``get``, ``history``, ``update``, ``delete``, ``stats`` and ``forget-user``: one
+memory at a time, each a thin call of the ``Memory`` method of the same name."""
 
 from __future__ import annotations
 
@@ -8,11 +8,19 @@ from typing import Any
 import click
 
 from engram.cli.common import LOCAL_TIME, db_option, existing_db, local_time, open_memory, user_option
-from engram.cli.output import LIST_COLUMNS, at_terminal, plural, print_record, print_records
+from engram.cli.output import (
+    HISTORY_COLUMNS,
+    LIST_COLUMNS,
+    at_terminal,
+    plural,
+    print_history,
+    print_record,
+    print_records,
+)
 from engram.errors import MemoryNotFound
 from engram.model import STATUSES
 
-__all__ = ["add", "delete", "forget_user", "get", "list_memories", "stats", "update"]
+__all__ = ["add", "delete", "forget_user", "get", "history", "list_memories", "stats", "update"]
 
 JSON_HELP = "Print JSON (one object per line) instead of a table or tab-separated lines."
 
@@ -90,6 +98,26 @@ def get(memory_id: str, user_id: str, as_json: bool, db: str | None) -> None:
         record = _get(memory, memory_id, user_id)
         links = [] if as_json else memory.links(memory_id, user_id=user_id)
     print_record(record, links, as_json=as_json)
+
+
+@click.command(help=(
+    "Show every change to one memory, oldest first: add, update, supersede, restore, delete, with when, the "
+    f"fields changed and the content before and after. Piped: one tab-separated line per change "
+    f"({', '.join(HISTORY_COLUMNS)}); --json: JSON Lines. A deleted memory keeps its changes but not their text."
+), epilog="""\b
+Example:
+  engram history 01JC3Z8W6Q2M4T5V7X9Y0A1B2C --user alice --json""")
+@click.argument("memory_id", metavar="ID")
+@user_option("Owner of the memory")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@db_option
+def history(memory_id: str, user_id: str, as_json: bool, db: str | None) -> None:
+    with open_memory(db, create=False) as memory:
+        try:
+            events = memory.history(memory_id, user_id=user_id)
+        except MemoryNotFound:
+            raise click.ClickException(f"no memory {memory_id} for user {user_id}") from None
+    print_history(events, as_json=as_json)
 
 
 def _get(memory: Any, memory_id: str, user_id: str) -> Any:

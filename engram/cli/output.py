@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from engram.model import MemoryRecord
+    from engram.model import HistoryEvent, MemoryRecord
 
-__all__ = ["LIST_COLUMNS", "at_terminal", "plural", "print_json_lines", "print_record", "print_records",
-           "print_table", "tsv_cell"]
+__all__ = ["HISTORY_COLUMNS", "LIST_COLUMNS", "at_terminal", "plural", "print_history", "print_json_lines",
+           "print_record", "print_records", "print_table", "tsv_cell"]
 
 #: The columns of ``engram list``, in the order its piped lines give them.
 LIST_COLUMNS = ("id", "created_at", "kind", "status", "tags", "content")
+#: The columns of ``engram history``, likewise.
+HISTORY_COLUMNS = ("at", "event", "fields", "before", "after")
 
 
 def at_terminal() -> bool:
@@ -90,6 +92,17 @@ def _field(value: Any) -> str:
 
         return json.dumps(dict(value), ensure_ascii=False, default=str)
     return str(value)
+
+
+def print_history(events: Sequence[HistoryEvent], *, as_json: bool) -> None:
+    """``engram history``: one row per change, oldest first."""
+    if as_json:
+        print_json_lines([{"memory_id": e.memory_id, "event": e.event, "at": e.at.isoformat(), "before": e.before,
+                           "after": e.after, "fields": list(e.fields)} for e in events])
+        return
+    terminal = at_terminal()
+    rows = [(_when(e.at, terminal), e.event, ",".join(e.fields), e.before, e.after) for e in events]
+    print_table(HISTORY_COLUMNS, rows)
 
 
 def print_record(record: MemoryRecord, links: Sequence[Any] = (), *, as_json: bool) -> None:

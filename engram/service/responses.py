@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from engram.documents import Document
 from engram.feedback import FeedbackResult
 from engram.ingest.files import FileResult, IngestReport
-from engram.model import Entity, Link, MemoryRecord
+from engram.model import Entity, HistoryEvent, Link, MemoryRecord
 from engram.retrieve.types import RetrievalMetadata
 from engram.service.auth import ApiKey
 from engram.wire import to_camel
@@ -35,6 +35,7 @@ __all__ = [
     "FeedbackOut",
     "ForgottenOut",
     "HealthOut",
+    "HistoryEventOut",
     "HistoryOut",
     "IngestReportOut",
     "KeyOut",
@@ -98,6 +99,7 @@ DocumentOut = model_of(Document, camel=False)
 FileResultOut = model_of(FileResult, camel=False)
 IngestReportOut = model_of(IngestReport, camel=False)
 FeedbackResultOut = model_of(FeedbackResult, camel=True)
+HistoryEventOut = model_of(HistoryEvent, camel=True)
 
 
 class _Out(BaseModel):
@@ -127,12 +129,15 @@ class ResetOut(_Out):
 
 
 class HistoryOut(_Out):
-    """One memory with its links, its document's versions (oldest first) and its fact's earlier values."""
+    """A memory's audit log (``events``, oldest first: what ``history`` returns) and, while the memory
+    exists, the memory with its links, its document's versions (oldest first) and its fact's earlier
+    values (left out once it is deleted)."""
 
-    memory: MemoryOut  # type: ignore[valid-type]
-    links: list[LinkOut]  # type: ignore[valid-type]
-    versions: list[DocumentOut]  # type: ignore[valid-type]
-    history: list[MemoryOut]  # type: ignore[valid-type]
+    events: list[HistoryEventOut]  # type: ignore[valid-type]
+    memory: MemoryOut | None = None  # type: ignore[valid-type]
+    links: list[LinkOut] = []  # type: ignore[valid-type]
+    versions: list[DocumentOut] = []  # type: ignore[valid-type]
+    history: list[MemoryOut] = []  # type: ignore[valid-type]
 
 
 class RecalledOut(BaseModel):

@@ -139,10 +139,15 @@ def memory_links(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep) -
 
 @router.get("/memories/{memory_id}/history", tags=["memories"], response_model=HistoryOut, **OUT)
 def memory_history(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep) -> Any:
-    """One memory with its links, its document's versions and the earlier values of its fact."""
+    """The memory's audit log (404 if there is neither a log nor a memory), and while the memory
+    exists, the memory with its links, its document's versions and the earlier values of its fact."""
     check_user(key, user_id)
     memory = svc.memory
-    record = memory.get(memory_id, user_id=user_id)
+    events = {"events": [record_json(e) for e in memory.history(memory_id, user_id=user_id)]}
+    try:
+        record = memory.get(memory_id, user_id=user_id)
+    except MemoryNotFound:
+        return events  # deleted: its log stays (without text), the rest is gone
     doc_key = record.doc_key or record.metadata.get("doc_key")
     versions = []
     if record.kind == "document" and isinstance(doc_key, str):
@@ -154,6 +159,7 @@ def memory_history(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep)
             history.extend(page)
         history.sort(key=lambda r: r.recorded_at)
     return {
+        **events,
         "memory": record_json(record),
         "links": [record_json(link) for link in memory.links(memory_id, user_id=user_id)],
         "versions": [encode(d) for d in versions],

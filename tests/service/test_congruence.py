@@ -103,6 +103,7 @@ def script(api: MemoryAPI, folder: Path) -> list[Any]:
     out.append(api.get_all(user_id=user, agent_id="bot"))
     out.append(dump(api.retrieve("invoices", user_id=user, now=NOW, limit=2).to_dict()))
     out.append(dump(api.update(more[0].id, "Globex pays invoices within 10 days", user_id=user)))
+    out.append(dump(api.history(more[0].id, user_id=user)))  # add, update: times are the clock's
     out.append(api.delete_all(user_id=user, run_id="chat"))
     with pytest.raises(ValidationError) as bad:
         api.get_all(user_id=user, filters={"n": {"like": "x"}})
@@ -122,6 +123,12 @@ def script(api: MemoryAPI, folder: Path) -> list[Any]:
     out.append((type(bad.value).__name__, bad.value.code))
     out.append(api.delete(acme.id, user_id=user))
     out.append(api.delete(acme.id, user_id=user))
+    gone = api.history(acme.id, user_id=user)  # a deleted memory's log outlives it, without its text
+    assert [(e.event, e.before, e.after) for e in gone] == [("add", None, None), ("update", None, None),
+                                                            ("delete", None, None)]
+    out.append(dump(gone))
+    with pytest.raises(MemoryNotFound):
+        api.history("0" * 26, user_id=user)
     out.append(api.forget_user(user))
     return out
 

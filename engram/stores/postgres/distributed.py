@@ -35,6 +35,7 @@ __all__ = ["DISTRIBUTED_TABLES", "REFERENCE_TABLES", "distribute", "has_citus", 
 DISTRIBUTED_TABLES = (
     "engram_memories", "engram_links", "engram_entities", "engram_user_versions", "engram_entity_ontology",
     "engram_entity_relations", "engram_retrieval_log", "engram_retrieval_feedback", "engram_tuned_weights",
+    "engram_memory_history",
 )
 #: No user_id: a full copy on every node.
 REFERENCE_TABLES = ("engram_meta", "engram_schema_migrations")

@@ -46,6 +46,7 @@ TABLES = (
     "engram_user_versions",
     "engram_links", "engram_entities", "engram_memories", "engram_meta", "engram_entity_ontology",
     "engram_entity_relations", "engram_retrieval_log", "engram_retrieval_feedback", "engram_tuned_weights",
+    "engram_memory_history",
 )
 
 # Tags and entities are text[] on the row with GIN indexes (tags_all is @>, tags_any and entity
@@ -205,7 +206,20 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     lambda conn: _reindex_keywords(conn),
     # 6: entities for memories stored before write-time extraction (engram.stores.entity_backfill).
     lambda conn: _backfill_entities(conn),
-
+    # 7: the audit log of changes to memories (as SQLite's 7; engram.stores.sql.history).
+    """
+    CREATE TABLE IF NOT EXISTS engram_memory_history (
+        user_id text COLLATE "C" NOT NULL,
+        memory_key text COLLATE "C" NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        event text NOT NULL,
+        at timestamptz NOT NULL,
+        content_before text,
+        content_after text,
+        fields text NOT NULL DEFAULT '[]',
+        PRIMARY KEY (user_id, memory_key, id)
+    );
+    """,
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes

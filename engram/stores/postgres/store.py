@@ -38,8 +38,10 @@ from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.postgres.keyword import KeywordPlanner
+from engram.stores.sql.history import HistoryMixin, log_adds, log_replace
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.reads import ReadMixin
+from engram.stores.sql.rows import COLUMNS, row_to_record
 from engram.stores.sql.writes import WriteMixin
 from engram.text import ROLE_WORDS
 
@@ -51,7 +53,7 @@ T = TypeVar("T")
 _ANALYZE_AFTER = 1_000
 
 
-class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
+class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, HistoryMixin):
     """Every call takes a pooled connection for one transaction; safe to share between threads.
 
     What both backends do alike is in :mod:`engram.stores.sql` (spelled by :data:`.dialect.POSTGRES`);
@@ -78,7 +80,6 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 schema.migrate(conn)
-                self._citus = distributed.distribute(conn)  # on Citus only: tables distributed by user_id
                 self._citus = distributed.distribute(conn)  # on Citus only: tables distributed by user_id
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 url, min_size=min_size, max_size=max_size, configure=self._configure, open=False,
@@ -176,6 +177,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
             with self._tx() as conn, conn.cursor() as cur:
                 rows = [schema.record_params(r, v) for r, v in zip(records, matrix, strict=True)]
                 cur.executemany(schema.INSERT_SQL, rows)
+                log_adds(POSTGRES, conn, records)
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
@@ -221,13 +223,14 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin):
             self._ensure_hnsw(len(new))
         with self._tx() as conn:
             row = conn.execute(
-                "DELETE FROM engram_memories WHERE user_id = %s AND id = %s RETURNING embedding",
+                f"DELETE FROM engram_memories WHERE user_id = %s AND id = %s RETURNING embedding, {COLUMNS}",
                 (record.user_id, record.id),
             ).fetchone()
             if row is None:
                 return
             kept = new if new is not None else schema.to_array_or_none(row[0])
             conn.execute(schema.INSERT_SQL, schema.record_params(record, kept))
+            log_replace(POSTGRES, conn, row_to_record(POSTGRES, row[1:]), record)
 
     # -- reads ------------------------------------------------------------------------------------
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:

@@ -39,8 +39,9 @@ class Dialect:
         self.memories, self.links, self.entities, self.meta = p + "memories", p + "links", p + "entities", p + "meta"
         self.ontology, self.relations = p + "entity_ontology", p + "entity_relations"
         self.log, self.feedback, self.weights = p + "retrieval_log", p + "retrieval_feedback", p + "tuned_weights"
+        self.history = p + "memory_history"  # the audit log (engram.stores.sql.history)
         #: Every per-user table beyond memories, links and entities (what forget_user also empties).
-        self.knowledge = (self.ontology, self.relations, self.log, self.feedback, self.weights)
+        self.knowledge = (self.ontology, self.relations, self.log, self.feedback, self.weights, self.history)
 
     # -- statements -----------------------------------------------------------------------------------
     def sql(self, text: str) -> str:

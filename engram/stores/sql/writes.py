@@ -12,6 +12,7 @@ from engram.ingest import truth
 from engram.model import Entity, Link, MemoryRecord
 from engram.stores.sql.base import SQLBase
 from engram.stores.sql.dialect import Dialect, Tx
+from engram.stores.sql.history import blank_user, log_delete, log_replace
 from engram.stores.sql.knowledge import forget_knowledge, forget_memory_in_log
 from engram.stores.sql.rows import COLUMNS, row_to_record
 
@@ -49,10 +50,12 @@ def delete_one(d: Dialect, c: Tx, user_id: str, memory_id: str) -> list[tuple[An
     if found is None:
         return None
     deleted = row_to_record(d, found)
+    superseded = [] if deleted.kind != "fact" else _supersedes(d, c, user_id, memory_id, "from_id", "to_id")
     changed, pairs = ([], []) if deleted.kind != "fact" else truth.reinstate(
-        deleted, _supersedes(d, c, user_id, memory_id, "from_id", "to_id"),
-        _supersedes(d, c, user_id, memory_id, "to_id", "from_id"),
+        deleted, superseded, _supersedes(d, c, user_id, memory_id, "to_id", "from_id"),
     )
+    log_delete(d, c, deleted)
+    was = {r.id: r for r in superseded}
     d.run(c, f"DELETE FROM {d.memories} WHERE user_id = ? AND id = ?", (user_id, memory_id))
     d.run(c, f"DELETE FROM {d.links} WHERE user_id = ? AND (from_id = ? OR to_id = ?)", (user_id, memory_id, memory_id))
     forget_memory_in_log(d, c, user_id, memory_id)
@@ -64,6 +67,7 @@ def delete_one(d: Dialect, c: Tx, user_id: str, memory_id: str) -> list[tuple[An
             (record.status, d.time(record.valid_to), user_id, record.id),
         ).fetchone()
         statuses.append((updated[0], record.status))
+        log_replace(d, c, was[record.id], record)
     for pair in pairs:
         for link_type in ("supersedes", "contradicts"):
             insert_link(d, c, user_id, Link(pair.newer.id, pair.older.id, link_type, 1.0))
@@ -116,6 +120,7 @@ class WriteMixin(SQLBase):
             count = d.run(c, f"DELETE FROM {d.memories} WHERE user_id = ?", (user_id,)).rowcount
             d.run(c, f"DELETE FROM {d.links} WHERE user_id = ?", (user_id,))
             d.run(c, f"DELETE FROM {d.entities} WHERE user_id = ?", (user_id,))
+            blank_user(d, c, user_id)
             forget_knowledge(d, c, user_id)
             self._forgotten(c, user_id)
             return int(count)

@@ -198,6 +198,21 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     lambda conn: _backfill_entities(conn),
     # 6: read paths at 100k memories (see _read_paths).
     lambda conn: _read_paths(conn),
+    # 7 (idempotent, as 6): the audit log of changes to memories (engram.stores.sql.history); memory_key is a hash of
+    # the user and memory id, so a deleted memory's id does not stay in the file.
+    """
+    CREATE TABLE IF NOT EXISTS memory_history (
+        user_id TEXT NOT NULL,
+        memory_key TEXT NOT NULL,
+        id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        content_before TEXT,
+        content_after TEXT,
+        fields TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (user_id, memory_key, id)
+    );
+    """,
 )
 
 #: From migration 6 on, every change to a user's keyword index (the keyword triggers update their

@@ -1,7 +1,9 @@
 """The embedded store: one SQLite file in WAL mode, FTS5 for keywords, numpy for vectors.
 
 Erasure. What ``delete``, ``forget_user`` and a ``replace`` that changes a memory's text remove is
-gone from the file (database and WAL) when the call returns. Three places would otherwise keep it:
+gone from the file (database and WAL) when the call returns, except the replaced content, which the
+memory's history keeps until the memory is deleted (:mod:`engram.stores.sql.history`). Three places
+would otherwise keep it:
 
 * the keyword index: an FTS5 delete only appends a marker segment that itself names the terms, so
   the segments are merged into one (``optimize``) in the deleting transaction;
@@ -34,9 +36,10 @@ import numpy as np
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
+from engram.stores.sql.history import HistoryMixin, log_adds, log_replace
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.reads import ReadMixin
-from engram.stores.sql.rows import COLUMNS, record_params
+from engram.stores.sql.rows import COLUMNS, record_params, row_to_record
 from engram.stores.sql.writes import WriteMixin
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
@@ -80,7 +83,7 @@ def _merge_keyword_segments(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
 
 
-class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteMixin):
+class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteMixin, HistoryMixin):
     """All access goes through one connection guarded by a lock; other processes may share the file.
 
     What both backends do alike is in :mod:`engram.stores.sql` (spelled by :data:`.dialect.SQLITE`);
@@ -270,7 +273,9 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
             raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
 
         def op(c: sqlite3.Connection) -> list[int]:
-            return [self._insert(c, r, v) for r, v in zip(records, vectors, strict=True)]
+            rowids = [self._insert(c, r, v) for r, v in zip(records, vectors, strict=True)]
+            log_adds(SQLITE, c, records)
+            return rowids
 
         try:
             rowids = self._write(op)
@@ -298,8 +303,10 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
             old_vector = None if row[1] is None else np.frombuffer(row[1], dtype=np.float32)
             new_vector = vector if vector is not None else old_vector
             erasure = _erasure(tuple(row[2:]), record)
+            old = c.execute(f"SELECT {COLUMNS} FROM memories WHERE rowid = ?", (row[0],)).fetchone()
             c.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
             rowid = self._insert(c, record, new_vector)
+            log_replace(SQLITE, c, row_to_record(SQLITE, old), record)
             if erasure == "keywords":
                 _merge_keyword_segments(c)
             return rowid, new_vector, erasure
