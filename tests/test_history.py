@@ -74,7 +74,7 @@ def test_http_history_is_scoped_by_the_key_and_outlives_the_memory(tmp_path: Pat
             client.patch(f"/v1/memories/{made['id']}", json={"userId": "u1", "content": "second words"})
             live = client.get(f"/v1/memories/{made['id']}/history", params={"userId": "u1"}).json()
             assert [(e["event"], e["before"], e["after"]) for e in live["events"]] == [
-                ("add", None, "first words"), ("update", "first words", "second words")]
+                ("add", None, None), ("update", None, "second words")]  # an edit erases the replaced text
             assert live["memory"]["content"] == "second words"
             other = client.get(f"/v1/memories/{made['id']}/history", params={"userId": "u2"})
             assert other.status_code == 403

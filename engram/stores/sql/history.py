@@ -11,8 +11,9 @@ Erasure. Deletion keeps its promise that a deleted memory leaves no text and no 
 id itself is never stored here), and a delete blanks the ``before``/``after`` text of every
 earlier row of the memory before adding its ``delete`` row, which holds no text. What stays is that
 a memory with that id changed and when, and which fields changed (names, never values).
-An update keeps the replaced text in the log while the memory lives: that is what history is for;
-deleting the memory (or forgetting the user, which drops the user's rows) erases it.
+An edit of a memory's text erases the replaced text at once, here as in the memory's own row and
+index: the edit's row names the changed fields and holds the new text only, and the earlier rows'
+text is blanked. History says what changed and when; it does not keep what an edit removed.
 """
 
 from __future__ import annotations
@@ -78,7 +79,17 @@ def replace_event(before: MemoryRecord, after: MemoryRecord) -> str:
 
 
 def log_replace(d: Dialect, c: Tx, before: MemoryRecord, after: MemoryRecord) -> None:
-    """The row of a replace (or a status change a delete made), inside its transaction."""
+    """The row of a replace (or a status change a delete made), inside its transaction.
+
+    An edit of the text erases the replaced text everywhere, as it always has: the earlier rows'
+    text is blanked and the new row holds only the text now stored."""
+    if before.content != after.content:
+        d.run(c, f"UPDATE {d.history} SET content_before = NULL, content_after = NULL "
+                 "WHERE user_id = ? AND memory_key = ?", (after.user_id, memory_key(after.user_id, after.id)))
+        row = list(_row(d, after.user_id, after.id, replace_event(before, after), datetime.now(UTC), before, after))
+        row[5] = None  # content_before: the replaced text is not kept
+        _insert(d, c, [row])
+        return
     _insert(d, c, [_row(d, after.user_id, after.id, replace_event(before, after), datetime.now(UTC), before, after)])
 
 
