@@ -149,16 +149,17 @@ def test_get_an_unknown_or_someone_elses_memory_is_a_clear_error(db: str, ids: d
 
 
 def test_history_lists_each_change_oldest_first(db: str, ids: dict[str, str]) -> None:
-    assert run("update", ids["discount"], "--user", "u", "--db", db, "--content", "Acme wants 5% off").exit_code == 0
+    edit = "Acme wants 5% off\nby Friday"
+    assert run("update", ids["discount"], "--user", "u", "--db", db, "--content", edit).exit_code == 0
     result = run("history", ids["discount"], "--user", "u", "--db", db)
     assert result.exit_code == 0, result.output
     rows = [line.split("\t") for line in result.stdout.splitlines()]
     assert [row[1] for row in rows] == ["add", "update"]
-    assert rows[1][3:] == ["Acme asked for a discount\\nand a call", "Acme wants 5% off"]  # newlines escaped
+    # The edit erased the replaced text (history keeps what changed, not what was removed); newlines escaped.
+    assert rows[1][3:] == ["", "Acme wants 5% off\\nby Friday"]
     events = [json.loads(line) for line in run("history", ids["discount"], "--user", "u", "--db", db,
                                                 "--json").stdout.splitlines()]
-    assert [(e["event"], e["after"]) for e in events] == [("add", "Acme asked for a discount\nand a call"),
-                                                          ("update", "Acme wants 5% off")]
+    assert [(e["event"], e["after"]) for e in events] == [("add", None), ("update", edit)]
     assert "content" in events[1]["fields"] and events[0]["at"] <= events[1]["at"]
     unknown = run("history", ids["discount"], "--user", "other", "--db", db)
     assert unknown.exit_code == 1 and f"no memory {ids['discount']} for user other" in unknown.output
