@@ -229,13 +229,13 @@ def rank(
     # ("How many ... have I attended in the past three months?") is in no memory, so even the
     # memory that holds every word that matters scores a fraction of "all the query's words".
     # The best match counts as a full one once it holds at least KEYWORD_FULL_SHARE of them.
-    best_keyword = max((keyword_relevance(keyword_scores.get(r.id)) for r in records), default=0.0)
-    keyword_scale = 1.0 / max(best_keyword, KEYWORD_FULL_SHARE)
-    for record, cosine in zip(records, cosines, strict=True):
+    raw_keywords = [keyword_relevance(keyword_scores.get(record.id)) for record in records]
+    keyword_scale = 1.0 / max(max(raw_keywords, default=0.0), KEYWORD_FULL_SHARE)
+    for record, cosine, raw_keyword in zip(records, cosines, raw_keywords, strict=True):
         cand_entities = set(record.entities)
         if record.subject:
             cand_entities.add(record.subject)
-        keyword = min(1.0, keyword_relevance(keyword_scores.get(record.id)) * keyword_scale)
+        keyword = min(1.0, raw_keyword * keyword_scale)
         signals = {
             "semantic_similarity": cosine,
             "entity_overlap": entity_overlap(query_entities, cand_entities),

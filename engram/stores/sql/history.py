@@ -51,10 +51,10 @@ def changed_fields(before: MemoryRecord | None, after: MemoryRecord | None) -> t
 
 
 def _row(d: Dialect, user_id: str, memory_id: str, event: str, at: datetime, before: MemoryRecord | None,
-         after: MemoryRecord | None, text: bool = True) -> tuple[Any, ...]:
+         after: MemoryRecord | None, text: bool = True, before_text: bool = True) -> tuple[Any, ...]:
     return (
         user_id, memory_key(user_id, memory_id), new_id(), event, d.time(at),
-        before.content if before is not None and text else None,
+        before.content if before is not None and text and before_text else None,
         after.content if after is not None and text else None,
         json.dumps(list(changed_fields(before, after))),
     )
@@ -83,21 +83,22 @@ def log_replace(d: Dialect, c: Tx, before: MemoryRecord, after: MemoryRecord) ->
 
     An edit of the text erases the replaced text everywhere, as it always has: the earlier rows'
     text is blanked and the new row holds only the text now stored."""
-    if before.content != after.content:
-        d.run(c, f"UPDATE {d.history} SET content_before = NULL, content_after = NULL "
-                 "WHERE user_id = ? AND memory_key = ?", (after.user_id, memory_key(after.user_id, after.id)))
-        row = list(_row(d, after.user_id, after.id, replace_event(before, after), datetime.now(UTC), before, after))
-        row[5] = None  # content_before: the replaced text is not kept
-        _insert(d, c, [row])
-        return
-    _insert(d, c, [_row(d, after.user_id, after.id, replace_event(before, after), datetime.now(UTC), before, after)])
+    edited = before.content != after.content
+    if edited:
+        _blank(d, c, after.user_id, after.id)
+    _insert(d, c, [_row(d, after.user_id, after.id, replace_event(before, after), datetime.now(UTC), before, after,
+                        before_text=not edited)])
+
+
+def _blank(d: Dialect, c: Tx, user_id: str, memory_id: str) -> None:
+    """Erase the text of every row logged for one memory (an edit or a delete erases it everywhere)."""
+    d.run(c, f"UPDATE {d.history} SET content_before = NULL, content_after = NULL WHERE user_id = ? AND memory_key = ?",
+          (user_id, memory_key(user_id, memory_id)))
 
 
 def log_delete(d: Dialect, c: Tx, deleted: MemoryRecord) -> None:
     """Blank the text of the memory's earlier rows, then add its ``delete`` row (no text)."""
-    key = memory_key(deleted.user_id, deleted.id)
-    d.run(c, f"UPDATE {d.history} SET content_before = NULL, content_after = NULL WHERE user_id = ? AND memory_key = ?",
-          (deleted.user_id, key))
+    _blank(d, c, deleted.user_id, deleted.id)
     _insert(d, c, [_row(d, deleted.user_id, deleted.id, "delete", datetime.now(UTC), deleted, None, text=False)])
 
 
