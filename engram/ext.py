@@ -136,6 +136,10 @@ class Store(Protocol):
     ) -> builtins.list[Hit]:
         """Memories naming any of the entities; score is how many they name."""
 
+    def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]:
+        """How many of the user's memories name each entity, counted only up to ``cap`` (a count of
+        ``cap`` means "``cap`` or more"): a bounded read however common an entity is."""
+
     def by_links(
         self, user_id: str, memory_ids: Sequence[str], n: int, link_types: Iterable[str] | None
     ) -> builtins.list[Hit]:

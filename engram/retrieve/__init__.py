@@ -225,7 +225,10 @@ class Pipeline:
             load(list(dict.fromkeys(around)))
         scored = ranked()
         if config.fusion != "rrf":
-            bridges = bridge_entities(scored, plan.entities, RELEVANCE_SIGNAL)
+            bridges = bridge_entities(
+                scored, plan.entities, RELEVANCE_SIGNAL,
+                lambda ids, cap: timed("candidates.hop", lambda: self.store.entity_counts(user_id, ids, cap)),
+            )
             if bridges:
                 hits = timed("candidates.hop", lambda: self.store.by_entities(
                     user_id, list(bridges), HOP_LIMIT, filters))

@@ -7,13 +7,15 @@ bridge are fetched (if the first pass missed them) and gain part of the bridging
 (``entity_bridge``), as a turn gains from the turn before it.
 
 An entity most candidates name (a conversation's speakers, the company everything is about) is no
-bridge: it would lift everything alike.
+bridge: it would lift everything alike. Nor is one that more memories name than the hop reads
+(:data:`HOP_LIMIT`): its memories are a topic, not the few facts about a thing, and the hop would
+see only an arbitrary slice of them (at 100k memories such topics made the hop the slowest stage).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from engram.retrieve.types import Scored
 
@@ -37,21 +39,30 @@ def _named(item: Scored) -> set[str]:
 
 
 def bridge_entities(
-    scored: Sequence[Scored], query_entities: Sequence[str], relevance_signal: str
+    scored: Sequence[Scored], query_entities: Sequence[str], relevance_signal: str,
+    counts: Callable[[list[str], int], Mapping[str, int]] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Bridge entity -> {seed memory id: that seed's relevance}, from ``scored`` (best first)."""
+    """Bridge entity -> {seed memory id: that seed's relevance}, from ``scored`` (best first).
+
+    ``counts(entities, cap)`` says how many of the user's memories name each entity (up to
+    ``cap``; the store's ``entity_counts``): entities more memories name than the hop reads are
+    left out. Without it every entity rare among the candidates may bridge.
+    """
     seeds = [s for s in scored[:HOP_SEEDS] if s.tier == 0 and s.signals.get(relevance_signal, 0.0) > 0.0]
     if not seeds:
         return {}
-    counts = Counter(e for s in scored for e in _named(s))
+    counts_here = Counter(e for s in scored for e in _named(s))
     common = max(COMMON_MIN, COMMON_SHARE * len(scored))
     asked = set(query_entities)
     out: dict[str, dict[str, float]] = {}
     for seed in seeds:
         for entity in _named(seed) - asked:
-            if counts[entity] <= common:
+            if counts_here[entity] <= common:
                 out.setdefault(entity, {})[seed.record.id] = seed.signals[relevance_signal]
-    keep = sorted(out, key=lambda e: (counts[e], -max(out[e].values()), e))[:MAX_BRIDGES]
+    if counts is not None and out:
+        named = counts(sorted(out), HOP_LIMIT + 1)
+        out = {e: seeds_of for e, seeds_of in out.items() if named.get(e, 0) <= HOP_LIMIT}
+    keep = sorted(out, key=lambda e: (counts_here[e], -max(out[e].values()), e))[:MAX_BRIDGES]
     return {e: out[e] for e in keep}
 
 

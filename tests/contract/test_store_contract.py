@@ -120,6 +120,10 @@ def test_time_entities_importance_access(store: Store) -> None:
     assert [h[0] for h in span] == [new.id]
     ents = store.by_entities("u1", ["customer:acme", "order:1"], 10, Filters())
     assert ents[0] == (new.id, 2.0) and ents[1] == (old.id, 1.0)
+    assert store.entity_counts("u1", ["customer:acme", "order:1", "nobody"], 10) == {
+        "customer:acme": 2, "order:1": 1, "nobody": 0}
+    assert store.entity_counts("u1", ["customer:acme"], 1) == {"customer:acme": 1}  # counted only up to the cap
+    assert store.entity_counts("u2", ["customer:acme"], 10) == {"customer:acme": 0}  # another user's are not counted
     assert store.most_important("u1", 1, Filters())[0][0] == old.id
     assert [h[0] for h in store.most_recent("u1", 2, Filters())] == [new.id, old.id]
     store.record_access("u1", [old.id], T0 + timedelta(days=20))

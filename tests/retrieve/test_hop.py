@@ -11,7 +11,7 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.hop import bridge_entities, bridged
+from engram.retrieve.hop import HOP_LIMIT, bridge_entities, bridged
 from engram.retrieve.rank import RELEVANCE_SIGNAL
 from engram.retrieve.types import Scored
 
@@ -88,3 +88,34 @@ def test_bridges_are_capped_rarest_first() -> None:
               *(item(f"g{i}", (), 0.05) for i in range(200))]
     # Named by the top result a and by 1 to 5 of the others: the rarest first, then by name.
     assert list(bridge_entities(scored, [], RELEVANCE_SIGNAL)) == ["e9", "e8", "e7", "e6", "e0", "e1"]
+
+
+def test_an_entity_more_memories_name_than_the_hop_reads_is_a_topic_not_a_bridge() -> None:
+    scored = [item("a", ("patel", "coffee"), 0.7), item("b", ("zoe",), 0.0)]
+    asked: list[tuple[list[str], int]] = []
+
+    def counts(ids: list[str], cap: int) -> dict[str, int]:
+        asked.append((ids, cap))
+        return {"patel": 2, "coffee": cap}  # coffee: at least cap memories name it
+
+    assert bridge_entities(scored, [], RELEVANCE_SIGNAL, counts) == {"patel": {"a": 0.7}}
+    assert asked == [(["coffee", "patel"], HOP_LIMIT + 1)]
+
+
+def test_the_hop_skips_a_topic_named_by_many_memories(tmp_path: Path, embedder: Embedder) -> None:
+    with Memory(tmp_path / "topic.db", embedder=embedder) as memory:
+        day = NOW - timedelta(days=30)
+        memory.add_many([
+            {"content": "Leo sees the same dentist as I do, Dr. Patel.", "user_id": "dana", "created_at": day,
+             "kind": "message"},
+            {"content": "Dr. Patel's practice is Bright Smiles on Hawthorne, 503-555-0142.", "user_id": "dana",
+             "created_at": day + timedelta(minutes=1), "kind": "message"},
+            # Outside the filter below, so no candidate: only the store knows how many name Dr. Patel.
+            *({"content": f"Dr. Patel billing note {i}.", "user_id": "dana", "kind": "fact",
+               "created_at": day + timedelta(minutes=i + 2)} for i in range(HOP_LIMIT)),
+        ])
+        result = memory.retrieve("What's the phone number of Leo's dentist?", user_id="dana", now=NOW,
+                                 filters={"kinds": ["message"]}, config=RetrievalConfig(top_k=5))
+        # Dr. Patel is named by more memories than the hop reads: no memory gains from the first answer.
+        assert len(result.memories) == 2
+        assert all(m.signals.get("entity_bridge", 0.0) == 0.0 for m in result.memories)

@@ -73,6 +73,17 @@ class CandidateMixin(candidates.CandidateMixin):
         )
         return [(r[0], float(r[1])) for r in rows]
 
+    def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids or cap <= 0:
+            return {e: 0 for e in ids}
+        rows = self._query(
+            "SELECT e, (SELECT count(*) FROM (SELECT 1 FROM engram_memories m WHERE m.user_id = ? "
+            "AND m.entities @> ARRAY[e] LIMIT ?) s) FROM unnest(?::text[]) AS e",
+            (user_id, cap, ids),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
         """Exact (a scan of the user's rows) up to ``exact_limit`` memories, else the HNSW index with
         pgvector's iterative scan so that a per-user filter still yields ``n`` rows."""

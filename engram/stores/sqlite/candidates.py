@@ -80,6 +80,16 @@ class CandidateMixin(candidates.CandidateMixin):
         single.sort(key=lambda r: (-r[0], -r[1], r[2]))
         return hits + [(memory_id, 1.0) for _, _, memory_id in single[: n - len(hits)]]
 
+    def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids or cap <= 0:
+            return {e: 0 for e in ids}
+        # One bounded walk of the (user, entity, ...) index per entity, in one statement.
+        each = ("SELECT ?, (SELECT COUNT(*) FROM "
+                "(SELECT 1 FROM memory_entities WHERE user_id = ? AND entity = ? LIMIT ?))")
+        rows = self._read(" UNION ALL ".join([each] * len(ids)), [x for e in ids for x in (e, user_id, e, cap)])
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._retry(
             lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._keywords)
