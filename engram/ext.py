@@ -29,7 +29,7 @@ from engram.model import (
 from engram.validate import as_filters
 
 # ``as_filters`` is a check (engram.validate); it stays importable from here, where callers found it.
-__all__ = ["Embedder", "Metrics", "Store", "Vector", "as_filters"]
+__all__ = ["Embedder", "Metrics", "RetrievalReads", "Store", "Vector", "as_filters"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -193,3 +193,42 @@ class Store(Protocol):
         """Replace the user's tuned weights (strategy -> signal -> weight)."""
 
     def load_weights(self, user_id: str) -> dict[str, dict[str, float]]: ...
+
+
+class RetrievalReads(Protocol):
+    """What the read path asks of storage: a subset of :class:`Store` (every store is one), also
+    answered by a view over several users (:class:`engram.retrieve.scopes.Scopes`)."""
+
+    def change_token(self, user_id: str) -> str: ...
+
+    def user_exists(self, user_id: str) -> bool: ...
+
+    def fetch(self, user_id: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
+
+    def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]: ...
+
+    def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]: ...
+
+    def record_access(self, user_id: str, memory_ids: Sequence[str], at: datetime) -> None: ...
+
+    def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]: ...
+
+    def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]: ...
+
+    def by_time_range(
+        self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
+    ) -> builtins.list[Hit]: ...
+
+    def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]: ...
+
+    def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]: ...
+
+    def by_links(
+        self, user_id: str, memory_ids: Sequence[str], n: int, link_types: Iterable[str] | None
+    ) -> builtins.list[Hit]: ...
+
+    def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]: ...
+
+    def related_entities(
+        self, user_id: str, entity_ids: Sequence[str], limit_per_entity: int
+    ) -> builtins.list[EntityRelation]: ...

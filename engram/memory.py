@@ -20,7 +20,7 @@ from engram.context import Context
 from engram.conversation import Messages, as_items, is_conversation
 from engram.documents import Document
 from engram.domain import DomainSource
-from engram.errors import MemoryNotFound
+from engram.errors import MemoryNotFound, ValidationError
 from engram.ext import Embedder, Metrics, Store
 from engram.feedback import FeedbackResult, record_feedback
 from engram.ingest import writer
@@ -289,11 +289,18 @@ class Memory:
         as_of: datetime | str | None = None,
         limit: int | None = None,
         top_k: int | None = None,
+        also: Sequence[str] | None = None,
     ) -> Retrieval:
         """What from this user's memory matters for ``query`` now: ranked, selected, explained.
 
-        ``limit`` and ``top_k`` (one thing under Mem0's name and Engram's) set the config's top_k."""
+        ``limit`` and ``top_k`` (one thing under Mem0's name and Engram's) set the config's top_k.
+        ``also`` names shared scopes (user ids such as a knowledge base's, ``also=["kb"]``) whose
+        memories are ranked together with the user's own; each entry's ``collection`` says where it
+        came from. Such retrievals are not cached."""
         user = self._user(user_id)
+        if isinstance(also, str):
+            raise ValidationError("also", "must be a list of user ids, not one string")
+        shared = tuple(str(validate_id(scope, f"also[{i}]", self.limits)) for i, scope in enumerate(also or ()))
         k = top_k_shortcut(limit, top_k, config)
         if k is not None:
             config = (config or self.config).with_(top_k=k)
@@ -308,7 +315,7 @@ class Memory:
         when = to_utc(now, "now") if now is not None else None
         return self.pipeline.retrieve(
             query, user_id=user, config=config or self.config, now=when, filters=base,
-            use_memory=use_memory, as_of=to_utc(as_of, "as_of") if as_of is not None else None,
+            use_memory=use_memory, as_of=to_utc(as_of, "as_of") if as_of is not None else None, also=shared,
         )
 
     # -- recall modes and keyword search: engram.recall, engram.keyword_search

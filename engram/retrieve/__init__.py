@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from engram.config import RetrievalConfig
 from engram.domain import DomainSource
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, ValidationError
-from engram.ext import Embedder, Metrics, Store
+from engram.ext import Embedder, Metrics, RetrievalReads, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
@@ -30,6 +30,7 @@ from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches
 from engram.retrieve.hop import HOP_LIMIT, bridge_entities, bridged
 from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, in_range_first, rank
+from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
@@ -81,8 +82,16 @@ class Pipeline:
         use_memory: bool = True,
         rate_limited: bool = False,
         as_of: datetime | None = None,
+        also: tuple[str, ...] = (),
     ) -> Retrieval:
+        """``also`` names more scopes (user ids whose memories are shared with this user, already
+        checked by the caller) ranked together with the user's own. Such retrievals are not cached:
+        a write to a shared scope must show at once, and caches are kept per user."""
         started = time.perf_counter()
+        scopes = tuple(s for s in dict.fromkeys(also) if s != user_id)
+        reads: RetrievalReads = Scopes(self.store, (user_id, *scopes)) if scopes else self.store
+        if scopes:
+            config = config.with_(cache_ttl=0)
         if now is None:
             now = datetime.now(UTC)
         elif now.tzinfo is None:
@@ -97,7 +106,7 @@ class Pipeline:
         try:
             # The store's change token joins the key: a write by another process (a second worker,
             # the CLI) makes every cached answer of this user unreachable at once.
-            token = self.store.change_token(user_id)
+            token = reads.change_token(user_id)
         except StoreError as exc:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
             return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
@@ -122,9 +131,9 @@ class Pipeline:
                     self.metrics.increment("retrieval.cache_hits")
                     self._observe(cached, cached=True)
                     return _mark(cached, cached=True, error=None)
-            if not self.store.user_exists(user_id):
+            if not reads.user_exists(user_id):
                 return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
-            result = self._run(query, user_id, config, now, filters, started, as_of, (token, generation))
+            result = self._run(query, user_id, config, now, filters, started, as_of, (token, generation), reads)
         except DeadlineExceeded as exc:
             log.warning("[MEM:RETRIEVE] %s; continuing without memory", exc)
             return self._empty(query, config, filters, started, "TIMEOUT")
@@ -142,7 +151,7 @@ class Pipeline:
 
     def _run(
         self, query: str, user_id: str, config: RetrievalConfig, now: datetime, filters: Filters,
-        started: float, as_of: datetime | None, version: tuple[str, int],
+        started: float, as_of: datetime | None, version: tuple[str, int], reads: RetrievalReads,
     ) -> Retrieval:
         stage_ms: dict[str, float] = {}
 
@@ -188,21 +197,22 @@ class Pipeline:
             return timed(f"candidates.{name}", call)
 
         found = gather(
-            self.store, user_id=user_id, plan=plan, query_vec=query_vec, config=config,
+            reads, user_id=user_id, plan=plan, query_vec=query_vec, config=config,
             filters=filters, timed=timed_hits, executor=self.executor,
         )
+        owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}
         records: list[MemoryRecord] = []
         vectors: dict[str, Any] = {}
         neighbors: dict[str, tuple[str, ...]] = {}
 
         def load(ids: list[str]) -> None:
-            fresh = timed("fetch", lambda: self.store.fetch(user_id, ids))
-            fresh = [r for r in fresh if r.user_id == user_id and matches(r, filters)]
+            fresh = timed("fetch", lambda: reads.fetch(user_id, ids))
+            fresh = [r for r in fresh if r.user_id in owners and matches(r, filters)]
             if as_of is not None:
                 fresh = [r for r in fresh if truth.valid_at(r, as_of)]
             records.extend(fresh)
-            vectors.update(timed("fetch_vectors", lambda: self.store.vectors(user_id, [r.id for r in fresh])))
-            neighbors.update(timed("neighbors", lambda: self.store.session_neighbors(
+            vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
+            neighbors.update(timed("neighbors", lambda: reads.session_neighbors(
                 user_id, [r.id for r in fresh if r.session_id is not None])))
 
         similarity_range = self._similarity_range(config)
@@ -227,10 +237,10 @@ class Pipeline:
         if config.fusion != "rrf":
             bridges = bridge_entities(
                 scored, plan.entities, RELEVANCE_SIGNAL,
-                lambda ids, cap: timed("candidates.hop", lambda: self.store.entity_counts(user_id, ids, cap)),
+                lambda ids, cap: timed("candidates.hop", lambda: reads.entity_counts(user_id, ids, cap)),
             )
             if bridges:
-                hits = timed("candidates.hop", lambda: self.store.by_entities(
+                hits = timed("candidates.hop", lambda: reads.by_entities(
                     user_id, list(bridges), HOP_LIMIT, filters))
                 known = {r.id for r in records}
                 load([i for i, _ in hits if i not in known])
@@ -247,12 +257,17 @@ class Pipeline:
             "select",
             lambda: select(kept, config, collection=f"user:{user_id}", similarity_range=similarity_range),
         )
+        if len(owners) > 1:  # each entry names the scope it came from
+            selection = replace(selection, entries=[
+                replace(e, collection=f"user:{e.record.user_id}") if e.record is not None else e
+                for e in selection.entries
+            ])
         if config.track_access and selection.entries:
-            timed("track_access", lambda: self.store.record_access(user_id, [e.id for e in selection.entries], now))
+            timed("track_access", lambda: reads.record_access(user_id, [e.id for e in selection.entries], now))
         suppressed = 0
         if not config.include_superseded and as_of is None and selection.entries:
             # How many older versions of the returned facts current truth held back.
-            older = self.store.by_links(user_id, [e.id for e in selection.entries], 1000, ["supersedes"])
+            older = reads.by_links(user_id, [e.id for e in selection.entries], 1000, ["supersedes"])
             suppressed = len(older)
         applied = list(filters.describe())
         if as_of is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from engram.config import RetrievalConfig
-from engram.ext import Store, Vector
+from engram.ext import RetrievalReads, Vector
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 
@@ -60,7 +60,7 @@ class CandidateSet:
 
 
 def gather(
-    store: Store,
+    store: RetrievalReads,
     *,
     user_id: str,
     plan: QueryPlan,
@@ -144,7 +144,7 @@ class StartsVectorSearch(Protocol):
 
 
 def _start_vector_search(
-    store: Store, user_id: str, query: Vector, n: int, filters: Filters,
+    store: RetrievalReads, user_id: str, query: Vector, n: int, filters: Filters,
     run: Callable[[str, Callable[[], list[Hit]]], list[Hit]], name: str, executor: Executor | None,
 ) -> Callable[[], list[Hit]]:
     """Start one vector search; the returned call gives its hits (timed as the source ``name``)."""
