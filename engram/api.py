@@ -11,13 +11,13 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, overload, runtime_checkable
+from typing import Any, Protocol, Unpack, overload, runtime_checkable
 
 from engram.config import RetrievalConfig
 from engram.conversation import Messages
 from engram.documents import Document
 from engram.feedback import FeedbackResult
-from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
+from engram.model import Entity, Filters, HistoryEvent, Link, MemoryChanges, MemoryFields, MemoryRecord
 from engram.recall import Recall
 from engram.retrieve.types import Retrieval
 
@@ -32,16 +32,20 @@ class MemoryAPI(Protocol):
 
     # -- writes
     @overload
-    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+    def add(
+        self, content: str, *, user_id: str, kind: str = "message", **fields: Unpack[MemoryFields]
+    ) -> MemoryRecord: ...
 
     @overload
     def add(
-        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Unpack[MemoryFields]
     ) -> builtins.list[MemoryRecord]: ...
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[MemoryRecord]: ...
 
-    def update(self, memory_id: str, data: str | None = None, *, user_id: str, **changes: Any) -> MemoryRecord: ...
+    def update(
+        self, memory_id: str, data: str | None = None, *, user_id: str, **changes: Unpack[MemoryChanges]
+    ) -> MemoryRecord: ...
 
     def delete(self, memory_id: str, *, user_id: str) -> bool: ...
 

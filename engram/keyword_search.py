@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from engram.caches import KEYWORD_CACHE_ENTRIES, KEYWORD_CACHE_TTL
 from engram.context import context_of
@@ -70,6 +70,25 @@ class KeywordResult:
     def to_dict(self) -> dict[str, Any]:
         reasons = list(self.match_reasons)
         return {"memory": self.record.to_dict(), "score": round(self.score, 6), "match_reasons": reasons}
+
+
+class SearchKwargs(TypedDict, total=False):
+    """The options of :func:`search_keywords`, typed for ``Memory.search_keywords(**options)``."""
+
+    kind: str | None
+    min_importance: float | None
+    limit: int
+    recency_boost: bool
+    match_mode: str
+    now: datetime | str | None
+
+
+class EnrichKwargs(TypedDict, total=False):
+    """The options of :func:`enrich_context`."""
+
+    max_tokens: int
+    limit: int
+    now: datetime | str | None
 
 
 def _keywords(keywords: str | Sequence[str]) -> list[str]:

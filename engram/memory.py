@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, overload
+from typing import Any, Unpack, overload
 
 from engram import documents, keyword_search, mem0
 from engram import recall as recall_modes
@@ -26,13 +26,13 @@ from engram.feedback import FeedbackResult, record_feedback
 from engram.ingest import writer
 from engram.ingest.files import IngestReport
 from engram.ingest.files import ingest as ingest_files
-from engram.keyword_search import KeywordResult
+from engram.keyword_search import EnrichKwargs, KeywordResult, SearchKwargs
 from engram.metrics import InMemoryMetrics
-from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
+from engram.model import Entity, Filters, HistoryEvent, Link, MemoryChanges, MemoryFields, MemoryRecord
 from engram.ontology import EntitiesAccessor, EntityRelation, RelationType
 from engram.ontology import define_relation as define_ontology_relation
 from engram.ontology import relate as relate_entities
-from engram.recall import Recall
+from engram.recall import ByKindKwargs, ContradictionKwargs, LinkedKwargs, Recall, RecallKwargs, TemporalKwargs
 from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
 from engram.salience import memory_salience
@@ -130,15 +130,16 @@ class Memory:
 
     # -- writes: engram.ingest.writer -----------------------------------------------------------------
     @overload
-    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+    def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Unpack[MemoryFields]) -> MemoryRecord:
+        ...
 
     @overload
     def add(
-        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Unpack[MemoryFields]
     ) -> builtins.list[MemoryRecord]: ...
 
     def add(
-        self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Any
+        self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Unpack[MemoryFields]
     ) -> MemoryRecord | builtins.list[MemoryRecord]:
         """Store a text as one memory (returns its record), or chat messages as one ``message``
         memory each, in order (returns their records, a list); see ``engram.conversation``.
@@ -153,7 +154,7 @@ class Memory:
         return writer.add_many(self.context, items)
 
     def update(self, memory_id: str, data: str | None = None, *, user_id: str | None = None,
-               **changes: Any) -> MemoryRecord:
+               **changes: Unpack[MemoryChanges]) -> MemoryRecord:
         """Change fields of a memory (``data`` is new content, as in Mem0); a content change re-embeds it.
 
         Without ``user_id`` the memory is found by its id alone: the embedded API owns its file.
@@ -319,29 +320,33 @@ class Memory:
         )
 
     # -- recall modes and keyword search: engram.recall, engram.keyword_search
-    def recall(self, query: str | None = None, *, user_id: str, mode: str = "relevant", **options: Any) -> Recall:
+    def recall(
+        self, query: str | None = None, *, user_id: str, mode: str = "relevant", **options: Unpack[RecallKwargs]
+    ) -> Recall:
         """Recall by mode: relevant, recent, important or frequent (see ``engram.recall.recall``)."""
         return recall_modes.recall(self.context, query, user_id=self._user(user_id), mode=mode, **options)
 
     def recall_temporal(
-        self, start: datetime | str, end: datetime | str, *, user_id: str, topic: str | None = None, **options: Any
+        self, start: datetime | str, end: datetime | str, *, user_id: str, topic: str | None = None,
+        **options: Unpack[TemporalKwargs],
     ) -> Recall:
         """Memories created in [start, end], newest first, optionally filtered by topic similarity."""
         user = self._user(user_id)
         return recall_modes.recall_temporal(self.context, start, end, user_id=user, topic=topic, **options)
 
-    def recall_by_kind(self, kind: str, *, user_id: str, limit: int = 10, **options: Any) -> Recall:
+    def recall_by_kind(self, kind: str, *, user_id: str, limit: int = 10, **options: Unpack[ByKindKwargs]) -> Recall:
         return recall_modes.recall_by_kind(self.context, kind, user_id=self._user(user_id), limit=limit, **options)
 
     def recall_linked(
-        self, memory_id: str, *, user_id: str, link_types: Sequence[str] | None = None, depth: int = 1, **options: Any
+        self, memory_id: str, *, user_id: str, link_types: Sequence[str] | None = None, depth: int = 1,
+        **options: Unpack[LinkedKwargs],
     ) -> Recall:
         """Memories reachable over links from one memory (breadth-first, depth 1-3)."""
         return recall_modes.recall_linked(
             self.context, memory_id, user_id=self._user(user_id), link_types=link_types, depth=depth, **options
         )
 
-    def find_contradictions(self, content: str, *, user_id: str, **options: Any) -> Recall:
+    def find_contradictions(self, content: str, *, user_id: str, **options: Unpack[ContradictionKwargs]) -> Recall:
         """Memories similar to ``content`` that carry a ``contradicts`` link."""
         return recall_modes.find_contradictions(self.context, content, user_id=self._user(user_id), **options)
 
@@ -350,13 +355,15 @@ class Memory:
         return memory_salience(self.context, memory_id, user_id=self._user(user_id), now=now)
 
     def search_keywords(
-        self, keywords: str | Sequence[str], *, user_id: str, cached: bool = False, **options: Any
+        self, keywords: str | Sequence[str], *, user_id: str, cached: bool = False, **options: Unpack[SearchKwargs]
     ) -> builtins.list[KeywordResult]:
         """Keyword search with match reasons; ``cached=True`` uses the 300 s cache."""
         search = keyword_search.search_with_cache if cached else keyword_search.search_keywords
         return search(self.context, keywords, user_id=self._user(user_id), **options)
 
-    def enrich_context(self, query: str | Sequence[str], *, user_id: str, **options: Any) -> dict[str, Any]:
+    def enrich_context(
+        self, query: str | Sequence[str], *, user_id: str, **options: Unpack[EnrichKwargs]
+    ) -> dict[str, Any]:
         """Prompt context from a keyword search: {memories, summary, count, last_retrieved}."""
         return keyword_search.enrich_context(self.context, query, user_id=self._user(user_id), **options)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 __all__ = [
     "HISTORY_EVENTS",
@@ -23,6 +23,8 @@ __all__ = [
     "Link",
     "LoggedItem",
     "LoggedRetrieval",
+    "MemoryChanges",
+    "MemoryFields",
     "MemoryRecord",
     "QueryPlan",
     "RelationType",
@@ -105,6 +107,44 @@ class MemoryRecord:
                 value = dict(value)
             out[name] = value
         return out
+
+
+class _Fields(TypedDict, total=False):
+    agent_id: str | None
+    session_id: str | None
+    project_id: str | None
+    role: str | None
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    trigger: str | None
+    action: str | None
+    tags: Sequence[str]
+    entities: Sequence[str]
+    importance: float
+    created_at: datetime | str
+    valid_from: datetime | str | None
+    valid_to: datetime | str | None
+    status: str
+    metadata: Mapping[str, Any]
+    doc_key: str | None
+    version: int | None
+
+
+class MemoryChanges(_Fields, total=False):
+    """What ``update`` may change (checked at run time too: anything else is refused by name)."""
+
+    content: str
+    kind: str
+
+
+class MemoryFields(_Fields, total=False):
+    """The optional fields of ``add`` beside content, user and kind; ``run_id`` is Mem0's name for
+    the session, and ``infer`` may only be False (no model runs on the write path)."""
+
+    id: str
+    run_id: str | None
+    infer: bool
 
 
 #: What a history event says happened to a memory (engram.stores.sql.history).

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 
@@ -93,6 +93,54 @@ class Recall:
 
 
 # -- shared plumbing ----------------------------------------------------------------------------------
+class RecallKwargs(TypedDict, total=False):
+    """The options of :func:`recall`, typed for ``Memory.recall(**options)``."""
+
+    max_results: int
+    kind: str | None
+    min_salience: float
+    project_id: str | None
+    include_archived: bool
+    now: datetime | str | None
+    options: RecallOptions | None
+
+
+class TemporalKwargs(TypedDict, total=False):
+    """The options of :func:`recall_temporal`."""
+
+    kind: str | None
+    project_id: str | None
+    include_archived: bool
+    limit: int
+    now: datetime | str | None
+    options: RecallOptions | None
+
+
+class ByKindKwargs(TypedDict, total=False):
+    """The options of :func:`recall_by_kind`."""
+
+    project_id: str | None
+    include_archived: bool
+    now: datetime | str | None
+    options: RecallOptions | None
+
+
+class LinkedKwargs(TypedDict, total=False):
+    """The options of :func:`recall_linked`."""
+
+    direction: Literal["out", "both"]
+    include_archived: bool
+
+
+class ContradictionKwargs(TypedDict, total=False):
+    """The options of :func:`find_contradictions`."""
+
+    max_results: int
+    min_salience: float
+    now: datetime | str | None
+    options: RecallOptions | None
+
+
 def _user(ctx: Context, user_id: str) -> str:
     # Isolation: there is no "every user" recall, so a missing user_id is an error, not a wildcard.
     return ctx.user(user_id)

@@ -173,3 +173,22 @@ def test_entity_table_is_read_once_until_the_user_writes(tmp_path: Path) -> None
         result = memory.retrieve("What did Globex pay?", user_id="u1", config=fresh)
         assert indexes.builds == builds + 1
         assert any(e.signals["entity_overlap"] == 1.0 for e in result.memories)
+
+
+def test_no_public_method_of_memory_takes_untyped_options() -> None:
+    """Every ``**options`` of the facade is a TypedDict: mypy checks what callers pass."""
+    import inspect
+    import typing
+
+    from engram import Memory as Facade
+
+    hints_missing = []
+    for name, method in inspect.getmembers(Facade, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        for param in inspect.signature(method).parameters.values():
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                hint = typing.get_type_hints(method).get(param.name)
+                if typing.get_origin(hint) is not typing.Unpack:
+                    hints_missing.append(f"{name}(**{param.name}: {hint})")
+    assert hints_missing == []
