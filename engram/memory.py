@@ -8,7 +8,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Unpack, overload
 
@@ -36,25 +35,13 @@ from engram.recall import ByKindKwargs, ContradictionKwargs, LinkedKwargs, Recal
 from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
 from engram.salience import memory_salience
+from engram.stores.open import open_store
 from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport, tune_user
 from engram.validate import as_filters, integer, to_utc, top_k_shortcut, user_id, validate_id
 
 __all__ = ["Memory", "open_store"]
 
-DEFAULT_PATH = "engram.db"
 MAX_OFFSET = 10**9  # list(): beyond any real page, and far inside SQLite's 64-bit integers
-
-
-def open_store(path_or_url: str | os.PathLike[str] | None) -> Store:
-    """A store for a file path (SQLite) or a ``postgresql://`` URL."""
-    target = os.fspath(path_or_url) if path_or_url is not None else os.environ.get("ENGRAM_DB", DEFAULT_PATH)
-    if target.startswith(("postgresql://", "postgres://")):
-        from engram.stores.postgres.store import PostgresStore
-
-        return PostgresStore(target)
-    from engram.stores.sqlite.store import SQLiteStore
-
-    return SQLiteStore(Path(target) if target != ":memory:" else target)
 
 
 class Memory:

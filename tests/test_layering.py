@@ -20,10 +20,7 @@ TOP = ("engram.memory", "engram.aio", "engram.default_memory", "engram.service",
        "engram.eval", "engram.testing")
 
 #: Modules below the top that still import the facade, owned elsewhere, until moved.
-KNOWN_FACADE_IMPORTERS = {
-    # ``engram copy`` opens both ends with engram.memory.open_store, a store factory that belongs with the stores.
-    "engram.stores.copy",
-}
+KNOWN_FACADE_IMPORTERS: set[str] = set()
 
 #: Features over a context: storage must not depend on any of them.
 FEATURES = ("engram.recall", "engram.documents", "engram.keyword_search", "engram.feedback", "engram.ontology",

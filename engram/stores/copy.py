@@ -110,7 +110,7 @@ def copy_store(
 def copy_command(src: str, dst: str, batch: int) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from engram.memory import open_store
+    from engram.stores.open import open_store
 
     source = open_store(src)
     try:
