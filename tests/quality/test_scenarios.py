@@ -27,20 +27,22 @@ from tests.quality.scenario_data import CATEGORIES, INTACT, NOW, SCENARIO
 K = 10
 
 #: Overall recall@10 of ``engram`` (Memory.retrieve with the defaults, top_k=10), minus 0.02.
-FLOOR = 0.87
+FLOOR = 0.88
 #: Per-category recall@10, each what the code achieved minus 0.02 (0.0 where it found nothing).
 #: The second hop traded one preference question (a filler naming what the top result names took
 #: tenth place) for one multi-hop question; LongMemEval and LoCoMo gained from it too.
 #: Reading keyword scores against the query's best keyword match lost one multi-hop question (the
 #: second gold from tenth to eleventh) for LoCoMo dev recall@10 +2.4 and LongMemEval dev turn
 #: recall@5 +4.8; the score floor no longer drops what a question's time scope points at (time +0.01).
+#: Structured fields indexed as keyword terms (engram.text.memory_terms): preference 0.61 -> 0.67,
+#: multihop 0.75 -> 0.81, overall 0.89 -> 0.90.
 CATEGORY_FLOORS = {
     "time": 0.81,
-    "preference": 0.59,
+    "preference": 0.65,
     "procedure": 0.98,
     "entity": 0.98,
     "speaker": 0.98,
-    "multihop": 0.73,
+    "multihop": 0.79,
     "paraphrase": 0.76,
     "update": 0.98,
     "filter": 0.98,

@@ -26,7 +26,7 @@ from engram.model import Entity, MemoryRecord
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.sql.rows import COLUMNS, row_to_record
 from engram.stores.sql.rows import record_params as shared_params
-from engram.text import index_terms
+from engram.text import memory_terms
 
 __all__ = [
     "INSERT_SQL",
@@ -220,16 +220,20 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
         PRIMARY KEY (user_id, memory_key, id)
     );
     """,
+    # 8: structured fields are indexed too where their words are not in the content (as SQLite's 8).
+    lambda conn: _reindex_keywords(conn, labelled_only=True),
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
 
 
-def _reindex_keywords(conn: psycopg.Connection[Any], batch: int = 1000) -> None:
+def _reindex_keywords(conn: psycopg.Connection[Any], batch: int = 1000, *, labelled_only: bool = False) -> None:
+    only = "AND coalesce(subject, predicate, object, trigger_text, action_text) IS NOT NULL " if labelled_only else ""
     last = ""
     while True:
         rows = conn.execute(
-            "SELECT user_id, id, content, role FROM engram_memories WHERE (user_id || chr(1) || id) > %s "
+            "SELECT user_id, id, content, role, subject, predicate, object, trigger_text, action_text "
+            f"FROM engram_memories WHERE (user_id || chr(1) || id) > %s {only}"
             "ORDER BY user_id || chr(1) || id LIMIT %s", (last, batch),
         ).fetchall()
         if not rows:
@@ -239,8 +243,8 @@ def _reindex_keywords(conn: psycopg.Connection[Any], batch: int = 1000) -> None:
                 "UPDATE engram_memories SET content_tsv = to_tsvector('simple', %s), doc_len = %s "
                 "WHERE user_id = %s AND id = %s",
                 [(" ".join(terms), len(terms), user_id, memory_id)
-                 for user_id, memory_id, content, role in rows
-                 for terms in [index_terms(content, role)]],
+                 for user_id, memory_id, content, role, *labels in rows
+                 for terms in [memory_terms(content, role, *labels)]],
             )
         last = rows[-1][0] + "\x01" + rows[-1][1]
 
@@ -331,5 +335,5 @@ INSERT_SQL = (
 
 
 def record_params(r: MemoryRecord, vector: Any) -> tuple[Any, ...]:
-    terms = index_terms(r.content, r.role)
+    terms = memory_terms(r.content, r.role, r.subject, r.predicate, r.object, r.trigger, r.action)
     return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector)

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Callable
 
 from engram.model import Entity
-from engram.text import index_terms
+from engram.text import index_terms, memory_terms
 
 __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
 
@@ -213,7 +213,50 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         PRIMARY KEY (user_id, memory_key, id)
     );
     """,
+    # 8: a memory's structured fields (a fact's subject/predicate/object, a procedure's trigger and
+    # action) are indexed too, where their words are not in its content (engram.text.memory_terms).
+    lambda conn: _index_labels(conn),
 )
+
+#: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.
+_TERM_COLUMNS = ("content", "role", "subject", "predicate", "object", "trigger_text", "action_text")
+
+
+def _index_labels(conn: sqlite3.Connection) -> None:
+    def of(row: str) -> str:
+        return ", ".join(f"{row}.{c}" for c in _TERM_COLUMNS)
+
+    labelled = "coalesce(subject, predicate, object, trigger_text, action_text) IS NOT NULL"
+    script = f"""
+        DROP TRIGGER keyword_insert;
+        DROP TRIGGER keyword_delete;
+        DROP TRIGGER keyword_update;
+        DELETE FROM keyword_fts WHERE rowid IN (SELECT rowid FROM memories WHERE {labelled});
+        INSERT INTO keyword_fts (rowid, terms)
+            SELECT rowid, engram_keyword_doc(user_id, {of("memories")}) FROM memories WHERE {labelled};
+        UPDATE keyword_stats SET terms = (
+            SELECT sum(engram_keyword_len({of("m")})) FROM memories m WHERE m.user_id = keyword_stats.user_id
+        ) WHERE user_id IN (SELECT user_id FROM memories WHERE {labelled});
+        CREATE TRIGGER keyword_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO keyword_fts (rowid, terms) VALUES (new.rowid, engram_keyword_doc(new.user_id, {of("new")}));
+            INSERT INTO keyword_stats (user_id, docs, terms)
+                VALUES (new.user_id, 1, engram_keyword_len({of("new")}))
+                ON CONFLICT (user_id) DO UPDATE SET docs = docs + 1, terms = terms + excluded.terms;
+        END;
+        CREATE TRIGGER keyword_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM keyword_fts WHERE rowid = old.rowid;
+            UPDATE keyword_stats SET docs = docs - 1, terms = terms - engram_keyword_len({of("old")})
+                WHERE user_id = old.user_id;
+        END;
+        CREATE TRIGGER keyword_update AFTER UPDATE OF {", ".join(_TERM_COLUMNS)} ON memories BEGIN
+            DELETE FROM keyword_fts WHERE rowid = old.rowid;
+            INSERT INTO keyword_fts (rowid, terms) VALUES (new.rowid, engram_keyword_doc(new.user_id, {of("new")}));
+            UPDATE keyword_stats SET terms = terms - engram_keyword_len({of("old")})
+                + engram_keyword_len({of("new")}) WHERE user_id = new.user_id;
+        END;
+    """
+    for statement in _statements(script):  # in the migration's transaction (executescript would commit)
+        conn.execute(statement)
 
 #: From migration 6 on, every change to a user's keyword index (the keyword triggers update their
 #: ``keyword_stats`` row) also moves that row's ``version``, which keys the cached document
@@ -230,10 +273,16 @@ _STATS_VERSION = """
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
-    """The Python functions the keyword triggers call: every connection that writes needs them."""
+    """The Python functions the keyword triggers call: every connection that writes needs them (the
+    shorter forms serve migration 4 of an old file; migration 8's triggers pass every term column)."""
     conn.create_function("engram_keyword_doc", 3, keyword_document, deterministic=True)
     conn.create_function(
         "engram_keyword_len", 2, lambda content, role: len(index_terms(content or "", role)), deterministic=True
+    )
+    conn.create_function("engram_keyword_doc", 1 + len(_TERM_COLUMNS), keyword_document, deterministic=True)
+    conn.create_function(
+        "engram_keyword_len", len(_TERM_COLUMNS),
+        lambda content, role, *labels: len(memory_terms(content or "", role, *labels)), deterministic=True,
     )
 
 
@@ -242,10 +291,10 @@ def user_key(user_id: str) -> str:
     return "u" + hashlib.blake2b(user_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
 
 
-def keyword_document(user_id: str, content: str | None, role: str | None) -> str:
+def keyword_document(user_id: str, content: str | None, role: str | None, *labels: str | None) -> str:
     """What the keyword index stores for one memory: its terms, each behind its user's key."""
     key = user_key(user_id)
-    return " ".join(key + term for term in index_terms(content or "", role))
+    return " ".join(key + term for term in memory_terms(content or "", role, *labels))
 
 
 def _backfill_entities(conn: sqlite3.Connection) -> None:
