@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTITY_TYPE_WORDS", "EXTRACTED_PREFIXES", "MAX_IDS", "MAX_INDEX_NAMES", "EntityIndex", "backfill",
-    "caller_entities", "extract", "extract_record", "mention_ids", "tag_record",
+    "caller_entities", "extract", "extract_record", "mention_ids", "speaker_entity", "tag_record",
 ]
 
 MAX_IDS = 32  # ids per text: a pasted page should not drown the entity signal
@@ -167,7 +167,8 @@ def _name_id(name: str) -> str | None:
     return "mention:" + _POSSESSIVE.sub("", " ".join(words)).lower()
 
 
-def _speaker(role: str | None, index: EntityIndex) -> str | None:
+def speaker_entity(role: str | None, index: EntityIndex) -> str | None:
+    """The entity id of who said a memory, when its role names a person ("Priya"), else None."""
     if not isinstance(role, str) or not role.strip() or role.strip().casefold() in _NOT_SPEAKERS:
         return None
     if not any(ch.isalpha() for ch in role):
@@ -258,7 +259,7 @@ def extract(
     DeadlineExceeded once ``time.perf_counter()`` passes ``deadline``.
     """
     found: dict[str, None] = {}
-    speaker = _speaker(role, index)
+    speaker = speaker_entity(role, index)
     if speaker is not None:
         found[speaker] = None
     for part in (text, subject, object):

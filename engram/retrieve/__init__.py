@@ -23,6 +23,7 @@ from engram.ext import Embedder, Metrics, RetrievalReads, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
+from engram.ingest.entities import speaker_entity
 from engram.ingest.entity_index import EntityIndexes
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
@@ -171,12 +172,10 @@ class Pipeline:
                     raise DeadlineExceeded(f"retrieval passed its {config.timeout_ms} ms deadline after {name}")
 
         tuned = self.weights_by_strategy(user_id)
+        index = timed("understand", lambda: self.entity_indexes.get(self.store, user_id, version, deadline))
         plan = timed(
             "understand",
-            lambda: understand(
-                query, now=now, known_entities=self.entity_indexes.get(self.store, user_id, version, deadline),
-                weights_by_strategy=tuned, deadline=deadline,
-            ),
+            lambda: understand(query, now=now, known_entities=index, weights_by_strategy=tuned, deadline=deadline),
         )
         if config.weights is not None:
             weights_source = "config"
@@ -204,6 +203,7 @@ class Pipeline:
         records: list[MemoryRecord] = []
         vectors: dict[str, Any] = {}
         neighbors: dict[str, tuple[str, ...]] = {}
+        speakers: dict[str, str] = {}
 
         def load(ids: list[str]) -> None:
             fresh = timed("fetch", lambda: reads.fetch(user_id, ids))
@@ -211,6 +211,7 @@ class Pipeline:
             if as_of is not None:
                 fresh = [r for r in fresh if truth.valid_at(r, as_of)]
             records.extend(fresh)
+            speakers.update((r.id, who) for r in fresh if r.role and (who := speaker_entity(r.role, index)))
             vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
             neighbors.update(timed("neighbors", lambda: reads.session_neighbors(
                 user_id, [r.id for r in fresh if r.session_id is not None])))
@@ -223,7 +224,7 @@ class Pipeline:
                 query_entities=plan.entities, time_range=plan.time_range, now=now, weights=plan.weights,
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
-                similarity_range=similarity_range, neighbors=neighbors, bridges=bridges,
+                similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
             ))
 
         load(found.ids)

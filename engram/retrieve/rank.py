@@ -205,6 +205,7 @@ def rank(
     similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE,
     neighbors: Mapping[str, Sequence[str]] | None = None,
     bridges: Mapping[str, tuple[float, str]] | None = None,
+    speakers: Mapping[str, str] | None = None,
 ) -> list[Scored]:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -216,7 +217,8 @@ def rank(
     before and after it in its session: a turn next to a relevant candidate gains
     ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``). ``bridges`` maps
     a memory to the relevance of a top result it shares an entity with, and that entity: it gains
-    ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop).
+    ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop). ``speakers`` maps a memory to the
+    entity of who said it: a query entity that speaks counts fully only in its own memories.
     """
     strategy = dict(weights)
     if config.weights is not None:
@@ -231,6 +233,8 @@ def rank(
     # The best match counts as a full one once it holds at least KEYWORD_FULL_SHARE of them.
     raw_keywords = [keyword_relevance(keyword_scores.get(record.id)) for record in records]
     keyword_scale = 1.0 / max(max(raw_keywords, default=0.0), KEYWORD_FULL_SHARE)
+    said = speakers or {}
+    voices = set(query_entities) & set(said.values())
     for record, cosine, raw_keyword in zip(records, cosines, raw_keywords, strict=True):
         cand_entities = set(record.entities)
         if record.subject:
@@ -238,7 +242,9 @@ def rank(
         keyword = min(1.0, raw_keyword * keyword_scale)
         signals = {
             "semantic_similarity": cosine,
-            "entity_overlap": entity_overlap(query_entities, cand_entities),
+            "entity_overlap": entity_overlap(
+                query_entities, cand_entities, speaker=said.get(record.id), speakers=voices
+            ),
             "temporal_relevance": temporal_relevance(record.created_at, time_range, now),
             "importance": min(1.0, max(0.0, record.importance)) if math.isfinite(record.importance) else 0.0,
             "reinforcement": reinforcement(record.access_count),

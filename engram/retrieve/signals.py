@@ -7,7 +7,7 @@ simply carries no evidence for that signal (0.0), so one absent input cannot sin
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from datetime import datetime
 
 import numpy as np
@@ -17,6 +17,7 @@ from engram.model import TimeRange
 
 __all__ = [
     "DEFAULT_SIMILARITY_RANGE",
+    "SPEAKER_MENTION",
     "SUMMARY_BOOST",
     "calibrated_similarity",
     "entity_overlap",
@@ -60,13 +61,31 @@ def semantic_similarity(query_vec: Vector | None, vec: Vector | None) -> float:
     return _unit(float(np.dot(q, v)))
 
 
-def entity_overlap(query_entities: Iterable[str], candidate_entities: Iterable[str]) -> float:
-    """Entity overlap ``|Q ∩ C| / |Q|``; 0.0 when either side has no entities."""
+#: What a query entity counts for in a memory that mentions it while someone else speaks, when
+#: that entity is itself a speaker among the candidates: "What did Caroline research?" is about
+#: Caroline's own turns more than Melanie's turns that name her. LoCoMo dev evidence recall@10
+#: 0.748 -> 0.769 (0.774 at 0, but then "What did Melanie say about Caroline?" could not prefer
+#: Melanie's turns naming Caroline); LongMemEval (one speaker) unchanged.
+SPEAKER_MENTION = 0.5
+
+
+def entity_overlap(
+    query_entities: Iterable[str], candidate_entities: Iterable[str], *,
+    speaker: str | None = None, speakers: Set[str] = frozenset(),
+) -> float:
+    """Entity overlap ``|Q ∩ C| / |Q|``; 0.0 when either side has no entities.
+
+    A query entity among ``speakers`` (who speak in the candidates) counts fully in the memories
+    it said (``speaker``) and :data:`SPEAKER_MENTION` in the others that mention it.
+    """
     query = set(query_entities)
     candidate = set(candidate_entities)
     if not query or not candidate:
         return 0.0
-    return len(query & candidate) / len(query)
+    found = query & candidate
+    if speakers:
+        return sum(SPEAKER_MENTION if e in speakers and e != speaker else 1.0 for e in found) / len(query)
+    return len(found) / len(query)
 
 
 def temporal_relevance(created_at: datetime, time_range: TimeRange | None, now: datetime) -> float:

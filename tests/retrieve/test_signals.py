@@ -146,3 +146,45 @@ class TestKeywordAndBoost:
         assert type_boost("summary") == 1.15
         for kind in ("message", "fact", "episode", "procedure", "document", "chunk"):
             assert type_boost(kind) == 1.0
+
+
+def test_a_query_entity_that_speaks_counts_fully_only_in_its_own_memories() -> None:
+    from engram.retrieve.signals import SPEAKER_MENTION
+
+    voices = frozenset({"mention:caroline", "mention:melanie"})
+    # Caroline's own turn vs Melanie's turn naming her, for "What did Caroline research?"
+    assert entity_overlap(["mention:caroline"], ["mention:caroline"], speaker="mention:caroline",
+                          speakers=voices) == 1.0
+    assert entity_overlap(["mention:caroline"], ["mention:melanie", "mention:caroline"], speaker="mention:melanie",
+                          speakers=voices) == SPEAKER_MENTION
+    # "What did Melanie say about Caroline?": Melanie's turn naming Caroline beats Caroline's own turn.
+    asked = ["mention:melanie", "mention:caroline"]
+    assert entity_overlap(asked, ["mention:melanie", "mention:caroline"], speaker="mention:melanie",
+                          speakers=voices) > entity_overlap(asked, ["mention:caroline"], speaker="mention:caroline",
+                                                            speakers=voices)
+    # An entity nobody speaks as counts fully wherever it is named.
+    assert entity_overlap(["mention:paris"], ["mention:melanie", "mention:paris"], speaker="mention:melanie",
+                          speakers=voices) == 1.0
+
+
+def test_the_pipeline_knows_who_said_each_memory(tmp_path: object, embedder: object) -> None:
+    from datetime import UTC, datetime, timedelta
+    from pathlib import Path
+
+    from engram import Memory, RetrievalConfig
+    from engram.retrieve.signals import SPEAKER_MENTION
+
+    now = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    with Memory(Path(str(tmp_path)) / "talk.db", embedder=embedder) as memory:  # type: ignore[arg-type]
+        memory.add([
+            {"role": "Melanie", "content": "Caroline keeps reading about adoption agencies.",
+             "created_at": now - timedelta(minutes=2)},
+            {"role": "Caroline", "content": "I keep reading about adoption agencies.",
+             "created_at": now - timedelta(minutes=1)},
+        ], user_id="u", run_id="s1")
+        result = memory.retrieve("What has Caroline been reading about?", user_id="u", now=now,
+                                 config=RetrievalConfig(top_k=2))
+        by_text = {m.content: m for m in result.memories}
+        own, told = by_text["I keep reading about adoption agencies."], by_text[
+            "Caroline keeps reading about adoption agencies."]
+        assert own.signals["entity_overlap"] == 1.0 and told.signals["entity_overlap"] == SPEAKER_MENTION
