@@ -76,9 +76,9 @@ def test_sqlite_migration_indexes_labels_of_stored_memories(tmp_path: Path) -> N
     from engram.stores.sqlite.schema import keyword_document
 
     conn.execute("DELETE FROM keyword_fts")  # indexed as before labels: content terms only
+    rows = conn.execute("SELECT rowid, user_id, content, role FROM memories").fetchall()
     conn.executemany("INSERT INTO keyword_fts (rowid, terms) VALUES (?, ?)",
-                     [(rowid, keyword_document(user, content, role))
-                      for rowid, user, content, role in conn.execute("SELECT rowid, user_id, content, role FROM memories")])
+                     [(rowid, keyword_document(user, content, role)) for rowid, user, content, role in rows])
     conn.execute("PRAGMA user_version = 7")
     conn.commit()
     conn.close()
