@@ -106,7 +106,6 @@ async function search(event) {
   showError("");
   userChanged();
   const body = {
-    userId: lastUser,
     message: $("query").value,
     config: {
       topK: number("top-k"), minScore: number("min-score"), maxTokens: number("max-tokens"),
@@ -115,7 +114,7 @@ async function search(event) {
   };
   if ($("as-of").value) body.now = new Date($("as-of").value).toISOString();
   try {
-    render(await api("POST", "/v1/retrieve", body));
+    render(await api("POST", `/v1/retrieve?userId=${encodeURIComponent(lastUser)}`, body));
   } catch (err) {
     $("results").replaceChildren();
     showError(err.message);
