@@ -35,7 +35,7 @@ def client(h: Harness) -> Iterator[TestClient]:
         yield c
 
 
-def error_of(response: httpx.Response) -> dict[str, Any]:
+def error_of(response: Any) -> dict[str, Any]:
     assert response.status_code == 422, response.text
     error: dict[str, Any] = response.json()["error"]
     return error

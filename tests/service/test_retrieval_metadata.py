@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -29,11 +30,11 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     h.close()
 
 
-def retrieve(client: TestClient, message: str, **config: object) -> dict[str, object]:
+def retrieve(client: TestClient, message: str, **config: object) -> dict[str, Any]:
     response = client.post("/v1/retrieve", params={"userId": "u1"},
                            json={"message": message, "now": NOW, "config": config})
     assert response.status_code == 200, response.text
-    meta: dict[str, object] = response.json()["metadata"]
+    meta: dict[str, Any] = response.json()["metadata"]
     return meta
 
 
