@@ -138,3 +138,24 @@ def test_the_counts_and_range_survive_the_wire(memory: Memory) -> None:
         meta.below_min_score, meta.dedup_removed, meta.mmr_removed, meta.beyond_top_k, meta.budget_removed)
     payload = result.to_dict()["metadata"]
     assert {"belowMinScore", "mmrRemoved", "beyondTopK", "budgetRemoved", "timeRange"} <= set(payload)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"min_score": 0.3, "top_k": 3},
+        {"mmr_lambda": 0.0, "top_k": 4, "overfetch": 3},
+        {"max_tokens": 40, "dedup": False},
+        {"min_score": 0.2, "top_k": 2, "max_tokens": 15, "mmr_lambda": 0.5},
+    ],
+)
+def test_every_candidate_is_returned_or_counted_once(memory: Memory, changes: dict[str, Any]) -> None:
+    texts = ["Acme pays by wire.", "acme pays by wire", "Acme pays by wire, usually", "Globex prefers cheques",
+             "Acme's invoices are due in thirty days", "Initech pays Acme late", "Acme moved to NET45"]
+    for i, text in enumerate(texts * 2):
+        memory.add(f"{text} ({i // len(texts)})" if i >= len(texts) else text, user_id="u1",
+                   created_at=f"2024-02-{i + 1:02d}T09:00:00+00:00")
+    meta = run(memory, "How does Acme pay its invoices?", **changes).metadata
+    assert meta.total_results > meta.included_results > 0
+    assert accounted(meta) == meta.total_results, meta
