@@ -5,8 +5,6 @@ the request (``body.memories[18].content``, ``body at line 2 column 13``), over 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,25 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from engram.client import EngramClient
-from engram.embedders import named_embedder
 from engram.errors import ValidationError
-from tests.service import Harness, harness, running
-
-
-@pytest.fixture
-def h(tmp_path: Path) -> Iterator[Harness]:
-    embedder = named_embedder("hash-32")
-    assert embedder is not None
-    made = harness(tmp_path, embedder)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def client(h: Harness) -> Iterator[TestClient]:
-    with TestClient(h.app, raise_server_exceptions=False) as c:
-        c.headers["Authorization"] = f"Bearer {h.key('u1', 'u2')}"
-        yield c
+from tests.service import Harness, running
 
 
 def error_of(response: Any) -> dict[str, Any]:
