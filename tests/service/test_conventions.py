@@ -105,6 +105,10 @@ def test_a_bad_item_is_named_by_its_position_in_the_body(client: TestClient) -> 
     message = error_of(client.post("/v1/memories", params={"userId": "u1"},
                                    json={"messages": [{"role": "user", "content": 5}]}))
     assert message["field"] == "messages[0].content"
+    # Refused by Memory's own checks rather than the schema: still named by the item's position.
+    blank = error_of(client.post("/v1/memories/batch", params={"userId": "u1"},
+                                 json={"memories": [{"content": "ok"}, {"content": "x", "sessionId": " "}]}))
+    assert blank["field"] == "memories[1].sessionId" and blank["message"].startswith("memories[1].sessionId: ")
     query = error_of(client.get("/v1/memories", params={"userId": "u1", "limit": "many"}))
     assert query["field"] == "limit" and query["location"] == "query" and query["message"].startswith("query.limit:")
 
