@@ -49,15 +49,17 @@ SECURITY_HEADERS = (
 )
 #: The conventions every route follows, at the top of /openapi.json.
 API_CONVENTIONS = f"""\
-**The user.** {USER_RULE}
+**The user.** {USER_RULE} In a batch, the query parameter is the user of every item that names none.
+`DELETE /v1/users/{{userId}}` names the user it forgets in its path.
 
-**Names.** Requests and answers spell fields in camelCase (snake_case is accepted in request bodies).
+**Names.** Request bodies are camelCase (snake_case accepted). Answers are camelCase, except recall results,
+documents and ingest reports, which keep their snake_case field names.
 
-**Errors.** Every error answers `{{"error": {{"code", "message", "field"?, "location"?}}}}`. A request that
-fails validation is a 422 `INVALID_INPUT` whose `field` is the input as the request spelled it
-(`memories[18].content`, `config.topK`, `userId`), whose `location` is the part of the request holding it
-(`body`, `query`, `path`) and whose message starts with the position (`body.memories[18].content: ...`;
-`body at line 1 column 19: ...` for a body that is not JSON).
+**Errors.** Every error answers `{{"error": {{"code", "message", "field"?, "location"?}}}}`. Input refused is a
+422 whose `field` is the input as the request spelled it (`memories[18].content`, `config.topK`, `userId`).
+Refused by the request schema (`INVALID_INPUT`), it also has a `location`, the part of the request holding the
+input (`body`, `query`, `path`), and its message starts with the position: `body.memories[18].content: ...`,
+or `body at line 1 column 19: ...` for a body that is not JSON.
 """
 _PARTS = ("body", "query", "path", "header", "cookie")
 #: A union member's tag in a pydantic ``loc`` (``str``, ``list[dict[str,any]]``, ``function-after[...]``).

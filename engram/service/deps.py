@@ -34,7 +34,7 @@ __all__ = [
 FORBIDDEN_MESSAGE = "this API key may not access that user"
 #: The one way every route names its user (said in each route's parameter and in /openapi.json).
 USER_RULE = (
-    "The user the request acts for. Every route that acts for one user takes it as this `userId` query "
+    "The user the request acts for. Every route that acts for one user takes it as the `userId` query "
     "parameter; routes with a JSON body also accept `userId` in the body (as before), and given in both "
     "places the two must be equal (else 422 with field `userId`)."
 )
