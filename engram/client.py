@@ -91,11 +91,12 @@ class EngramClient:
         self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Any
     ) -> MemoryRecord | builtins.list[MemoryRecord]:
         if not is_conversation(content):
-            body = _body(content=content, user_id=user_id, kind=kind, **fields)
-            return decode(MemoryRecord, self._call("POST", "/v1/memories", json=body))
+            body = _body(content=content, kind=kind, **fields)
+            return decode(MemoryRecord, self._call("POST", "/v1/memories", json=body, params=_user(user_id)))
         messages = [content] if isinstance(content, Mapping) else builtins.list(content)
-        body = _body(messages=messages, user_id=user_id, kind=kind, **fields)
-        return [decode(MemoryRecord, m) for m in self._call("POST", "/v1/memories", json=body)["memories"]]
+        body = _body(messages=messages, kind=kind, **fields)
+        data = self._call("POST", "/v1/memories", json=body, params=_user(user_id))
+        return [decode(MemoryRecord, m) for m in data["memories"]]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> builtins.list[MemoryRecord]:
         memories = [_body(**item) for item in items]
@@ -105,12 +106,13 @@ class EngramClient:
         return [decode(MemoryRecord, m) for m in data["memories"]]
 
     def update(self, memory_id: str, data: str | None = None, *, user_id: str, **changes: Any) -> MemoryRecord:
-        body = _body(user_id=user_id, content=data, **changes)
-        return decode(MemoryRecord, self._call("PATCH", f"/v1/memories/{_seg(memory_id)}", json=body))
+        body = _body(content=data, **changes)
+        path = f"/v1/memories/{_seg(memory_id)}"
+        return decode(MemoryRecord, self._call("PATCH", path, json=body, params=_user(user_id)))
 
     def delete(self, memory_id: str, *, user_id: str) -> bool:
         try:
-            self._call("DELETE", f"/v1/memories/{_seg(memory_id)}", params={"userId": user_id})
+            self._call("DELETE", f"/v1/memories/{_seg(memory_id)}", params=_user(user_id))
         except MemoryNotFound:
             return False
         return True
@@ -127,17 +129,17 @@ class EngramClient:
         return int(self._call("POST", "/v1/admin/reset")["deleted"])
 
     def link(self, from_id: str, to_id: str, type: str, strength: float = 1.0, *, user_id: str) -> Link:
-        body = _body(user_id=user_id, from_id=from_id, to_id=to_id, type=type, strength=strength)
-        return decode(Link, self._call("POST", "/v1/links", json=body))
+        body = _body(from_id=from_id, to_id=to_id, type=type, strength=strength)
+        return decode(Link, self._call("POST", "/v1/links", json=body, params=_user(user_id)))
 
     def add_entity(self, entity_id: str, *, user_id: str, type: str | None = None, name: str | None = None,
                    aliases: Sequence[str] = ()) -> Entity:
-        body = _body(user_id=user_id, entity_id=entity_id, type=type, name=name, aliases=builtins.list(aliases))
-        return decode(Entity, self._call("POST", "/v1/entities", json=body))
+        body = _body(entity_id=entity_id, type=type, name=name, aliases=builtins.list(aliases))
+        return decode(Entity, self._call("POST", "/v1/entities", json=body, params=_user(user_id)))
 
     def feedback(self, retrieval_id: str, used_ids: Sequence[str], *, user_id: str) -> FeedbackResult:
-        body = _body(user_id=user_id, retrieval_id=retrieval_id, used_ids=builtins.list(used_ids))
-        return decode(FeedbackResult, self._call("POST", "/v1/feedback", json=body)["result"])
+        body = _body(retrieval_id=retrieval_id, used_ids=builtins.list(used_ids))
+        return decode(FeedbackResult, self._call("POST", "/v1/feedback", json=body, params=_user(user_id))["result"])
 
     def ingest(self, paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, user_id: str,
                tags: Sequence[str] = (), topic: str | None = None, note: str | None = None,
@@ -145,27 +147,26 @@ class EngramClient:
         """Upload local files; the service keys a document's versions by its file name, not its path."""
         items = [paths] if isinstance(paths, (str, os.PathLike)) else builtins.list(paths)
         documents = [{"name": Path(p).name, "content": Path(p).read_text(encoding="utf-8")} for p in items]
-        body = _body(user_id=user_id, documents=documents, tags=builtins.list(tags), topic=topic, note=note,
-                     force=force)
-        return decode(IngestReport, self._call("POST", "/v1/documents", json=body))
+        body = _body(documents=documents, tags=builtins.list(tags), topic=topic, note=note, force=force)
+        return decode(IngestReport, self._call("POST", "/v1/documents", json=body, params=_user(user_id)))
 
     # -- reads ----------------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str) -> MemoryRecord:
-        data = self._call("GET", f"/v1/memories/{_seg(memory_id)}", params={"userId": user_id})
+        data = self._call("GET", f"/v1/memories/{_seg(memory_id)}", params=_user(user_id))
         return decode(MemoryRecord, data)
 
     def list(self, *, user_id: str, filters: Filters | Mapping[str, Any] | None = None, limit: int = 100,
              offset: int = 0) -> builtins.list[MemoryRecord]:
-        params = {"userId": user_id, "limit": limit, "offset": offset, **list_params(filters)}
+        params = {**_user(user_id), "limit": limit, "offset": offset, **list_params(filters)}
         return [decode(MemoryRecord, m) for m in self._call("GET", "/v1/memories", params=params)["memories"]]
 
     def links(self, memory_id: str, *, user_id: str) -> builtins.list[Link]:
-        data = self._call("GET", f"/v1/memories/{_seg(memory_id)}/links", params={"userId": user_id})
+        data = self._call("GET", f"/v1/memories/{_seg(memory_id)}/links", params=_user(user_id))
         return [decode(Link, d) for d in data["links"]]
 
     def history(self, memory_id: str, *, user_id: str) -> builtins.list[HistoryEvent]:
         """Every change to the memory, oldest first (the ``events`` of its history route)."""
-        data = self._call("GET", f"/v1/memories/{_seg(memory_id)}/history", params={"userId": user_id})
+        data = self._call("GET", f"/v1/memories/{_seg(memory_id)}/history", params=_user(user_id))
         return [decode(HistoryEvent, e) for e in data["events"]]
 
     def stats(self) -> Mapping[str, Any]:
@@ -185,7 +186,7 @@ class EngramClient:
         wire = retrieve_filters(filters)
         if session_id is not None:
             wire["sessionId"] = session_id
-        body = _body(user_id=user_id, message=query, use_memory=use_memory, now=now, as_of=as_of,
+        body = _body(message=query, use_memory=use_memory, now=now, as_of=as_of,
                      kinds=wire.pop("kinds", None), tags=wire.pop("tags", None))
         if kinds is not None:
             body["kinds"] = builtins.list(kinds)
@@ -195,7 +196,7 @@ class EngramClient:
             body["filters"] = wire
         if config is not None or k is not None:
             body["config"] = {**config_overrides(config or {}), **({"topK": k} if k is not None else {})}
-        data = self._call("POST", "/v1/retrieve", json=body)
+        data = self._call("POST", "/v1/retrieve", json=body, params=_user(user_id))
         return decode_retrieval(data, query, to_utc(now, "now") if now is not None else None)
 
     def search(self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
@@ -225,18 +226,18 @@ class EngramClient:
                       depth: int = 1) -> Recall:
         return self._recall(user_id=user_id, mode="linked", memory_id=memory_id, link_types=link_types, depth=depth)
 
-    def _recall(self, **fields: Any) -> Recall:
-        return decode(Recall, self._call("POST", "/v1/recall", json=_body(**fields)))
+    def _recall(self, *, user_id: str, **fields: Any) -> Recall:
+        return decode(Recall, self._call("POST", "/v1/recall", json=_body(**fields), params=_user(user_id)))
 
     def get_document(self, meta: Mapping[str, Any] | str, *, user_id: str, k: int = 50,
                      default_tags: Sequence[str] | None = None, strategy: str = "latest",
                      as_of: datetime | str | None = None) -> Document:
-        body = _body(user_id=user_id, meta=dict(meta) if isinstance(meta, Mapping) else meta, k=k,
-                     default_tags=default_tags, strategy=strategy, as_of=as_of)
-        return decode(Document, self._call("POST", "/v1/documents/query", json=body))
+        body = _body(meta=dict(meta) if isinstance(meta, Mapping) else meta, k=k, default_tags=default_tags,
+                     strategy=strategy, as_of=as_of)
+        return decode(Document, self._call("POST", "/v1/documents/query", json=body, params=_user(user_id)))
 
     def document_versions(self, filename_or_doc_key: str, *, user_id: str) -> builtins.list[Document]:
-        data = self._call("GET", "/v1/documents/versions", params={"userId": user_id, "name": filename_or_doc_key})
+        data = self._call("GET", "/v1/documents/versions", params={**_user(user_id), "name": filename_or_doc_key})
         return [decode(Document, d) for d in data["versions"]]
 
     # -- the service's own ----------------------------------------------------------------------------
@@ -258,6 +259,11 @@ class EngramClient:
 def _body(**fields: Any) -> dict[str, Any]:
     """A request body: the given fields in their wire spelling, unset ones left out."""
     return {to_camel(name): jsonable(value) for name, value in fields.items() if value is not None}
+
+
+def _user(user_id: str) -> dict[str, str]:
+    """The query parameter by which every route names its user (the service's one convention)."""
+    return {"userId": user_id}
 
 
 def _seg(value: str) -> str:

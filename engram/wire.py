@@ -310,8 +310,10 @@ def error_from(status: int, error: Mapping[str, Any], headers: Mapping[str, str]
     cls = _by_code().get(code)
     if cls is not None and issubclass(cls, ValidationError):
         name = str(error.get("field", "input"))
-        prefix = f"{name}: "
-        return cls(name, message[len(prefix):] if message.startswith(prefix) else message)
+        # The service's message starts with the field, or with its position ("body.memories[0].content: ...").
+        heads = (f"{name}: ", f"{error.get('location')}.{name}: ")
+        head = next((h for h in heads if message.startswith(h)), "")
+        return cls(name, message[len(head):])
     if cls is RateLimited:
         retry = (headers or {}).get("retry-after", "0")
         return RateLimited(message, retry_after=float(retry) if retry.isdigit() else 0.0)

@@ -295,6 +295,11 @@ class Pipeline:
             stage_ms=stage_ms,
             dedup_removed=selection.dedup_removed,
             suppressed_superseded=suppressed,
+            time_range=plan.time_range,
+            below_min_score=below,
+            mmr_removed=selection.mmr_removed,
+            beyond_top_k=selection.beyond_top_k,
+            budget_removed=selection.budget_removed,
         )
         result = Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now, domain_rows=rows)
         if self.log_retrievals and result.memories:

@@ -49,12 +49,16 @@ _CONTENT_WORD = re.compile(r"\w{2,}")
 
 @dataclass(frozen=True)
 class Selection:
-    """What :func:`select` chose, with the numbers a payload's metadata reports."""
+    """What :func:`select` chose, with the numbers a payload's metadata reports: how many candidates
+    each stage dropped (see ``RetrievalMetadata`` for what ``mmr_removed`` and ``beyond_top_k`` count)."""
 
     entries: list[MemoryEntry]
     dedup_removed: int
     total_tokens: int
     applied_filters: list[str]
+    mmr_removed: int = 0
+    beyond_top_k: int = 0
+    budget_removed: int = 0
 
 
 def normalize_and_hash(text: str) -> str:
@@ -299,8 +303,12 @@ def select(
         filters.append("deduplication")
 
     pool = _by_score(items)[: config.top_k * config.overfetch]
-    items = mmr(pool, config.top_k, config.mmr_lambda, similarity_range)
+    picked = mmr(pool, config.top_k, config.mmr_lambda, similarity_range)
     filters.append("mmr")
+    # Diversity's own drops: memories that score order alone would have returned.
+    mmr_removed = len({s.record.id for s in pool[: len(picked)]} - {s.record.id for s in picked})
+    beyond_top_k = len(items) - len(picked) - mmr_removed
+    items = picked
 
     # Entries stay in rank order (entries[0] is the best match); interleaving by recency is how the
     # prompt presents them (engram.retrieve.render), not a re-ranking.
@@ -324,11 +332,15 @@ def select(
         _entry(item, content, flag, config, collection)
         for item, content, flag in zip(items, contents, flags, strict=True)
     ]
+    budget_removed = 0
     if config.max_tokens is not None:
-        entries = fit_budget(entries, config.max_tokens)
+        fitted = fit_budget(entries, config.max_tokens)
+        budget_removed = len(entries) - len(fitted)
+        entries = fitted
         filters.append("token_budget")
 
     total_tokens = sum(estimate_tokens(e.content) for e in entries)
     return Selection(
-        entries=entries, dedup_removed=removed, total_tokens=total_tokens, applied_filters=filters
+        entries=entries, dedup_removed=removed, total_tokens=total_tokens, applied_filters=filters,
+        mmr_removed=mmr_removed, beyond_top_k=beyond_top_k, budget_removed=budget_removed,
     )

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engram.model import MemoryRecord
+from engram.model import MemoryRecord, TimeRange
 
 __all__ = ["MemoryEntry", "Retrieval", "RetrievalMetadata", "Scored"]
 
@@ -86,7 +86,16 @@ class MemoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class RetrievalMetadata:
-    """The retrieval policy's ``RetrievalMetadata`` plus the error that a fallback answered, if any."""
+    """The retrieval policy's ``RetrievalMetadata`` plus the error that a fallback answered, if any,
+    and what happened on the way: the time range the query was read to mean (``None`` if it named
+    none) and how many candidates each stage dropped.
+
+    Every candidate is either returned or counted once, at the stage that dropped it:
+    ``total_results == included_results + below_min_score + dedup_removed + mmr_removed +
+    beyond_top_k + budget_removed``. ``mmr_removed`` counts the memories among the ``top_k`` best
+    scored that diversity (MMR) replaced with lower-scored ones; ``beyond_top_k`` the rest that
+    ranked below the ``top_k`` picks.
+    """
 
     query_time_ms: float
     total_results: int
@@ -102,6 +111,11 @@ class RetrievalMetadata:
     cached: bool = False
     suppressed_superseded: int = 0
     dedup_removed: int = 0
+    time_range: TimeRange | None = None
+    below_min_score: int = 0
+    mmr_removed: int = 0
+    beyond_top_k: int = 0
+    budget_removed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -118,10 +132,22 @@ class RetrievalMetadata:
             "cached": self.cached,
             "suppressedSuperseded": self.suppressed_superseded,
             "dedupRemoved": self.dedup_removed,
+            "timeRange": _range_json(self.time_range),
+            "belowMinScore": self.below_min_score,
+            "mmrRemoved": self.mmr_removed,
+            "beyondTopK": self.beyond_top_k,
+            "budgetRemoved": self.budget_removed,
         }
         if self.error is not None:
             out["error"] = dict(self.error)
         return out
+
+
+def _range_json(time_range: TimeRange | None) -> dict[str, Any] | None:
+    if time_range is None:
+        return None
+    return {"start": time_range.start.isoformat(), "end": time_range.end.isoformat(),
+            "expression": time_range.expression, "vague": time_range.vague}
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict
 from importlib import resources
 from typing import Any
@@ -23,7 +24,7 @@ from engram.errors import EngramError, NotFound, RateLimited, Unauthorized
 from engram.memory import Memory
 from engram.service import retrieval, routes
 from engram.service.auth import KeyStore
-from engram.service.deps import LimitedKey, Service, ServiceSettings, SvcDep, check_admin
+from engram.service.deps import USER_RULE, LimitedKey, Service, ServiceSettings, SvcDep, check_admin
 from engram.service.logs import install_record_factory, request_context
 from engram.service.ratelimit import RateLimiter
 from engram.service.responses import AdminSettingsOut, HealthOut, KeyOut
@@ -46,17 +47,57 @@ SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
 )
+#: The conventions every route follows, at the top of /openapi.json.
+API_CONVENTIONS = f"""\
+**The user.** {USER_RULE} In a batch, the query parameter is the user of every item that names none.
+`DELETE /v1/users/{{userId}}` names the user it forgets in its path.
+
+**Names.** Request bodies are camelCase (snake_case accepted). Answers are camelCase, except recall results,
+documents and ingest reports, which keep their snake_case field names.
+
+**Errors.** Every error answers `{{"error": {{"code", "message", "field"?, "location"?}}}}`. Input refused is a
+422 whose `field` is the input as the request spelled it (`memories[18].content`, `config.topK`, `userId`).
+Refused by the request schema (`INVALID_INPUT`), it also has a `location`, the part of the request holding the
+input (`body`, `query`, `path`), and its message starts with the position: `body.memories[18].content: ...`,
+or `body at line 1 column 19: ...` for a body that is not JSON.
+"""
+_PARTS = ("body", "query", "path", "header", "cookie")
+#: A union member's tag in a pydantic ``loc`` (``str``, ``list[dict[str,any]]``, ``function-after[...]``).
+_UNION_TAG = re.compile(r"^(str|int|float|bool|none|dict|list)$|[\[(]")
 _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED",
           406: "NOT_ACCEPTABLE", 413: "PAYLOAD_TOO_LARGE", 414: "URI_TOO_LONG", 415: "UNSUPPORTED_MEDIA_TYPE",
           429: "RATE_LIMITED"}
 
 
 def _error(status: int, code: str, message: str, field: str | None = None,
-           headers: dict[str, str] | None = None) -> JSONResponse:
+           headers: dict[str, str] | None = None, location: str | None = None) -> JSONResponse:
     error: dict[str, Any] = {"code": code, "message": message}
     if field is not None:
         error["field"] = field
+    if location is not None:
+        error["location"] = location
     return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+def locate(error: Mapping[str, Any], body: Any) -> tuple[str, str, str]:
+    """Where a request failed validation: the part (body, query, path, header), the field as the
+    request spelled it (``memories[18].content``) and the position a reader looks for
+    (``body.memories[18].content``; ``body at line 2 column 9`` for text that is not JSON, whose
+    ``loc`` is a character offset that read as a field name)."""
+    loc = list(error.get("loc", ()))
+    where, rest = (str(loc[0]), loc[1:]) if loc and loc[0] in _PARTS else ("body", loc)
+    if error.get("type") == "json_invalid" and rest and isinstance(rest[0], int) and isinstance(body, str):
+        offset = rest[0]
+        line = body.count("\n", 0, offset) + 1
+        column = offset - (body.rfind("\n", 0, offset) + 1) + 1
+        return "body", "body", f"body at line {line} column {column}"
+    field = ""
+    for part in rest:
+        if isinstance(part, int):
+            field += f"[{part}]"
+        elif not _UNION_TAG.match(str(part)):  # pydantic names the union member that failed: not a field
+            field += f".{part}" if field else str(part)
+    return where, field or where, f"{where}.{field}" if field else where
 
 
 class RequestMiddleware:
@@ -139,9 +180,11 @@ def _install_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
-        loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
-        field = ".".join(loc) or "body"
-        return _error(422, "INVALID_INPUT", f"{field}: {first.get('msg', 'invalid')}", field=field)
+        where, field, position = locate(first, exc.body)
+        message = f"{position}: {first.get('msg', 'invalid')}"
+        if first.get("type") == "json_invalid":
+            message += f" ({first.get('ctx', {}).get('error', 'not JSON')})"
+        return _error(422, "INVALID_INPUT", message, field=field, location=where)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -169,7 +212,7 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
     # No /docs: FastAPI's Swagger UI page loads its script from a CDN, third-party code on the
     # origin whose /ui holds an API key (and a blank page offline). /openapi.json stays.
     app = FastAPI(title="Engram", version="1", summary="Memory retrieval for LLM agents.",
-                  docs_url=None, redoc_url=None)
+                  description=API_CONVENTIONS, docs_url=None, redoc_url=None)
     app.state.service = Service(memory=memory, keys=keys, settings=settings or ServiceSettings())
     app.add_middleware(RequestMiddleware, settings=app.state.service.settings)
     _install_handlers(app)

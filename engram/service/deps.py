@@ -6,28 +6,42 @@ import threading
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 
 from engram.config import AdminMemorySettings, RetrievalConfig
-from engram.errors import Forbidden, RateLimited, Unauthorized
+from engram.errors import Forbidden, RateLimited, Unauthorized, ValidationError, short_repr
 from engram.memory import Memory
 from engram.service.auth import ApiKey, KeyStore
 from engram.service.ratelimit import RateLimiter
 
 __all__ = [
+    "USER_RULE",
     "AuthKey",
     "LimitedKey",
     "Service",
     "ServiceSettings",
     "SvcDep",
+    "UserParam",
+    "UserQ",
     "authorized",
     "check_admin",
     "check_user",
     "limited",
     "service",
+    "user_of",
 ]
 
 FORBIDDEN_MESSAGE = "this API key may not access that user"
+#: The one way every route names its user (said in each route's parameter and in /openapi.json).
+USER_RULE = (
+    "The user the request acts for. Every route that acts for one user takes it as the `userId` query "
+    "parameter; routes with a JSON body also accept `userId` in the body (as before), and given in both "
+    "places the two must be equal (else 422 with field `userId`)."
+)
+#: ``userId`` of a route without a body: the query parameter, required.
+UserQ = Annotated[str, Query(alias="userId", min_length=1, max_length=256, description=USER_RULE)]
+#: ``userId`` of a route with a body: the query parameter, or the body's ``userId`` (see :func:`user_of`).
+UserParam = Annotated[str | None, Query(alias="userId", min_length=1, max_length=256, description=USER_RULE)]
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,21 @@ def check_user(key: ApiKey, user_id: str) -> str:
     if not isinstance(user_id, str) or not key.may_access(user_id):
         raise Forbidden(FORBIDDEN_MESSAGE)
     return user_id
+
+
+def user_of(key: ApiKey, query: str | None, body: str | None, *, field: str = "userId") -> str:
+    """The user a request names in its query (``userId``) or its body (``field``), checked against the key.
+
+    Both may be given if they agree: a body written for the old convention stays valid with the
+    query parameter added. Two different users are refused rather than one silently chosen.
+    """
+    if query is not None and body is not None and query != body:
+        raise ValidationError(field, f"the userId query parameter ({short_repr(query)}) and the body "
+                                     f"({short_repr(body)}) name different users; give one of them")
+    user = query if query is not None else body
+    if user is None:
+        raise ValidationError("userId", "required: give it as the userId query parameter (or in the JSON body)")
+    return check_user(key, user)
 
 
 def check_admin(key: ApiKey) -> None:

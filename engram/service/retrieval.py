@@ -13,7 +13,7 @@ from engram.config import AdminMemorySettings, RetrievalConfig
 from engram.errors import ConfigError, ValidationError
 from engram.ingest.normalize import to_utc
 from engram.model import Filters
-from engram.service.deps import AuthKey, LimitedKey, Service, SvcDep, check_user, rate_limited
+from engram.service.deps import AuthKey, LimitedKey, Service, SvcDep, UserParam, rate_limited, user_of
 from engram.service.responses import FeedbackOut, RecallOut, RetrievalOut
 from engram.service.routes import OUT, require
 from engram.service.schemas import ConfigOverrides, FeedbackRequest, RecallRequest, RetrieveRequest
@@ -86,12 +86,12 @@ def _filters(body: RetrieveRequest) -> Filters:
 
 
 @router.post("/retrieve", tags=["retrieval"], response_model=RetrievalOut, **OUT)
-def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep) -> Any:
+def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """The retrieval payload (memories and metadata); ``prompt`` too when ``format`` is given.
 
     ``sessionId`` names the caller's chat session (logged); ``filters.sessionId`` restricts to one.
     """
-    user = check_user(key, body.user_id)
+    user = user_of(key, user_id, body.user_id)
     config = effective_config(svc, body.config, admin=key.admin)
     filters = _filters(body)
     now = to_utc(body.now, "now") if body.now else None
@@ -121,9 +121,9 @@ def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep) -> Any:
 
 
 @router.post("/recall", tags=["retrieval"], response_model=RecallOut, **OUT)
-def recall(body: RecallRequest, key: LimitedKey, svc: SvcDep) -> Any:
+def recall(body: RecallRequest, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """Recall in every mode: relevant, recent, important, frequent, temporal, by_kind, linked."""
-    user = check_user(key, body.user_id)
+    user = user_of(key, user_id, body.user_id)
     if body.mode == "temporal":
         if not body.start or not body.end:
             raise ValidationError("start" if not body.start else "end", "temporal recall needs start and end")
@@ -150,7 +150,7 @@ def recall(body: RecallRequest, key: LimitedKey, svc: SvcDep) -> Any:
 
 
 @router.post("/feedback", tags=["retrieval"], response_model=FeedbackOut, **OUT)
-def feedback(body: FeedbackRequest, key: LimitedKey, svc: SvcDep) -> Any:
-    user = check_user(key, body.user_id)
+def feedback(body: FeedbackRequest, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
+    user = user_of(key, user_id, body.user_id)
     result = require(svc, "feedback")(body.retrieval_id, body.used_ids, user_id=user)
     return {"ok": True, "result": encode(result)}

@@ -3,6 +3,9 @@ the user it names. Retrieval, recall and feedback live in ``engram.service.retri
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -10,7 +13,7 @@ from fastapi import APIRouter, Query
 from engram.errors import MemoryNotFound, ServiceError, ValidationError
 from engram.ingest.normalize import to_utc
 from engram.model import STATUSES, Filters, MemoryRecord
-from engram.service.deps import LimitedKey, Service, SvcDep, check_admin, check_user
+from engram.service.deps import LimitedKey, Service, SvcDep, UserParam, UserQ, check_admin, check_user, user_of
 from engram.service.responses import (
     DeletedOut,
     DocumentOut,
@@ -40,12 +43,12 @@ from engram.wire import encode, record_json
 __all__ = ["require", "router"]
 
 router = APIRouter(prefix="/v1")
-UserQ = Annotated[str, Query(alias="userId", min_length=1, max_length=256)]
 Texts = Annotated[list[str] | None, Query(max_length=100)]
 Text = Annotated[str | None, Query(max_length=256)]
 #: Answers leave out what a value leaves out (see ``engram.service.responses``).
 OUT: dict[str, Any] = {"response_model_exclude_unset": True}
 PAGE = 1000
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def require(svc: Service, name: str) -> Any:
@@ -56,10 +59,10 @@ def require(svc: Service, name: str) -> Any:
 
 
 @router.post("/memories", status_code=201, tags=["memories"], response_model=MemoryOut | MemoriesOut, **OUT)
-def add_memory(body: AddRequest, key: LimitedKey, svc: SvcDep) -> Any:
+def add_memory(body: AddRequest, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """One memory from ``content`` (answers the record), or one per chat message of ``messages``
     (answers ``{"memories": [...]}`` in the conversation's order)."""
-    user = check_user(key, body.user_id)
+    user = user_of(key, user_id, body.user_id)
     fields = body.model_dump(exclude_none=True, exclude={"user_id", "content", "messages"})
     if (body.content is None) == (body.messages is None):
         raise ValidationError("content", "give either content (one memory) or messages (a conversation)")
@@ -70,10 +73,28 @@ def add_memory(body: AddRequest, key: LimitedKey, svc: SvcDep) -> Any:
 
 
 @router.post("/memories/batch", status_code=201, tags=["memories"], response_model=MemoriesOut, **OUT)
-def add_memories(body: MemoryBatch, key: LimitedKey, svc: SvcDep) -> Any:
-    for item in body.memories:
-        check_user(key, item.user_id)
-    records = svc.memory.add_many([m.model_dump(exclude_none=True) for m in body.memories])
+def add_memories(body: MemoryBatch, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
+    """Many memories in one transaction. The ``userId`` query parameter names the user of every item
+    that names none; an item's own ``userId`` must then be the same."""
+    items = []
+    for i, item in enumerate(body.memories):
+        user = user_of(key, user_id, item.user_id, field=f"memories[{i}].userId")
+        items.append({**item.model_dump(exclude_none=True), "user_id": user})
+    at = [-1]  # the item add_many is validating: it reads them one by one, and validates each as read
+
+    def numbered() -> Iterator[dict[str, Any]]:
+        for i, item in enumerate(items):
+            at[0] = i
+            yield item
+        at[0] = -1  # every item read: a later error is not one item's
+
+    try:
+        records = svc.memory.add_many(numbered())
+    except ValidationError as exc:
+        if at[0] < 0 or exc.field == "items":
+            raise
+        # Memory names the item's field ("content"); the request's reader needs which item it was.
+        raise ValidationError(f"memories[{at[0]}].{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
     return {"memories": [record_json(r) for r in records]}
 
 
@@ -89,18 +110,34 @@ def list_memories(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> Any:
-    """A page of one user's memories, newest first; each filter is a ``Filters`` field (repeat ``kind``,
-    ``tag``, ``status``; ``status=all`` is every status, as in ``engram list``)."""
+    """A page of one user's memories, newest first, with the filters of ``engram list``: repeat ``kind``
+    (any of them), ``tag`` (all of them) and ``status`` (``all`` is every status; default active);
+    ``createdAfter``/``createdBefore`` take ISO-8601 times with an offset, or a date for a whole UTC day."""
     check_user(key, user_id)
     filters: dict[str, Any] = {
         "kinds": kind, "tags_all": tag, "statuses": _statuses(status), "session_id": session_id,
         "project_id": project_id, "agent_id": agent_id,
-        "created_after": to_utc(created_after, "createdAfter") if created_after else None,
-        "created_before": to_utc(created_before, "createdBefore") if created_before else None,
+        "created_after": _bound(created_after, "createdAfter"),
+        "created_before": _bound(created_before, "createdBefore", end_of_day=True),
     }
     given = {k: v for k, v in filters.items() if v is not None}
     records = svc.memory.list(user_id=user_id, filters=given or None, limit=limit, offset=offset)
     return {"memories": [record_json(r) for r in records]}
+
+
+def _bound(value: str | None, field: str, *, end_of_day: bool = False) -> datetime | None:
+    """A time bound of the list: ISO-8601 with an offset, or a bare date (``2026-11-10``) naming that
+    UTC day, from its start or (``createdBefore``) to its end, so it includes the day as ``engram list
+    --until`` does. A server has no local time zone of the caller's to read a date in."""
+    if not value:
+        return None
+    if _DATE.match(value):
+        try:
+            day = date.fromisoformat(value)
+        except ValueError:
+            raise ValidationError(field, f"not a date: {value!r}") from None
+        return datetime.combine(day, time.max if end_of_day else time.min, tzinfo=UTC)
+    return to_utc(value, field)
 
 
 def _statuses(given: list[str] | None) -> tuple[str, ...] | None:
@@ -117,10 +154,11 @@ def get_memory(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep) -> 
 
 
 @router.patch("/memories/{memory_id}", tags=["memories"], response_model=MemoryOut, **OUT)
-def update_memory(memory_id: str, body: MemoryPatch, key: LimitedKey, svc: SvcDep) -> Any:
-    check_user(key, body.user_id)
+def update_memory(memory_id: str, body: MemoryPatch, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
+    """Change the given fields of a memory; the others keep their values."""
+    user = user_of(key, user_id, body.user_id)
     changes = body.model_dump(exclude_none=True, exclude={"user_id"})
-    return record_json(svc.memory.update(memory_id, user_id=body.user_id, **changes))
+    return record_json(svc.memory.update(memory_id, user_id=user, **changes))
 
 
 @router.delete("/memories/{memory_id}", tags=["memories"], response_model=DeletedOut)
@@ -168,18 +206,16 @@ def memory_history(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep)
 
 
 @router.post("/links", status_code=201, tags=["memories"], response_model=LinkOut, **OUT)
-def add_link(body: LinkIn, key: LimitedKey, svc: SvcDep) -> Any:
-    check_user(key, body.user_id)
-    link = svc.memory.link(body.from_id, body.to_id, body.type, body.strength, user_id=body.user_id)
+def add_link(body: LinkIn, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
+    user = user_of(key, user_id, body.user_id)
+    link = svc.memory.link(body.from_id, body.to_id, body.type, body.strength, user_id=user)
     return record_json(link)
 
 
 @router.post("/entities", status_code=201, tags=["memories"], response_model=EntityOut, **OUT)
-def add_entity(body: EntityIn, key: LimitedKey, svc: SvcDep) -> Any:
-    check_user(key, body.user_id)
-    entity = svc.memory.add_entity(
-        body.entity_id, user_id=body.user_id, type=body.type, name=body.name, aliases=body.aliases
-    )
+def add_entity(body: EntityIn, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
+    user = user_of(key, user_id, body.user_id)
+    entity = svc.memory.add_entity(body.entity_id, user_id=user, type=body.type, name=body.name, aliases=body.aliases)
     return record_json(entity)
 
 
@@ -197,13 +233,13 @@ def reset(key: LimitedKey, svc: SvcDep) -> Any:
 
 
 @router.post("/documents", status_code=201, tags=["documents"], response_model=IngestReportOut, **OUT)
-def ingest(body: IngestRequest, key: LimitedKey, svc: SvcDep) -> Any:
+def ingest(body: IngestRequest, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """Ingest uploaded files as versioned documents; the same name is the same document.
 
     Each upload is read from the request itself (see ``engram.service.uploads``): no file is
     written, and the report names each upload as the request did, never by a server path.
     """
-    user = check_user(key, body.user_id)
+    user = user_of(key, user_id, body.user_id)
     uploads = [Upload(doc.name, doc.content) for doc in body.documents]
     report = ingest_uploads(svc.memory, uploads, user_id=user, tags=tuple(body.tags), topic=body.topic,
                             note=body.note, force=body.force)
@@ -211,9 +247,9 @@ def ingest(body: IngestRequest, key: LimitedKey, svc: SvcDep) -> Any:
 
 
 @router.post("/documents/query", tags=["documents"], response_model=DocumentOut, **OUT)
-def get_document(body: DocumentQuery, key: LimitedKey, svc: SvcDep) -> Any:
+def get_document(body: DocumentQuery, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """Exactly one version of one document: latest, earliest, longest or best scored."""
-    user = check_user(key, body.user_id)
+    user = user_of(key, user_id, body.user_id)
     as_of = to_utc(body.as_of, "asOf") if body.as_of else None
     document = require(svc, "get_document")(
         body.meta, user_id=user, k=body.k, default_tags=body.default_tags, strategy=body.strategy, as_of=as_of

@@ -54,6 +54,10 @@ def _check_time(value: str) -> str:
 #: A time field of a request: validated (and refused with a 422 naming it) before any route runs.
 Time = Annotated[str, AfterValidator(_check_time)]
 Id = Field(min_length=1, max_length=256)
+#: A body's ``userId``: optional, since the ``userId`` query parameter names the user on every route.
+UserId = Field(default=None, min_length=1, max_length=256,
+               description="Accepted for compatibility: the userId query parameter is the convention; "
+                           "given in both places, they must be equal.")
 Text = Field(default=None, max_length=10_000)
 RECALL_MODES = ("relevant", "recent", "important", "frequent", "temporal", "by_kind", "linked")
 
@@ -74,7 +78,7 @@ class RetrieveFilters(_Body):
 class RetrieveRequest(_Body):
     """A retrieval request: who asks, in which session, whether to use memory, and the message."""
 
-    user_id: str = Id
+    user_id: str | None = UserId
     session_id: str | None = Field(default=None, max_length=256)
     use_memory: bool = True
     message: str = Field(max_length=100_000)
@@ -113,7 +117,7 @@ class _MemoryFields(_Body):
 
 
 class MemoryIn(_MemoryFields):
-    user_id: str = Id
+    user_id: str | None = UserId
     # No client-chosen ``id``: an id taken by another user would fail the store's unique index
     # (a 500, and an oracle for other users' ids); the service assigns every id.
     content: str = Field(max_length=1_000_000)
@@ -131,7 +135,7 @@ class MessageIn(_Body):
 class AddRequest(_MemoryFields):
     """``POST /v1/memories``: one memory's ``content``, or a conversation's ``messages`` (one memory each)."""
 
-    user_id: str = Id
+    user_id: str | None = UserId
     content: str | None = Field(default=None, max_length=1_000_000)
     messages: list[MessageIn] | None = Field(default=None, min_length=1, max_length=1000)
     run_id: str | None = Field(default=None, max_length=256)
@@ -142,12 +146,12 @@ class MemoryBatch(_Body):
 
 
 class MemoryPatch(_MemoryFields):
-    user_id: str = Id
+    user_id: str | None = UserId
     content: str | None = Field(default=None, max_length=1_000_000)
 
 
 class LinkIn(_Body):
-    user_id: str = Id
+    user_id: str | None = UserId
     from_id: str = Id
     to_id: str = Id
     type: str = Field(min_length=1, max_length=64)
@@ -155,7 +159,7 @@ class LinkIn(_Body):
 
 
 class EntityIn(_Body):
-    user_id: str = Id
+    user_id: str | None = UserId
     entity_id: str = Id
     type: str | None = Field(default=None, max_length=256)
     name: str | None = Field(default=None, max_length=1000)
@@ -165,7 +169,7 @@ class EntityIn(_Body):
 class RecallRequest(_Body):
     """Recall: one request shape for every recall mode; each mode reads the fields it needs."""
 
-    user_id: str = Id
+    user_id: str | None = UserId
     mode: Literal["relevant", "recent", "important", "frequent", "temporal", "by_kind", "linked"] = "relevant"
     query: str | None = Field(default=None, max_length=100_000)
     max_results: int = 10
@@ -190,7 +194,7 @@ class DocumentUpload(_Body):
 
 
 class IngestRequest(_Body):
-    user_id: str = Id
+    user_id: str | None = UserId
     documents: list[DocumentUpload] = Field(min_length=1, max_length=100)
     tags: list[str] = Field(default_factory=list, max_length=100)
     topic: str | None = Field(default=None, max_length=1000)
@@ -199,7 +203,7 @@ class IngestRequest(_Body):
 
 
 class DocumentQuery(_Body):
-    user_id: str = Id
+    user_id: str | None = UserId
     meta: dict[str, Any] | str
     k: int = 50
     default_tags: list[str] | None = Field(default=None, max_length=100)
@@ -208,7 +212,7 @@ class DocumentQuery(_Body):
 
 
 class FeedbackRequest(_Body):
-    user_id: str = Id
+    user_id: str | None = UserId
     retrieval_id: str = Id
     used_ids: list[str] = Field(max_length=1000)
 

@@ -1,4 +1,5 @@
-"""The ``page`` fixture: a real headless Chromium (Debian's, driven by Playwright; never downloaded).
+"""The ``page`` fixture: a real headless Chromium (Debian's, driven by Playwright; never downloaded);
+``h`` and ``client``: the service over a fresh store, and in process with a key for u1 and u2.
 
 A missing browser is a skip on a developer's machine and a failure in CI (CI=true), where
 scripts/install-browser.sh must have put it in place.
@@ -12,6 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
+
+from engram.ext import Embedder
+from tests.service import Harness, harness
 
 CHROMIUM = os.environ.get("ENGRAM_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
@@ -43,3 +48,19 @@ def page(tmp_path: Path) -> Iterator[object]:
             yield context.new_page()
         finally:
             context.close()
+
+
+@pytest.fixture
+def h(tmp_path: Path, embedder: Embedder) -> Iterator[Harness]:
+    """The service over a fresh SQLite store with the real embedder."""
+    made = harness(tmp_path, embedder)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def client(h: Harness) -> Iterator[TestClient]:
+    """``h``'s app in process, with a key for users u1 and u2."""
+    with TestClient(h.app, raise_server_exceptions=False) as c:
+        c.headers["Authorization"] = f"Bearer {h.key('u1', 'u2')}"
+        yield c

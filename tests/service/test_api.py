@@ -18,20 +18,6 @@ from tests.service import Harness, harness
 NOW = "2024-02-15T10:30:00+00:00"
 
 
-@pytest.fixture
-def h(tmp_path: Path, embedder: Embedder) -> Iterator[Harness]:
-    made = harness(tmp_path, embedder)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def client(h: Harness) -> Iterator[TestClient]:
-    with TestClient(h.app, raise_server_exceptions=False) as c:
-        c.headers["Authorization"] = f"Bearer {h.key('u1', 'u2')}"
-        yield c
-
-
 def add(client: TestClient, content: str, user: str = "u1", **fields: object) -> dict[str, object]:
     response = client.post("/v1/memories", json={"userId": user, "content": content, **fields})
     assert response.status_code == 201, response.text

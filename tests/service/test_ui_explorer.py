@@ -1,5 +1,6 @@
 """The /ui explorer over a store of a few thousand memories, in a real headless Chromium: browse,
-filter, page, the timeline, open, edit, delete (confirmed), a fact's history, add and switching users.
+filter, page, the timeline, open, edit, delete (confirmed), a fact's history, add, switching users and
+what a search did (the understood time range, query type and strategy, each stage's drops).
 
 Every test checks what a reader sees (the element is visible and holds the right text) and saves a
 screenshot into its own tmp_path, the test run's artifacts.
@@ -7,6 +8,7 @@ screenshot into its own tmp_path, the test run's artifacts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -225,3 +227,33 @@ def test_switching_users_closes_the_detail(page: Page, served: tuple[Harness, st
     expect(rows(page).first).to_contain_text("Bob's memory 2")
     expect(page.locator("#timeline-caption")).to_have_text("3 memories by day and kind")
     page.screenshot(path=str(tmp_path / "bob.png"), full_page=True)
+
+
+def test_search_shows_what_happened(page: Page, served: tuple[Harness, str, dict[str, str]], tmp_path: Path) -> None:
+    h, url, _ = served
+    login(page, h, url)
+    page.click("#tab-search")
+    page.fill("#query", "What did the Acme account notes say last week?")
+    page.fill("#as-of", "2024-03-15T12:00:00")
+    page.fill("#top-k", "5")
+    with page.expect_response(lambda r: "/v1/retrieve" in r.url) as answer:
+        page.click("#search")
+    meta = answer.value.json()["metadata"]
+    assert meta["timeRange"] is not None and meta["includedResults"] == 5
+    assert meta["beyondTopK"] + meta["mmrRemoved"] > 0  # something was dropped for the panel to show
+    # The metadata's range, in UTC whatever the browser's zone: the week before Friday 15 March.
+    expect(page.locator("#time-range")).to_have_text(
+        re.compile(r"^time range: 'last week' = 2024-03-0\d 00:00 – 2024-03-1\d 23:59 UTC$"))
+    expect(page.locator("#query-type")).to_have_text(f"type: {meta['queryType']}")
+    expect(page.locator("#strategy")).to_have_text(f"strategy: {meta['strategy']}")
+    funnel = page.locator("#funnel")
+    expect(funnel).to_be_visible()
+    expect(funnel.locator("caption")).to_have_text(f"What happened to the {meta['totalResults']} candidates")
+    counts = {"drop-below": "belowMinScore", "drop-dedup": "dedupRemoved", "drop-mmr": "mmrRemoved",
+              "drop-topk": "beyondTopK", "drop-budget": "budgetRemoved"}
+    for row, name in counts.items():
+        expect(page.locator(f"#{row} td").first).to_have_text(f"−{meta[name]}" if meta[name] else "0")
+    expect(page.locator("#drop-topk th")).to_have_text("past topK 5")
+    expect(page.locator("#drop-budget td").nth(1)).to_have_text(str(meta["includedResults"]))  # left: returned
+    expect(page.locator("#results .memory")).to_have_count(5)
+    page.screenshot(path=str(tmp_path / "search.png"), full_page=True)

@@ -106,7 +106,6 @@ async function search(event) {
   showError("");
   userChanged();
   const body = {
-    userId: lastUser,
     message: $("query").value,
     config: {
       topK: number("top-k"), minScore: number("min-score"), maxTokens: number("max-tokens"),
@@ -115,7 +114,7 @@ async function search(event) {
   };
   if ($("as-of").value) body.now = new Date($("as-of").value).toISOString();
   try {
-    render(await api("POST", "/v1/retrieve", body));
+    render(await api("POST", `/v1/retrieve?userId=${encodeURIComponent(lastUser)}`, body));
   } catch (err) {
     $("results").replaceChildren();
     showError(err.message);
@@ -140,42 +139,60 @@ function render(payload) {
   if (!payload.memories.length) $("results").append(el("li", { class: "empty", text: "No memories recalled." }));
 }
 
-// How the query was read. The time range is not a field of the retrieval metadata: it is shown
-// as the ranking's own reasons name it ("in time range 'last week'") when a result fell inside it.
+// How the query was read, as the retrieval metadata states it: the query type, the weights'
+// strategy and the time range the query was understood to mean (shown in UTC, the range's own
+// zone, with the local times on hover).
 function understood(payload) {
   const meta = payload.metadata;
-  const ranges = new Set();
-  for (const m of payload.memories) {
-    for (const r of m.reasons || []) {
-      const found = /^in time range '(.*)'$/.exec(r);
-      if (found) ranges.add(found[1]);
-    }
-  }
   return [
     el("span", { text: "understood as " }),
     el("span", { class: "chip", id: "query-type", text: `type: ${meta.queryType || "-"}` }),
     el("span", { class: "chip", id: "strategy", text: `strategy: ${meta.strategy || "-"}` }),
-    el("span", { class: "chip", id: "time-range",
-      text: ranges.size ? `time range: ${[...ranges].join(", ")}` : "time range: none among the results" }),
+    timeRangeChip(meta.timeRange),
     el("span", { class: "chip", text: `weights: ${meta.config.weightsSource || "default"}` }),
   ];
 }
 
-// Which candidates did not make it, as far as the metadata counts them: dedup and superseded
-// versions are counted one by one; min_score, MMR/topK and the token budget only as a total.
+function utc(iso) {
+  return new Date(iso).toISOString().slice(0, 16).replace("T", " ");
+}
+
+function timeRangeChip(range) {
+  if (!range) return el("span", { class: "chip", id: "time-range", text: "time range: none" });
+  const local = `${new Date(range.start).toLocaleString()} – ${new Date(range.end).toLocaleString()} (local)`;
+  const said = range.expression ? `'${range.expression}' = ` : "";
+  return el("span", { class: "chip", id: "time-range", title: local,
+    text: `time range: ${said}${utc(range.start)} – ${utc(range.end)} UTC${range.vague ? " (vague: favoured, not required)" : ""}` });
+}
+
+// What happened to the candidates, stage by stage, as the metadata counts them: each candidate is
+// either returned or dropped at exactly one stage, so the "left" column ends at the returned count.
 function dropped(meta) {
-  const total = meta.totalResults, kept = meta.includedResults, dedup = meta.dedupRemoved || 0;
-  const rest = Math.max(0, total - kept - dedup);
   const cfg = meta.config || {};
-  const parts = [el("span", { text: "dropped: " })];
-  const chip = (text) => el("span", { class: "chip drop", text });
-  parts.push(chip(`${dedup} duplicates (dedup)`));
-  const why = [];
-  if (meta.appliedFilters.includes("score_threshold")) why.push(`below minScore ${cfg.minScore}`);
-  if (meta.appliedFilters.includes("mmr")) why.push(`past topK ${cfg.topK} after MMR`);
-  if (meta.appliedFilters.includes("token_budget")) why.push(`over the ${cfg.maxTokens}-token budget`);
-  parts.push(chip(`${rest} ${why.length ? why.join(" / ") : "not selected"}`));
-  if (meta.suppressedSuperseded) parts.push(chip(`${meta.suppressedSuperseded} superseded versions held back`));
+  const stages = [
+    ["drop-below", `below minScore ${cfg.minScore}`, meta.belowMinScore],
+    ["drop-dedup", "duplicates (dedup)", meta.dedupRemoved],
+    ["drop-mmr", "replaced for diversity (MMR)", meta.mmrRemoved],
+    ["drop-topk", `past topK ${cfg.topK}`, meta.beyondTopK],
+    ["drop-budget", `over the ${cfg.maxTokens}-token budget`, meta.budgetRemoved],
+  ];
+  let left = meta.totalResults;
+  const row = (id, stage, gone, remaining) => el("tr", { id },
+    el("th", { scope: "row", text: stage }), el("td", { text: gone }), el("td", { text: String(remaining) }));
+  const rows = [row("drop-found", "candidates found", "", left)];
+  for (const [id, stage, count] of stages) {
+    left -= count || 0;
+    rows.push(row(id, stage, count ? `−${count}` : "0", left));
+  }
+  const table = el("table", { id: "funnel" },
+    el("caption", { text: `What happened to the ${meta.totalResults} candidates` }),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Stage" }), el("th", { scope: "col", text: "Dropped" }),
+      el("th", { scope: "col", text: "Left" }))),
+    el("tbody", {}, ...rows));
+  const parts = [table];
+  if (meta.suppressedSuperseded) {
+    parts.push(el("span", { class: "chip drop", text: `${meta.suppressedSuperseded} superseded versions held back` }));
+  }
   return parts;
 }
 

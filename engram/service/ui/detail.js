@@ -97,7 +97,7 @@ function editForm(m) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = {
-      userId: currentUser(), content: $("edit-content").value, kind: $("edit-kind").value.trim(),
+      content: $("edit-content").value, kind: $("edit-kind").value.trim(),
       tags: splitTags($("edit-tags").value), status: $("edit-status").value,
     };
     if ($("edit-importance").value !== "") body.importance = Number($("edit-importance").value);
@@ -145,12 +145,12 @@ async function addMemory(event) {
   event.preventDefault();
   showError("");
   userChanged();
-  const body = { userId: currentUser(), content: $("add-content").value, kind: $("add-kind").value };
+  const body = { content: $("add-content").value, kind: $("add-kind").value };
   const tags = splitTags($("add-tags").value);
   if (tags.length) body.tags = tags;
   if ($("add-session").value.trim()) body.sessionId = $("add-session").value.trim();
   try {
-    const record = await api("POST", "/v1/memories", body);
+    const record = await api("POST", `/v1/memories?${userQuery()}`, body);
     $("add-status").textContent = `Added ${record.kind} memory ${record.id}.`;
     $("add-form").reset();
     await openMemory(record.id);
