@@ -85,6 +85,7 @@ class MemoryAPI(Protocol):
         session_id: str | None = None, kinds: Sequence[str] | None = None, tags: Sequence[str] | None = None,
         filters: Filters | Mapping[str, Any] | None = None, use_memory: bool = True,
         as_of: datetime | str | None = None, limit: int | None = None, top_k: int | None = None,
+        also: Sequence[str] | None = None,
     ) -> Retrieval: ...
 
     def search(

@@ -179,7 +179,7 @@ class EngramClient:
         now: datetime | str | None = None, session_id: str | None = None, kinds: Sequence[str] | None = None,
         tags: Sequence[str] | None = None, filters: Filters | Mapping[str, Any] | None = None,
         use_memory: bool = True, as_of: datetime | str | None = None, limit: int | None = None,
-        top_k: int | None = None,
+        top_k: int | None = None, also: Sequence[str] | None = None,
     ) -> Retrieval:
         """As ``Memory.retrieve``; ``to_prompt`` on the answer renders the prompt locally."""
         k = top_k_shortcut(limit, top_k, config)
@@ -194,6 +194,8 @@ class EngramClient:
             body["tags"] = builtins.list(tags)
         if wire:
             body["filters"] = wire
+        if also is not None:
+            body["also"] = [also] if isinstance(also, str) else builtins.list(also)  # the server refuses a string
         if config is not None or k is not None:
             body["config"] = {**config_overrides(config or {}), **({"topK": k} if k is not None else {})}
         data = self._call("POST", "/v1/retrieve", json=body, params=_user(user_id))

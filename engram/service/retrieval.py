@@ -13,7 +13,16 @@ from engram.config import AdminMemorySettings, RetrievalConfig
 from engram.errors import ConfigError, ValidationError
 from engram.ingest.normalize import to_utc
 from engram.model import Filters
-from engram.service.deps import AuthKey, LimitedKey, Service, SvcDep, UserParam, rate_limited, user_of
+from engram.service.deps import (
+    AuthKey,
+    LimitedKey,
+    Service,
+    SvcDep,
+    UserParam,
+    check_user,
+    rate_limited,
+    user_of,
+)
 from engram.service.responses import FeedbackOut, RecallOut, RetrievalOut
 from engram.service.routes import OUT, require
 from engram.service.schemas import ConfigOverrides, FeedbackRequest, RecallRequest, RetrieveRequest
@@ -92,10 +101,13 @@ def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep, user_id: UserPara
     ``sessionId`` names the caller's chat session (logged); ``filters.sessionId`` restricts to one.
     """
     user = user_of(key, user_id, body.user_id)
+    shared = [check_user(key, scope) for scope in body.also or ()]
     config = effective_config(svc, body.config, admin=key.admin)
     filters = _filters(body)
     now = to_utc(body.now, "now") if body.now else None
     wait = svc.wait(key)
+    if wait > 0 and shared:
+        raise rate_limited(wait)  # a retrieval across scopes is never cached: nothing to answer from
     if wait > 0:
         # The retrieval policy for RATE_LIMITED: answer from cache when there is one, else a real 429.
         result = svc.memory.retrieve_cached(body.message, user_id=user, config=config, now=now, filters=filters)
@@ -105,7 +117,7 @@ def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep, user_id: UserPara
         as_of = to_utc(body.as_of, "asOf") if body.as_of else None
         result = svc.memory.retrieve(
             body.message, user_id=user, config=config, now=now, filters=filters, use_memory=body.use_memory,
-            as_of=as_of,
+            as_of=as_of, also=shared,
         )
     meta = result.metadata
     log.info(

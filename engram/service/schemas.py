@@ -93,6 +93,11 @@ class RetrieveRequest(_Body):
     kinds: list[str] | None = Field(default=None, max_length=16)
     tags: list[str] | None = Field(default=None, max_length=100)
     filters: RetrieveFilters | None = None
+    also: list[str] | None = Field(
+        default=None, max_length=16,
+        description="Shared scopes (user ids, e.g. a knowledge base's) ranked together with the user's own "
+                    "memories; the key must be allowed each of them. Such retrievals are not cached.",
+    )
 
 
 class _MemoryFields(_Body):
