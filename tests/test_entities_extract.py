@@ -349,3 +349,11 @@ def test_backfill_is_correct_idempotent_and_keeps_vectors(tmp_path: Path) -> Non
         assert backfill(store, "u1") == 0
     finally:
         store.close()
+
+
+def test_the_pronoun_i_is_never_part_of_a_name() -> None:
+    from engram.ingest.entities import mention_ids
+
+    assert mention_ids("Hi there, I'm Sam") == ("mention:sam",)
+    assert mention_ids("We loved Tybee Island I'd say") == ("mention:tybee island",)
+    assert mention_ids("so I'd rather not, and I've said so") == ()

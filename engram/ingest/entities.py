@@ -108,6 +108,8 @@ _CAP = r"[A-ZÀ-ÖØ-Þ]\w*(?:['’-]\w+)*"
 _SPAN = re.compile(_CAP + r"(?:[ \t]+(?:(?:of|the|&)[ \t]+)*" + _CAP + r"){0,3}")
 _NAME_WORD = re.compile(r"\w+(?:['’-]\w+)*|&")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+# The first-person pronoun and its contractions: capitalized mid-sentence, never part of a name.
+_PRONOUN_I = frozenset(f"i{tail}" for tail in ("", "'m", "'d", "'ve", "'ll", "’m", "’d", "’ve", "’ll"))
 _SENTENCE_END = frozenset(".!?:;\n\r")
 _OPENERS = frozenset(" \t\"'“‘([{«-–—*")
 
@@ -145,13 +147,33 @@ def _mention_spans(text: str) -> list[tuple[int, int, str]]:
                     offset = group.index(word, offset) + len(word)
                 start += group.index(words[dropped], offset)
                 words = words[dropped:]
+        end = m.end()
+        if any(word.lower() in _PRONOUN_I for word in words):
+            # "Hi there, I'm Sam", "Tybee Island I'd say": "I" is capitalized anywhere, never a name.
+            kept = _without_pronoun(words)
+            if not kept:
+                continue
+            first = group.index(kept[0], start - m.start())
+            last = group.index(kept[-1], first + sum(len(w) for w in kept[:-1]))
+            start, end = m.start() + first, m.start() + last + len(kept[-1])
+            words = kept
         if len(words) == 1 and (len(words[0]) == 1 or _never_alone(words[0])):
             continue
         name = " ".join(words).lower()
         if "'" in name or "’" in name:
             name = _POSSESSIVE.sub("", name)
-        out.append((start, m.end(), name))
+        out.append((start, end, name))
     return out
+
+
+def _without_pronoun(words: list[str]) -> list[str]:
+    """The words of a span after any leading "I"/"I'm"/"I'd"..., up to the next such word."""
+    lead = 0
+    while lead < len(words) and words[lead].lower() in _PRONOUN_I:
+        lead += 1
+    rest = words[lead:]
+    cut = next((i for i, word in enumerate(rest) if word.lower() in _PRONOUN_I), len(rest))
+    return rest[:cut]
 
 
 def mention_ids(text: str) -> tuple[str, ...]:
