@@ -19,6 +19,7 @@ import pytest
 
 from engram.embedders import named_embedder
 from engram.memory import Memory
+from tests.service import free_port
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
@@ -67,17 +68,10 @@ async def _over_http(url: str, headers: dict[str, str] | None = None) -> AsyncIt
         yield session
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def _http_server(db: Path, *extra: str) -> Iterator[str]:
     """``python -m engram.mcp --transport http`` on a free loopback port, until the block ends."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, *_command(db, "--transport", "http", "--port", str(port), *extra)],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE)
     try:
