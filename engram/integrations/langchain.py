@@ -1,18 +1,22 @@
-"""LangChain on Engram: ``EngramRetriever`` (a ``BaseRetriever``) and ``add_messages`` (chat history in).
+"""LangChain on Engram: ``EngramRetriever`` (a ``BaseRetriever``), ``add_messages`` (chat history in) and
+``EngramChatMessageHistory`` (a ``BaseChatMessageHistory``).
 
 The retriever answers with Engram's ranked, explained memories as ``Document``s; the ``Document``'s
 metadata carries what the ranking saw (score, signals, reasons) so a chain can show or filter on it, and
 the ``retrieval_id`` that ``Memory.feedback`` takes. ``add_messages`` stores LangChain messages as
-Engram ``message`` memories, one per message, with the speaker and session that retrieval uses.
+Engram ``message`` memories, one per message, with the speaker and session that retrieval uses; the
+chat history is those memories of one session read back in order, so what a conversation said is
+also what later retrievals find.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.documents import Document
 from langchain_core.messages import (
     AIMessage,
@@ -25,9 +29,12 @@ from langchain_core.messages import (
 )
 from langchain_core.retrievers import BaseRetriever
 
-from engram import Memory, MemoryEntry, MemoryRecord, RetrievalConfig
+from engram import Filters, Memory, MemoryEntry, MemoryRecord, RetrievalConfig
+from engram.api import MemoryAPI
+from engram.validate import to_utc
 
-__all__ = ["EngramRetriever", "add_messages", "entry_document", "message_role"]
+__all__ = ["EngramChatMessageHistory", "EngramRetriever", "add_messages", "entry_document", "message_role",
+           "record_message"]
 
 
 class EngramRetriever(BaseRetriever):
@@ -104,7 +111,7 @@ def message_role(message: BaseMessage) -> str:
 
 
 def add_messages(
-    memory: Memory,
+    memory: MemoryAPI,
     messages: Sequence[BaseMessage],
     *,
     user_id: str,
@@ -117,10 +124,13 @@ def add_messages(
 
     A message with a ``name`` is stored under that speaker (Engram embeds "Maya: ..." so questions about
     what Maya said find it); the LangChain type, name, id and tool call id go to the memory's metadata.
-    Messages without text (an AI turn that only calls tools) are skipped.
+    Messages without text (an AI turn that only calls tools) are skipped. The n-th message is stored at
+    ``created_at`` (default: now) plus n microseconds, as ``Memory.add`` does with chat messages: one
+    timestamp for the whole batch would leave its order to chance.
     """
+    start = to_utc(created_at, "created_at") if created_at is not None else datetime.now(UTC)
     items: list[dict[str, Any]] = []
-    for message in messages:
+    for position, message in enumerate(messages):
         if not isinstance(message, BaseMessage):
             raise TypeError(f"messages must be LangChain BaseMessage objects, got {type(message).__name__}")
         text = message.text
@@ -140,9 +150,73 @@ def add_messages(
             "role": message.name or message_role(message),
             "metadata": metadata,
             "tags": list(tags),
+            "created_at": start + timedelta(microseconds=position),
         }
-        for field, value in (("session_id", session_id), ("agent_id", agent_id), ("created_at", created_at)):
+        for field, value in (("session_id", session_id), ("agent_id", agent_id)):
             if value is not None:
                 item[field] = value
         items.append(item)
     return memory.add_many(items)
+
+
+def record_message(record: MemoryRecord) -> BaseMessage:
+    """A stored ``message`` memory as the LangChain message it was (its class, name, id, tool call id);
+    one stored without LangChain becomes a message of its role (user, assistant, system, else a
+    ``ChatMessage``). The text is the stored text: a multimodal message comes back as its text parts."""
+    meta = record.metadata
+    common: dict[str, Any] = {"content": record.content, "id": meta.get("message_id") or record.id}
+    if meta.get("name"):
+        common["name"] = meta["name"]
+    kind = meta.get("message_type") or {"user": "human", "assistant": "ai", "system": "system"}.get(record.role or "")
+    if kind == "human":
+        return HumanMessage(**common)
+    if kind == "ai":
+        return AIMessage(**common)
+    if kind == "system":
+        return SystemMessage(**common)
+    if kind == "tool" and meta.get("tool_call_id"):
+        return ToolMessage(tool_call_id=meta["tool_call_id"], **common)
+    if kind == "function" and meta.get("name"):
+        return FunctionMessage(**common)
+    return ChatMessage(role=meta.get("message_role") or record.role or "user", **common)
+
+
+class EngramChatMessageHistory(BaseChatMessageHistory):
+    """One conversation of one user, kept as Engram ``message`` memories of the session ``session_id``.
+
+    ``EngramChatMessageHistory(memory, user_id="maya", session_id="chat-42")`` works with any ``MemoryAPI``
+    (a ``Memory``, or an ``EngramClient`` of the service). ``add_messages`` stores through
+    :func:`add_messages`; ``messages`` reads the session's messages oldest first; ``clear`` deletes them
+    (the session's other memories, such as facts, stay). langchain-core 1.6.4 deprecated the base class
+    in favour of LangGraph's persistence; this is for code that already uses it
+    (``RunnableWithMessageHistory``); new agents can use ``EngramStore`` with LangGraph.
+    """
+
+    def __init__(self, memory: MemoryAPI, *, user_id: str, session_id: str, agent_id: str | None = None,
+                 tags: Sequence[str] = ()) -> None:
+        self.memory = memory
+        self.user_id = user_id
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.tags = tuple(tags)
+
+    def _records(self) -> list[MemoryRecord]:
+        filters = Filters(kinds=("message",), session_id=self.session_id, agent_id=self.agent_id)
+        newest_first: list[MemoryRecord] = []
+        while True:  # pages of the store's newest-first listing, until one comes back short
+            page = self.memory.list(user_id=self.user_id, filters=filters, limit=1000, offset=len(newest_first))
+            newest_first += page
+            if len(page) < 1000:
+                return newest_first[::-1]
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]  # a property, as the base documents
+        return [record_message(r) for r in self._records()]
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        add_messages(self.memory, messages, user_id=self.user_id, session_id=self.session_id,
+                     agent_id=self.agent_id, tags=self.tags)
+
+    def clear(self) -> None:
+        for record in self._records():
+            self.memory.delete(record.id, user_id=self.user_id)

@@ -1,43 +1,118 @@
-"""The MCP server driven by the SDK's own stdio client, spawning ``python -m engram.mcp``."""
+"""The MCP server driven by the SDK's own clients: ``python -m engram.mcp`` spawned over stdio, and
+served over streamable HTTP on a free loopback port, each answering the same session."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engram.ext import Embedder
+from engram.embedders import named_embedder
 from engram.memory import Memory
+from tests.service import free_port
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+EMBEDDER = "hash-256"  # no model to load in each server process; keyword search carries the ranking
 
 
 def _text(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-async def _session(db: Path) -> dict[str, Any]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "engram.mcp", "--db", str(db), "--user", "u1"], cwd=str(ROOT)
-    )
-    out: dict[str, Any] = {}
+def _command(db: Path, *extra: str) -> list[str]:
+    return ["-m", "engram.mcp", "--db", str(db), "--user", "u1", "--embedder", EMBEDDER, *extra]
+
+
+def _seed(db: Path) -> None:
+    with Memory(db, embedder=named_embedder(EMBEDDER)) as memory:
+        memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
+        memory.add("u2's private note about Acme", user_id="u2", kind="fact")
+
+
+@asynccontextmanager
+async def _over_stdio(db: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=_command(db), cwd=str(ROOT),
+                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        yield session
+
+
+def _http_client(url: str, headers: dict[str, str] | None = None) -> AbstractAsyncContextManager[Any]:
+    try:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+    except ImportError:  # mcp 1.x
+        from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined,unused-ignore]
+
+        return streamablehttp_client(url, headers=headers)  # type: ignore[no-any-return,unused-ignore]
+    return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+
+
+@asynccontextmanager
+async def _over_http(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    async with _http_client(url, headers) as streams, ClientSession(streams[0], streams[1]) as session:
+        yield session
+
+
+@contextmanager
+def _http_server(db: Path, *extra: str) -> Iterator[str]:
+    """``python -m engram.mcp --transport http`` on a free loopback port, until the block ends."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, *_command(db, "--transport", "http", "--port", str(port), *extra)],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("server did not start") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _session(connect: AbstractAsyncContextManager[ClientSession]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    async with connect as session:
         await session.initialize()
         out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
         added = await session.call_tool("add_memory", {"content": "Globex pays invoices upfront", "kind": "fact"})
         out["added"] = json.loads(_text(added))
+        chat = await session.call_tool("add_memory", {"messages": [
+            {"role": "user", "content": "Our Lisbon offsite moves to October"},
+            {"role": "assistant", "content": "Noted: the offsite is in October"}], "session_id": "s1"})
+        out["chat"] = json.loads(_text(chat))
         context = await session.call_tool("retrieve_context", {"query": "How does Acme pay?"})
         out["context"] = _text(context)
         recalled = await session.call_tool("recall", {"query": "Globex invoices", "max_results": 5})
-        out["recall"] = _text(recalled)
+        out["recall"] = json.loads(_text(recalled))
+        offsite = await session.call_tool("recall", {"query": "When is the Lisbon offsite?", "kind": "message"})
+        out["offsite"] = json.loads(_text(offsite))
         forgot = await session.call_tool("forget_memory", {"memory_id": out["added"]["id"]})
         out["forgot"] = json.loads(_text(forgot))
         again = await session.call_tool("forget_memory", {"memory_id": out["added"]["id"]})
@@ -45,22 +120,66 @@ async def _session(db: Path) -> dict[str, Any]:
         document = await session.call_tool("get_document", {"meta": "nothing.md"})
         # mcp 2 spells it is_error, mcp 1 isError.
         out["document_error"] = getattr(document, "is_error", getattr(document, "isError", None))
+        out["document"] = _text(document)
     return out
 
 
-def test_mcp_tools_over_stdio(tmp_path: Path, embedder: Embedder) -> None:
-    db = tmp_path / "engram.db"
-    with Memory(db, embedder=embedder) as memory:
-        memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
-        memory.add("u2's private note about Acme", user_id="u2", kind="fact")
-    out = asyncio.run(asyncio.wait_for(_session(db), timeout=120))
+def _check(out: dict[str, Any], db: Path) -> None:
     assert out["tools"] == ["add_memory", "forget_memory", "get_document", "recall", "retrieve_context"]
     assert "NET30" in out["context"] and "private" not in out["context"]
-    assert "Globex" in out["recall"]
-    assert out["forgot"]["deleted"] is True and out["again"]["deleted"] is False
-    assert out["document_error"] in (True, False)
-    with Memory(db, embedder=embedder) as memory:
-        assert [r.content for r in memory.list(user_id="u1")] == ["Acme prefers NET30 payment terms"]
+    assert out["recall"]["memories"][0]["text"] == "Globex pays invoices upfront"
+    assert out["recall"]["memories"][0]["id"] == out["added"]["id"]
+    assert out["chat"]["kind"] == "message" and len(out["chat"]["ids"]) == 2
+    assert {m["id"] for m in out["offsite"]["memories"]} == set(out["chat"]["ids"])
+    assert out["forgot"] == {"deleted": True, "id": out["added"]["id"]} and out["again"]["deleted"] is False
+    assert out["document_error"] is True and "DOCUMENT_NOT_FOUND" in out["document"]
+    with Memory(db, embedder=named_embedder(EMBEDDER)) as memory:
+        kept = memory.list(user_id="u1")
+        assert sorted(r.content for r in kept) == ["Acme prefers NET30 payment terms",
+                                                   "Noted: the offsite is in October",
+                                                   "Our Lisbon offsite moves to October"]
+        assert {(r.role, r.session_id) for r in kept if r.kind == "message"} == {("user", "s1"), ("assistant", "s1")}
+        assert [r.content for r in memory.list(user_id="u2")] == ["u2's private note about Acme"]
+
+
+def test_mcp_tools_over_stdio(tmp_path: Path) -> None:
+    db = tmp_path / "engram.db"
+    _seed(db)
+    _check(asyncio.run(asyncio.wait_for(_session(_over_stdio(db)), timeout=120)), db)
+
+
+def test_mcp_tools_over_streamable_http(tmp_path: Path) -> None:
+    db = tmp_path / "engram.db"
+    _seed(db)
+    with _http_server(db) as url:
+        out = asyncio.run(asyncio.wait_for(_session(_over_http(url)), timeout=120))
+    _check(out, db)
+
+
+def test_mcp_http_with_a_token_answers_only_its_bearer(tmp_path: Path) -> None:
+    import httpx
+
+    db = tmp_path / "engram.db"
+    _seed(db)
+
+    async def tools(url: str, token: str) -> list[str]:
+        async with _over_http(url, {"Authorization": f"Bearer {token}"}) as session:
+            await session.initialize()
+            return [t.name for t in (await session.list_tools()).tools]
+
+    with _http_server(db, "--token", "s3cret") as url:
+        assert "retrieve_context" in asyncio.run(asyncio.wait_for(tools(url, "s3cret"), timeout=60))
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+            assert refused.status_code == 401 and refused.json()["error"]["code"] == "UNAUTHORIZED"
+
+
+def test_mcp_http_refuses_to_listen_beyond_loopback_without_a_token(capsys: pytest.CaptureFixture[str]) -> None:
+    from engram.mcp import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--user", "u1", "--transport", "http", "--host", "0.0.0.0"])
+    assert exit_.value.code == 2 and "--token" in capsys.readouterr().err
 
 
 # -- in process: what an agent reads when a tool fails, and the tools' schemas ----------------------
