@@ -25,12 +25,12 @@ import functools
 import os
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Generic, ParamSpec, TypeVar, Unpack, cast, overload
 
 from engram.api import MemoryAPI
 from engram.conversation import Messages
 from engram.memory import Memory
-from engram.model import MemoryRecord
+from engram.model import MemoryFields, MemoryRecord
 
 __all__ = ["AsyncEngramClient", "AsyncMemory", "Awaited"]
 
@@ -101,15 +101,17 @@ class AsyncMemory:
 
     # -- writes
     @overload
-    async def add(self, content: str, *, user_id: str, kind: str = "message", **fields: Any) -> MemoryRecord: ...
+    async def add(
+        self, content: str, *, user_id: str, kind: str = "message", **fields: Unpack[MemoryFields]
+    ) -> MemoryRecord: ...
 
     @overload
     async def add(
-        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Any
+        self, content: Messages, *, user_id: str, kind: str = "message", **fields: Unpack[MemoryFields]
     ) -> builtins.list[MemoryRecord]: ...
 
     async def add(
-        self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Any
+        self, content: str | Messages, *, user_id: str, kind: str = "message", **fields: Unpack[MemoryFields]
     ) -> MemoryRecord | builtins.list[MemoryRecord]:
         """``MemoryAPI.add``: a text is one memory; a chat message or a list of them, one memory each."""
         add: Callable[..., MemoryRecord | builtins.list[MemoryRecord]] = self.sync.add
