@@ -256,3 +256,16 @@ def test_the_embedder_is_a_documented_setting_not_a_hidden_flag(tmp_path: Path) 
     refused = CliRunner().invoke(cli, ["serve", "--db", db, "--embedder", "bogus"])
     assert refused.exit_code == 2 and "--embedder" in refused.output and "hash-N" in refused.output
     assert "--fake-embedder" not in CliRunner().invoke(cli, ["serve", "--help"]).output
+
+
+def test_explain_says_the_time_range_and_what_was_left_out(db: str) -> None:
+    runner = CliRunner()
+    for i, when in enumerate(["2026-11-10T09:00:00+00:00", "2026-11-11T09:00:00+00:00", "2026-10-01T09:00:00+00:00"]):
+        added = runner.invoke(cli, ["add", f"Bob asked about invoice {i}", "--user", "u1", "--created-at", when,
+                                    "--db", db])
+        assert added.exit_code == 0, added.output
+    found = runner.invoke(cli, ["search", "What did Bob ask last week?", "--user", "u1", "--top-k", "1",
+                                "--now", "2026-11-18T12:00:00+00:00", "--db", db])
+    assert found.exit_code == 0, found.output
+    assert "time range ('last week'): 2026-11-09" in found.output
+    assert "left out: " in found.output and "beyond top k" in found.output

@@ -60,6 +60,15 @@ def explain(result: Any) -> str:
     lines = [f"{meta.included_results} of {meta.total_results} candidates in {meta.query_time_ms:.1f} ms "
              f"(query type {meta.query_type}, strategy {meta.strategy}, "
              f"weights {meta.config.get('weightsSource', 'default')})"]
+    if meta.time_range is not None:
+        span = meta.time_range
+        said = f" ('{span.expression}')" if span.expression else ""
+        lines.append(f"time range{said}: {span.start.isoformat()} .. {span.end.isoformat()}")
+    dropped = [(meta.below_min_score, "below min score"), (meta.dedup_removed, "duplicates"),
+               (meta.mmr_removed, "replaced for diversity"), (meta.beyond_top_k, "beyond top k"),
+               (meta.budget_removed, "over the token budget")]
+    if any(n for n, _ in dropped):
+        lines.append("left out: " + ", ".join(f"{n} {why}" for n, why in dropped if n))
     for i, entry in enumerate(result.memories, start=1):
         lines.append(f"{i}. [{entry.score:.3f}] ({entry.type}) {entry.content}")
         lines.append(f"   why: {'; '.join(entry.reasons) or '-'}")
