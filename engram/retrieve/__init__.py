@@ -28,7 +28,7 @@ from engram.ingest.entity_index import EntityIndexes
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
-from engram.retrieve.candidates import gather, matches
+from engram.retrieve.candidates import gather, matches, ranked_limit
 from engram.retrieve.hop import HOP_LIMIT, bridge_entities, bridged
 from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, in_range_first, rank
 from engram.retrieve.scopes import Scopes
@@ -227,7 +227,7 @@ class Pipeline:
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
             ))
 
-        load(found.ids)
+        load(found.best(ranked_limit(config)))
         # A turn's conversation context is its neighbours' relevance: they are scored whether or not a
         # source found them, so a memory's score does not depend on how deep the sources looked.
         known = {r.id for r in records}
