@@ -329,3 +329,22 @@ def test_tune_says_what_it_saved_and_never_contradicts_itself() -> None:
     assert render(TuneReport("u", 50, (kept,), saved=False)).endswith("dry run: nothing saved")
     nothing = render(TuneReport("u", 0, (), saved=True))
     assert "nothing to tune, nothing saved" in nothing and "\nsaved" not in nothing
+
+
+def test_list_json_lines_import_into_another_store(db: str, ids: dict[str, str], tmp_path: Path) -> None:
+    runner = CliRunner()
+    exported = runner.invoke(cli, ["list", "--user", "u", "--json", "--status", "all", "--db", db])
+    assert exported.exit_code == 0, exported.output
+    path = tmp_path / "export.jsonl"
+    path.write_text(exported.output, encoding="utf-8")
+    other = str(tmp_path / "other.db")
+    imported = runner.invoke(cli, ["import", str(path), "--db", other])
+    assert imported.exit_code == 0, imported.output
+    again = runner.invoke(cli, ["list", "--user", "u", "--json", "--status", "all", "--db", other])
+
+    def key(line: str) -> tuple[str, str, str, str]:
+        item = json.loads(line)
+        return item["id"], item["content"], item["created_at"], item["status"]
+
+    assert len(exported.output.splitlines()) == len(ids)
+    assert sorted(map(key, again.output.splitlines())) == sorted(map(key, exported.output.splitlines()))

@@ -91,6 +91,10 @@ _ImportRow = tuple[int, dict[str, Any], "MemoryRecord"]
 _MAX_REPORTED = 20  # problems listed before the import gives up reading
 
 
+#: Fields of a stored memory that the store sets, not a writer: dropped from an imported line.
+_STORED_ONLY = ("recorded_at", "content_hash", "last_accessed_at", "access_count")
+
+
 def _import_rows(path: Path, user_id: str | None) -> list[_ImportRow]:
     """Every non-blank line parsed and validated as ``add`` would; problems as ``FILE:LINE: field: problem``."""
     import json
@@ -123,6 +127,8 @@ def _import_rows(path: Path, user_id: str | None) -> list[_ImportRow]:
         if not isinstance(item, dict):
             problems.append(f"{path}:{number}: must be a JSON object, got {type(item).__name__}")
             continue
+        for derived in _STORED_ONLY:  # a line of `engram list --json` imports as it is
+            item.pop(derived, None)
         if user_id and "user_id" not in item:
             item["user_id"] = user_id
         try:
