@@ -128,15 +128,30 @@ def revoke_key(key_id: str, db: str | None) -> None:
     click.echo(f"revoked {key_id}")
 
 
-@click.command(name="mcp", help="Serve one user's memory to an MCP client over stdio.")
+@click.command(name="mcp", help="Serve one user's memory to an MCP client over stdio or streamable HTTP.",
+               epilog="""\b
+Examples:
+  engram mcp --db agent.db --user alice                         # a host spawns it (Claude Desktop, IDEs)
+  engram mcp --db agent.db --user alice --transport http --port 8765   # http://127.0.0.1:8765/mcp""")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--user", "user_id", required=True, help="The user whose memory the tools read and write.")
 @click.option("--embedder", "embedder_name", default=None, envvar="ENGRAM_EMBEDDER", help=EMBEDDER_HELP)
-def mcp_command(db: str | None, user_id: str, embedder_name: str | None) -> None:
-    from engram.mcp import serve
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio (the host spawns this process) or http (streamable HTTP at /mcp).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: the address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP: the port.")
+@click.option("--token", default=None, envvar="ENGRAM_MCP_TOKEN",
+              help="HTTP: require 'Authorization: Bearer TOKEN' (or $ENGRAM_MCP_TOKEN); needed beyond loopback.")
+def mcp_command(db: str | None, user_id: str, embedder_name: str | None, transport: str, host: str, port: int,
+                token: str | None) -> None:
+    from engram.mcp import is_loopback, serve
 
+    if transport == "http" and not token and not is_loopback(host):
+        raise click.UsageError(f"--host {host} would serve {user_id}'s memory to anyone who can reach it: "
+                               "give --token (or $ENGRAM_MCP_TOKEN), or listen on loopback")
     target = _db(db, create=True)
     if not target.startswith(("postgresql://", "postgres://")) and target != ":memory:" and not os.path.exists(target):
         # The agent's memory starts empty here; say so (on stderr: stdout is the protocol).
         click.echo(f"engram mcp: no database at {target}; creating a new, empty one", err=True)
-    serve(target, user_id, _embedder(embedder_name))
+    serve(target, user_id, _embedder(embedder_name), transport="http" if transport == "http" else "stdio",
+          host=host, port=port, token=token or None)

@@ -69,10 +69,14 @@ async def _over_http(url: str, headers: dict[str, str] | None = None) -> AsyncIt
 
 
 @contextmanager
-def _http_server(db: Path, *extra: str) -> Iterator[str]:
-    """``python -m engram.mcp --transport http`` on a free loopback port, until the block ends."""
+def _http_server(db: Path, *extra: str, cli: bool = False) -> Iterator[str]:
+    """``python -m engram.mcp --transport http`` (``engram mcp`` with ``cli``) on a free loopback
+    port, until the block ends."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, *_command(db, "--transport", "http", "--port", str(port), *extra)],
+    command = _command(db, "--transport", "http", "--port", str(port), *extra)
+    if cli:
+        command[:2] = ["-m", "engram.cli", "mcp"]
+    proc = subprocess.Popen([sys.executable, *command],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
@@ -154,6 +158,23 @@ def test_mcp_tools_over_streamable_http(tmp_path: Path) -> None:
     with _http_server(db) as url:
         out = asyncio.run(asyncio.wait_for(_session(_over_http(url)), timeout=120))
     _check(out, db)
+
+
+def test_the_engram_mcp_command_serves_streamable_http_too(tmp_path: Path) -> None:
+    db = tmp_path / "engram.db"
+    _seed(db)
+    with _http_server(db, cli=True) as url:
+        out = asyncio.run(asyncio.wait_for(_session(_over_http(url)), timeout=120))
+    _check(out, db)
+
+
+def test_the_engram_mcp_command_refuses_to_listen_beyond_loopback_without_a_token() -> None:
+    from click.testing import CliRunner
+
+    from engram.cli import cli
+
+    refused = CliRunner().invoke(cli, ["mcp", "--user", "u1", "--transport", "http", "--host", "0.0.0.0"])
+    assert refused.exit_code == 2 and "--token" in refused.output
 
 
 def test_mcp_http_with_a_token_answers_only_its_bearer(tmp_path: Path) -> None:
