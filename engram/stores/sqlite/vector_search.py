@@ -4,6 +4,11 @@ A search is a scan of the user's vectors in numpy or simsimd, with the GIL relea
 selection. :meth:`VectorMixin.start_vector_search` reads what the search needs from SQL on the
 caller's thread and runs the rest on a worker: a search run whole on another thread first waited
 for the store's lock behind the retrieval's keyword search, so the two barely overlapped.
+
+The indexes live in a :class:`VectorCache` bounded in bytes (least recently searched user dropped
+first). A user's first search loads their index on a read-only connection of its own, outside the
+store's lock, so a cold tenant's load does not hold up other users' searches and writes; writes
+landing during a load are caught by :meth:`VectorCache.written` (see there).
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from engram.config import vector_cache_bytes
+from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.stores.sql.rows import filter_sql
@@ -24,21 +32,140 @@ from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.text import ROLE_WORDS
 
-__all__ = ["VectorMixin"]
+__all__ = ["VectorCache", "VectorMixin"]
 
 T = TypeVar("T")
 _SEARCH_THREADS = 2  # searches of concurrent retrievals; each is one core's work
+_USER_VECTORS = (
+    "SELECT rowid, id, embedding, kind, status FROM memories "
+    "WHERE user_id = ? AND embedding IS NOT NULL"  # in any order: sorting the rows cost 40-80 ms at 10k
+)
+
+
+class _Load:
+    """A load in progress: who waits for it, and whether a write made what it read out of date."""
+
+    __slots__ = ("done", "stale")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.stale = False
+
+
+class VectorCache:
+    """Users' indexes, least recently searched dropped first while they hold more than ``budget`` bytes.
+
+    The user searched last always stays, even alone above the budget: dropping it would reload it
+    on every search. Growth from writes is counted at the user's next search.
+
+    Currency: the store's writes call :meth:`written` after they commit and update the index it
+    returns. A write that commits while the user's index is being loaded may be missing from the
+    rows the load read, and finds no index to update; it marks the load stale instead, and a stale
+    index answers the search that loaded it (the write was concurrent with that search) but is not
+    kept.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._entries: OrderedDict[str, ExactIndex] = OrderedDict()
+        self._bytes: dict[str, int] = {}
+        self._total = 0
+        self._loads: dict[str, _Load] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        return self._total
+
+    def __contains__(self, user_id: str) -> bool:
+        return user_id in self._entries
+
+    def users(self) -> builtins.list[str]:
+        """Cached users, least recently searched first."""
+        with self._lock:
+            return list(self._entries)
+
+    def cached(self, user_id: str) -> ExactIndex | None:
+        """The user's index if it is in memory; never loads, never counts as a use."""
+        return self._entries.get(user_id)
+
+    def written(self, user_id: str) -> ExactIndex | None:
+        """A write to this user committed: the index to apply it to, if one is held."""
+        with self._lock:
+            load = self._loads.get(user_id)
+            if load is not None:
+                load.stale = True
+            return self._entries.get(user_id)
+
+    def get(self, user_id: str, load: Callable[[], ExactIndex]) -> ExactIndex:
+        """The user's index, loaded by ``load`` when not held (once, whoever else asks meanwhile)."""
+        while True:
+            with self._lock:
+                index = self._entries.get(user_id)
+                if index is not None:
+                    self._entries.move_to_end(user_id)
+                    self._account(user_id, index)
+                    return index
+                pending = self._loads.get(user_id)
+                if pending is None:
+                    mine = self._loads[user_id] = _Load()
+            if pending is None:
+                break
+            pending.done.wait()  # then look again: it is held, or was stale and is loaded anew
+        try:
+            index = load()
+        finally:
+            with self._lock:
+                del self._loads[user_id]
+                mine.done.set()
+        with self._lock:
+            if not mine.stale:
+                self._entries[user_id] = index
+                self._account(user_id, index)
+        return index
+
+    def _account(self, user_id: str, index: ExactIndex) -> None:
+        size = index.nbytes
+        self._total += size - self._bytes.get(user_id, 0)
+        self._bytes[user_id] = size
+        while self._total > self.budget and len(self._entries) > 1:
+            oldest = next(iter(self._entries))
+            self._drop(oldest)
+
+    def _drop(self, user_id: str) -> None:
+        if self._entries.pop(user_id, None) is not None:
+            self._total -= self._bytes.pop(user_id)
+        load = self._loads.get(user_id)
+        if load is not None:
+            load.stale = True
+
+    def pop(self, user_id: str, default: None = None) -> None:
+        """Forget the user's index (and any load of it in progress)."""
+        with self._lock:
+            self._drop(user_id)
+
+    def clear(self) -> None:
+        """Forget every index: another connection changed the file."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes.clear()
+            self._total = 0
+            for load in self._loads.values():
+                load.stale = True
 
 
 class VectorMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
-    _indexes: dict[str, ExactIndex]
+    _indexes: VectorCache
     _dimensions: int | None
     _searches: ThreadPoolExecutor | None
     _searches_lock: threading.Lock
+    _loader: sqlite3.Connection | None
+    _loader_lock: threading.Lock
 
     if TYPE_CHECKING:
+        path: str
         _conn: sqlite3.Connection
 
         def _retry(self, op: Callable[[], T]) -> T: ...
@@ -47,21 +174,34 @@ class VectorMixin:
 
         def _check_foreign_writes(self) -> None: ...
 
+    def _init_vectors(self, cache_bytes: int | None) -> None:
+        self._indexes = VectorCache(vector_cache_bytes() if cache_bytes is None else cache_bytes)
+        self._dimensions = None
+        self._searches = None
+        self._searches_lock = threading.Lock()
+        self._loader = None
+        self._loader_lock = threading.Lock()
+
     def _index(self, user_id: str) -> ExactIndex:
-        self._check_foreign_writes()
-        index = self._indexes.get(user_id)
-        if index is None:
-            rows = self._conn.execute(
-                "SELECT rowid, id, embedding, kind, status FROM memories "
-                "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
-                (user_id,),
-            ).fetchall()
-            dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
-            index = ExactIndex(dim, capacity=max(1024, len(rows)))
-            for rowid, memory_id, blob, kind, status in rows:
-                index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
-            self._indexes[user_id] = index
-        return index
+        """The user's index. Call without the store's lock: a load must not hold it."""
+        self._retry(self._check_foreign_writes)
+        return self._indexes.get(user_id, lambda: self._load_index(user_id))
+
+    def _load_index(self, user_id: str) -> ExactIndex:
+        if self.path == ":memory:":  # no second connection sees this database
+            rows = self._read(_USER_VECTORS, (user_id,))
+        else:
+            with self._loader_lock:
+                try:
+                    if self._loader is None:
+                        self._loader = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
+                        self._loader.execute("PRAGMA query_only = ON")
+                    rows = self._loader.execute(_USER_VECTORS, (user_id,)).fetchall()
+                except sqlite3.Error as exc:
+                    raise StoreError(f"sqlite: {exc}") from exc
+        dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
+        rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
+        return ExactIndex.load(dim, rowids, ids, blobs, kinds, statuses)
 
     def _prepare(self, user_id: str, filters: Filters) -> tuple[ExactIndex, set[int] | None]:
         """The user's index, and the rows the filters allow when the index cannot tell itself."""
@@ -70,10 +210,10 @@ class VectorMixin:
             return index, None  # the index filters kinds and statuses itself
         where, params = filter_sql(SQLITE, filters)
         sql = f"SELECT m.rowid FROM memories m WHERE m.user_id = ? AND {where}"
-        return index, {r[0] for r in self._conn.execute(sql, (user_id, *params))}
+        return index, {r[0] for r in self._read(sql, (user_id, *params))}
 
     def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
-        index, allowed = self._retry(lambda: self._prepare(user_id, filters))
+        index, allowed = self._prepare(user_id, filters)
         # The matrix product runs outside the store lock (the index has its own).
         return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
 
@@ -82,7 +222,7 @@ class VectorMixin:
     ) -> Callable[[], builtins.list[Hit]]:
         """:meth:`vector_search` on a worker thread, its SQL on this one; the returned call waits
         for the hits."""
-        index, allowed = self._retry(lambda: self._prepare(user_id, filters))
+        index, allowed = self._prepare(user_id, filters)
         search = self._search_pool().submit(
             index.search, query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed
         )
@@ -99,13 +239,17 @@ class VectorMixin:
             if self._searches is not None:
                 self._searches.shutdown(wait=True)
                 self._searches = None
+        with self._loader_lock:
+            if self._loader is not None:
+                self._loader.close()
+                self._loader = None
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         ids = list(dict.fromkeys(memory_ids))
 
         def cached() -> dict[str, Vector] | None:
             self._check_foreign_writes()
-            index = self._indexes.get(user_id)
+            index = self._indexes.cached(user_id)
             return None if index is None else index.vectors(ids)
 
         found = self._retry(cached)
