@@ -168,6 +168,7 @@ def measure(path: Path, users: dict[str, int], dist: str, n: int) -> dict[str, A
     seen: set[str] = set()
     totals: list[float] = []
     cold: list[float] = []
+    cold_stages: dict[str, list[float]] = {}
     scans: list[float] = []
     overlap: list[float] = []
     top1: list[float] = []
@@ -180,6 +181,8 @@ def measure(path: Path, users: dict[str, int], dist: str, n: int) -> dict[str, A
             if user not in seen:
                 cold.append(elapsed)
                 seen.add(user)
+                for stage, ms in result.metadata.stage_ms.items():
+                    cold_stages.setdefault(stage, []).append(ms)
             vector = np.asarray(embedder.embed_batch([query])[0], dtype=np.float32)
             scans.append(reference.exact_scan_ms(user, vector))
             hits = memory.store.keyword_search(user, query, 10, Filters())
@@ -195,6 +198,9 @@ def measure(path: Path, users: dict[str, int], dist: str, n: int) -> dict[str, A
     return {
         "queries": len(totals), "users_touched": len(seen), **summary(totals),
         "cold": {"count": len(cold), **summary(cold)}, "numpy_exact_scan": summary(scans),
+        # Where a first query of a user spends its time: the slowest stages by their median.
+        "cold_stages_p50_ms": dict(sorted(((k, round(percentile(v, 0.5), 2)) for k, v in cold_stages.items()
+                                           if k != "embed"), key=lambda kv: -kv[1])[:5]),
         "keyword_overlap@10": round(sum(overlap) / len(overlap), 3),
         "keyword_top1@10": round(sum(top1) / len(top1), 3),
     }

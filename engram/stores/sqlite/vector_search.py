@@ -160,6 +160,7 @@ class VectorMixin:
     _indexes: VectorCache
     _dimensions: int | None
     _searches: ThreadPoolExecutor | None
+    _loads: ThreadPoolExecutor | None
     _searches_lock: threading.Lock
     _loader: sqlite3.Connection | None
     _loader_lock: threading.Lock
@@ -177,7 +178,7 @@ class VectorMixin:
     def _init_vectors(self, cache_bytes: int | None) -> None:
         self._indexes = VectorCache(vector_cache_bytes() if cache_bytes is None else cache_bytes)
         self._dimensions = None
-        self._searches = None
+        self._searches = self._loads = None
         self._searches_lock = threading.Lock()
         self._loader = None
         self._loader_lock = threading.Lock()
@@ -203,17 +204,17 @@ class VectorMixin:
         rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
         return ExactIndex.load(dim, rowids, ids, blobs, kinds, statuses)
 
-    def _prepare(self, user_id: str, filters: Filters) -> tuple[ExactIndex, set[int] | None]:
-        """The user's index, and the rows the filters allow when the index cannot tell itself."""
-        index = self._index(user_id)
+    def _allowed(self, user_id: str, filters: Filters) -> set[int] | None:
+        """The rows the filters allow, or None when the index can tell itself (kinds, statuses)."""
         if filters == Filters(kinds=filters.kinds, statuses=filters.statuses):
-            return index, None  # the index filters kinds and statuses itself
+            return None
         where, params = filter_sql(SQLITE, filters)
         sql = f"SELECT m.rowid FROM memories m WHERE m.user_id = ? AND {where}"
-        return index, {r[0] for r in self._read(sql, (user_id, *params))}
+        return {r[0] for r in self._read(sql, (user_id, *params))}
 
     def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
-        index, allowed = self._prepare(user_id, filters)
+        index = self._index(user_id)
+        allowed = self._allowed(user_id, filters)
         # The matrix product runs outside the store lock (the index has its own).
         return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
 
@@ -221,24 +222,35 @@ class VectorMixin:
         self, user_id: str, query: Vector, n: int, filters: Filters
     ) -> Callable[[], builtins.list[Hit]]:
         """:meth:`vector_search` on a worker thread, its SQL on this one; the returned call waits
-        for the hits."""
-        index, allowed = self._prepare(user_id, filters)
-        search = self._search_pool().submit(
-            index.search, query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed
-        )
-        return search.result
+        for the hits. A user not in memory is loaded on the worker too (on its own connection), so
+        the load overlaps the retrieval's keyword and entity reads."""
+        self._retry(self._check_foreign_writes)
+        allowed = self._allowed(user_id, filters)
 
-    def _search_pool(self) -> ThreadPoolExecutor:
+        def search() -> builtins.list[Hit]:
+            index = self._indexes.get(user_id, lambda: self._load_index(user_id))
+            return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
+
+        # A load has threads of its own: searches of users in memory never queue behind one.
+        cold = user_id not in self._indexes
+        return self._search_pool(loads=cold).submit(search).result
+
+    def _search_pool(self, *, loads: bool = False) -> ThreadPoolExecutor:
         with self._searches_lock:
+            if loads:
+                if self._loads is None:
+                    self._loads = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="engram-vector-loads")
+                return self._loads
             if self._searches is None:
                 self._searches = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="engram-vectors")
             return self._searches
 
     def _stop_searches(self) -> None:
         with self._searches_lock:
-            if self._searches is not None:
-                self._searches.shutdown(wait=True)
-                self._searches = None
+            for pool in (self._searches, self._loads):
+                if pool is not None:
+                    pool.shutdown(wait=True)
+            self._searches = self._loads = None
         with self._loader_lock:
             if self._loader is not None:
                 self._loader.close()
