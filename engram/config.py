@@ -36,8 +36,8 @@ DEFAULT_REDACTION_PATTERNS: tuple[str, ...] = (
 )
 
 #: How many bytes of users' vectors an embedded (SQLite) store keeps in memory, the least recently
-#: searched user dropped first: 1 GiB holds ~650k vectors of 384 dimensions. A user dropped pays a
-#: load at their next search (~15 ms per 10k vectors). Set per process with ENGRAM_VECTOR_CACHE_MB
+#: searched user dropped first: 1 GiB holds ~600k vectors of 384 dimensions. A user dropped pays a
+#: load at their next search (tens of ms per 10k vectors). Set per process with ENGRAM_VECTOR_CACHE_MB
 #: (each service worker holds its own cache) or per store (``SQLiteStore(vector_cache_bytes=...)``).
 VECTOR_CACHE_BYTES = 1 << 30
 
