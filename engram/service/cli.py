@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import click
@@ -14,7 +12,7 @@ import click
 from engram.cli.common import DB_HELP, db_target, existing_db
 from engram.service.auth import KeyStore
 
-__all__ = ["keys_group", "mcp_command", "serve_command", "worker_app"]
+__all__ = ["keys_group", "mcp_command", "serve_command"]
 
 
 def _db(db: str | None, *, create: bool) -> str:
@@ -56,13 +54,14 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     import uvicorn
 
     from engram.service.logs import configure_logging
+    from engram.service.workers import WORKER_ENV, build_app
 
     # A new database has no keys, so a server on one could answer nothing but 401: refuse it.
     target = _db(db, create=False)
     _embedder(embedder_name)  # a bad name fails here, once, not in every worker
     configure_logging(log_level)
     if workers == 1:
-        app, close = _app(target, embedder_name, rate, burst, max_body_bytes, limiter_path=None)
+        app, close = build_app(target, embedder_name, rate, burst, max_body_bytes, limiter_path=None)
         try:
             uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
         finally:
@@ -71,71 +70,16 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     # numpy's OpenBLAS would give every worker a thread per core, busy-waiting on a shared machine.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory(prefix="engram-serve-") as shared:
-        os.environ[_WORKER_ENV] = json.dumps({
+        os.environ[WORKER_ENV] = json.dumps({
             "target": target, "embedder": embedder_name, "rate": rate, "burst": burst,
             "max_body_bytes": max_body_bytes, "limiter_path": os.path.join(shared, "ratelimit.db"),
             "log_level": log_level,
         })
-        uvicorn.run("engram.service.cli:worker_app", factory=True, workers=workers, host=host, port=port,
-                    log_config=None, access_log=False, log_level=log_level)
-
-
-_WORKER_ENV = "ENGRAM_SERVE_WORKER"
-
-
-def worker_app() -> Any:
-    """One worker's app (uvicorn calls this in each process), from what ``serve`` put in the environment;
-    its memory, key store and limiter close when the worker shuts down."""
-    from engram.service.logs import configure_logging
-
-    spec = json.loads(os.environ[_WORKER_ENV])
-    configure_logging(spec["log_level"])
-    app, close = _app(spec["target"], spec["embedder"], spec["rate"], spec["burst"], spec["max_body_bytes"],
-                      limiter_path=spec["limiter_path"])
-    inner = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[Any]:
-        try:
-            async with inner(app) as state:
-                yield state
-        finally:
-            close()
-
-    app.router.lifespan_context = lifespan
-    return app
-
-
-def _app(target: str, embedder_name: str | None, rate: float, burst: float, max_body_bytes: int,
-         limiter_path: str | None) -> tuple[Any, Callable[[], None]]:
-    """The service over its own memory and key store, and what closes them."""
-    from engram.memory import Memory
-    from engram.service.app import create_app
-    from engram.service.deps import ServiceSettings
-    from engram.service.ratelimit import SharedRateLimiter
-
-    memory = Memory(target, embedder=_embedder(embedder_name))
-    keys = KeyStore(target)
-
-    def close() -> None:
-        keys.close()
-        memory.close()
-
-    try:
-        memory.embedder  # noqa: B018 - load the model before the first request, not during it
-        app = create_app(memory, keys, ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes))
-        if limiter_path is not None:
-            app.state.service.limiter = SharedRateLimiter(limiter_path, rate, burst)
-    except BaseException:
-        close()
-        raise
-    limiter = app.state.service.limiter
-
-    def close_all() -> None:
-        limiter.close()
-        close()
-
-    return app, close_all
+        # Uvicorn's workers accept on a socket that asyncio does not set TCP_NODELAY on: every response
+        # then waited ~40 ms for the client's delayed ACK (Nagle). The protocol sets it itself.
+        uvicorn.run("engram.service.workers:worker_app", factory=True, workers=workers, host=host, port=port,
+                    http="engram.service.workers:NoDelayHttp", log_config=None, access_log=False,
+                    log_level=log_level)
 
 
 @click.group(name="keys", help="Create, list and revoke API keys of `engram serve`.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -91,6 +92,15 @@ def test_serve_with_workers_limits_a_key_once(tmp_path: Path) -> None:
                 statuses.append(client.get(f"{url}/v1/me").status_code)
         assert statuses.count(200) == 4, statuses  # per-process buckets would grant up to 8
         assert set(statuses) == {200, 429}
+        # Nagle's algorithm off: with it, each response on a kept-alive connection waited for the
+        # client's delayed ACK, 40 ms or more on Linux.
+        with httpx.Client(base_url=url) as client:
+            times = []
+            for _ in range(15):
+                started = time.perf_counter()
+                assert client.get("/healthz").status_code == 200
+                times.append(time.perf_counter() - started)
+        assert statistics.median(times) < 0.030, times
     finally:
         server.terminate()
         server.wait(timeout=60)
