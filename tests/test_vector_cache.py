@@ -112,12 +112,12 @@ def test_writes_reach_a_held_index_without_reloading_it(store: SQLiteStore) -> N
 def test_a_write_committed_during_a_load_is_not_lost(store: SQLiteStore) -> None:
     _put(store, "a", 20)
 
-    def load_then_write() -> ExactIndex:
-        index = store._load_index("a")  # what a load read before the write below committed
+    def load_then_write() -> tuple[ExactIndex, int | None]:
+        loaded = store._load_index("a")  # what a load read before the write below committed
         _put(store, "a", 1, start=20)
-        return index
+        return loaded
 
-    index = store._indexes.get("a", load_then_write)
+    index = store._indexes.get("a", load_then_write, lambda: store._user_version("a"))
     assert "a" not in store._indexes  # out of date: answered its own search, not kept
     assert len(index) == 20
     assert _top(store, "a", "a-20") == "a-20"  # the next search loads again and sees the write
@@ -127,12 +127,12 @@ def test_a_write_committed_during_a_load_is_not_lost(store: SQLiteStore) -> None
 def test_forgetting_a_user_during_a_load_drops_what_it_read(store: SQLiteStore) -> None:
     _put(store, "a", 5)
 
-    def load_then_forget() -> ExactIndex:
-        index = store._load_index("a")
+    def load_then_forget() -> tuple[ExactIndex, int | None]:
+        loaded = store._load_index("a")
         store.forget_user("a")
-        return index
+        return loaded
 
-    store._indexes.get("a", load_then_forget)
+    store._indexes.get("a", load_then_forget, lambda: store._user_version("a"))
     assert "a" not in store._indexes
     assert store.vector_search("a", _vector(1), 5, Filters()) == []
 
@@ -143,12 +143,12 @@ def test_a_load_holds_up_neither_other_users_nor_writes(store: SQLiteStore) -> N
     assert _top(store, "b", "b-2") == "b-2"
     loading, release = threading.Event(), threading.Event()
 
-    def slow_load() -> ExactIndex:
+    def slow_load() -> tuple[ExactIndex, int | None]:
         loading.set()
         assert release.wait(10)
         return store._load_index("a")
 
-    loader = threading.Thread(target=lambda: store._indexes.get("a", slow_load))
+    loader = threading.Thread(target=lambda: store._indexes.get("a", slow_load, lambda: None))
     loader.start()
     try:
         assert loading.wait(10)
@@ -166,14 +166,14 @@ def test_concurrent_first_searches_of_one_user_load_it_once(store: SQLiteStore) 
     loads: list[int] = []
     started, release = threading.Event(), threading.Event()
 
-    def counted_load() -> ExactIndex:
+    def counted_load() -> tuple[ExactIndex, int | None]:
         loads.append(1)
         started.set()
         assert release.wait(10)
         return store._load_index("a")
 
     results: list[ExactIndex] = []
-    threads = [threading.Thread(target=lambda: results.append(store._indexes.get("a", counted_load)))
+    threads = [threading.Thread(target=lambda: results.append(store._indexes.get("a", counted_load, lambda: None)))
                for _ in range(4)]
     for t in threads:
         t.start()
@@ -183,6 +183,26 @@ def test_concurrent_first_searches_of_one_user_load_it_once(store: SQLiteStore) 
         t.join(10)
     assert len(loads) == 1
     assert len(results) == 4 and all(r is results[0] for r in results)
+
+
+def test_another_process_logging_a_retrieval_keeps_the_index_and_its_write_reloads_it(tmp_path: Path) -> None:
+    here, there = SQLiteStore(tmp_path / "v.db"), SQLiteStore(tmp_path / "v.db")
+    try:
+        _put(here, "a", 20)
+        assert _top(here, "a", "a-3") == "a-3"
+        held = here._indexes.cached("a")
+        # What every retrieval of another worker commits: access counts (and its log).
+        there.record_access("a", ["a-1", "a-2"], NOW)
+        assert _top(here, "a", "a-4") == "a-4"
+        assert here._indexes.cached("a") is held  # checked against the user's version, kept
+        _put(there, "a", 1, start=20)
+        assert _top(here, "a", "a-20") == "a-20"  # the version moved: loaded again
+        assert here._indexes.cached("a") is not held
+        assert there.delete("a", "a-5")
+        assert _top(here, "a", "a-5") != "a-5"
+    finally:
+        here.close()
+        there.close()
 
 
 def test_bulk_load_equals_adding_row_by_row() -> None:
@@ -205,7 +225,8 @@ def test_bulk_load_equals_adding_row_by_row() -> None:
 def test_cache_alone_drops_nothing_within_budget() -> None:
     cache = VectorCache(budget=10**9)
     for user in "abc":
-        cache.get(user, lambda: ExactIndex.load(DIMS, [1], ["x"], [_vector(1).tobytes()], ["fact"], ["active"]))
+        cache.get(user, lambda: (ExactIndex.load(DIMS, [1], ["x"], [_vector(1).tobytes()], ["fact"], ["active"]), 1),
+                  lambda: 1)
     assert cache.users() == ["a", "b", "c"]
     cache.clear()
     assert cache.users() == [] and cache.nbytes == 0

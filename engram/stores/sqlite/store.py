@@ -191,7 +191,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
         """Drop cached vector indexes when another connection committed since we last looked."""
         version = self._read_data_version()
         if version != self._data_version:
-            self._indexes.clear()
+            self._indexes.foreign_write()
             self._data_version = version
             self._epoch += 1
 

@@ -36,6 +36,7 @@ __all__ = ["VectorCache", "VectorMixin"]
 
 T = TypeVar("T")
 _SEARCH_THREADS = 2  # searches of concurrent retrievals; each is one core's work
+_USER_VERSION = "SELECT version FROM keyword_stats WHERE user_id = ?"
 _USER_VECTORS = (
     "SELECT rowid, id, embedding, kind, status FROM memories "
     "WHERE user_id = ? AND embedding IS NOT NULL"  # in any order: sorting the rows cost 40-80 ms at 10k
@@ -63,12 +64,20 @@ class VectorCache:
     rows the load read, and finds no index to update; it marks the load stale instead, and a stale
     index answers the search that loaded it (the write was concurrent with that search) but is not
     kept.
+
+    Another process's commit (:meth:`foreign_write`) does not drop the indexes: each is kept with
+    the user's version read with its rows, and is checked against the version now at its next use.
+    Every process of a multi-worker server commits on each retrieval (its log), which would
+    otherwise make every worker reload every user's vectors on every request.
     """
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self._entries: OrderedDict[str, ExactIndex] = OrderedDict()
         self._bytes: dict[str, int] = {}
+        self._versions: dict[str, int | None] = {}  # None: changed here since; cannot be checked
+        self._unchecked: set[str] = set()
+        self._foreign = 0  # foreign commits noticed so far
         self._total = 0
         self._loads: dict[str, _Load] = {}
         self._lock = threading.Lock()
@@ -78,7 +87,7 @@ class VectorCache:
         return self._total
 
     def __contains__(self, user_id: str) -> bool:
-        return user_id in self._entries
+        return user_id in self._entries and user_id not in self._unchecked
 
     def users(self) -> builtins.list[str]:
         """Cached users, least recently searched first."""
@@ -86,22 +95,49 @@ class VectorCache:
             return list(self._entries)
 
     def cached(self, user_id: str) -> ExactIndex | None:
-        """The user's index if it is in memory; never loads, never counts as a use."""
-        return self._entries.get(user_id)
+        """The user's index if it is in memory and known current; never loads, never counts as a use."""
+        with self._lock:
+            return None if user_id in self._unchecked else self._entries.get(user_id)
 
     def written(self, user_id: str) -> ExactIndex | None:
-        """A write to this user committed: the index to apply it to, if one is held."""
+        """A write to this user committed here: the index to apply it to, if one is held."""
         with self._lock:
             load = self._loads.get(user_id)
             if load is not None:
                 load.stale = True
+            if user_id in self._entries:
+                self._versions[user_id] = None
             return self._entries.get(user_id)
 
-    def get(self, user_id: str, load: Callable[[], ExactIndex]) -> ExactIndex:
-        """The user's index, loaded by ``load`` when not held (once, whoever else asks meanwhile)."""
+    def foreign_write(self) -> None:
+        """Another connection committed: check each index against its user's version before using it."""
+        with self._lock:
+            self._foreign += 1
+            self._unchecked.update(self._entries)
+
+    def get(
+        self, user_id: str, load: Callable[[], tuple[ExactIndex, int | None]], version: Callable[[], int | None],
+    ) -> ExactIndex:
+        """The user's index, loaded by ``load`` (with the user's version) when not held or out of
+        date, once whoever else asks meanwhile; ``version`` reads the user's version now."""
         while True:
+            held: int | None = None
             with self._lock:
                 index = self._entries.get(user_id)
+                if index is not None and user_id in self._unchecked:
+                    held = self._versions.get(user_id)
+                    index = None
+            if held is not None:
+                current = version()  # outside the lock: it reads SQL
+                with self._lock:
+                    index = self._entries.get(user_id)
+                    if index is not None and user_id in self._unchecked:
+                        if current == held:
+                            self._unchecked.discard(user_id)
+                        else:
+                            self._drop(user_id)
+                            index = None
+            with self._lock:
                 if index is not None:
                     self._entries.move_to_end(user_id)
                     self._account(user_id, index)
@@ -109,11 +145,12 @@ class VectorCache:
                 pending = self._loads.get(user_id)
                 if pending is None:
                     mine = self._loads[user_id] = _Load()
+                    foreign = self._foreign
             if pending is None:
                 break
             pending.done.wait()  # then look again: it is held, or was stale and is loaded anew
         try:
-            index = load()
+            index, loaded_version = load()
         finally:
             with self._lock:
                 del self._loads[user_id]
@@ -121,6 +158,10 @@ class VectorCache:
         with self._lock:
             if not mine.stale:
                 self._entries[user_id] = index
+                self._versions[user_id] = loaded_version
+                self._unchecked.discard(user_id)
+                if self._foreign != foreign:  # read before or after that commit: check at next use
+                    self._unchecked.add(user_id)
                 self._account(user_id, index)
         return index
 
@@ -135,6 +176,8 @@ class VectorCache:
     def _drop(self, user_id: str) -> None:
         if self._entries.pop(user_id, None) is not None:
             self._total -= self._bytes.pop(user_id)
+        self._versions.pop(user_id, None)
+        self._unchecked.discard(user_id)
         load = self._loads.get(user_id)
         if load is not None:
             load.stale = True
@@ -145,13 +188,10 @@ class VectorCache:
             self._drop(user_id)
 
     def clear(self) -> None:
-        """Forget every index: another connection changed the file."""
+        """Forget every index."""
         with self._lock:
-            self._entries.clear()
-            self._bytes.clear()
-            self._total = 0
-            for load in self._loads.values():
-                load.stale = True
+            for user_id in [*self._entries, *self._loads]:
+                self._drop(user_id)
 
 
 class VectorMixin:
@@ -186,23 +226,47 @@ class VectorMixin:
     def _index(self, user_id: str) -> ExactIndex:
         """The user's index. Call without the store's lock: a load must not hold it."""
         self._retry(self._check_foreign_writes)
-        return self._indexes.get(user_id, lambda: self._load_index(user_id))
+        return self._cached_index(user_id)
 
-    def _load_index(self, user_id: str) -> ExactIndex:
+    def _cached_index(self, user_id: str) -> ExactIndex:
+        return self._indexes.get(user_id, lambda: self._load_index(user_id), lambda: self._user_version(user_id))
+
+    def _user_version(self, user_id: str) -> int | None:
+        """Moves with every change to the user's vectors, kinds or statuses: each is a transaction
+        that inserts or deletes one of the user's rows, which moves their ``keyword_stats`` version
+        (schema migration 6); a status alone changes only beside a delete (a fact version
+        reinstated). None when there is none to read: the index is loaded again."""
+        try:
+            rows = self._read(_USER_VERSION, (user_id,))
+        except StoreError:
+            return None
+        return int(rows[0][0]) if rows else None
+
+    def _load_index(self, user_id: str) -> tuple[ExactIndex, int | None]:
+        """The user's index and their version, read in one snapshot."""
         if self.path == ":memory:":  # no second connection sees this database
             rows = self._read(_USER_VECTORS, (user_id,))
+            version = self._user_version(user_id)
         else:
             with self._loader_lock:
                 try:
                     if self._loader is None:
-                        self._loader = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
+                        self._loader = sqlite3.connect(
+                            self.path, timeout=10, isolation_level=None, check_same_thread=False
+                        )
                         self._loader.execute("PRAGMA query_only = ON")
-                    rows = self._loader.execute(_USER_VECTORS, (user_id,)).fetchall()
+                    self._loader.execute("BEGIN")
+                    try:
+                        found = self._loader.execute(_USER_VERSION, (user_id,)).fetchone()
+                        rows = self._loader.execute(_USER_VECTORS, (user_id,)).fetchall()
+                    finally:
+                        self._loader.execute("COMMIT")
                 except sqlite3.Error as exc:
                     raise StoreError(f"sqlite: {exc}") from exc
+            version = None if found is None else int(found[0])
         dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
         rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
-        return ExactIndex.load(dim, rowids, ids, blobs, kinds, statuses)
+        return ExactIndex.load(dim, rowids, ids, blobs, kinds, statuses), version
 
     def _allowed(self, user_id: str, filters: Filters) -> set[int] | None:
         """The rows the filters allow, or None when the index can tell itself (kinds, statuses)."""
@@ -228,7 +292,7 @@ class VectorMixin:
         allowed = self._allowed(user_id, filters)
 
         def search() -> builtins.list[Hit]:
-            index = self._indexes.get(user_id, lambda: self._load_index(user_id))
+            index = self._cached_index(user_id)
             return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
 
         # A load has threads of its own: searches of users in memory never queue behind one.
