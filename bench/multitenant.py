@@ -39,6 +39,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported (see retrieve_latency.py)
 
 import argparse
+import itertools
 import json
 import random
 import sqlite3
@@ -87,14 +88,10 @@ def build(path: Path, users: dict[str, int]) -> float | None:
         if held:
             raise SystemExit(f"{path} holds {held} memories, not {sum(users.values())}; remove it first")
         started = time.perf_counter()
-        batch: list[dict[str, Any]] = []
-        for i, (user, size) in enumerate(users.items()):
-            for item in memories(size, user_id=user, seed=1000 + i):
-                batch.append(item)
-                if len(batch) == 2000:
-                    memory.add_many(batch)
-                    batch = []
-        if batch:
+        items = itertools.chain.from_iterable(
+            memories(size, user_id=user, seed=1000 + i) for i, (user, size) in enumerate(users.items())
+        )
+        while batch := list(itertools.islice(items, 2000)):
             memory.add_many(batch)
         return time.perf_counter() - started
 
