@@ -96,7 +96,7 @@ def test_growth_from_writes_counts_at_the_next_search(store: SQLiteStore) -> Non
 def test_writes_reach_a_held_index_without_reloading_it(store: SQLiteStore) -> None:
     _put(store, "a", 20)
     assert _top(store, "a", "a-3") == "a-3"
-    held = store._indexes.cached("a")
+    held = store._indexes.get("a")
     _put(store, "a", 1, start=20)
     assert _top(store, "a", "a-20") == "a-20"
     assert store.delete("a", "a-3")
@@ -106,7 +106,7 @@ def test_writes_reach_a_held_index_without_reloading_it(store: SQLiteStore) -> N
     store.replace(dataclasses.replace(record, content="changed"), _vector(999))
     hits = store.vector_search("a", _vector(999), 1, Filters())
     assert hits[0][0] == "a-4" and hits[0][1] == pytest.approx(1.0, abs=1e-5)
-    assert store._indexes.cached("a") is held  # every change above went into the same index
+    assert store._indexes.get("a") is held  # every change above went into the same index
 
 
 def test_a_write_committed_during_a_load_is_not_lost(store: SQLiteStore) -> None:
@@ -117,11 +117,11 @@ def test_a_write_committed_during_a_load_is_not_lost(store: SQLiteStore) -> None
         _put(store, "a", 1, start=20)
         return loaded
 
-    index = store._indexes.get("a", load_then_write, lambda: store._user_version("a"))
+    index = store._indexes.get_or_load("a", load_then_write, lambda: store._user_version("a"))
     assert "a" not in store._indexes  # out of date: answered its own search, not kept
     assert len(index) == 20
     assert _top(store, "a", "a-20") == "a-20"  # the next search loads again and sees the write
-    assert len(store._indexes.cached("a") or []) == 21
+    assert len(store._indexes.get("a") or []) == 21
 
 
 def test_forgetting_a_user_during_a_load_drops_what_it_read(store: SQLiteStore) -> None:
@@ -132,7 +132,7 @@ def test_forgetting_a_user_during_a_load_drops_what_it_read(store: SQLiteStore) 
         store.forget_user("a")
         return loaded
 
-    store._indexes.get("a", load_then_forget, lambda: store._user_version("a"))
+    store._indexes.get_or_load("a", load_then_forget, lambda: store._user_version("a"))
     assert "a" not in store._indexes
     assert store.vector_search("a", _vector(1), 5, Filters()) == []
 
@@ -148,7 +148,7 @@ def test_a_load_holds_up_neither_other_users_nor_writes(store: SQLiteStore) -> N
         assert release.wait(10)
         return store._load_index("a")
 
-    loader = threading.Thread(target=lambda: store._indexes.get("a", slow_load, lambda: None))
+    loader = threading.Thread(target=lambda: store._indexes.get_or_load("a", slow_load, lambda: None))
     loader.start()
     try:
         assert loading.wait(10)
@@ -173,8 +173,10 @@ def test_concurrent_first_searches_of_one_user_load_it_once(store: SQLiteStore) 
         return store._load_index("a")
 
     results: list[ExactIndex] = []
-    threads = [threading.Thread(target=lambda: results.append(store._indexes.get("a", counted_load, lambda: None)))
-               for _ in range(4)]
+    def first_search() -> None:
+        results.append(store._indexes.get_or_load("a", counted_load, lambda: None))
+
+    threads = [threading.Thread(target=first_search) for _ in range(4)]
     for t in threads:
         t.start()
     assert started.wait(10)
@@ -190,14 +192,14 @@ def test_another_process_logging_a_retrieval_keeps_the_index_and_its_write_reloa
     try:
         _put(here, "a", 20)
         assert _top(here, "a", "a-3") == "a-3"
-        held = here._indexes.cached("a")
+        held = here._indexes.get("a")
         # What every retrieval of another worker commits: access counts (and its log).
         there.record_access("a", ["a-1", "a-2"], NOW)
         assert _top(here, "a", "a-4") == "a-4"
-        assert here._indexes.cached("a") is held  # checked against the user's version, kept
+        assert here._indexes.get("a") is held  # checked against the user's version, kept
         _put(there, "a", 1, start=20)
         assert _top(here, "a", "a-20") == "a-20"  # the version moved: loaded again
-        assert here._indexes.cached("a") is not held
+        assert here._indexes.get("a") is not held
         assert there.delete("a", "a-5")
         assert _top(here, "a", "a-5") != "a-5"
     finally:
@@ -225,8 +227,8 @@ def test_bulk_load_equals_adding_row_by_row() -> None:
 def test_cache_alone_drops_nothing_within_budget() -> None:
     cache = VectorCache(budget=10**9)
     for user in "abc":
-        cache.get(user, lambda: (ExactIndex.load(DIMS, [1], ["x"], [_vector(1).tobytes()], ["fact"], ["active"]), 1),
-                  lambda: 1)
+        loaded = (ExactIndex.load(DIMS, [1], ["x"], [_vector(1).tobytes()], ["fact"], ["active"]), 1)
+        cache.get_or_load(user, lambda: loaded, lambda: 1)  # noqa: B023 - called before the next round
     assert cache.users() == ["a", "b", "c"]
     cache.clear()
     assert cache.users() == [] and cache.nbytes == 0

@@ -94,7 +94,7 @@ class VectorCache:
         with self._lock:
             return list(self._entries)
 
-    def cached(self, user_id: str) -> ExactIndex | None:
+    def get(self, user_id: str) -> ExactIndex | None:
         """The user's index if it is in memory and known current; never loads, never counts as a use."""
         with self._lock:
             return None if user_id in self._unchecked else self._entries.get(user_id)
@@ -115,7 +115,7 @@ class VectorCache:
             self._foreign += 1
             self._unchecked.update(self._entries)
 
-    def get(
+    def get_or_load(
         self, user_id: str, load: Callable[[], tuple[ExactIndex, int | None]], version: Callable[[], int | None],
     ) -> ExactIndex:
         """The user's index, loaded by ``load`` (with the user's version) when not held or out of
@@ -229,7 +229,9 @@ class VectorMixin:
         return self._cached_index(user_id)
 
     def _cached_index(self, user_id: str) -> ExactIndex:
-        return self._indexes.get(user_id, lambda: self._load_index(user_id), lambda: self._user_version(user_id))
+        return self._indexes.get_or_load(
+            user_id, lambda: self._load_index(user_id), lambda: self._user_version(user_id)
+        )
 
     def _user_version(self, user_id: str) -> int | None:
         """Moves with every change to the user's vectors, kinds or statuses: each is a transaction
@@ -325,7 +327,7 @@ class VectorMixin:
 
         def cached() -> dict[str, Vector] | None:
             self._check_foreign_writes()
-            index = self._indexes.cached(user_id)
+            index = self._indexes.get(user_id)
             return None if index is None else index.vectors(ids)
 
         found = self._retry(cached)
