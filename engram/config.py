@@ -7,6 +7,7 @@ narrower ranges, and turns into a ``RetrievalConfig``.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -19,10 +20,12 @@ __all__ = [
     "DEFAULT_REDACTION_PATTERNS",
     "SIGNALS",
     "STRATEGY_WEIGHTS",
+    "VECTOR_CACHE_BYTES",
     "AdminMemorySettings",
     "Limits",
     "RedactionConfig",
     "RetrievalConfig",
+    "vector_cache_bytes",
 ]
 
 #: The retrieval policy's default redaction patterns: SSN, 16-digit card, e-mail.
@@ -31,6 +34,26 @@ DEFAULT_REDACTION_PATTERNS: tuple[str, ...] = (
     r"\b\d{16}\b",
     r"(?i)\b[A-Z0-9._%+-]+@[A-Z0-9.-]+\.[A-Z]{2,}\b",
 )
+
+#: How many bytes of users' vectors an embedded (SQLite) store keeps in memory, the least recently
+#: searched user dropped first: 1 GiB holds ~600k vectors of 384 dimensions. A user dropped pays a
+#: load at their next search (tens of ms per 10k vectors). Set per process with ENGRAM_VECTOR_CACHE_MB
+#: (each service worker holds its own cache) or per store (``SQLiteStore(vector_cache_bytes=...)``).
+VECTOR_CACHE_BYTES = 1 << 30
+
+
+def vector_cache_bytes() -> int:
+    """The vector cache's budget: ENGRAM_VECTOR_CACHE_MB when set, else :data:`VECTOR_CACHE_BYTES`."""
+    raw = os.environ.get("ENGRAM_VECTOR_CACHE_MB", "").strip()
+    if not raw:
+        return VECTOR_CACHE_BYTES
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        raise ConfigError("ENGRAM_VECTOR_CACHE_MB", f"must be a number of megabytes, got {raw!r}") from None
+    _check_range("ENGRAM_VECTOR_CACHE_MB", megabytes, 0, 1e9)
+    return int(megabytes * (1 << 20))
+
 
 SIGNALS = ("semantic_similarity", "entity_overlap", "temporal_relevance", "importance", "reinforcement")
 

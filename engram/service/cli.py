@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from typing import Any
 
 import click
@@ -44,28 +46,40 @@ def _embedder(name: str | None) -> Any:
               type=click.Choice(["debug", "info", "warning", "error"]),
               help="Least severe log line written (JSON lines on stderr).")
 @click.option("--embedder", "embedder_name", default=None, envvar="ENGRAM_EMBEDDER", help=EMBEDDER_HELP)
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Server processes sharing the port; each opens the store and loads the embedder itself, "
+                   "and they share one rate limit (a SQLite file in a temporary directory).")
 def serve_command(db: str | None, host: str, port: int, rate: float, burst: float, max_body_bytes: int,
-                  log_level: str, embedder_name: str | None) -> None:
+                  log_level: str, embedder_name: str | None, workers: int) -> None:
     import uvicorn
 
-    from engram.memory import Memory
-    from engram.service.app import create_app
-    from engram.service.deps import ServiceSettings
     from engram.service.logs import configure_logging
+    from engram.service.workers import WORKER_ENV, build_app
 
     # A new database has no keys, so a server on one could answer nothing but 401: refuse it.
     target = _db(db, create=False)
+    _embedder(embedder_name)  # a bad name fails here, once, not in every worker
     configure_logging(log_level)
-    settings = ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes)
-    memory = Memory(target, embedder=_embedder(embedder_name))
-    keys = KeyStore(target)
-    try:
-        memory.embedder  # noqa: B018 - load the model before the first request, not during it
-        app = create_app(memory, keys, settings)
-        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
-    finally:
-        keys.close()
-        memory.close()
+    if workers == 1:
+        app, close = build_app(target, embedder_name, rate, burst, max_body_bytes, limiter_path=None)
+        try:
+            uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
+        finally:
+            close()
+        return
+    # numpy's OpenBLAS would give every worker a thread per core, busy-waiting on a shared machine.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    with tempfile.TemporaryDirectory(prefix="engram-serve-") as shared:
+        os.environ[WORKER_ENV] = json.dumps({
+            "target": target, "embedder": embedder_name, "rate": rate, "burst": burst,
+            "max_body_bytes": max_body_bytes, "limiter_path": os.path.join(shared, "ratelimit.db"),
+            "log_level": log_level,
+        })
+        # Uvicorn's workers accept on a socket that asyncio does not set TCP_NODELAY on: every response
+        # then waited ~40 ms for the client's delayed ACK (Nagle). The protocol sets it itself.
+        uvicorn.run("engram.service.workers:worker_app", factory=True, workers=workers, host=host, port=port,
+                    http="engram.service.workers:NoDelayHttp", log_config=None, access_log=False,
+                    log_level=log_level)
 
 
 @click.group(name="keys", help="Create, list and revoke API keys of `engram serve`.")

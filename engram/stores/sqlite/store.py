@@ -95,7 +95,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
 
     def __init__(
         self, path: str | Path, *, busy_retries: int = 12, postings_budget: int = DEFAULT_POSTINGS_BUDGET,
-        log_retention: int | None = LOG_RETENTION,
+        log_retention: int | None = LOG_RETENTION, vector_cache_bytes: int | None = None,
     ) -> None:
         self.path = str(path)
         self.log_retention = check_log_retention(log_retention)  # each user's newest logged retrievals kept
@@ -130,10 +130,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
             self._conn.close()
             cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ is not None else exc
             raise StoreUnavailable(f"cannot open {self.path}: {cause}") from exc
-        self._indexes = {}
-        self._dimensions = None
-        self._searches = None
-        self._searches_lock = threading.Lock()
+        self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
         # Bumped when another connection's commit is noticed; this process's own writes go through
         # Memory, which invalidates its caches itself (and logging a retrieval must not).
@@ -194,7 +191,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
         """Drop cached vector indexes when another connection committed since we last looked."""
         version = self._read_data_version()
         if version != self._data_version:
-            self._indexes.clear()
+            self._indexes.foreign_write()
             self._data_version = version
             self._epoch += 1
 
@@ -285,7 +282,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
                 raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
             raise
         for record, rowid, vector in zip(records, rowids, vectors, strict=True):
-            index = self._indexes.get(record.user_id)
+            index = self._indexes.written(record.user_id)
             if index is not None:
                 index.add(rowid, record.id, vector, record.kind, record.status)
 
@@ -314,7 +311,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
         result = self._write(op)
         if result is None:
             return
-        index = self._indexes.get(record.user_id)
+        index = self._indexes.written(record.user_id)
         if index is not None:
             index.remove_by_id(record.id)
             if result[1] is not None:
@@ -327,7 +324,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
         _merge_keyword_segments(c)
 
     def _deleted(self, user_id: str, gone: Sequence[str], statuses: Sequence[tuple[Any, str]]) -> None:
-        index = self._indexes.get(user_id)
+        index = self._indexes.written(user_id)
         if index is not None:
             for rowid, status in statuses:  # before the removals: a later id may have deleted that row
                 index.set_status(int(rowid), status)

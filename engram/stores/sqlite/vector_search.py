@@ -4,6 +4,11 @@ A search is a scan of the user's vectors in numpy or simsimd, with the GIL relea
 selection. :meth:`VectorMixin.start_vector_search` reads what the search needs from SQL on the
 caller's thread and runs the rest on a worker: a search run whole on another thread first waited
 for the store's lock behind the retrieval's keyword search, so the two barely overlapped.
+
+The indexes live in a :class:`VectorCache` bounded in bytes (least recently searched user dropped
+first). A user's first search loads their index on a read-only connection of its own, outside the
+store's lock, so a cold tenant's load does not hold up other users' searches and writes; writes
+landing during a load are caught by :meth:`VectorCache.written` (see there).
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from engram.config import vector_cache_bytes
+from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.stores.sql.rows import filter_sql
@@ -24,21 +32,181 @@ from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.text import ROLE_WORDS
 
-__all__ = ["VectorMixin"]
+__all__ = ["VectorCache", "VectorMixin"]
 
 T = TypeVar("T")
 _SEARCH_THREADS = 2  # searches of concurrent retrievals; each is one core's work
+_USER_VERSION = "SELECT version FROM keyword_stats WHERE user_id = ?"
+_USER_VECTORS = (
+    "SELECT rowid, id, embedding, kind, status FROM memories "
+    "WHERE user_id = ? AND embedding IS NOT NULL"  # in any order: sorting the rows cost 40-80 ms at 10k
+)
+
+
+class _Load:
+    """A load in progress: who waits for it, and whether a write made what it read out of date."""
+
+    __slots__ = ("done", "stale")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.stale = False
+
+
+class VectorCache:
+    """Users' indexes, least recently searched dropped first while they hold more than ``budget`` bytes.
+
+    The user searched last always stays, even alone above the budget: dropping it would reload it
+    on every search. Growth from writes is counted at the user's next search.
+
+    Currency: the store's writes call :meth:`written` after they commit and update the index it
+    returns. A write that commits while the user's index is being loaded may be missing from the
+    rows the load read, and finds no index to update; it marks the load stale instead, and a stale
+    index answers the search that loaded it (the write was concurrent with that search) but is not
+    kept.
+
+    Another process's commit (:meth:`foreign_write`) does not drop the indexes: each is kept with
+    the user's version read with its rows, and is checked against the version now at its next use.
+    Every process of a multi-worker server commits on each retrieval (its log), which would
+    otherwise make every worker reload every user's vectors on every request.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._entries: OrderedDict[str, ExactIndex] = OrderedDict()
+        self._bytes: dict[str, int] = {}
+        self._versions: dict[str, int | None] = {}  # None: changed here since; cannot be checked
+        self._unchecked: set[str] = set()
+        self._foreign = 0  # foreign commits noticed so far
+        self._total = 0
+        self._loads: dict[str, _Load] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        return self._total
+
+    def __contains__(self, user_id: str) -> bool:
+        return user_id in self._entries and user_id not in self._unchecked
+
+    def users(self) -> builtins.list[str]:
+        """Cached users, least recently searched first."""
+        with self._lock:
+            return list(self._entries)
+
+    def get(self, user_id: str) -> ExactIndex | None:
+        """The user's index if it is in memory and known current; never loads, never counts as a use."""
+        with self._lock:
+            return None if user_id in self._unchecked else self._entries.get(user_id)
+
+    def written(self, user_id: str) -> ExactIndex | None:
+        """A write to this user committed here: the index to apply it to, if one is held."""
+        with self._lock:
+            load = self._loads.get(user_id)
+            if load is not None:
+                load.stale = True
+            if user_id in self._entries:
+                self._versions[user_id] = None
+            return self._entries.get(user_id)
+
+    def foreign_write(self) -> None:
+        """Another connection committed: check each index against its user's version before using it."""
+        with self._lock:
+            self._foreign += 1
+            self._unchecked.update(self._entries)
+
+    def get_or_load(
+        self, user_id: str, load: Callable[[], tuple[ExactIndex, int | None]], version: Callable[[], int | None],
+    ) -> ExactIndex:
+        """The user's index, loaded by ``load`` (with the user's version) when not held or out of
+        date, once whoever else asks meanwhile; ``version`` reads the user's version now."""
+        while True:
+            held: int | None = None
+            with self._lock:
+                index = self._entries.get(user_id)
+                if index is not None and user_id in self._unchecked:
+                    held = self._versions.get(user_id)
+                    index = None
+            if held is not None:
+                current = version()  # outside the lock: it reads SQL
+                with self._lock:
+                    index = self._entries.get(user_id)
+                    if index is not None and user_id in self._unchecked:
+                        if current == held:
+                            self._unchecked.discard(user_id)
+                        else:
+                            self._drop(user_id)
+                            index = None
+            with self._lock:
+                if index is not None:
+                    self._entries.move_to_end(user_id)
+                    self._account(user_id, index)
+                    return index
+                pending = self._loads.get(user_id)
+                if pending is None:
+                    mine = self._loads[user_id] = _Load()
+                    foreign = self._foreign
+            if pending is None:
+                break
+            pending.done.wait()  # then look again: it is held, or was stale and is loaded anew
+        try:
+            index, loaded_version = load()
+        finally:
+            with self._lock:
+                del self._loads[user_id]
+                mine.done.set()
+        with self._lock:
+            if not mine.stale:
+                self._entries[user_id] = index
+                self._versions[user_id] = loaded_version
+                self._unchecked.discard(user_id)
+                if self._foreign != foreign:  # read before or after that commit: check at next use
+                    self._unchecked.add(user_id)
+                self._account(user_id, index)
+        return index
+
+    def _account(self, user_id: str, index: ExactIndex) -> None:
+        size = index.nbytes
+        self._total += size - self._bytes.get(user_id, 0)
+        self._bytes[user_id] = size
+        while self._total > self.budget and len(self._entries) > 1:
+            oldest = next(iter(self._entries))
+            self._drop(oldest)
+
+    def _drop(self, user_id: str) -> None:
+        if self._entries.pop(user_id, None) is not None:
+            self._total -= self._bytes.pop(user_id)
+        self._versions.pop(user_id, None)
+        self._unchecked.discard(user_id)
+        load = self._loads.get(user_id)
+        if load is not None:
+            load.stale = True
+
+    def pop(self, user_id: str, default: None = None) -> None:
+        """Forget the user's index (and any load of it in progress)."""
+        with self._lock:
+            self._drop(user_id)
+
+    def clear(self) -> None:
+        """Forget every index."""
+        with self._lock:
+            for user_id in [*self._entries, *self._loads]:
+                self._drop(user_id)
 
 
 class VectorMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
-    _indexes: dict[str, ExactIndex]
+    _indexes: VectorCache
     _dimensions: int | None
     _searches: ThreadPoolExecutor | None
+    _loads: ThreadPoolExecutor | None
     _searches_lock: threading.Lock
+    _loader: sqlite3.Connection | None
+    _loader_lock: threading.Lock
 
     if TYPE_CHECKING:
+        path: str
         _conn: sqlite3.Connection
 
         def _retry(self, op: Callable[[], T]) -> T: ...
@@ -47,33 +215,72 @@ class VectorMixin:
 
         def _check_foreign_writes(self) -> None: ...
 
-    def _index(self, user_id: str) -> ExactIndex:
-        self._check_foreign_writes()
-        index = self._indexes.get(user_id)
-        if index is None:
-            rows = self._conn.execute(
-                "SELECT rowid, id, embedding, kind, status FROM memories "
-                "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
-                (user_id,),
-            ).fetchall()
-            dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
-            index = ExactIndex(dim, capacity=max(1024, len(rows)))
-            for rowid, memory_id, blob, kind, status in rows:
-                index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
-            self._indexes[user_id] = index
-        return index
+    def _init_vectors(self, cache_bytes: int | None) -> None:
+        self._indexes = VectorCache(vector_cache_bytes() if cache_bytes is None else cache_bytes)
+        self._dimensions = None
+        self._searches = self._loads = None
+        self._searches_lock = threading.Lock()
+        self._loader = None
+        self._loader_lock = threading.Lock()
 
-    def _prepare(self, user_id: str, filters: Filters) -> tuple[ExactIndex, set[int] | None]:
-        """The user's index, and the rows the filters allow when the index cannot tell itself."""
-        index = self._index(user_id)
+    def _index(self, user_id: str) -> ExactIndex:
+        """The user's index. Call without the store's lock: a load must not hold it."""
+        self._retry(self._check_foreign_writes)
+        return self._cached_index(user_id)
+
+    def _cached_index(self, user_id: str) -> ExactIndex:
+        return self._indexes.get_or_load(
+            user_id, lambda: self._load_index(user_id), lambda: self._user_version(user_id)
+        )
+
+    def _user_version(self, user_id: str) -> int | None:
+        """Moves with every change to the user's vectors, kinds or statuses: each is a transaction
+        that inserts or deletes one of the user's rows, which moves their ``keyword_stats`` version
+        (schema migration 6); a status alone changes only beside a delete (a fact version
+        reinstated). None when there is none to read: the index is loaded again."""
+        try:
+            rows = self._read(_USER_VERSION, (user_id,))
+        except StoreError:
+            return None
+        return int(rows[0][0]) if rows else None
+
+    def _load_index(self, user_id: str) -> tuple[ExactIndex, int | None]:
+        """The user's index and their version, read in one snapshot."""
+        if self.path == ":memory:":  # no second connection sees this database
+            rows = self._read(_USER_VECTORS, (user_id,))
+            version = self._user_version(user_id)
+        else:
+            with self._loader_lock:
+                try:
+                    if self._loader is None:
+                        self._loader = sqlite3.connect(
+                            self.path, timeout=10, isolation_level=None, check_same_thread=False
+                        )
+                        self._loader.execute("PRAGMA query_only = ON")
+                    self._loader.execute("BEGIN")
+                    try:
+                        found = self._loader.execute(_USER_VERSION, (user_id,)).fetchone()
+                        rows = self._loader.execute(_USER_VECTORS, (user_id,)).fetchall()
+                    finally:
+                        self._loader.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    raise StoreError(f"sqlite: {exc}") from exc
+            version = None if found is None else int(found[0])
+        dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
+        rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
+        return ExactIndex.load(dim, rowids, ids, blobs, kinds, statuses), version
+
+    def _allowed(self, user_id: str, filters: Filters) -> set[int] | None:
+        """The rows the filters allow, or None when the index can tell itself (kinds, statuses)."""
         if filters == Filters(kinds=filters.kinds, statuses=filters.statuses):
-            return index, None  # the index filters kinds and statuses itself
+            return None
         where, params = filter_sql(SQLITE, filters)
         sql = f"SELECT m.rowid FROM memories m WHERE m.user_id = ? AND {where}"
-        return index, {r[0] for r in self._conn.execute(sql, (user_id, *params))}
+        return {r[0] for r in self._read(sql, (user_id, *params))}
 
     def vector_search(self, user_id: str, query: Vector, n: int, filters: Filters) -> builtins.list[Hit]:
-        index, allowed = self._retry(lambda: self._prepare(user_id, filters))
+        index = self._index(user_id)
+        allowed = self._allowed(user_id, filters)
         # The matrix product runs outside the store lock (the index has its own).
         return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
 
@@ -81,24 +288,39 @@ class VectorMixin:
         self, user_id: str, query: Vector, n: int, filters: Filters
     ) -> Callable[[], builtins.list[Hit]]:
         """:meth:`vector_search` on a worker thread, its SQL on this one; the returned call waits
-        for the hits."""
-        index, allowed = self._retry(lambda: self._prepare(user_id, filters))
-        search = self._search_pool().submit(
-            index.search, query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed
-        )
-        return search.result
+        for the hits. A user not in memory is loaded on the worker too (on its own connection), so
+        the load overlaps the retrieval's keyword and entity reads."""
+        self._retry(self._check_foreign_writes)
+        allowed = self._allowed(user_id, filters)
 
-    def _search_pool(self) -> ThreadPoolExecutor:
+        def search() -> builtins.list[Hit]:
+            index = self._cached_index(user_id)
+            return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
+
+        # A load has threads of its own: searches of users in memory never queue behind one.
+        cold = user_id not in self._indexes
+        return self._search_pool(loads=cold).submit(search).result
+
+    def _search_pool(self, *, loads: bool = False) -> ThreadPoolExecutor:
         with self._searches_lock:
+            if loads:
+                if self._loads is None:
+                    self._loads = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="engram-vector-loads")
+                return self._loads
             if self._searches is None:
                 self._searches = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="engram-vectors")
             return self._searches
 
     def _stop_searches(self) -> None:
         with self._searches_lock:
-            if self._searches is not None:
-                self._searches.shutdown(wait=True)
-                self._searches = None
+            for pool in (self._searches, self._loads):
+                if pool is not None:
+                    pool.shutdown(wait=True)
+            self._searches = self._loads = None
+        with self._loader_lock:
+            if self._loader is not None:
+                self._loader.close()
+                self._loader = None
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         ids = list(dict.fromkeys(memory_ids))

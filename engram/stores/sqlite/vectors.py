@@ -24,10 +24,20 @@ QUANTIZE_ABOVE = 20_000
 #: Normalized 384-dimensional embeddings rarely have a component beyond 0.5; clipping there only
 #: coarsens the pre-scan, never the final scores.
 _INT8_SCALE = 254.0
+#: Free rows an index starts with beyond what it holds, and the least it grows by.
+_SPARE = 64
+#: Bytes per row of the Python objects beside the arrays: its id string and two dict entries.
+_PER_ROW_OBJECTS = 250
 
 
 def _code(names: Sequence[str], name: str) -> int:
     return names.index(name) if name in names else -1
+
+
+def _codes(names: Sequence[str], values: Sequence[str]) -> npt.NDArray[np.int8]:
+    table = {name: i for i, name in enumerate(names)}
+    return np.fromiter((table.get(v, -1) for v in values), dtype=np.int8, count=len(values))
+
 
 Matrix = npt.NDArray[np.float32]
 
@@ -53,7 +63,7 @@ class VectorIndex(Protocol):
 class ExactIndex:
     """A growable float32 matrix; removal leaves a hole that a later compaction closes."""
 
-    def __init__(self, dimensions: int, capacity: int = 1024) -> None:
+    def __init__(self, dimensions: int, capacity: int = _SPARE) -> None:
         self._dim = dimensions
         self._matrix: Matrix = np.zeros((capacity, dimensions), dtype=np.float32)
         self._int8: npt.NDArray[np.int8] | None = None  # built on the first large search
@@ -72,11 +82,42 @@ class ExactIndex:
         self._last: tuple[bytes, npt.NDArray[np.float32]] | None = None
         self._masks: dict[tuple[tuple[str, ...], tuple[str, ...] | None], npt.NDArray[np.bool_]] = {}
 
+    @classmethod
+    def load(
+        cls, dimensions: int, rowids: Sequence[int], memory_ids: Sequence[str], blobs: Sequence[bytes],
+        kinds: Sequence[str], statuses: Sequence[str],
+    ) -> ExactIndex:
+        """An index of these rows (float32 blobs of ``dimensions``) built in a few array operations,
+        where adding 10k rows one by one cost ~30 ms of Python (~7 ms here)."""
+        n = len(memory_ids)
+        index = cls(dimensions, capacity=n + _SPARE)
+        # One C loop copies the blobs into the matrix: a fixed-width bytes array keeps every byte
+        # (NULs too) and pads the empty spare rows with zeros.
+        packed = np.array([*blobs, *[b""] * _SPARE], dtype=f"S{4 * dimensions}")
+        index._matrix = packed.view(np.float32).reshape(n + _SPARE, dimensions)
+        index._alive[:n] = True
+        index._rowids[:n] = rowids
+        index._kind[:n] = _codes(KINDS, kinds)
+        index._status[:n] = _codes(STATUSES, statuses)
+        index._ids = list(memory_ids)
+        index._pos = dict(zip(rowids, range(n), strict=True))
+        index._rowid_of = dict(zip(memory_ids, rowids, strict=True))
+        index._size = n
+        return index
+
     def __len__(self) -> int:
         return self._size - self._holes
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the arrays (what a cache of indexes budgets), ids and maps estimated."""
+        with self._lock:
+            arrays = (self._matrix, self._int8, self._alive, self._kind, self._status, self._rowids)
+            return sum(a.nbytes for a in arrays if a is not None) + _PER_ROW_OBJECTS * self._size
+
     def _grow(self) -> None:
-        capacity = max(1024, len(self._matrix) * 2)
+        # Half again, not double: a cache budgets these bytes, and most users grow a little at a time.
+        capacity = len(self._matrix) + max(_SPARE, len(self._matrix) // 2)
         matrix = np.zeros((capacity, self._dim), dtype=np.float32)
         matrix[: self._size] = self._matrix[: self._size]
         alive = np.zeros(capacity, dtype=bool)

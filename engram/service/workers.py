@@ -1,0 +1,98 @@
+"""``engram serve --workers N``: what each uvicorn worker process runs.
+
+``serve`` puts its settings in the environment (:data:`WORKER_ENV`) and has uvicorn start N
+processes accepting on one socket; each builds its own service over its own memory and key store
+(:func:`worker_app`), so the workers share nothing but the store and the rate limit's SQLite file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from engram.service.auth import KeyStore
+
+__all__ = ["WORKER_ENV", "NoDelayHttp", "build_app", "worker_app"]
+
+WORKER_ENV = "ENGRAM_SERVE_WORKER"
+
+
+class NoDelayHttp(H11Protocol):
+    """HTTP/1.1 with Nagle's algorithm off on every connection.
+
+    Uvicorn's workers share a socket it makes without naming TCP, so asyncio does not set
+    TCP_NODELAY on the connections it accepts, and a response written in two segments waited for
+    the client's delayed ACK: +42 ms on every request measured on loopback (2.6 ms -> 44 ms for
+    /healthz with two workers).
+    """
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
+
+
+def worker_app() -> Any:
+    """One worker's app (uvicorn calls this in each process), from what ``serve`` put in the environment;
+    its memory, key store and limiter close when the worker shuts down."""
+    from engram.service.logs import configure_logging
+
+    spec = json.loads(os.environ[WORKER_ENV])
+    configure_logging(spec["log_level"])
+    app, close = build_app(spec["target"], spec["embedder"], spec["rate"], spec["burst"], spec["max_body_bytes"],
+                           limiter_path=spec["limiter_path"])
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        try:
+            async with inner(app) as state:
+                yield state
+        finally:
+            close()
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def build_app(target: str, embedder_name: str | None, rate: float, burst: float, max_body_bytes: int,
+              limiter_path: str | None) -> tuple[Any, Callable[[], None]]:
+    """The service over its own memory and key store (and a shared rate limit when ``limiter_path``
+    is given), and what closes them."""
+    from engram.embedders import named_embedder
+    from engram.memory import Memory
+    from engram.service.app import create_app
+    from engram.service.deps import ServiceSettings
+    from engram.service.ratelimit import SharedRateLimiter
+
+    memory = Memory(target, embedder=named_embedder(embedder_name))  # serve checked the name
+    keys = KeyStore(target)
+
+    def close() -> None:
+        keys.close()
+        memory.close()
+
+    try:
+        memory.embedder  # noqa: B018 - load the model before the first request, not during it
+        app = create_app(memory, keys, ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes))
+        if limiter_path is not None:
+            app.state.service.limiter = SharedRateLimiter(limiter_path, rate, burst)
+    except BaseException:
+        close()
+        raise
+    limiter = app.state.service.limiter
+
+    def close_all() -> None:
+        limiter.close()
+        close()
+
+    return app, close_all

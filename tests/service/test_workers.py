@@ -1,0 +1,106 @@
+"""``engram serve --workers N``: one rate limit for the whole server, whichever process answers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engram.embedders.fake import FakeEmbedder
+from engram.memory import Memory
+from engram.service.auth import KeyStore
+from engram.service.ratelimit import SharedRateLimiter
+
+HOST = "127.0.0.1"
+
+
+def test_shared_buckets_refill_like_in_process_ones(tmp_path: Path) -> None:
+    now = [1000.0]
+    first = SharedRateLimiter(str(tmp_path / "rl.db"), rate=2, burst=2, clock=lambda: now[0])
+    second = SharedRateLimiter(str(tmp_path / "rl.db"), rate=2, burst=2, clock=lambda: now[0])
+    try:
+        assert first.acquire("k") == 0 and second.acquire("k") == 0
+        assert first.acquire("k") == pytest.approx(0.5)
+        assert second.acquire("k") == pytest.approx(0.5)
+        now[0] += 0.5
+        assert second.acquire("k") == 0
+        assert first.acquire("other") == 0  # buckets are per key
+        now[0] -= 100  # a clock set back refills nothing (and takes nothing)
+        assert first.acquire("k") == pytest.approx(0.5)
+        assert SharedRateLimiter(str(tmp_path / "off.db"), rate=0).acquire("k") == 0
+    finally:
+        first.close()
+        second.close()
+
+
+def test_processes_share_one_bucket(tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        from engram.service.ratelimit import SharedRateLimiter
+        limiter = SharedRateLimiter({str(tmp_path / "rl.db")!r}, rate=1e-6, burst=7)
+        print(sum(limiter.acquire("k") == 0 for _ in range(10)))
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    granted = [int(p.communicate(timeout=60)[0]) for p in procs]
+    assert sum(granted) == 7
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_serve_with_workers_limits_a_key_once(tmp_path: Path) -> None:
+    db = tmp_path / "svc.db"
+    with Memory(db, embedder=FakeEmbedder(16)) as memory:
+        memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
+    keys = KeyStore(db)
+    token = keys.create(["u1"], rate=0.001, burst=4)[1]
+    keys.close()
+    port = _free_port()
+    code = "from engram.service.cli import serve_command; serve_command()"
+    server = subprocess.Popen(
+        [sys.executable, "-c", code, "--db", str(db), "--host", HOST, "--port", str(port), "--workers", "2",
+         "--embedder", "hash-16", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://{HOST}:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None, server.stderr.read() if server.stderr else ""
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.2)
+        time.sleep(1.0)  # both workers up (healthz answered by the first)
+        statuses = []
+        for _ in range(20):  # a new connection each: the kernel hands them to either worker
+            with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as client:
+                statuses.append(client.get(f"{url}/v1/me").status_code)
+        assert statuses.count(200) == 4, statuses  # per-process buckets would grant up to 8
+        assert set(statuses) == {200, 429}
+        # Nagle's algorithm off: with it, each response on a kept-alive connection waited for the
+        # client's delayed ACK, 40 ms or more on Linux.
+        with httpx.Client(base_url=url) as client:
+            times = []
+            for _ in range(15):
+                started = time.perf_counter()
+                assert client.get("/healthz").status_code == 200
+                times.append(time.perf_counter() - started)
+        assert statistics.median(times) < 0.030, times
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
