@@ -76,11 +76,14 @@ class Scopes:
                 totals[entity] = min(cap, totals.get(entity, 0) + count)
         return totals
 
-    def related_entities(self, _user_id: str, entity_ids: Sequence[str], n: int) -> builtins.list[EntityRelation]:
+    def related_entities(
+        self, _user_id: str, entity_ids: Sequence[str], limit_per_entity: int
+    ) -> builtins.list[EntityRelation]:
+        # Each scope's own ontology, each bounded per entity as the store bounds it.
         out: builtins.list[EntityRelation] = []
         for scope in self.scopes:
-            out.extend(self.store.related_entities(scope, entity_ids, n))
-        return out[:n]
+            out.extend(self.store.related_entities(scope, entity_ids, limit_per_entity))
+        return out
 
     def by_time_range(
         self, _user_id: str, start: datetime, end: datetime, n: int, filters: Filters
