@@ -106,6 +106,13 @@ class KeyStore:
     def revoke(self, key_id: str) -> bool:
         return self._table.revoke(key_id, datetime.now(UTC).isoformat(timespec="seconds"))
 
+    def shared_setting(self, name: str) -> tuple[str, int] | None:
+        """A setting every worker of the server shares (JSON text) and its version; None if never set."""
+        return self._table.setting(name)
+
+    def share_setting(self, name: str, value: str) -> None:
+        self._table.put_setting(name, value)
+
     def authenticate(self, token: str | None) -> ApiKey | None:
         """The live key a token belongs to, or None; every failure looks the same to the caller."""
         if not token or not token.startswith(PREFIX) or len(token) > 200:

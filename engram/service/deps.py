@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
-from dataclasses import dataclass, field
+import time
+from dataclasses import asdict, dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
@@ -55,34 +57,66 @@ class ServiceSettings:
     max_query_chars: int = 4096
 
 
+#: How long a worker serves the admin settings it last read before reading them again: another
+#: worker's change reaches every worker within this many seconds.
+ADMIN_SETTINGS_TTL = 1.0
+_ADMIN_SETTINGS = "admin_memory_settings"
+
+
 @dataclass
 class Service:
     memory: Memory
     keys: KeyStore
     settings: ServiceSettings = field(default_factory=ServiceSettings)
     limiter: RateLimiter = field(init=False)
-    admin: AdminMemorySettings | None = None
+    _admin: tuple[float, int, AdminMemorySettings | None] = (float("-inf"), 0, None)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self.limiter = RateLimiter(self.settings.rate, self.settings.burst)
 
     @property
+    def admin(self) -> AdminMemorySettings | None:
+        """The admin settings, shared by every worker through the key store (None: never set)."""
+        now = time.monotonic()
+        with self._lock:
+            read_at, version, settings = self._admin
+        if now - read_at < ADMIN_SETTINGS_TTL:
+            return settings
+        shared = self.keys.shared_setting(_ADMIN_SETTINGS)
+        if shared is not None and shared[1] != version:
+            settings = _admin_from_json(shared[0])
+            # Payloads cached under the old settings must not be served under the new ones.
+            self.memory.clear_cached_retrievals()
+        with self._lock:
+            self._admin = (now, shared[1] if shared is not None else version, settings)
+        return settings
+
+    @property
     def base_config(self) -> RetrievalConfig:
         """Admin settings over the memory's config: what a retrieval runs with before its overrides."""
-        with self._lock:
-            admin = self.admin
+        admin = self.admin
         return admin.to_config(self.memory.config) if admin is not None else self.memory.config
 
     def set_admin(self, settings: AdminMemorySettings) -> None:
+        """Change the admin settings for every worker (this one at once, the others within
+        :data:`ADMIN_SETTINGS_TTL` seconds)."""
+        self.keys.share_setting(_ADMIN_SETTINGS, json.dumps(asdict(settings)))
         with self._lock:
-            self.admin = settings
+            self._admin = (float("-inf"), 0, settings)  # read back (with its version) at the next use
+        self.admin  # noqa: B018  # read the new version now
         # Cached payloads were computed under the old settings; their keys include the config, but
         # clearing keeps a settings change visible at once even to the rate-limited cache path.
         self.memory.clear_cached_retrievals()
 
     def wait(self, key: ApiKey) -> float:
         return self.limiter.acquire(key.id, key.rate, key.burst)
+
+
+def _admin_from_json(text: str) -> AdminMemorySettings:
+    values = json.loads(text)
+    values["custom_redaction_patterns"] = tuple(values.get("custom_redaction_patterns") or ())
+    return AdminMemorySettings(**values)
 
 
 def service(request: Request) -> Service:

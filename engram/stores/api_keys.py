@@ -1,10 +1,12 @@
-"""The ``api_keys`` table of the HTTP service, beside a store's own tables (a SQLite file or a
-PostgreSQL URL), spelled by the same dialects as the stores.
+"""The HTTP service's tables, ``api_keys`` and ``service_settings``, beside a store's own tables (a
+SQLite file or a PostgreSQL URL), spelled by the same dialects as the stores.
 
-The table is created here on first use, outside the stores' numbered migrations: a store that
-never serves HTTP never has it. Driver errors leave as ``StoreUnavailable`` when they may pass (a
-locked or unreachable database, a 503) and ``StoreError`` otherwise, never as raw sqlite3/psycopg
-exceptions. What a key means (scopes, tokens, digests) is :mod:`engram.service.auth`'s business.
+The tables are created here on first use, outside the stores' numbered migrations: a store that
+never serves HTTP never has them. ``service_settings`` holds what every worker of a server must
+share (the admin retrieval settings), each value with a version that moves on every change.
+Driver errors leave as ``StoreUnavailable`` when they may pass (a locked or unreachable database,
+a 503) and ``StoreError`` otherwise, never as raw sqlite3/psycopg exceptions. What a key means
+(scopes, tokens, digests) is :mod:`engram.service.auth`'s business.
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ CREATE TABLE IF NOT EXISTS api_keys (
     revoked_at TEXT,
     rate DOUBLE PRECISION,
     burst DOUBLE PRECISION
+)
+"""
+_CREATE_SETTINGS = """
+CREATE TABLE IF NOT EXISTS service_settings (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    version INTEGER NOT NULL
 )
 """
 
@@ -75,6 +84,7 @@ class KeyTable:
                 self._conn.execute("PRAGMA busy_timeout=10000")
             with self._lock:
                 self._conn.execute(_CREATE)
+                self._conn.execute(_CREATE_SETTINGS)
         except _driver_errors() as exc:
             raise _store_error(exc) from exc
 
@@ -104,6 +114,18 @@ class KeyTable:
         """Mark a live key revoked at ``at``; False when there is no such live key."""
         _, count = self._execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (at, key_id))
         return count > 0
+
+    def setting(self, name: str) -> tuple[str, int] | None:
+        """A shared setting's value and version, None if never set."""
+        rows = self._execute("SELECT value, version FROM service_settings WHERE name = ?", (name,))[0]
+        return (str(rows[0][0]), int(rows[0][1])) if rows else None
+
+    def put_setting(self, name: str, value: str) -> None:
+        self._execute(
+            "INSERT INTO service_settings (name, value, version) VALUES (?, ?, 1) ON CONFLICT (name) "
+            "DO UPDATE SET value = excluded.value, version = service_settings.version + 1",
+            (name, value),
+        )
 
     def close(self) -> None:
         with self._lock:
