@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Callable
 
 from engram.model import Entity
+from engram.stores.sqlite.versions import create_user_versions
 from engram.text import index_terms, memory_terms
 
 __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
@@ -216,6 +217,8 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 8: a memory's structured fields (a fact's subject/predicate/object, a procedure's trigger and
     # action) are indexed too, where their words are not in its content (engram.text.memory_terms).
     lambda conn: _index_labels(conn),
+    # 9: each user's write counter, the store's change token (engram.stores.sqlite.versions).
+    lambda conn: create_user_versions(conn),
 )
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.

@@ -46,6 +46,7 @@ from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, KeywordCache
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vector_search import VectorMixin
+from engram.stores.sqlite.versions import user_version
 
 __all__ = ["SQLiteStore"]
 
@@ -132,9 +133,6 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
             raise StoreUnavailable(f"cannot open {self.path}: {cause}") from exc
         self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
-        # Bumped when another connection's commit is noticed; this process's own writes go through
-        # Memory, which invalidates its caches itself (and logging a retrieval must not).
-        self._epoch = 0
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _retry(self, op: Callable[[], T]) -> T:
@@ -188,19 +186,19 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def _check_foreign_writes(self) -> None:
-        """Drop cached vector indexes when another connection committed since we last looked."""
+        """Have the vector indexes checked when another connection committed since we last looked."""
         version = self._read_data_version()
         if version != self._data_version:
             self._indexes.foreign_write()
             self._data_version = version
-            self._epoch += 1
 
     def change_token(self, user_id: str) -> str:
-        """Changes whenever another process wrote to the file (own writes invalidate caches directly)."""
+        """The user's write counter (:mod:`.versions`): moves with every change to what their
+        retrievals find, in any process, and not with other users' writes or retrieval logs."""
 
         def look() -> str:
-            self._check_foreign_writes()
-            return str(self._epoch)
+            self._check_foreign_writes()  # the vector indexes' own bookkeeping
+            return str(user_version(self._conn, user_id))
 
         return self._retry(look)
 
@@ -334,6 +332,8 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
 
     def _forgotten(self, c: sqlite3.Connection, user_id: str) -> None:
         c.execute("DELETE FROM keyword_stats WHERE user_id = ?", (user_id,))
+        # The id must not outlive the user; a later write starts the counter at a random value again.
+        c.execute("DELETE FROM user_versions WHERE user_id = ?", (user_id,))
         _merge_keyword_segments(c)
 
     def forget_user(self, user_id: str) -> int:

@@ -1,0 +1,45 @@
+"""Each user's write counter on SQLite, kept by triggers in the writing transaction (as PostgreSQL's
+``engram_user_versions``): the store's change token, so that a cache in any process can tell that
+this user's memories, links, entities or ontology changed.
+
+What a retrieval itself writes does not move it: its log (another table) and the access counts it
+may record (``access_count``/``last_accessed_at`` are left out of the memories trigger). The
+file-wide ``data_version`` moved on every retrieval of every other process, so a server of several
+workers almost never reused its cached retrievals or entity indexes. A user's counter starts at a
+random value: a user forgotten and written again never repeats an old token.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["ACCESS_COLUMNS", "VERSIONED_TABLES", "create_user_versions", "user_version"]
+
+#: Written by retrievals that track access: not a change of what a retrieval would find.
+ACCESS_COLUMNS = frozenset({"access_count", "last_accessed_at"})
+#: Every table whose rows change what a user's retrieval finds, each led by ``user_id``.
+VERSIONED_TABLES = ("memories", "links", "entities", "entity_ontology", "entity_relations")
+
+
+def _bump(row: str) -> str:
+    return (
+        f"INSERT INTO user_versions (user_id, version) VALUES ({row}.user_id, abs(random() / 2)) "
+        "ON CONFLICT (user_id) DO UPDATE SET version = version + 1;"
+    )
+
+
+def create_user_versions(conn: sqlite3.Connection) -> None:
+    """The table and its triggers (idempotent: a store whose version was set back runs it again)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS user_versions (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+    for table in VERSIONED_TABLES:
+        columns = [str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")]
+        updated = ", ".join(c for c in columns if c not in ACCESS_COLUMNS)
+        for event, row in (("INSERT", "new"), ("DELETE", "old"), (f"UPDATE OF {updated}", "new")):
+            name = f"user_version_{table}_{event.split()[0].lower()}"
+            conn.execute(f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON {table} BEGIN {_bump(row)} END")
+
+
+def user_version(conn: sqlite3.Connection, user_id: str) -> int:
+    """The user's counter; 0 before their first write since the table exists."""
+    row = conn.execute("SELECT version FROM user_versions WHERE user_id = ?", (user_id,)).fetchone()
+    return 0 if row is None else int(row[0])
