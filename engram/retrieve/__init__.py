@@ -227,7 +227,7 @@ class Pipeline:
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
             ))
 
-        load(found.best(ranked_limit(config)))
+        load(found.best(ranked_limit(config), config.rrf_k))
         # A turn's conversation context is its neighbours' relevance: they are scored whether or not a
         # source found them, so a memory's score does not depend on how deep the sources looked.
         known = {r.id for r in records}

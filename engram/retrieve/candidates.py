@@ -17,6 +17,7 @@ from engram.config import RetrievalConfig
 from engram.ext import RetrievalReads, Vector
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
+from engram.retrieve.signals import reciprocal_rank
 
 __all__ = ["RANKED_PER_LIMIT", "CandidateSet", "gather", "matches", "ranked_limit"]
 
@@ -61,7 +62,7 @@ class CandidateSet:
         :attr:`ids` order: what ranking reads and scores in full."""
         if len(self.ids) <= n:
             return list(self.ids)
-        fused = {i: sum(1.0 / (rrf_k + ranks[i]) for ranks in self.ranks.values() if i in ranks) for i in self.ids}
+        fused = {i: reciprocal_rank(i, self.ranks, rrf_k) for i in self.ids}
         kept = set(sorted(self.ids, key=lambda i: -fused[i])[:n])
         return [i for i in self.ids if i in kept]
 

@@ -39,6 +39,7 @@ from engram.retrieve.signals import (
     calibrated_similarity,
     entity_overlap,
     keyword_relevance,
+    reciprocal_rank,
     reinforcement,
     semantic_similarity,
     temporal_relevance,
@@ -121,7 +122,7 @@ def _rrf_score(memory_id: str, source_ranks: Mapping[str, Mapping[str, int]], rr
     used = [ranks for ranks in source_ranks.values() if ranks]
     if not used:
         return 0.0
-    total = sum(1.0 / (rrf_k + ranks[memory_id]) for ranks in used if memory_id in ranks)
+    total = reciprocal_rank(memory_id, source_ranks, rrf_k)
     # Dividing by "rank 1 in every source" makes the score comparable with min_score in [0, 1].
     return total / (len(used) / (rrf_k + 1))
 

@@ -7,7 +7,7 @@ simply carries no evidence for that signal (0.0), so one absent input cannot sin
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Mapping, Set
 from datetime import datetime
 
 import numpy as np
@@ -22,6 +22,7 @@ __all__ = [
     "calibrated_similarity",
     "entity_overlap",
     "keyword_relevance",
+    "reciprocal_rank",
     "reinforcement",
     "semantic_similarity",
     "temporal_relevance",
@@ -132,3 +133,8 @@ def keyword_relevance(raw: float | None) -> float:
 def type_boost(kind: str) -> float:
     """Memory-type preference: summaries get :data:`SUMMARY_BOOST`, the rest 1.0."""
     return SUMMARY_BOOST if kind == "summary" else 1.0
+
+
+def reciprocal_rank(memory_id: str, source_ranks: Mapping[str, Mapping[str, int]], rrf_k: int) -> float:
+    """Reciprocal rank fusion: ``sum(1 / (rrf_k + rank))`` over the sources that ranked the memory."""
+    return sum(1.0 / (rrf_k + ranks[memory_id]) for ranks in source_ranks.values() if memory_id in ranks)

@@ -1,6 +1,6 @@
 """BM25 keyword candidates on PostgreSQL, scored as on SQLite (see engram/stores/sqlite/keyword.py).
 
-The tsvector holds the stemmed terms of :func:`engram.text.index_terms`, so both backends index and
+The tsvector holds the stemmed terms of :func:`engram.text.memory_terms`, so both backends index and
 query the same terms. Okapi BM25 with Lucene's IDF (:func:`engram.text.bm25_idf`) over the user's own
 memories: document frequencies, the user's size and average length are the user's alone, and are
 cached per user until the user's next write (the store's change token). Terms are taken rarest

@@ -1,6 +1,6 @@
 """BM25 keyword candidates from FTS5, with each user's own statistics, bounded in work.
 
-The index holds terms computed in Python (:func:`engram.text.index_terms`) behind a key of their
+The index holds terms computed in Python (:func:`engram.text.memory_terms`) behind a key of their
 user (:func:`.schema.user_key`), so a query reads only its user's postings, and the vocabulary gives
 that user's document frequencies; ``keyword_stats`` gives their document count and total length.
 BM25 is then computed here, in Python, with the shared formula of :mod:`engram.text`: another

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from engram.model import Entity
 from engram.stores.sqlite.versions import create_user_versions
-from engram.text import index_terms, memory_terms
+from engram.text import memory_terms
 
 __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
 
@@ -155,7 +155,7 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         PRIMARY KEY (user_id, strategy)
     );
     """,
-    # 4: the keyword index holds stemmed terms computed in Python (engram.text.index_terms), each
+    # 4: the keyword index holds stemmed terms computed in Python (engram.text.memory_terms), each
     # prefixed with a key of its user, so a query reads only its user's postings and document
     # frequencies; keyword_stats holds each user's document count and total length for BM25.
     """
@@ -278,20 +278,18 @@ _STATS_VERSION = """
 def register_functions(conn: sqlite3.Connection) -> None:
     """The Python functions the keyword triggers call: every connection that writes needs them (the
     shorter forms serve migration 4 of an old file; migration 8's triggers pass every term column)."""
-    conn.create_function("engram_keyword_doc", 3, keyword_document, deterministic=True)
-    conn.create_function(
-        "engram_keyword_len", 2, lambda content, role: len(index_terms(content or "", role)), deterministic=True
-    )
-    conn.create_function("engram_keyword_doc", 1 + len(_TERM_COLUMNS), keyword_document, deterministic=True)
-    conn.create_function(
-        "engram_keyword_len", len(_TERM_COLUMNS),
-        lambda content, role, *labels: len(memory_terms(content or "", role, *labels)), deterministic=True,
-    )
+    for columns in (2, len(_TERM_COLUMNS)):
+        conn.create_function("engram_keyword_doc", 1 + columns, keyword_document, deterministic=True)
+        conn.create_function("engram_keyword_len", columns, _keyword_length, deterministic=True)
 
 
 def user_key(user_id: str) -> str:
     """A fixed-length token naming a user inside indexed terms (a hash: ids may hold any character)."""
     return "u" + hashlib.blake2b(user_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+def _keyword_length(content: str | None, role: str | None, *labels: str | None) -> int:
+    return len(memory_terms(content or "", role, *labels))
 
 
 def keyword_document(user_id: str, content: str | None, role: str | None, *labels: str | None) -> str:
