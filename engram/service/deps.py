@@ -78,15 +78,20 @@ class Service:
     @property
     def admin(self) -> AdminMemorySettings | None:
         """The admin settings, shared by every worker through the key store (None: never set)."""
+        return self._read_admin(force=False)
+
+    def _read_admin(self, *, force: bool) -> AdminMemorySettings | None:
+        """The settings last read, read again after :data:`ADMIN_SETTINGS_TTL` seconds (or now)."""
         now = time.monotonic()
         with self._lock:
             read_at, version, settings = self._admin
-        if now - read_at < ADMIN_SETTINGS_TTL:
+        if not force and now - read_at < ADMIN_SETTINGS_TTL:
             return settings
         shared = self.keys.shared_setting(_ADMIN_SETTINGS)
         if shared is not None and shared[1] != version:
             settings = _admin_from_json(shared[0])
-            # Payloads cached under the old settings must not be served under the new ones.
+            # Payloads cached under the old settings must not be served under the new ones (their
+            # keys hold the config, but the rate-limited path answers from the cache as it is).
             self.memory.clear_cached_retrievals()
         with self._lock:
             self._admin = (now, shared[1] if shared is not None else version, settings)
@@ -102,12 +107,7 @@ class Service:
         """Change the admin settings for every worker (this one at once, the others within
         :data:`ADMIN_SETTINGS_TTL` seconds)."""
         self.keys.share_setting(_ADMIN_SETTINGS, json.dumps(asdict(settings)))
-        with self._lock:
-            self._admin = (float("-inf"), 0, settings)  # read back (with its version) at the next use
-        self.admin  # noqa: B018  # read the new version now
-        # Cached payloads were computed under the old settings; their keys include the config, but
-        # clearing keeps a settings change visible at once even to the rate-limited cache path.
-        self.memory.clear_cached_retrievals()
+        self._read_admin(force=True)
 
     def wait(self, key: ApiKey) -> float:
         return self.limiter.acquire(key.id, key.rate, key.burst)
