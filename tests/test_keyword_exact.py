@@ -54,7 +54,7 @@ def _record(rnd: random.Random, user: str) -> MemoryRecord:
 
 
 def _vectors(count: int) -> np.ndarray:
-    return np.ones((count, 8), dtype=np.float32) / np.sqrt(8)
+    return np.full((count, 8), 1 / np.sqrt(8), dtype=np.float32)
 
 
 class Model:
