@@ -63,6 +63,11 @@ class Postings:
         self._alive = np.zeros(_SPARE, dtype=bool)
         self._ids: list[str] = []
         self._where: dict[str, int] | None = None  # id -> position, built at the first removal
+        # Each row's place in id order, which breaks ties between equal scores; computed at the
+        # first search, kept while ids arrive in order (ULIDs do), else computed again.
+        self._rank: Ints | None = None
+        self._last_id = ""
+        self._next_rank = 0
         self._size = 0
         self._live = 0
         self._holes = 0
@@ -124,6 +129,13 @@ class Postings:
             i = self._size
             self._rowids[i], self._created[i], self._lengths[i], self._alive[i] = rowid, created, len(terms), True
             self._ids.append(memory_id)
+            if self._rank is not None and memory_id > self._last_id:
+                self._rank = _grown(self._rank, len(self._rowids))
+                self._rank[i] = self._next_rank
+                self._next_rank += 1
+                self._last_id = memory_id
+            else:
+                self._rank = None
             if self._where is not None:
                 self._where[memory_id] = i
             for term, count in Counter(terms).items():
@@ -180,12 +192,22 @@ class Postings:
         self._lengths = _grown(self._lengths[: self._size][alive], capacity)
         self._alive = _grown(np.ones(live, dtype=bool), capacity)
         self._ids = [m for m, a in zip(self._ids, alive.tolist(), strict=True) if a]
+        self._rank = None if self._rank is None else _grown(self._rank[: self._size][alive], capacity)
         self._where = None
         self._size = self._live = live
         self._holes = 0
         self._extra, self._extra_count = {}, 0
 
     # -- search ---------------------------------------------------------------------------------
+    def _ranks(self) -> Ints:
+        if self._rank is None:
+            order = np.argsort(np.array(self._ids, dtype=str), kind="stable")
+            self._rank = np.zeros(len(self._rowids), dtype=np.int64)
+            self._rank[order] = np.arange(self._size, dtype=np.int64)
+            self._last_id = max(self._ids, default="")
+            self._next_rank = self._size
+        return self._rank
+
     def _postings(self, code: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         start, end = (int(self._bounds[code]), int(self._bounds[code + 1])) if code + 1 < len(self._bounds) else (0, 0)
         positions = self._positions[start:end].astype(np.int64)
@@ -223,15 +245,17 @@ class Postings:
                 matched &= self._created[: self._size] <= before
             rows = np.flatnonzero(matched)
             # The id list is only appended to until a merge replaces it: these positions stay valid.
-            return Matches(self._rowids[rows], total[rows] / plan.ideal, rows, self._ids)
+            return Matches(self._rowids[rows], total[rows] / plan.ideal, self._ranks()[rows], rows, self._ids)
 
 
 @dataclass(frozen=True)
 class Matches:
-    """A search's matching rows, unordered: ``rowids[i]`` scored ``scores[i]``."""
+    """A search's matching rows, unordered: ``rowids[i]`` scored ``scores[i]``, ``ranks[i]`` its
+    place in id order."""
 
     rowids: Ints
     scores: npt.NDArray[np.float64]
+    ranks: Ints
     positions: Ints
     _ids: list[str]
 
