@@ -188,3 +188,23 @@ def test_other_users_change_nothing(world: tuple[SQLiteStore, Model, random.Rand
     flood = [_record(rnd, "big") for _ in range(300)]
     store.put_many(flood, _vectors(len(flood)))
     assert {q: store.keyword_search("small", q, 10, Filters()) for q in before} == before
+
+
+def test_terms_that_begin_like_the_users_key(tmp_path: Path) -> None:
+    """The key is taken off where a term starts only: a term spelled like the key stays whole."""
+    from engram.stores.sqlite.schema import user_key
+
+    store = SQLiteStore(tmp_path / "key.db")
+    key = user_key("u")
+    texts = [f"{key}walrus tundra", f"{key} tundra", "tundra fjord"]
+    now = T0
+    records = [MemoryRecord(id=new_id(), user_id="u", content=t, kind="message", created_at=now, recorded_at=now,
+                            content_hash=content_hash(t)) for t in texts]
+    store.put_many(records, _vectors(3))
+    model = Model()
+    model.put(records)
+    for query in (f"{key}walrus", key, "tundra"):
+        got, want = store.keyword_search("u", query, 10, Filters()), model.search("u", query, 10, Filters())
+        assert got  # each query finds something
+        assert [h[0] for h in got] == [h[0] for h in want]
+        assert [h[1] for h in got] == pytest.approx([h[1] for h in want])

@@ -15,6 +15,7 @@ the arrays once they hold a sizeable share; removed rows are marked dead and dro
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -76,17 +77,15 @@ class Postings:
 
     @classmethod
     def build(
-        cls, rowids: Sequence[int], ids: Sequence[str], created: Sequence[int], documents: Sequence[str], key: str,
+        cls, rowids: Sequence[int], ids: Sequence[str], created: Sequence[int], documents: Sequence[str],
     ) -> Postings:
-        """The index of these rows; ``documents`` are the stored keyword documents, each term behind
-        the user's ``key`` (:func:`.schema.keyword_document`). A few passes in C over all the terms:
-        splitting one joined string, a dict lookup per term, one sort."""
+        """The index of these rows; each document is its row's terms, each after one space (" a b"),
+        or empty. A few passes in C over all the terms: splitting one joined string, a dict lookup
+        per term, one sort (~6 ms per 1,000 memories on a busy core)."""
         index = cls()
         n = len(ids)
-        # The key is stripped only where a term starts: a term may itself begin with key-like text.
-        joined = (" " + " ".join(documents)).replace(" " + key, " ") if key else " ".join(documents)
-        tokens = joined.split()
-        lengths = np.fromiter((d.count(" ") + 1 if d else 0 for d in documents), dtype=np.int64, count=n)
+        tokens = "".join(documents).split()
+        lengths = np.fromiter(map(str.count, documents, itertools.repeat(" ")), dtype=np.int64, count=n)
         vocab = {t: i for i, t in enumerate(dict.fromkeys(tokens))}
         codes = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         pairs, freqs = np.unique(codes * max(n, 1) + np.repeat(np.arange(n, dtype=np.int64), lengths),
