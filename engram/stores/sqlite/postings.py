@@ -69,6 +69,8 @@ class Postings:
         self._rank: Ints | None = None
         self._last_id = ""
         self._next_rank = 0
+        # BM25's length normalization of every row, for the user's average length when computed.
+        self._norms: tuple[tuple[int, int, int], npt.NDArray[np.float64]] | None = None
         self._size = 0
         self._live = 0
         self._holes = 0
@@ -198,6 +200,15 @@ class Postings:
         self._extra, self._extra_count = {}, 0
 
     # -- search ---------------------------------------------------------------------------------
+    def _row_norms(self) -> npt.NDArray[np.float64]:
+        state = (self._size, self._live, self._total_length)
+        if self._norms is None or self._norms[0] != state:
+            average = max(self._total_length / self._live if self._live else 1.0, 1e-9)
+            norms = (K1 * (1.0 - B + B * self._lengths[: self._size] / average)).astype(np.float64, copy=False)
+            self._norms = (state, norms)
+            return norms
+        return self._norms[1]
+
     def _ranks(self) -> Ints:
         if self._rank is None:
             order = np.argsort(np.array(self._ids, dtype=str), kind="stable")
@@ -230,13 +241,11 @@ class Postings:
             plan = plan_keywords(terms, df, self._live, budget=len(self._positions) + self._extra_count + 1)
             if plan is None:
                 return None
-            average = self._total_length / self._live if self._live else 1.0
+            norms = self._row_norms()
             total = np.zeros(self._size, dtype=np.float64)
-            lengths = self._lengths
             for term in plan.terms:  # every term that occurs: the budget above is never reached
                 positions, freqs = found[term]
-                norm = K1 * (1.0 - B + B * lengths[positions] / max(average, 1e-9))
-                total[positions] += plan.idf[term] * freqs * (K1 + 1.0) / (freqs + norm)
+                total[positions] += plan.idf[term] * (K1 + 1.0) * freqs / (freqs + norms[positions])
             matched = total > 0.0
             if after is not None:
                 matched &= self._created[: self._size] >= after
