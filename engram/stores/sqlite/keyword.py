@@ -26,6 +26,7 @@ import builtins
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,6 +37,7 @@ from engram.errors import StoreError
 from engram.model import Filters, Hit, MemoryRecord
 from engram.stores.sql.rows import filter_sql, record_params
 from engram.stores.sqlite.dialect import SQLITE, to_us
+from engram.stores.sqlite.keyword_scan import scan_hits
 from engram.stores.sqlite.postings import Matches, Postings
 from engram.stores.sqlite.schema import user_key
 from engram.stores.sqlite.vector_search import _USER_VERSION, VectorCache
@@ -58,6 +60,10 @@ _USER_DOCUMENTS = (
     "FROM memories m LEFT JOIN keyword_fts_content c ON c.id = m.rowid WHERE m.user_id = ?"
 )
 _CHUNK = 900  # rowids per IN list: under SQLite's oldest limit of 999 parameters
+#: Up to this many memories a user's postings are built by the search that needs them (~10 ms per
+#: 1,000 on a busy core); a larger user's are built on a thread of their own while searches read
+#: from SQL (:mod:`.keyword_scan`), so that a first search does not wait for the build.
+BUILD_INLINE = 2000
 
 
 class KeywordMixin:
@@ -66,6 +72,10 @@ class KeywordMixin:
     _postings: VectorCache[Postings]
     _postings_loader: sqlite3.Connection | None
     _postings_loader_lock: threading.Lock
+    _postings_builds: ThreadPoolExecutor | None
+    _postings_building: set[str]
+    _postings_building_lock: threading.Lock
+    keyword_build_inline: int
 
     if TYPE_CHECKING:
         path: str
@@ -83,6 +93,10 @@ class KeywordMixin:
         self._postings = VectorCache(int(vector_budget * KEYWORD_CACHE_SHARE))
         self._postings_loader = None
         self._postings_loader_lock = threading.Lock()
+        self._postings_builds = None
+        self._postings_building = set()
+        self._postings_building_lock = threading.Lock()
+        self.keyword_build_inline = BUILD_INLINE
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         terms = query_terms(text)
@@ -91,9 +105,9 @@ class KeywordMixin:
         rest = replace(filters, created_after=None, created_before=None)
         where, params = filter_sql(SQLITE, rest)  # first: invalid filters fail before any work
         self._retry(self._check_foreign_writes)
-        index = self._postings.get_or_load(
-            user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id)
-        )
+        index = self._held_postings(user_id)
+        if index is None:
+            return scan_hits(self._read, user_id, terms, n, filters)
         matches = index.scores(terms, to_us(filters.created_after), to_us(filters.created_before))
         if matches is None:
             return []
@@ -110,6 +124,37 @@ class KeywordMixin:
             return np.asarray(found, dtype=np.int64)
 
         return best(matches, n, passing)
+
+    def _held_postings(self, user_id: str) -> Postings | None:
+        """The user's postings, loaded here when small; None while a larger user's are being built."""
+
+        def current() -> Postings:
+            return self._postings.get_or_load(
+                user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id)
+            )
+
+        if user_id in self._postings.users():  # held: at most their version is read again
+            return current()
+        size = self._read("SELECT docs FROM keyword_stats WHERE user_id = ?", (user_id,))
+        if not size or int(size[0][0]) <= self.keyword_build_inline:
+            return current()
+        with self._postings_building_lock:
+            if user_id in self._postings_building:
+                return None
+            self._postings_building.add(user_id)
+            if self._postings_builds is None:
+                self._postings_builds = ThreadPoolExecutor(1, thread_name_prefix="engram-keyword-builds")
+            builds = self._postings_builds
+
+        def build() -> None:
+            try:
+                current()
+            finally:
+                with self._postings_building_lock:
+                    self._postings_building.discard(user_id)
+
+        builds.submit(build)
+        return None
 
     def _load_postings(self, user_id: str) -> tuple[Postings, int | None]:
         """The user's postings and their version, read in one snapshot."""
@@ -138,6 +183,10 @@ class KeywordMixin:
         return Postings.build(rowids, ids, created, documents), version
 
     def _stop_keywords(self) -> None:
+        with self._postings_building_lock:
+            builds, self._postings_builds = self._postings_builds, None
+        if builds is not None:
+            builds.shutdown(wait=True, cancel_futures=True)
         with self._postings_loader_lock:
             if self._postings_loader is not None:
                 self._postings_loader.close()
