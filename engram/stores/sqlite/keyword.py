@@ -61,8 +61,8 @@ _USER_DOCUMENTS = (
 )
 _CHUNK = 900  # rowids per IN list: under SQLite's oldest limit of 999 parameters
 #: Up to this many memories a user's postings are built by the search that needs them (~10 ms per
-#: 1,000 on a busy core); a larger user's are built on a thread of their own while searches read
-#: from SQL (:mod:`.keyword_scan`), so that a first search does not wait for the build.
+#: 1,000 on a busy core); a larger user's are built on a thread of their own while the search that
+#: started the build reads from SQL (:mod:`.keyword_scan`): a first search does not wait for it.
 BUILD_INLINE = 2000
 
 
@@ -126,25 +126,30 @@ class KeywordMixin:
         return best(matches, n, passing)
 
     def _held_postings(self, user_id: str) -> Postings | None:
-        """The user's postings, loaded here when small; None while a larger user's are being built."""
+        """The user's postings, loaded here when small; None when a larger user's build starts."""
 
         def current() -> Postings:
             return self._postings.get_or_load(
                 user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id)
             )
 
-        if user_id in self._postings.users():  # held: at most their version is read again
+        with self._postings_building_lock:
+            building = user_id in self._postings_building
+        # Held (at most their version is read again), or being built: a later search waits for the
+        # build rather than read from SQL again, which costs about as much as the rest of the build.
+        if building or user_id in self._postings.users():
             return current()
         size = self._read("SELECT docs FROM keyword_stats WHERE user_id = ?", (user_id,))
         if not size or int(size[0][0]) <= self.keyword_build_inline:
             return current()
         with self._postings_building_lock:
-            if user_id in self._postings_building:
-                return None
+            started = user_id not in self._postings_building
             self._postings_building.add(user_id)
             if self._postings_builds is None:
                 self._postings_builds = ThreadPoolExecutor(1, thread_name_prefix="engram-keyword-builds")
             builds = self._postings_builds
+        if not started:  # another search started it a moment ago
+            return current()
 
         def build() -> None:
             try:
