@@ -36,6 +36,7 @@ _SPARE = 64
 _PER_ROW_OBJECTS = 100
 _PER_TERM_OBJECTS = 120
 _PER_EXTRA_POSTING = 80  # two list slots and two ints
+_PER_WHERE_ENTRY = 100  # the id -> position dict that removals build
 
 
 G = TypeVar("G", bound=np.generic)
@@ -111,9 +112,11 @@ class Postings:
         self._bounds = np.searchsorted(pairs // max(rows, 1), np.arange(terms + 1)).astype(np.int64)
 
     def _account(self) -> None:
-        arrays = (self._bounds, self._positions, self._freqs, self._rowids, self._created, self._lengths, self._alive)
-        self.nbytes = (sum(a.nbytes for a in arrays) + _PER_ROW_OBJECTS * self._size
-                       + _PER_TERM_OBJECTS * len(self._vocab) + _PER_EXTRA_POSTING * self._extra_count)
+        arrays = (self._bounds, self._positions, self._freqs, self._rowids, self._created, self._lengths, self._alive,
+                  self._rank, None if self._norms is None else self._norms[1])
+        self.nbytes = (sum(a.nbytes for a in arrays if a is not None) + _PER_ROW_OBJECTS * self._size
+                       + _PER_TERM_OBJECTS * len(self._vocab) + _PER_EXTRA_POSTING * self._extra_count
+                       + (0 if self._where is None else _PER_WHERE_ENTRY * len(self._where)))
 
     def __len__(self) -> int:
         return self._live
@@ -206,6 +209,7 @@ class Postings:
             average = max(self._total_length / self._live if self._live else 1.0, 1e-9)
             norms = (K1 * (1.0 - B + B * self._lengths[: self._size] / average)).astype(np.float64, copy=False)
             self._norms = (state, norms)
+            self._account()
             return norms
         return self._norms[1]
 
@@ -216,6 +220,7 @@ class Postings:
             self._rank[order] = np.arange(self._size, dtype=np.int64)
             self._last_id = max(self._ids, default="")
             self._next_rank = self._size
+            self._account()
         return self._rank
 
     def _postings(self, code: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
