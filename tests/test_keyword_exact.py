@@ -14,6 +14,7 @@ import pytest
 
 from engram.ingest.normalize import content_hash
 from engram.model import Filters, Hit, MemoryRecord, new_id
+from engram.stores.sqlite import keyword
 from engram.stores.sqlite.store import SQLiteStore
 from engram.text import bm25, bm25_idf, memory_terms, query_terms
 
@@ -114,14 +115,18 @@ def _check(store: SQLiteStore, model: Model, rnd: random.Random, users: list[str
     return compared
 
 
-@pytest.fixture(params=["inline", "background"])
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[SQLiteStore, Model, random.Random]:
+@pytest.fixture(params=["inline", "background", "waiting"])
+def world(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> tuple[SQLiteStore, Model, random.Random]:
     """Postings built by the first search, or (every user "large") on a thread of their own while
-    searches read from SQL: both must give the exhaustive answer."""
+    searches read from SQL or wait for the build: each must give the exhaustive answer."""
     rnd = random.Random(5)
     store = SQLiteStore(tmp_path / "k.db")
-    if request.param == "background":
+    if request.param != "inline":
         store.keyword_build_inline = 0
+    if request.param == "waiting":
+        monkeypatch.setattr(keyword, "SCAN_LIMIT", 0)
     model = Model()
     for user, size in (("big", 1500), ("mid", 300), ("small", 12), ("tiny", 1)):
         records = [_record(rnd, user) for _ in range(size)]

@@ -9,8 +9,8 @@ the result is the exhaustive BM25 of the user's texts at any size, and other use
 neither what matches nor the scores. The indexes live in a :class:`~.vector_search.VectorCache` of
 their own (least recently searched user dropped first, another process's writes checked against
 the user's version at next use), updated by this store's writes as they commit. A user larger than
-:data:`BUILD_INLINE` has theirs built on a thread of its own, and the search that started the build
-reads the same hits from SQL meanwhile (:mod:`.keyword_scan`).
+:data:`BUILD_INLINE` has theirs built on a thread of its own, and searches meanwhile read the same
+hits from SQL (:mod:`.keyword_scan`) unless they match more than :data:`SCAN_LIMIT` rows.
 
 Cost, measured on two shared, busy cores: a warm search at 100k memories of one user ~1-2 ms (it
 scored 30-60k postings where the budgeted FTS5 search took 3.6 ms and missed half of the true top
@@ -67,9 +67,12 @@ _USER_DOCUMENTS = (
 )
 _CHUNK = 900  # rowids per IN list: under SQLite's oldest limit of 999 parameters
 #: Up to this many memories a user's postings are built by the search that needs them (~10 ms per
-#: 1,000 on a busy core); a larger user's are built on a thread of their own while the search that
-#: started the build reads from SQL (:mod:`.keyword_scan`): a first search does not wait for it.
+#: 1,000 on a busy core); a larger user's are built on a thread of their own while searches read
+#: from SQL (:mod:`.keyword_scan`): a first search does not wait for the build.
 BUILD_INLINE = 2000
+#: Meanwhile a search reads from SQL when its terms match at most this many of the user's rows (a
+#: few ms each thousand); one matching more waits for the build, which then costs about as much.
+SCAN_LIMIT = 10_000
 
 
 class KeywordMixin:
@@ -113,7 +116,10 @@ class KeywordMixin:
         self._retry(self._check_foreign_writes)
         index = self._held_postings(user_id)
         if index is None:
-            return scan_hits(self._read, user_id, terms, n, filters)
+            hits = scan_hits(self._read, user_id, terms, n, filters, SCAN_LIMIT)
+            if hits is not None:
+                return hits
+            index = self._current_postings(user_id)  # waits for the build under way
         matches = index.scores(terms, to_us(filters.created_after), to_us(filters.created_before))
         if matches is None:
             return []
@@ -131,35 +137,33 @@ class KeywordMixin:
 
         return best(matches, n, passing)
 
+    def _current_postings(self, user_id: str) -> Postings:
+        return self._postings.get_or_load(
+            user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id)
+        )
+
     def _held_postings(self, user_id: str) -> Postings | None:
-        """The user's postings, loaded here when small; None when a larger user's build starts."""
-
-        def current() -> Postings:
-            return self._postings.get_or_load(
-                user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id)
-            )
-
+        """The user's postings when held, or loaded here when small; None while a larger user's are
+        being built (the build is started here if it is not under way)."""
+        if user_id in self._postings.users():  # at most their version is read again
+            return self._current_postings(user_id)
         with self._postings_building_lock:
-            building = user_id in self._postings_building
-        # Held (at most their version is read again), or being built: a later search waits for the
-        # build rather than read from SQL again, which costs about as much as the rest of the build.
-        if building or user_id in self._postings.users():
-            return current()
+            if user_id in self._postings_building:
+                return None
         size = self._read("SELECT docs FROM keyword_stats WHERE user_id = ?", (user_id,))
         if not size or int(size[0][0]) <= self.keyword_build_inline:
-            return current()
+            return self._current_postings(user_id)
         with self._postings_building_lock:
-            started = user_id not in self._postings_building
+            if user_id in self._postings_building:
+                return None
             self._postings_building.add(user_id)
             if self._postings_builds is None:
                 self._postings_builds = ThreadPoolExecutor(1, thread_name_prefix="engram-keyword-builds")
             builds = self._postings_builds
-        if not started:  # another search started it a moment ago
-            return current()
 
         def build() -> None:
             try:
-                current()
+                self._current_postings(user_id)
             finally:
                 with self._postings_building_lock:
                     self._postings_building.discard(user_id)

@@ -33,7 +33,10 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def scan_hits(read: Read, user_id: str, terms: Sequence[str], n: int, filters: Filters) -> list[Hit]:
+def scan_hits(
+    read: Read, user_id: str, terms: Sequence[str], n: int, filters: Filters, limit: int | None = None,
+) -> list[Hit] | None:
+    """The hits, or None when the terms match more than ``limit`` of the user's rows."""
     stats = read("SELECT docs, terms FROM keyword_stats WHERE user_id = ?", (user_id,))
     if not stats or not int(stats[0][0]):
         return []
@@ -42,6 +45,8 @@ def scan_hits(read: Read, user_id: str, terms: Sequence[str], n: int, filters: F
     found = dict(read(f"SELECT term, doc FROM keyword_vocab WHERE term IN ({','.join('?' * len(terms))})",
                       [key + t for t in terms]))
     df = {t: int(found.get(key + t, 0)) for t in terms}
+    if limit is not None and sum(df.values()) > limit:
+        return None
     plan = plan_keywords(terms, df, docs, budget=sum(df.values()) + 1)
     if plan is None:
         return []
