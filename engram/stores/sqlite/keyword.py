@@ -31,6 +31,7 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -73,6 +74,7 @@ BUILD_INLINE = 2000
 #: Meanwhile a search reads from SQL when its terms match at most this many of the user's rows (a
 #: few ms each thousand); one matching more waits for the build, which then costs about as much.
 SCAN_LIMIT = 10_000
+_VECTORS_WAIT_S = 1.0  # at most this long a build waits for the user's vectors to be loaded
 
 
 class KeywordMixin:
@@ -97,6 +99,8 @@ class KeywordMixin:
         def _check_foreign_writes(self) -> None: ...
 
         def _user_version(self, user_id: str) -> int | None: ...
+
+        def _vectors_held(self, user_id: str) -> bool: ...
 
     def _init_keywords(self, vector_budget: int) -> None:
         self._postings = VectorCache(int(vector_budget * KEYWORD_CACHE_SHARE))
@@ -163,6 +167,13 @@ class KeywordMixin:
 
         def build() -> None:
             try:
+                # A cold user's vectors are loading for the same retrieval, on its critical path:
+                # building beside them doubled that load (one process, shared cores); searches read
+                # from SQL meanwhile.
+                waited = 0.0
+                while not self._vectors_held(user_id) and waited < _VECTORS_WAIT_S:
+                    time.sleep(0.005)
+                    waited += 0.005
                 self._current_postings(user_id)
             finally:
                 with self._postings_building_lock:

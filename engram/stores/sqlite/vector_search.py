@@ -232,6 +232,10 @@ class VectorMixin:
         self._loader = None
         self._loader_lock = threading.Lock()
 
+    def _vectors_held(self, user_id: str) -> bool:
+        """Whether the user's vectors are in memory (their load, if any, is done)."""
+        return user_id in self._indexes
+
     def _index(self, user_id: str) -> ExactIndex:
         """The user's index. Call without the store's lock: a load must not hold it."""
         self._retry(self._check_foreign_writes)
