@@ -19,7 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -35,6 +35,15 @@ from engram.text import ROLE_WORDS
 __all__ = ["VectorCache", "VectorMixin"]
 
 T = TypeVar("T")
+
+
+class _Sized(Protocol):
+    @property
+    def nbytes(self) -> int: ...
+
+
+#: What a cache holds per user: vectors here, keyword postings in :mod:`.keyword`.
+Index = TypeVar("Index", bound=_Sized)
 _SEARCH_THREADS = 2  # searches of concurrent retrievals; each is one core's work
 _USER_VERSION = "SELECT version FROM keyword_stats WHERE user_id = ?"
 _USER_VECTORS = (
@@ -53,7 +62,7 @@ class _Load:
         self.stale = False
 
 
-class VectorCache:
+class VectorCache(Generic[Index]):
     """Users' indexes, least recently searched dropped first while they hold more than ``budget`` bytes.
 
     The user searched last always stays, even alone above the budget: dropping it would reload it
@@ -73,7 +82,7 @@ class VectorCache:
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self._entries: OrderedDict[str, ExactIndex] = OrderedDict()
+        self._entries: OrderedDict[str, Index] = OrderedDict()
         self._bytes: dict[str, int] = {}
         self._versions: dict[str, int | None] = {}  # None: changed here since; cannot be checked
         self._unchecked: set[str] = set()
@@ -94,12 +103,12 @@ class VectorCache:
         with self._lock:
             return list(self._entries)
 
-    def get(self, user_id: str) -> ExactIndex | None:
+    def get(self, user_id: str) -> Index | None:
         """The user's index if it is in memory and known current; never loads, never counts as a use."""
         with self._lock:
             return None if user_id in self._unchecked else self._entries.get(user_id)
 
-    def written(self, user_id: str) -> ExactIndex | None:
+    def written(self, user_id: str) -> Index | None:
         """A write to this user committed here: the index to apply it to, if one is held."""
         with self._lock:
             load = self._loads.get(user_id)
@@ -116,8 +125,8 @@ class VectorCache:
             self._unchecked.update(self._entries)
 
     def get_or_load(
-        self, user_id: str, load: Callable[[], tuple[ExactIndex, int | None]], version: Callable[[], int | None],
-    ) -> ExactIndex:
+        self, user_id: str, load: Callable[[], tuple[Index, int | None]], version: Callable[[], int | None],
+    ) -> Index:
         """The user's index, loaded by ``load`` (with the user's version) when not held or out of
         date, once whoever else asks meanwhile; ``version`` reads the user's version now."""
         while True:
@@ -165,7 +174,7 @@ class VectorCache:
                 self._account(user_id, index)
         return index
 
-    def _account(self, user_id: str, index: ExactIndex) -> None:
+    def _account(self, user_id: str, index: Index) -> None:
         size = index.nbytes
         self._total += size - self._bytes.get(user_id, 0)
         self._bytes[user_id] = size
@@ -197,7 +206,7 @@ class VectorCache:
 class VectorMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
-    _indexes: VectorCache
+    _indexes: VectorCache[ExactIndex]
     _dimensions: int | None
     _searches: ThreadPoolExecutor | None
     _loads: ThreadPoolExecutor | None
@@ -222,6 +231,10 @@ class VectorMixin:
         self._searches_lock = threading.Lock()
         self._loader = None
         self._loader_lock = threading.Lock()
+
+    def _vectors_held(self, user_id: str) -> bool:
+        """Whether the user's vectors are in memory (their load, if any, is done)."""
+        return user_id in self._indexes
 
     def _index(self, user_id: str) -> ExactIndex:
         """The user's index. Call without the store's lock: a load must not hold it."""
