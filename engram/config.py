@@ -17,6 +17,7 @@ from engram.errors import ConfigError
 from engram.validate import choice, integer, number
 
 __all__ = [
+    "ANN_ABOVE",
     "DEFAULT_REDACTION_PATTERNS",
     "SIGNALS",
     "STRATEGY_WEIGHTS",
@@ -25,6 +26,7 @@ __all__ = [
     "Limits",
     "RedactionConfig",
     "RetrievalConfig",
+    "ann_above",
     "vector_cache_bytes",
 ]
 
@@ -53,6 +55,26 @@ def vector_cache_bytes() -> int:
         raise ConfigError("ENGRAM_VECTOR_CACHE_MB", f"must be a number of megabytes, got {raw!r}") from None
     _check_range("ENGRAM_VECTOR_CACHE_MB", megabytes, 0, 1e9)
     return int(megabytes * (1 << 20))
+
+
+#: Above this many vectors a user's SQLite searches take candidates from an approximate (faiss IVF)
+#: index, rescored exactly in float32; at or below it they scan every vector. Set per process with
+#: ENGRAM_ANN_ABOVE (0 turns the approximate index off). Needs faiss-cpu; without it every user is
+#: searched exactly.
+ANN_ABOVE = 200_000
+
+
+def ann_above() -> int:
+    """The approximate index's threshold: ENGRAM_ANN_ABOVE when set, else :data:`ANN_ABOVE`."""
+    raw = os.environ.get("ENGRAM_ANN_ABOVE", "").strip()
+    if not raw:
+        return ANN_ABOVE
+    try:
+        rows = int(raw)
+    except ValueError:
+        raise ConfigError("ENGRAM_ANN_ABOVE", f"must be a whole number of vectors, got {raw!r}") from None
+    _check_range("ENGRAM_ANN_ABOVE", rows, 0, 1e12)
+    return rows
 
 
 SIGNALS = ("semantic_similarity", "entity_overlap", "temporal_relevance", "importance", "reinforcement")
