@@ -23,6 +23,7 @@ a restart does not rebuild.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -56,6 +57,7 @@ def snapshot_dir(db_path: str) -> Path | None:
     return None if db_path == ":memory:" else Path(f"{db_path}.ann")
 
 
+@functools.cache
 def _faiss() -> Any:
     try:
         import faiss
@@ -303,6 +305,6 @@ class AnnIndex(ExactIndex):
 
 
 def _nprobe(nlist: int) -> int:
-    """Lists probed per query: a sixteenth of the rows (bench/ann_choice.py: recall@10 1.0 on the
-    benchmark corpus at a thirtieth; MiniLM-shaped vectors need more)."""
-    return max(16, nlist // 16)
+    """Lists probed per query, about a tenth of the rows: on the benchmark corpus at 100k (316
+    lists) question-like queries found 0.984 of the exact top 10 probing 19 lists, 0.998 at 40."""
+    return max(16, nlist // 8)
