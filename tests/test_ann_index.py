@@ -13,6 +13,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from engram.config import ANN_ABOVE, ann_above
+from engram.errors import ConfigError
 from engram.model import Filters, MemoryRecord
 from engram.stores.sqlite import ann
 from engram.stores.sqlite.ann import AnnIndex, load_index
@@ -190,3 +192,13 @@ def test_the_store_searches_a_large_user_through_the_approximate_index(store: SQ
     assert store.vector_search("u", QUERIES[2], 1, Filters())[0][0] == "m9"
     assert store.vector_search("u", QUERIES[2], 10, Filters(kinds=("fact",)))[0][0] != "m9"
     assert Path(f"{store.path}.ann").is_dir()
+
+
+def test_the_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENGRAM_ANN_ABOVE", raising=False)
+    assert ann_above() == ANN_ABOVE
+    monkeypatch.setenv("ENGRAM_ANN_ABOVE", "0")
+    assert ann_above() == 0
+    monkeypatch.setenv("ENGRAM_ANN_ABOVE", "many")
+    with pytest.raises(ConfigError, match="ENGRAM_ANN_ABOVE"):
+        ann_above()
