@@ -1,7 +1,7 @@
 """Exact cosine top-n over one user's vectors, held in memory and kept current on writes.
 
-The seam is :class:`VectorIndex`; an approximate index (HNSW through hnswlib, faiss or usearch)
-for very large users can implement the same four methods without the store contract changing.
+The seam is :class:`VectorIndex`; very large users get :class:`~.ann.AnnIndex`, this index with
+candidates from a faiss IVF snapshot instead of a scan of every row.
 """
 
 from __future__ import annotations
