@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from engram.config import vector_cache_bytes
+from engram.config import ann_above, vector_cache_bytes
 from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.stores.sql.rows import filter_sql
+from engram.stores.sqlite.ann import load_index
 from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.text import ROLE_WORDS
@@ -231,6 +232,7 @@ class VectorMixin:
         self._searches_lock = threading.Lock()
         self._loader = None
         self._loader_lock = threading.Lock()
+        self._ann_above = ann_above()
 
     def _vectors_held(self, user_id: str) -> bool:
         """Whether the user's vectors are in memory (their load, if any, is done)."""
@@ -281,7 +283,10 @@ class VectorMixin:
             version = None if found is None else int(found[0])
         dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
         rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
-        return ExactIndex.load(dim, rowids, ids, blobs, kinds, statuses), version
+        index = load_index(
+            dim, rowids, ids, blobs, kinds, statuses, user_id=user_id, db_path=self.path, ann_above=self._ann_above
+        )
+        return index, version
 
     def _allowed(self, user_id: str, filters: Filters) -> set[int] | None:
         """The rows the filters allow, or None when the index can tell itself (kinds, statuses)."""

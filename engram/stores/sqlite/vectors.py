@@ -1,14 +1,14 @@
 """Exact cosine top-n over one user's vectors, held in memory and kept current on writes.
 
-The seam is :class:`VectorIndex`; an approximate index (HNSW through hnswlib, faiss or usearch)
-for very large users can implement the same four methods without the store contract changing.
+The seam is :class:`VectorIndex`; very large users get :class:`~.ann.AnnIndex`, this index with
+candidates from a faiss IVF snapshot instead of a scan of every row.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Sequence
-from typing import Protocol
+from typing import Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -86,7 +86,7 @@ class ExactIndex:
     def load(
         cls, dimensions: int, rowids: Sequence[int], memory_ids: Sequence[str], blobs: Sequence[bytes],
         kinds: Sequence[str], statuses: Sequence[str],
-    ) -> ExactIndex:
+    ) -> Self:
         """An index of these rows (float32 blobs of ``dimensions``) built in a few array operations,
         where adding 10k rows one by one cost ~30 ms of Python (~7 ms here)."""
         n = len(memory_ids)
