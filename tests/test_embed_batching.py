@@ -1,0 +1,131 @@
+"""engram.embedders.batching: concurrent calls grouped into one model call, each caller given the
+inner embedder's own rows."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from engram.embedders.batching import BatchingEmbedder, batching
+from engram.embedders.fake import FakeEmbedder
+from engram.ext import Embedder, Vector
+from engram.service.workers import server_embedder
+
+
+class Gated:
+    """FakeEmbedder rows; each call recorded, and the first held until ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.inner = FakeEmbedder(8)
+        self.calls: list[list[str]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.fail = False
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    def embed_batch(self, texts: Sequence[str]) -> Vector:
+        self.calls.append(list(texts))
+        self.entered.set()
+        self.release.wait(10)
+        if self.fail:
+            raise RuntimeError("model broke")
+        return self.inner.embed_batch(texts)
+
+
+def _run_while_busy(embedder: BatchingEmbedder, gated: Gated, texts: list[list[str]]) -> list[object]:
+    """One call occupies the model; ``texts`` arrive meanwhile; then the model is let go."""
+    out: list[object] = [None] * (len(texts) + 1)
+
+    def call(i: int, batch: list[str]) -> None:
+        try:
+            out[i] = embedder.embed_batch(batch)
+        except RuntimeError as exc:
+            out[i] = exc
+
+    first = threading.Thread(target=call, args=(0, ["first"]))
+    first.start()
+    assert gated.entered.wait(10)
+    waiting = [threading.Thread(target=call, args=(i + 1, t)) for i, t in enumerate(texts)]
+    for thread in waiting:
+        thread.start()
+    for _ in range(500):  # every waiting call queued (none can finish while the model is held)
+        if len(embedder._passages._waiting) == len(texts):
+            break
+        time.sleep(0.01)
+    gated.release.set()
+    for thread in [first, *waiting]:
+        thread.join(10)
+    return out
+
+
+def test_calls_arriving_while_the_model_is_busy_go_in_one_batch() -> None:
+    gated = Gated()
+    embedder = batching(gated)
+    texts = [["b"], ["c", "d"], ["b"], ["e"]]
+    out = _run_while_busy(embedder, gated, texts)
+    # The first call alone, then one call for everything that queued, each text embedded once.
+    assert gated.calls[0] == ["first"]
+    assert len(gated.calls) == 2 and sorted(gated.calls[1]) == ["b", "c", "d", "e"]
+    reference = FakeEmbedder(8)
+    for rows, batch in zip(out, [["first"], *texts], strict=True):
+        assert isinstance(rows, np.ndarray)
+        assert np.array_equal(rows, reference.embed_batch(batch))
+
+
+def test_a_model_error_reaches_every_caller_of_its_batch() -> None:
+    gated = Gated()
+    gated.fail = True
+    embedder = batching(gated)
+    out = _run_while_busy(embedder, gated, [["x"], ["y"]])
+    assert all(isinstance(result, RuntimeError) for result in out)
+    gated.fail = False  # and the queue is free again afterwards
+    assert np.array_equal(embedder.embed_batch(["z"]), FakeEmbedder(8).embed_batch(["z"]))
+
+
+def test_a_lone_call_and_a_large_call_run_at_once() -> None:
+    gated = Gated()
+    gated.release.set()
+    embedder = batching(gated, max_batch=4)
+    embedder.embed_batch(["one"])
+    embedder.embed_batch([f"t{i}" for i in range(10)])
+    assert gated.calls == [["one"], [f"t{i}" for i in range(10)]]
+    assert embedder.embed_batch([]).shape == (0, 8)
+    assert embedder.model_id == gated.model_id and embedder.dimensions == 8
+
+
+class Asymmetric(FakeEmbedder):
+    def embed_query(self, texts: Sequence[str]) -> Vector:
+        return self.embed_batch([f"query: {t}" for t in texts])
+
+
+def test_embed_query_is_kept_exactly_when_the_model_has_one() -> None:
+    assert not hasattr(batching(FakeEmbedder(8)), "embed_query")
+    wrapped = batching(Asymmetric(8))
+    assert np.array_equal(wrapped.embed_query(["hi"]), Asymmetric(8).embed_query(["hi"]))  # type: ignore[attr-defined]
+    assert np.array_equal(wrapped.embed_batch(["hi"]), FakeEmbedder(8).embed_batch(["hi"]))
+
+
+def test_minilm_rows_are_the_same_batched_as_alone(embedder: Embedder) -> None:
+    texts = ["x", "What did Acme Corp order last month?", "Is the decaf invoice for Harbor Hotel overdue?",
+             "a much longer question about what Acme ordered last month and whether the invoice was paid on time"]
+    alone = np.stack([embedder.embed_batch([t])[0] for t in texts])
+    assert np.array_equal(embedder.embed_batch(texts), alone)
+
+
+def test_the_server_embedder_is_minilm_batched_on_one_thread() -> None:
+    made = server_embedder(None)
+    assert isinstance(made, BatchingEmbedder)
+    assert made.model_id == "all-MiniLM-L6-v2-onnx-int8" and made.dimensions == 384
+    assert made.inner._session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
+    hashed = server_embedder("hash-16")
+    assert isinstance(hashed, BatchingEmbedder) and hashed.dimensions == 16
