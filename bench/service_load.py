@@ -164,11 +164,11 @@ def main() -> None:
     parser.add_argument("--embedder", default="minilm", help="minilm (the default) or hash-N")
     parser.add_argument("--queries", choices=("varied", "fixed"), default="varied")
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw")
-    parser.add_argument("--trees", default="", help="comma-separated source trees, one server each")
+    parser.add_argument("--trees", default="", help="comma-separated PYTHONPATHs (source trees), one server each")
     parser.add_argument("--db", type=Path, help="keep (and reuse) the store here")
     parser.add_argument("--out", default="bench/results/service_load.json")
     args = parser.parse_args()
-    trees: list[str | None] = [str(Path(t).resolve()) for t in args.trees.split(",") if t] or [None]
+    trees: list[str | None] = [t for t in args.trees.split(",") if t] or [None]
     queries = VARIED if args.queries == "varied" else list(QUERIES)
     with tempfile.TemporaryDirectory(prefix="engram-service-load-") as tmp:
         db = args.db or Path(tmp) / "service.db"
