@@ -6,13 +6,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
+from fastapi.testclient import TestClient
 
 from engram.embedders.batching import BatchingEmbedder, batching
 from engram.embedders.fake import FakeEmbedder
 from engram.ext import Embedder, Vector
-from engram.service.workers import server_embedder
+from engram.memory import Memory
+from engram.service.auth import KeyStore
+from engram.service.workers import PIPELINE_THREADS, build_app, server_embedder
+
+NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 
 
 class Gated:
@@ -129,3 +136,26 @@ def test_the_server_embedder_is_minilm_batched_on_one_thread() -> None:
     assert made.inner._session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
     hashed = server_embedder("hash-16")
     assert isinstance(hashed, BatchingEmbedder) and hashed.dimensions == 16
+
+
+def test_a_server_embeds_queries_of_concurrent_requests_together(tmp_path: Path) -> None:
+    """build_app gives the pipeline enough threads that concurrent queries can meet in one batch,
+    and answers what the same Memory.retrieve answers."""
+    db = tmp_path / "svc.db"
+    with Memory(db, embedder=FakeEmbedder(16)) as memory:
+        memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
+        expected = memory.retrieve("payment terms", user_id="u1", now=NOW).to_dict()["memories"]
+    keys = KeyStore(db)
+    token = keys.create(["u1"])[1]
+    keys.close()
+    app, close = build_app(str(db), "hash-16", 100.0, 200.0, 1 << 20, limiter_path=None)
+    try:
+        assert app.state.service.memory.pipeline.executor._max_workers == PIPELINE_THREADS > 2
+        with TestClient(app) as client:
+            answer = client.post("/v1/retrieve", headers={"Authorization": f"Bearer {token}"},
+                                 json={"userId": "u1", "message": "payment terms", "now": NOW.isoformat()})
+        assert answer.status_code == 200
+        got = answer.json()["memories"]
+        assert [m["id"] for m in got] == [m["id"] for m in expected] and got
+    finally:
+        close()
