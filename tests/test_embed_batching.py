@@ -22,31 +22,23 @@ from engram.service.workers import PIPELINE_THREADS, build_app, server_embedder
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 
 
-class Gated:
-    """FakeEmbedder rows; each call recorded, and the first held until ``release`` is set."""
+class Gated(FakeEmbedder):
+    """FakeEmbedder rows; each call recorded, and every call held until ``release`` is set."""
 
     def __init__(self) -> None:
-        self.inner = FakeEmbedder(8)
-        self.calls: list[list[str]] = []
+        super().__init__(8)
+        self.batches: list[list[str]] = []
         self.entered = threading.Event()
         self.release = threading.Event()
         self.fail = False
 
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
     def embed_batch(self, texts: Sequence[str]) -> Vector:
-        self.calls.append(list(texts))
+        self.batches.append(list(texts))
         self.entered.set()
         self.release.wait(10)
         if self.fail:
             raise RuntimeError("model broke")
-        return self.inner.embed_batch(texts)
+        return super().embed_batch(texts)
 
 
 def _run_while_busy(embedder: BatchingEmbedder, gated: Gated, texts: list[list[str]]) -> list[object]:
@@ -81,8 +73,8 @@ def test_calls_arriving_while_the_model_is_busy_go_in_one_batch() -> None:
     texts = [["b"], ["c", "d"], ["b"], ["e"]]
     out = _run_while_busy(embedder, gated, texts)
     # The first call alone, then one call for everything that queued, each text embedded once.
-    assert gated.calls[0] == ["first"]
-    assert len(gated.calls) == 2 and sorted(gated.calls[1]) == ["b", "c", "d", "e"]
+    assert gated.batches[0] == ["first"]
+    assert len(gated.batches) == 2 and sorted(gated.batches[1]) == ["b", "c", "d", "e"]
     reference = FakeEmbedder(8)
     for rows, batch in zip(out, [["first"], *texts], strict=True):
         assert isinstance(rows, np.ndarray)
@@ -105,7 +97,7 @@ def test_a_lone_call_and_a_large_call_run_at_once() -> None:
     embedder = batching(gated, max_batch=4)
     embedder.embed_batch(["one"])
     embedder.embed_batch([f"t{i}" for i in range(10)])
-    assert gated.calls == [["one"], [f"t{i}" for i in range(10)]]
+    assert gated.batches == [["one"], [f"t{i}" for i in range(10)]]
     assert embedder.embed_batch([]).shape == (0, 8)
     assert embedder.model_id == gated.model_id and embedder.dimensions == 8
 
