@@ -13,7 +13,6 @@ import json
 import os
 import socket
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -24,9 +23,6 @@ from engram.service.auth import KeyStore
 __all__ = ["WORKER_ENV", "NoDelayHttp", "build_app", "server_embedder", "worker_app"]
 
 WORKER_ENV = "ENGRAM_SERVE_WORKER"
-#: Threads of a server's retrieval executor (query embeddings, candidate searches): enough for the
-#: queries of concurrent requests to meet in one model call.
-PIPELINE_THREADS = 16
 
 
 class NoDelayHttp(H11Protocol):
@@ -98,10 +94,6 @@ def build_app(target: str, embedder_name: str | None, rate: float, burst: float,
     from engram.service.ratelimit import SharedRateLimiter
 
     memory = Memory(target, embedder=server_embedder(embedder_name))  # serve checked the name
-    # Each retrieval embeds its query on the pipeline's executor: with its default two threads, two
-    # queries at a time could be embedded and the rest queued behind them, one model call each.
-    memory.pipeline.executor.shutdown()
-    memory.pipeline.executor = ThreadPoolExecutor(max_workers=PIPELINE_THREADS, thread_name_prefix="engram-candidates")
     keys = KeyStore(target)
 
     def close() -> None:
