@@ -77,6 +77,9 @@ class Postings:
         self._holes = 0
         self._total_length = 0
         self.nbytes = 0  # kept current by every change: read without the lock by the cache
+        # The last query's scores of every row (its terms, scores, ideal): a time-scoped retrieval
+        # searches the same words twice, in and out of its range. Every change forgets them.
+        self._scored: tuple[tuple[str, ...], npt.NDArray[np.float64], float] | None = None
 
     @classmethod
     def build(
@@ -107,6 +110,7 @@ class Postings:
 
     def _set_postings(self, pairs: Ints, freqs: npt.NDArray[np.uint32], terms: int, rows: int) -> None:
         """The arrays from sorted, distinct ``term * rows + row`` pairs and their frequencies."""
+        self._scored = None
         self._positions = (pairs % max(rows, 1)).astype(np.int32)
         self._freqs = freqs
         self._bounds = np.searchsorted(pairs // max(rows, 1), np.arange(terms + 1)).astype(np.int64)
@@ -125,6 +129,7 @@ class Postings:
     def add(self, rowid: int, memory_id: str, terms: Sequence[str], created: int) -> None:
         """A row written after the load; ``terms`` as :func:`engram.text.memory_terms` gives them."""
         with self._lock:
+            self._scored = None
             self._remove(memory_id)  # a replace: the id's old row goes
             if self._size == len(self._rowids):
                 capacity = self._size + max(_SPARE, self._size // 2)
@@ -163,6 +168,7 @@ class Postings:
             self._account()
 
     def _remove(self, memory_id: str) -> None:
+        self._scored = None
         if self._where is None:
             self._where = {m: i for i, m in enumerate(self._ids) if self._alive[i]}
         i = self._where.pop(memory_id, None)
@@ -175,6 +181,7 @@ class Postings:
 
     def _merge(self) -> None:
         """Fold the added rows' postings into the arrays and drop dead rows (their positions close up)."""
+        self._scored = None
         terms = len(self._vocab)
         base = np.repeat(np.arange(len(self._bounds) - 1, dtype=np.int64), np.diff(self._bounds))
         extra_codes = [c for c, (p, _) in self._extra.items() for _ in p]
@@ -241,16 +248,21 @@ class Postings:
         by BM25 over this user's rows divided by the ``ideal`` of :func:`engram.text.plan_keywords`.
         None when no term occurs in the user's memories."""
         with self._lock:
-            found = {t: self._postings(c) for t in terms if (c := self._vocab.get(t)) is not None}
-            df = {t: len(p) for t, (p, _) in found.items()}
-            plan = plan_keywords(terms, df, self._live, budget=len(self._positions) + self._extra_count + 1)
-            if plan is None:
-                return None
-            norms = self._row_norms()
-            total = np.zeros(self._size, dtype=np.float64)
-            for term in plan.terms:  # every term that occurs: the budget above is never reached
-                positions, freqs = found[term]
-                total[positions] += plan.idf[term] * (K1 + 1.0) * freqs / (freqs + norms[positions])
+            if self._scored is not None and self._scored[0] == tuple(terms):
+                _, total, ideal = self._scored
+            else:
+                found = {t: self._postings(c) for t in terms if (c := self._vocab.get(t)) is not None}
+                df = {t: len(p) for t, (p, _) in found.items()}
+                plan = plan_keywords(terms, df, self._live, budget=len(self._positions) + self._extra_count + 1)
+                if plan is None:
+                    return None
+                norms = self._row_norms()
+                total = np.zeros(self._size, dtype=np.float64)
+                for term in plan.terms:  # every term that occurs: the budget above is never reached
+                    positions, freqs = found[term]
+                    total[positions] += plan.idf[term] * (K1 + 1.0) * freqs / (freqs + norms[positions])
+                ideal = plan.ideal
+                self._scored = (tuple(terms), total, ideal)
             matched = total > 0.0
             if after is not None:
                 matched &= self._created[: self._size] >= after
@@ -258,7 +270,7 @@ class Postings:
                 matched &= self._created[: self._size] <= before
             rows = np.flatnonzero(matched)
             # The id list is only appended to until a merge replaces it: these positions stay valid.
-            return Matches(self._rowids[rows], total[rows] / plan.ideal, self._ranks()[rows], rows, self._ids)
+            return Matches(self._rowids[rows], total[rows] / ideal, self._ranks()[rows], rows, self._ids)
 
 
 @dataclass(frozen=True)
