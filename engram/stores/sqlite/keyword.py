@@ -40,14 +40,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from engram.errors import StoreError
 from engram.model import Filters, Hit, MemoryRecord
 from engram.stores.sql.rows import filter_sql, record_params
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
 from engram.stores.sqlite.postings import Matches, Postings
 from engram.stores.sqlite.schema import user_key
-from engram.stores.sqlite.vector_search import _USER_VERSION, VectorCache
+from engram.stores.sqlite.snapshot import SnapshotReader
+from engram.stores.sqlite.vector_search import VectorCache
 from engram.text import memory_terms, query_terms
 
 __all__ = ["KEYWORD_CACHE_SHARE", "KeywordMixin"]
@@ -81,8 +81,7 @@ class KeywordMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
     _postings: VectorCache[Postings]
-    _postings_loader: sqlite3.Connection | None
-    _postings_loader_lock: threading.Lock
+    _postings_loader: SnapshotReader
     _postings_builds: ThreadPoolExecutor | None
     _postings_building: set[str]
     _postings_building_lock: threading.Lock
@@ -104,8 +103,7 @@ class KeywordMixin:
 
     def _init_keywords(self, vector_budget: int) -> None:
         self._postings = VectorCache(int(vector_budget * KEYWORD_CACHE_SHARE))
-        self._postings_loader = None
-        self._postings_loader_lock = threading.Lock()
+        self._postings_loader = SnapshotReader(self.path)
         self._postings_builds = None
         self._postings_building = set()
         self._postings_building_lock = threading.Lock()
@@ -188,23 +186,7 @@ class KeywordMixin:
             rows = self._read(_USER_DOCUMENTS, (user_key(user_id), user_id))
             version = self._user_version(user_id)
         else:
-            with self._postings_loader_lock:
-                try:
-                    if self._postings_loader is None:
-                        self._postings_loader = sqlite3.connect(
-                            self.path, timeout=10, isolation_level=None, check_same_thread=False
-                        )
-                        self._postings_loader.execute("PRAGMA query_only = ON")
-                    loader = self._postings_loader
-                    loader.execute("BEGIN")
-                    try:
-                        found = loader.execute(_USER_VERSION, (user_id,)).fetchone()
-                        rows = loader.execute(_USER_DOCUMENTS, (user_key(user_id), user_id)).fetchall()
-                    finally:
-                        loader.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    raise StoreError(f"sqlite: {exc}") from exc
-            version = None if found is None else int(found[0])
+            rows, version = self._postings_loader.read(user_id, _USER_DOCUMENTS, (user_key(user_id), user_id))
         rowids, ids, created, documents = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 4
         return Postings.build(rowids, ids, created, documents), version
 
@@ -213,10 +195,7 @@ class KeywordMixin:
             builds, self._postings_builds = self._postings_builds, None
         if builds is not None:
             builds.shutdown(wait=True, cancel_futures=True)
-        with self._postings_loader_lock:
-            if self._postings_loader is not None:
-                self._postings_loader.close()
-                self._postings_loader = None
+        self._postings_loader.close()
 
     # -- kept current by this store's writes, after they commit ------------------------------------
     def _keywords_added(self, records: Sequence[MemoryRecord], rowids: Sequence[int]) -> None:

@@ -30,6 +30,7 @@ from engram.model import Filters, Hit
 from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite.ann import load_index
 from engram.stores.sqlite.dialect import SQLITE
+from engram.stores.sqlite.snapshot import USER_VERSION, SnapshotReader
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.text import ROLE_WORDS
 
@@ -46,7 +47,6 @@ class _Sized(Protocol):
 #: What a cache holds per user: vectors here, keyword postings in :mod:`.keyword`.
 Index = TypeVar("Index", bound=_Sized)
 _SEARCH_THREADS = 2  # searches of concurrent retrievals; each is one core's work
-_USER_VERSION = "SELECT version FROM keyword_stats WHERE user_id = ?"
 _USER_VECTORS = (
     "SELECT rowid, id, embedding, kind, status FROM memories "
     "WHERE user_id = ? AND embedding IS NOT NULL"  # in any order: sorting the rows cost 40-80 ms at 10k
@@ -212,8 +212,7 @@ class VectorMixin:
     _searches: ThreadPoolExecutor | None
     _loads: ThreadPoolExecutor | None
     _searches_lock: threading.Lock
-    _loader: sqlite3.Connection | None
-    _loader_lock: threading.Lock
+    _loader: SnapshotReader
 
     if TYPE_CHECKING:
         path: str
@@ -230,8 +229,7 @@ class VectorMixin:
         self._dimensions = None
         self._searches = self._loads = None
         self._searches_lock = threading.Lock()
-        self._loader = None
-        self._loader_lock = threading.Lock()
+        self._loader = SnapshotReader(self.path)
         self._ann_above = ann_above()
 
     def _vectors_held(self, user_id: str) -> bool:
@@ -254,7 +252,7 @@ class VectorMixin:
         (schema migration 6); a status alone changes only beside a delete (a fact version
         reinstated). None when there is none to read: the index is loaded again."""
         try:
-            rows = self._read(_USER_VERSION, (user_id,))
+            rows = self._read(USER_VERSION, (user_id,))
         except StoreError:
             return None
         return int(rows[0][0]) if rows else None
@@ -265,22 +263,7 @@ class VectorMixin:
             rows = self._read(_USER_VECTORS, (user_id,))
             version = self._user_version(user_id)
         else:
-            with self._loader_lock:
-                try:
-                    if self._loader is None:
-                        self._loader = sqlite3.connect(
-                            self.path, timeout=10, isolation_level=None, check_same_thread=False
-                        )
-                        self._loader.execute("PRAGMA query_only = ON")
-                    self._loader.execute("BEGIN")
-                    try:
-                        found = self._loader.execute(_USER_VERSION, (user_id,)).fetchone()
-                        rows = self._loader.execute(_USER_VECTORS, (user_id,)).fetchall()
-                    finally:
-                        self._loader.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    raise StoreError(f"sqlite: {exc}") from exc
-            version = None if found is None else int(found[0])
+            rows, version = self._loader.read(user_id, _USER_VECTORS, (user_id,))
         dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
         rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
         index = load_index(
@@ -335,10 +318,7 @@ class VectorMixin:
                 if pool is not None:
                     pool.shutdown(wait=True)
             self._searches = self._loads = None
-        with self._loader_lock:
-            if self._loader is not None:
-                self._loader.close()
-                self._loader = None
+        self._loader.close()
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         ids = list(dict.fromkeys(memory_ids))
