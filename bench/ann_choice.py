@@ -140,6 +140,21 @@ def methods(data: Matrix, tmp: Path) -> dict[str, Callable[[], tuple[Callable[[M
             return search, {"build_s": round(build, 2), "mb": codes.nbytes >> 20, "persist": "not needed"}
         return make
 
+    def prescan(pool: int) -> Callable[[], tuple[Callable[[Matrix], list[int]], dict[str, Any]]]:
+        """The exact search's pre-scan as Engram runs it (engram.stores.sqlite.prescan)."""
+        def make() -> tuple[Callable[[Matrix], list[int]], dict[str, Any]]:
+            from engram.stores.sqlite.prescan import Prescan
+
+            started = time.perf_counter()
+            codes = Prescan(data, len(data), len(data))
+            build = time.perf_counter() - started
+
+            def search(q: Matrix) -> list[int]:
+                s = codes.scores(q, len(data))
+                return rescore(data, q, np.argpartition(-s, pool)[:pool])
+            return search, {"build_s": round(build, 2), "mb": codes.nbytes >> 20, "persist": "not needed"}
+        return make
+
     built: dict[bool, tuple[Any, float]] = {}  # one IVF build serves every nprobe
 
     def faiss_ivf(nprobe: int, sq8: bool) -> Callable[[], tuple[Callable[[Matrix], list[int]], dict[str, Any]]]:
@@ -219,7 +234,7 @@ def methods(data: Matrix, tmp: Path) -> dict[str, Callable[[], tuple[Callable[[M
     return {
         "exact-f32": exact,
         "binary-pool500": binary(500), "binary-pool2000": binary(2000),
-        "int8-pool256": int8(256),
+        "int8-pool256": int8(256), "pca128-int8-pool1000": prescan(1000),
         "faiss-ivf-nprobe16": faiss_ivf(16, False), "faiss-ivf-nprobe48": faiss_ivf(48, False),
         "faiss-ivfsq8-nprobe16": faiss_ivf(16, True), "faiss-ivfsq8-nprobe32": faiss_ivf(32, True),
         "faiss-ivfsq8-nprobe64": faiss_ivf(64, True), "faiss-ivfsq8-nprobe125": faiss_ivf(125, True),

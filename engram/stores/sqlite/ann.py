@@ -284,7 +284,7 @@ class AnnIndex(ExactIndex):
     def _install(self, ivf: Any, hwm: int, rows: int) -> None:
         self._ivf, self._hwm, self._snapshot_rows = ivf, hwm, rows
         self._tail = None
-        self._int8 = None  # the exact pre-scan's copy is no longer searched
+        self._prescan = None  # the exact search's pre-scan is no longer used
         self._last = None
 
     def _save(self, ivf: Any, hwm: int, rows: int) -> None:
