@@ -1,5 +1,5 @@
 """PostgreSQL's own candidate primitives: entities from the ``entities`` array, vectors from pgvector,
-keywords from the tsvector (:mod:`.keyword`)."""
+keywords from postings held in memory (:mod:`.keyword`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import numpy as np
 
 from engram.ext import Vector
 from engram.model import Filters, Hit
-from engram.stores.postgres import distributed
+from engram.stores.postgres import distributed, keyword
 from engram.stores.postgres.dialect import POSTGRES
-from engram.stores.postgres.keyword import KeywordPlanner
 from engram.stores.sql import candidates
 from engram.stores.sql.rows import filter_sql
 
@@ -52,13 +51,11 @@ class CandidateMixin(candidates.CandidateMixin):
     exact_limit: int
     ef_search: int
     _citus: bool  # the tables are distributed by Citus
-    _keywords: KeywordPlanner
+    _keywords: keyword.KeywordIndex
 
     if TYPE_CHECKING:
 
         def _tx(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...
-
-        def change_token(self, user_id: str) -> str: ...
 
     def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
         ids = list(dict.fromkeys(entity_ids))
@@ -109,4 +106,4 @@ class CandidateMixin(candidates.CandidateMixin):
         return [(r[0], float(r[1])) for r in rows]
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._keywords.search(self._query, user_id, self.change_token(user_id), text, n, filters)
+        return keyword.search(self._keywords, self._tx, user_id, text, n, filters)

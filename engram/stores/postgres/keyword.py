@@ -1,97 +1,305 @@
-"""BM25 keyword candidates on PostgreSQL, scored as on SQLite (see engram/stores/sqlite/keyword.py).
+"""Exact BM25 keyword candidates on PostgreSQL, from each user's postings held in memory, as on SQLite.
 
-The tsvector holds the stemmed terms of :func:`engram.text.memory_terms`, so both backends index and
-query the same terms. Okapi BM25 with Lucene's IDF (:func:`engram.text.bm25_idf`) over the user's own
-memories: document frequencies, the user's size and average length are the user's alone, and are
-cached per user until the user's next write (the store's change token). Terms are taken rarest
-first while their postings stay within a budget, so a common word cannot make one query score a
-quarter of the user's rows; when even the rarest term exceeds it, its most recent matches are
-scored. The score is divided by that of an average-length memory holding each query term once.
+The tsvector holds the stemmed terms of :func:`engram.text.memory_terms` (the GIN index over it
+stays for SQL readers); scoring them in SQL could not be both exact and fast: the old query took
+terms rarest first within a budget of 2,000 postings and missed common words at 100k memories,
+and lifting the budget cost ~70-300 ms a query there. A user's first keyword search instead reads
+their stored terms once into a :class:`~engram.stores.postings.Postings` (the structure SQLite's
+store holds), and every search scores every posting of every query term with the shared BM25 of
+:mod:`engram.text` over the user's own rows: the exhaustive BM25 of their texts at any size, with
+the same hits and scores as SQLite's.
+
+Currency. ``engram_user_versions.terms`` (schema migration 9) moves, in the writing transaction,
+with every insert or delete of the user's memories (and any update of what is indexed), not with
+access counts, statuses, links or retrieval logs. A held index carries the value read with its
+rows; each search reads the value now (one primary-key lookup) and reloads on a difference, so
+another process's write is seen at the next search. This store's own writes are applied to a held
+index after they commit (:meth:`KeywordIndex.track`): each reads the value before (row locked)
+and after its change in its transaction, so the index moves to the new value only when it was
+current before, and a search meanwhile waits for the write rather than reloading.
+
+Indexes are kept least recently searched first out while they hold more than the cache's bytes
+(~350 bytes a memory). A load of 100k memories takes ~1 s (half SQL, half the build).
+
+Filters: the time range is applied in memory; every other filter is checked in SQL on the best
+rows only, in rounds of growing size (:func:`engram.stores.postings.best`), so the top ``n`` are
+exact whatever the filters reject.
 """
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
 
 from engram.model import Filters, Hit
 from engram.stores.postgres.dialect import POSTGRES
+from engram.stores.postings import Postings, best
 from engram.stores.sql.rows import filter_sql
-from engram.text import K1, B, plan_keywords, query_terms
+from engram.text import memory_terms, query_terms
 
-__all__ = ["KeywordPlanner", "search_sql"]
+__all__ = ["TERMS_VERSION", "USER_TERMS", "Held", "KeywordIndex", "load", "passing_sql", "search", "to_us"]
 
-_SEARCH_SQL = f"""
-WITH q AS (SELECT * FROM unnest(?::text[], ?::float8[]) AS q(lexeme, idf)),
-hits AS MATERIALIZED (
-    SELECT m.id, m.doc_len, m.content_tsv FROM engram_memories m
-    WHERE m.user_id = ? AND m.content_tsv @@ to_tsquery('simple', ?) AND {{where}}
-    ORDER BY m.created_at DESC LIMIT ?),
-scored AS (
-    SELECT h.id, SUM(q.idf * cardinality(t.positions) * {K1 + 1.0}
-        / (cardinality(t.positions) + {K1} * ({1.0 - B} + {B} * h.doc_len / ?))) AS score
-    FROM hits h CROSS JOIN LATERAL unnest(h.content_tsv) t JOIN q ON q.lexeme = t.lexeme
-    GROUP BY h.id)
-SELECT id, score / ? FROM scored ORDER BY score DESC, id LIMIT ?
-"""
+Conn = psycopg.Connection[Any]
+#: Read with each search; a user with no row has never had a memory.
+TERMS_VERSION = "SELECT terms FROM engram_user_versions WHERE user_id = %s"
+_LOCK_VERSIONS = (
+    "SELECT user_id, terms FROM engram_user_versions WHERE user_id = ANY(%s::text[]) ORDER BY user_id FOR UPDATE"
+)
+_VERSIONS = "SELECT user_id, terms FROM engram_user_versions WHERE user_id = ANY(%s::text[])"
+#: A user's rows as the postings keep them. The tsvector's text form ('term':1,4 'other':2) is parsed
+#: in a few passes in C; its stored terms are those of memory_terms, but it keeps at most 256
+#: positions of a term: a row whose count then differs from doc_len is read again from its text.
+USER_TERMS = (
+    "SELECT id, (extract(epoch FROM created_at) * 1000000)::int8, doc_len, content_tsv::text "
+    "FROM engram_memories WHERE user_id = %s"
+)
+_USER_TEXTS = (
+    "SELECT id, content, role, subject, predicate, object, trigger_text, action_text "
+    "FROM engram_memories WHERE user_id = %s AND id = ANY(%s::text[])"
+)
+_POSITIONS = re.compile(r"':[0-9,]+")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: Without a configured size, the keyword cache takes a quarter of the vector cache's default
+#: budget, as SQLite's does (:data:`engram.stores.sqlite.keyword.KEYWORD_CACHE_SHARE`).
+CACHE_SHARE = 0.25
 
 
-def search_sql(where: str) -> str:
-    """The scoring query; parameters: the chosen terms, their IDFs, the user, the terms as a tsquery,
-    the filters' parameters, the postings budget, the average length, the ideal score and n."""
-    return _SEARCH_SQL.format(where=where)
+def to_us(value: datetime | None) -> int | None:
+    """Microseconds since the epoch, as USER_TERMS gives a row's creation time."""
+    return None if value is None else (value - _EPOCH) // timedelta(microseconds=1)
 
 
-#: Rows of one statement in shared SQL (``?`` parameters): the store's ``_query``.
-Read = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+def passing_sql(where: str) -> str:
+    """Which of these ids of the user pass the filters; parameters: user, ids, the filters' parameters."""
+    return f"SELECT m.id FROM engram_memories m WHERE m.user_id = ? AND m.id = ANY(?::text[]) AND {where}"
 
 
-class KeywordPlanner:
-    def __init__(self, budget: int, max_entries: int = 100_000) -> None:
+def _documents(texts: Sequence[str]) -> list[str]:
+    """Each tsvector text as the documents of :meth:`.Postings.build` (" a b b"): a term once per
+    position."""
+    joined = _POSITIONS.sub("", "\n".join(texts)).replace(" '", " ").replace("\n'", "\n ")
+    documents = (" " + joined[1:] if joined.startswith("'") else joined).split("\n")
+    for i, text in enumerate(texts):
+        if "," in text:  # a term at several positions: repeated as often
+            documents[i] = "".join(
+                f" {term[1:]}" * (positions.count(",") + 1)
+                for token in text.split(" ") for term, positions in [token.rsplit(":", 1)]
+            ).replace("'", "")
+    return documents
+
+
+class Held:
+    """One user's postings; rowids are places in ``ids``, which only grows (until a reload)."""
+
+    __slots__ = ("changed", "ids", "postings", "version", "writes")
+
+    def __init__(self, postings: Postings, ids: list[str], version: int) -> None:
+        self.postings = postings
+        self.ids = ids
+        self.version = version
+        self.writes = 0  # this store's writes to the user under way
+        self.changed = threading.Condition()
+
+    @property
+    def nbytes(self) -> int:
+        return self.postings.nbytes + 8 * len(self.ids)
+
+    def add(self, memory_id: str, terms: Sequence[str], created: int) -> None:
+        self.postings.add(len(self.ids), memory_id, terms, created)
+        self.ids.append(memory_id)
+
+
+class _Write:
+    """A write of this store to some users, for the indexes held of them (see the module docstring)."""
+
+    def __init__(self, cache: KeywordIndex, held: dict[str, Held]) -> None:
+        self._cache = cache
+        self.held = held
+        self._before: dict[str, int] = {}
+        self._after: dict[str, int] = {}
+        self._done = False
+
+    def __enter__(self) -> _Write:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._done:  # failed, or changed nothing: a search compares the versions
+            self.done(None)
+
+    def before(self, conn: Conn) -> None:
+        if self.held:
+            self._before = dict(conn.execute(_LOCK_VERSIONS, (list(self.held),)).fetchall())
+
+    def after(self, conn: Conn) -> None:
+        if self.held:
+            self._after = dict(conn.execute(_VERSIONS, (list(self.held),)).fetchall())
+
+    def done(self, apply: Callable[[str, Held], None] | None) -> None:
+        """After the commit: ``apply`` the write to each index that was current before it (None:
+        the write failed)."""
+        self._done = True
+        for user_id, held in self.held.items():
+            with held.changed:
+                before, after = self._before.get(user_id), self._after.get(user_id)
+                if apply is not None and before is not None and after is not None and held.version == before:
+                    apply(user_id, held)
+                    held.version = after
+                elif apply is not None:
+                    self._cache.drop(user_id, held)
+                held.writes -= 1
+                held.changed.notify_all()
+            self._cache.account(user_id, held)
+
+
+class KeywordIndex:
+    """Users' keyword postings, least recently searched dropped first beyond ``budget`` bytes."""
+
+    def __init__(self, budget: int) -> None:
         self.budget = budget
-        self._max = max_entries
-        # (user, change token) -> (docs, avg length, {term: df}); a write changes the token.
-        self._cache: dict[str, tuple[str, float, float, dict[str, int]]] = {}
+        self._entries: OrderedDict[str, Held] = OrderedDict()
+        self._bytes: dict[str, int] = {}
+        self._total = 0
+        self._loading: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def _statistics(
-        self, read: Read, user_id: str, token: str, terms: list[str]
-    ) -> tuple[float, float, dict[str, int]]:
-        with self._lock:
-            hit = self._cache.get(user_id)
-        if hit is None or hit[0] != token:
-            n, avgdl = read("SELECT count(*), COALESCE(avg(doc_len), 1) FROM engram_memories WHERE user_id = ?",
-                            (user_id,))[0]
-            hit = (token, float(n), float(avgdl), {})
-        df = hit[3]
-        for term in terms:
-            if term not in df:
-                df[term] = int(read(
-                    "SELECT count(*) FROM engram_memories WHERE user_id = ? "
-                    "AND content_tsv @@ to_tsquery('simple', ?)",
-                    (user_id, term),
-                )[0][0])
-        with self._lock:
-            if len(self._cache) > self._max:
-                self._cache.clear()
-            self._cache[user_id] = hit
-        return hit[1], hit[2], df
+    @property
+    def nbytes(self) -> int:
+        return self._total
 
-    def search(self, read: Read, user_id: str, token: str, text: str, n: int, filters: Filters) -> list[Hit]:
-        # Terms are [^\W_]+ only, so joined by "|" they are a tsquery with no operator of the user's.
-        terms = query_terms(text)
-        if not terms or n <= 0:
-            return []
-        docs, avgdl, df = self._statistics(read, user_id, token, terms)
-        plan = plan_keywords(terms, df, docs, self.budget)
-        if plan is None:
-            return []
-        chosen = plan.terms
-        where, params = filter_sql(POSTGRES, filters)
-        rows = read(
-            search_sql(where),
-            (chosen, [plan.idf[t] for t in chosen], user_id, " | ".join(chosen), *params, self.budget,
-             max(avgdl, 1e-9), plan.ideal, n),
-        )
-        return [(r[0], float(r[1])) for r in rows]
+    def users(self) -> list[str]:
+        with self._lock:
+            return list(self._entries)
+
+    def get(self, user_id: str) -> Held | None:
+        with self._lock:
+            return self._entries.get(user_id)
+
+    # -- bookkeeping --------------------------------------------------------------------------------
+    def account(self, user_id: str, held: Held) -> None:
+        with self._lock:
+            if self._entries.get(user_id) is not held:
+                return
+            size = held.nbytes
+            self._total += size - self._bytes.get(user_id, 0)
+            self._bytes[user_id] = size
+            while self._total > self.budget and len(self._entries) > 1:
+                self._pop(next(iter(self._entries)))
+
+    def drop(self, user_id: str, held: Held | None = None) -> None:
+        """Forget the user's index (only ``held``, when given)."""
+        with self._lock:
+            if held is None or self._entries.get(user_id) is held:
+                self._pop(user_id)
+
+    def _pop(self, user_id: str) -> None:
+        if self._entries.pop(user_id, None) is not None:
+            self._total -= self._bytes.pop(user_id)
+
+    # -- reads --------------------------------------------------------------------------------------
+    def current(self, user_id: str, version: int, load: Callable[[], Held]) -> Held:
+        """The user's index as of ``version`` or later, loaded by ``load`` when not held, once
+        whoever else asks meanwhile."""
+        held = self._fresh(user_id, version)
+        if held is not None:
+            return held
+        with self._lock:
+            gate = self._loading.setdefault(user_id, threading.Lock())
+        with gate:
+            held = self._fresh(user_id, version)  # loaded by whoever held the gate
+            if held is None:
+                held = load()
+                with self._lock:
+                    self._entries[user_id] = held
+                    self._entries.move_to_end(user_id)
+            with self._lock:
+                self._loading.pop(user_id, None)
+        self.account(user_id, held)
+        return held
+
+    def _fresh(self, user_id: str, version: int) -> Held | None:
+        with self._lock:
+            held = self._entries.get(user_id)
+            if held is not None:
+                self._entries.move_to_end(user_id)
+        if held is None:
+            return None
+        with held.changed:
+            # This store's write to the user may have committed before ``version`` was read.
+            held.changed.wait_for(lambda: held.writes == 0, timeout=10.0)
+            return held if held.version >= version else None
+
+    def track(self, user_ids: Iterable[str]) -> _Write:
+        """A write about to start to these users: call its ``before``/``after`` inside the write's
+        transaction (before any change, after the last), then ``done``."""
+        held: dict[str, Held] = {}
+        for user_id in sorted(set(user_ids)):  # locked in this order: no deadlock between writers
+            index = self.get(user_id)
+            if index is not None:
+                with index.changed:
+                    index.writes += 1
+                held[user_id] = index
+        return _Write(self, held)
+
+
+def load(conn: Conn, user_id: str) -> Held:
+    """The user's index, read in one snapshot with its version."""
+    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    found = conn.execute(TERMS_VERSION, (user_id,)).fetchone()
+    rows = conn.execute(USER_TERMS, (user_id,)).fetchall()
+    ids, created, lengths, texts = (list(c) for c in zip(*rows, strict=True)) if rows else ([], [], [], [])
+    documents = _documents(texts)
+    odd = [i for i, (d, n) in enumerate(zip(documents, lengths, strict=True)) if d.count(" ") != n]
+    if odd:  # more positions of a term than a tsvector keeps: the terms again, from the text
+        where = {ids[i]: i for i in odd}
+        for memory_id, *columns in conn.execute(_USER_TEXTS, (user_id, list(where))).fetchall():
+            documents[where[memory_id]] = "".join(" " + t for t in memory_terms(*columns))
+    postings = Postings.build(range(len(ids)), ids, created, documents)
+    return Held(postings, ids, int(found[0]) if found else 0)
+
+
+Tx = Callable[[], AbstractContextManager[Conn]]
+
+
+def search(index: KeywordIndex, tx: Tx, user_id: str, text: str, n: int, filters: Filters) -> list[Hit]:
+    """The ``n`` best keyword hits; ``tx`` gives a pooled connection in one transaction."""
+    terms = query_terms(text)
+    if not terms or n <= 0:
+        return []
+    rest = replace(filters, created_after=None, created_before=None)
+    where, params = filter_sql(POSTGRES, rest)  # first: invalid filters fail before any work
+    with tx() as conn:
+        found = conn.execute(TERMS_VERSION, (user_id,)).fetchone()
+    if found is None:
+        return []
+
+    def reload() -> Held:
+        with tx() as conn:
+            return load(conn, user_id)
+
+    held = index.current(user_id, int(found[0]), reload)
+    matches = held.postings.scores(terms, to_us(filters.created_after), to_us(filters.created_before))
+    if matches is None:
+        return []
+
+    def passing(rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+        if not params and where == POSTGRES.true:
+            return None
+        ids = held.ids
+        wanted = [ids[r] for r in rowids.tolist()]
+        with tx() as conn:
+            rows = POSTGRES.run(conn, passing_sql(where), (user_id, wanted, *params)).fetchall()
+        kept = {r[0] for r in rows}
+        mask = np.fromiter((m in kept for m in wanted), dtype=bool, count=len(wanted))
+        return np.asarray(rowids[mask], dtype=np.int64)
+
+    return best(matches, n, passing)

@@ -222,9 +222,52 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     """,
     # 8: structured fields are indexed too where their words are not in the content (as SQLite's 8).
     lambda conn: _reindex_keywords(conn, labelled_only=True),
+    # 9: a per-user counter of changes to what the keyword postings hold (engram.stores.postgres.keyword).
+    lambda conn: _count_term_changes(conn),
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
+
+#: ``terms`` moves with inserts and deletes of a user's memories (in the same trigger as ``version``,
+#: one per statement as before) and with updates of what is indexed; access counts, statuses,
+#: links, entities and logs, which every retrieval or ingest writes, leave it alone. One user at a
+#: time: Citus cannot plan an INSERT ... SELECT from a transition table (see distributed.py).
+_TERM_CHANGES = """
+ALTER TABLE engram_user_versions ADD COLUMN terms bigint NOT NULL DEFAULT 0;
+CREATE FUNCTION engram_bump_user_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed_user text;
+BEGIN
+    FOR changed_user IN SELECT DISTINCT user_id FROM changed LOOP
+        INSERT INTO engram_user_versions (user_id, version, terms) VALUES (changed_user, 1, 1)
+        ON CONFLICT (user_id) DO UPDATE
+        SET version = engram_user_versions.version + 1, terms = engram_user_versions.terms + 1;
+    END LOOP;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION engram_bump_user_terms_row() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO engram_user_versions (user_id, version, terms) VALUES (NEW.user_id, 1, 1)
+    ON CONFLICT (user_id) DO UPDATE SET terms = engram_user_versions.terms + 1;
+    RETURN NULL;
+END $$;
+DROP TRIGGER engram_memories_insert_version ON engram_memories;
+DROP TRIGGER engram_memories_delete_version ON engram_memories;
+CREATE TRIGGER engram_memories_insert_version AFTER INSERT ON engram_memories
+    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_terms();
+CREATE TRIGGER engram_memories_delete_version AFTER DELETE ON engram_memories
+    REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_terms();
+CREATE TRIGGER engram_memories_update_terms AFTER UPDATE OF id, created_at, doc_len, content_tsv
+    ON engram_memories FOR EACH ROW EXECUTE FUNCTION engram_bump_user_terms_row();
+"""
+
+
+def _count_term_changes(conn: psycopg.Connection[Any]) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone() is not None:
+        # Tables distributed already (a store opened before this migration): triggers on them
+        # need this, as in distributed.py.
+        conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+    conn.execute(_TERM_CHANGES.encode())
 
 
 def _reindex_keywords(conn: psycopg.Connection[Any], batch: int = 1000, *, labelled_only: bool = False) -> None:

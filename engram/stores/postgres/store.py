@@ -7,10 +7,10 @@ tie-breaks: score descending then id ascending). Two candidate sources are compu
   memories; above that it uses the HNSW index with ``hnsw.ef_search`` raised and pgvector 0.8's
   iterative scan (``relaxed_order``) so a per-user filter still yields ``n`` results. That path is
   approximate: recall below 1 is possible, and ``hnsw.max_scan_tuples`` bounds the work.
-* ``keyword_search`` computes Okapi BM25 (k1=1.2, b=0.75, Lucene's IDF) in SQL over a tsvector of the
-  stemmed terms both backends index, with N, average length and document frequencies taken over the
-  user's own memories, as on SQLite; terms are planned rarest first within ``keyword_budget``
-  postings (see keyword.py).
+* ``keyword_search`` scores Okapi BM25 (k1=1.2, b=0.75, Lucene's IDF) exactly over every posting of
+  the query's terms, from the user's postings held in memory (loaded from the tsvector of the
+  stemmed terms both backends index), with N, average length and document frequencies taken over
+  the user's own memories: the same hits and scores as SQLite's (see keyword.py).
 
 Erasure. Unlike SQLite (see :mod:`engram.stores.sqlite.store`), a delete does not erase the bytes:
 no query sees a deleted row once the call returns, but it stays in its table and index pages
@@ -31,13 +31,14 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from engram.config import vector_cache_bytes
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
 from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.dialect import POSTGRES
-from engram.stores.postgres.keyword import KeywordPlanner
+from engram.stores.postgres.keyword import CACHE_SHARE, Held, KeywordIndex, to_us
 from engram.stores.sql.history import HistoryMixin, log_adds, log_replace
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.reads import ReadMixin
@@ -64,14 +65,16 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 8, exact_limit: int = 5_000,
-        keyword_budget: int = 2_000, ef_search: int = 200, log_retention: int | None = LOG_RETENTION,
+        keyword_cache_bytes: int | None = None, ef_search: int = 200, log_retention: int | None = LOG_RETENTION,
     ) -> None:
         self.url = url
         self.log_retention = check_log_retention(log_retention)  # each user's newest logged retrievals kept
         self._log_writes = {}
         self.exact_limit = exact_limit
-        self.keyword_budget = keyword_budget
-        self._keywords = KeywordPlanner(keyword_budget)
+        self._keywords = KeywordIndex(
+            int(vector_cache_bytes() * CACHE_SHARE) if keyword_cache_bytes is None else keyword_cache_bytes
+        )
+        self._tracking = threading.local()  # the keyword write (delete_many's) that _write reads versions for
         self.ef_search = ef_search
         self._indexed_dims: set[int] = set()
         self._growth = threading.Lock()
@@ -114,8 +117,14 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
             return conn.execute(query, params).fetchall()
 
     def _write(self, op: Callable[[Conn], T]) -> T:
+        write = getattr(self._tracking, "write", None)
         with self._tx() as conn:
-            return op(conn)
+            if write is None:
+                return op(conn)
+            write.before(conn)
+            result = op(conn)
+            write.after(conn)
+            return result
 
     def _scalar(self, query: str, params: Sequence[Any] = ()) -> Any:
         rows = self._read(query, params)
@@ -173,11 +182,21 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
             return
         matrix = np.asarray(vectors, dtype=np.float32)
         self._ensure_hnsw(int(matrix.shape[1]))
+        rows = [schema.record_params(r, v) for r, v in zip(records, matrix, strict=True)]
         try:
-            with self._tx() as conn, conn.cursor() as cur:
-                rows = [schema.record_params(r, v) for r, v in zip(records, matrix, strict=True)]
-                cur.executemany(schema.INSERT_SQL, rows)
-                log_adds(POSTGRES, conn, records)
+            with self._keywords.track(r.user_id for r in records) as write:
+                with self._tx() as conn, conn.cursor() as cur:
+                    write.before(conn)
+                    cur.executemany(schema.INSERT_SQL, rows)
+                    log_adds(POSTGRES, conn, records)
+                    write.after(conn)
+
+                def apply(user_id: str, held: Held) -> None:
+                    for record, row in zip(records, rows, strict=True):
+                        if record.user_id == user_id:  # the terms as the INSERT indexed them
+                            held.add(record.id, row[-2].split(), to_us(record.created_at) or 0)
+
+                write.done(apply)
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
@@ -221,16 +240,41 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
         new = None if vector is None else np.asarray(vector, dtype=np.float32)
         if new is not None:
             self._ensure_hnsw(len(new))
-        with self._tx() as conn:
-            row = conn.execute(
-                f"DELETE FROM engram_memories WHERE user_id = %s AND id = %s RETURNING embedding, {COLUMNS}",
-                (record.user_id, record.id),
-            ).fetchone()
-            if row is None:
-                return
-            kept = new if new is not None else schema.to_array_or_none(row[0])
-            conn.execute(schema.INSERT_SQL, schema.record_params(record, kept))
-            log_replace(POSTGRES, conn, row_to_record(POSTGRES, row[1:]), record)
+        with self._keywords.track([record.user_id]) as write:
+            with self._tx() as conn:
+                write.before(conn)
+                row = conn.execute(
+                    f"DELETE FROM engram_memories WHERE user_id = %s AND id = %s RETURNING embedding, {COLUMNS}",
+                    (record.user_id, record.id),
+                ).fetchone()
+                if row is None:
+                    return
+                kept = new if new is not None else schema.to_array_or_none(row[0])
+                params = schema.record_params(record, kept)
+                conn.execute(schema.INSERT_SQL, params)
+                log_replace(POSTGRES, conn, row_to_record(POSTGRES, row[1:]), record)
+                write.after(conn)
+            write.done(lambda _, held: held.add(record.id, params[-2].split(), to_us(record.created_at) or 0))
+
+    def delete_many(self, user_id: str, memory_ids: Sequence[str]) -> int:
+        with self._keywords.track([user_id]) as write:
+            self._tracking.write = write  # the shared delete's one transaction (_write) reads the versions
+            try:
+                count = super().delete_many(user_id, memory_ids)
+            finally:
+                self._tracking.write = None
+
+            def apply(_: str, held: Held) -> None:
+                for memory_id in memory_ids:  # one not deleted is not held either
+                    held.postings.remove(memory_id)
+
+            write.done(apply)
+        return count
+
+    def forget_user(self, user_id: str) -> int:
+        count = super().forget_user(user_id)
+        self._keywords.drop(user_id)
+        return count
 
     # -- reads ------------------------------------------------------------------------------------
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:

@@ -41,10 +41,10 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import Filters, Hit, MemoryRecord
+from engram.stores.postings import Postings, best
 from engram.stores.sql.rows import filter_sql, record_params
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
-from engram.stores.sqlite.postings import Matches, Postings
 from engram.stores.sqlite.schema import user_key
 from engram.stores.sqlite.snapshot import SnapshotReader
 from engram.stores.sqlite.vector_search import VectorCache
@@ -213,38 +213,3 @@ class KeywordMixin:
             for memory_id in memory_ids:
                 index.remove(memory_id)
 
-
-def best(
-    matches: Matches, n: int, passing: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64] | None],
-) -> builtins.list[Hit]:
-    """The ``n`` best matches that ``passing`` keeps (it returns the rowids it keeps of those it is
-    given, None for all), by score then id. Rows are checked in that order, in rounds that grow with
-    the share rejected so far: usually one round of a few more than ``n``."""
-    scores, ranks = matches.scores, matches.ranks
-    left = np.arange(len(scores))
-    kept: builtins.list[tuple[float, str]] = []
-    want = n + n // 4 + 8
-    checked = passed = 0
-    while len(left) and len(kept) < n:
-        if len(left) > want:
-            # The first ``want`` rows by (score, id): those above the cut, then the tied ones first in id order.
-            remaining = scores[left]
-            cut = np.partition(remaining, len(left) - want)[len(left) - want]
-            chosen = remaining > cut
-            tied = np.flatnonzero(remaining == cut)
-            need = want - int(chosen.sum())
-            if need < len(tied):
-                tied = tied[np.argpartition(ranks[left[tied]], need - 1)[:need]]
-            chosen[tied] = True
-            take, left = left[chosen], left[~chosen]
-        else:
-            take, left = left, left[:0]
-        take = take[np.lexsort((ranks[take], -scores[take]))]
-        allowed = passing(matches.rowids[take])
-        checked += len(take)
-        if allowed is not None:
-            take = take[np.isin(matches.rowids[take], allowed)]
-        passed += len(take)
-        kept.extend(zip(scores[take].tolist(), matches.ids(take), strict=True))
-        want = max(4 * want, int(2 * (n - len(kept)) * checked / max(passed, 1)))
-    return [(memory_id, score) for score, memory_id in kept[:n]]

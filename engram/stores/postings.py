@@ -1,4 +1,5 @@
-"""One user's keyword postings in memory, scored exactly with the shared BM25 of :mod:`engram.text`.
+"""One user's keyword postings in memory, scored exactly with the shared BM25 of :mod:`engram.text`;
+both backends hold them (:mod:`engram.stores.sqlite.keyword`, :mod:`engram.stores.postgres.keyword`).
 
 FTS5 can find a term's rows fast but cannot score them with per-user statistics, and reading every
 match's terms back to score them in Python cost tens of milliseconds at 100k memories; the old
@@ -18,16 +19,17 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from engram.model import Hit
 from engram.text import K1, B, plan_keywords
 
-__all__ = ["Matches", "Postings"]
+__all__ = ["Matches", "Postings", "best"]
 
 Ints = npt.NDArray[np.int64]
 _SPARE = 64
@@ -288,3 +290,39 @@ class Matches:
         """The memory ids of these entries (indexes into ``rowids``)."""
         ids = self._ids
         return [ids[i] for i in self.positions[selection].tolist()]
+
+
+def best(
+    matches: Matches, n: int, passing: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64] | None],
+) -> list[Hit]:
+    """The ``n`` best matches that ``passing`` keeps (it returns the rowids it keeps of those it is
+    given, None for all), by score then id. Rows are checked in that order, in rounds that grow with
+    the share rejected so far: usually one round of a few more than ``n``."""
+    scores, ranks = matches.scores, matches.ranks
+    left = np.arange(len(scores))
+    kept: list[tuple[float, str]] = []
+    want = n + n // 4 + 8
+    checked = passed = 0
+    while len(left) and len(kept) < n:
+        if len(left) > want:
+            # The first ``want`` rows by (score, id): those above the cut, then the tied ones first in id order.
+            remaining = scores[left]
+            cut = np.partition(remaining, len(left) - want)[len(left) - want]
+            chosen = remaining > cut
+            tied = np.flatnonzero(remaining == cut)
+            need = want - int(chosen.sum())
+            if need < len(tied):
+                tied = tied[np.argpartition(ranks[left[tied]], need - 1)[:need]]
+            chosen[tied] = True
+            take, left = left[chosen], left[~chosen]
+        else:
+            take, left = left, left[:0]
+        take = take[np.lexsort((ranks[take], -scores[take]))]
+        allowed = passing(matches.rowids[take])
+        checked += len(take)
+        if allowed is not None:
+            take = take[np.isin(matches.rowids[take], allowed)]
+        passed += len(take)
+        kept.extend(zip(scores[take].tolist(), matches.ids(take), strict=True))
+        want = max(4 * want, int(2 * (n - len(kept)) * checked / max(passed, 1)))
+    return [(memory_id, score) for score, memory_id in kept[:n]]
