@@ -87,6 +87,8 @@ def passing_sql(where: str) -> str:
 def _documents(texts: Sequence[str]) -> list[str]:
     """Each tsvector text as the documents of :meth:`.Postings.build` (" a b b"): a term once per
     position."""
+    if not texts:
+        return []
     joined = _POSITIONS.sub("", "\n".join(texts)).replace(" '", " ").replace("\n'", "\n ")
     documents = (" " + joined[1:] if joined.startswith("'") else joined).split("\n")
     for i, text in enumerate(texts):
@@ -200,6 +202,12 @@ class KeywordIndex:
         with self._lock:
             if held is None or self._entries.get(user_id) is held:
                 self._pop(user_id)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes.clear()
+            self._total = 0
 
     def _pop(self, user_id: str) -> None:
         if self._entries.pop(user_id, None) is not None:

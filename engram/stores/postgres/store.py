@@ -137,6 +137,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
         """Delete every row of every table (tests); the schema and indexes stay."""
         with self._tx() as conn:
             conn.execute(f"TRUNCATE {', '.join(schema.TABLES)}")
+        self._keywords.clear()  # the versions restart with the emptied tables
 
     # -- embedding bookkeeping --------------------------------------------------------------------
     def bind_embedder(self, model_id: str, dimensions: int) -> None:

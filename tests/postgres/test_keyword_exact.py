@@ -1,0 +1,123 @@
+"""PostgreSQL's keyword search is the exhaustive BM25 of each user's own texts, as SQLite's is
+(tests/test_keyword_exact.py: the same corpus, reference model and checks), through this store's
+writes, another store's writes and filters; access counts do not make it reload."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from engram.model import Filters
+from engram.stores.postgres.store import PostgresStore
+from tests.test_keyword_exact import USERS, Model, _check, _record, _vectors
+
+pytestmark = pytest.mark.postgres
+
+World = tuple[Any, Model, random.Random]
+
+
+@pytest.fixture
+def world(postgres_store: Any) -> World:
+    """A user above the old 2,000-postings budget for a common word ("big": ~1,100 rows hold one
+    of COMMON), and smaller ones."""
+    rnd = random.Random(5)
+    model = Model()
+    for user, size in (("big", 1500), ("mid", 300), ("small", 12), ("tiny", 1)):
+        records = [_record(rnd, user) for _ in range(size)]
+        postgres_store.put_many(records, _vectors(size))
+        model.put(records)
+    return postgres_store, model, rnd
+
+
+@pytest.fixture
+def other(postgres_url: str) -> Iterator[PostgresStore]:
+    """Another process's store: a cache of its own over the same database."""
+    store = PostgresStore(postgres_url, min_size=1, max_size=2)
+    yield store
+    store.close()
+
+
+def test_equals_exhaustive_bm25_per_user(world: World) -> None:
+    store, model, rnd = world
+    assert _check(store, model, rnd, USERS, queries=150) > 500
+
+
+def test_stays_exact_through_this_stores_writes(world: World) -> None:
+    store, model, rnd = world
+    _check(store, model, rnd, USERS)  # every index loaded before the writes
+    held = store._keywords.get("big")
+    # Enough added postings to fold them into the arrays at least once.
+    added = [_record(rnd, "big") for _ in range(700)] + [_record(rnd, "small") for _ in range(5)]
+    store.put_many(added, _vectors(len(added)))
+    model.put(added)
+    _check(store, model, rnd, USERS)
+    for i, old in enumerate(rnd.sample(list(model.users["big"].values()), 20)):
+        new = _record(rnd, "big")
+        edited = (replace(old, content=new.content, content_hash=new.content_hash) if i % 2
+                  else replace(old, status="archived" if old.status == "active" else "active"))
+        store.replace(edited, None)
+        model.put([edited])
+    _check(store, model, rnd, USERS)
+    gone = rnd.sample(sorted(model.users["big"]), 1200)
+    assert store.delete_many("big", gone) == len(gone)
+    for memory_id in gone:
+        del model.users["big"][memory_id]
+    _check(store, model, rnd, USERS)
+    assert store._keywords.get("big") is held  # applied to the held index: never loaded again
+    store.forget_user("mid")
+    model.users.pop("mid")
+    assert store.keyword_search("mid", "invoice coffee", 10, Filters(statuses=())) == []
+    _check(store, model, rnd, USERS)
+
+
+def test_sees_another_processs_writes(world: World, other: PostgresStore) -> None:
+    store, model, rnd = world
+    _check(store, model, rnd, USERS)
+    added = [_record(rnd, "mid") for _ in range(40)] + [_record(rnd, "newcomer") for _ in range(30)]
+    other.put_many(added, _vectors(len(added)))
+    model.put(added)
+    gone = rnd.sample(sorted(model.users["big"]), 30)
+    other.delete_many("big", gone)
+    for memory_id in gone:
+        del model.users["big"][memory_id]
+    _check(store, model, rnd, [*USERS, "newcomer"], queries=60)
+    edited = replace(next(iter(model.users["big"].values())), content="zanzibar zanzibar quokka")
+    other.replace(edited, None)
+    model.put([edited])
+    _check(store, model, rnd, ["big"], queries=30)
+    assert [h[0] for h in store.keyword_search("big", "zanzibar quokka", 1, Filters(statuses=()))] == [edited.id]
+    other.forget_user("small")
+    model.users.pop("small")
+    _check(store, model, rnd, [*USERS, "newcomer"], queries=60)
+
+
+def test_a_write_here_after_one_elsewhere_is_not_taken_for_current(world: World, other: PostgresStore) -> None:
+    """The held index moves with this store's write only if it was current before it."""
+    store, model, rnd = world
+    _check(store, model, rnd, ["big"])
+    theirs = [_record(rnd, "big") for _ in range(5)]
+    other.put_many(theirs, _vectors(5))
+    mine = [_record(rnd, "big") for _ in range(5)]
+    store.put_many(mine, _vectors(5))
+    model.put(theirs + mine)
+    _check(store, model, rnd, ["big"], queries=60)
+
+
+def test_access_counts_and_other_users_change_nothing(world: World, other: PostgresStore) -> None:
+    store, _, rnd = world
+    before = {q: store.keyword_search("small", q, 10, Filters()) for q in ("coffee order", "zanzibar invoice")}
+    store.keyword_search("big", "coffee", 10, Filters())
+    held = store._keywords.get("big")
+    assert held is not None
+    hits = [h[0] for h in store.keyword_search("big", "coffee order", 10, Filters())]
+    other.record_access("big", hits, datetime(2025, 4, 1, tzinfo=UTC))  # as every retrieval does
+    flood = [_record(rnd, "mid") for _ in range(300)]
+    other.put_many(flood, _vectors(len(flood)))
+    store.keyword_search("big", "coffee", 10, Filters())
+    assert store._keywords.get("big") is held
+    assert {q: store.keyword_search("small", q, 10, Filters()) for q in before} == before
