@@ -223,14 +223,16 @@ class KeywordIndex:
         with self._lock:
             gate = self._loading.setdefault(user_id, threading.Lock())
         with gate:
-            held = self._fresh(user_id, version)  # loaded by whoever held the gate
-            if held is None:
-                held = load()
+            try:
+                held = self._fresh(user_id, version)  # loaded by whoever held the gate
+                if held is None:
+                    held = load()
+                    with self._lock:
+                        self._entries[user_id] = held
+                        self._entries.move_to_end(user_id)
+            finally:
                 with self._lock:
-                    self._entries[user_id] = held
-                    self._entries.move_to_end(user_id)
-            with self._lock:
-                self._loading.pop(user_id, None)
+                    self._loading.pop(user_id, None)
         self.account(user_id, held)
         return held
 
