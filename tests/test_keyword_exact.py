@@ -14,8 +14,8 @@ import pytest
 
 from engram.ingest.normalize import content_hash
 from engram.model import Filters, Hit, MemoryRecord, new_id
+from engram.stores.postings import Postings
 from engram.stores.sqlite import keyword
-from engram.stores.sqlite.postings import Postings
 from engram.stores.sqlite.store import SQLiteStore
 from engram.text import bm25, bm25_idf, memory_terms, query_terms
 
