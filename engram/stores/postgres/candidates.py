@@ -52,6 +52,7 @@ class CandidateMixin(candidates.CandidateMixin):
     ef_search: int
     _citus: bool  # the tables are distributed by Citus
     _keywords: keyword.KeywordIndex
+    keyword_build_inline: int
 
     if TYPE_CHECKING:
 
@@ -106,4 +107,4 @@ class CandidateMixin(candidates.CandidateMixin):
         return [(r[0], float(r[1])) for r in rows]
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return keyword.search(self._keywords, self._tx, user_id, text, n, filters)
+        return keyword.search(self._keywords, self._tx, user_id, text, n, filters, self.keyword_build_inline)

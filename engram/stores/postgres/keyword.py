@@ -18,8 +18,12 @@ index after they commit (:meth:`KeywordIndex.track`): each reads the value befor
 and after its change in its transaction, so the index moves to the new value only when it was
 current before, and a search meanwhile waits for the write rather than reloading.
 
-Indexes are kept least recently searched first out while they hold more than the cache's bytes
-(~350 bytes a memory). A load of 100k memories takes ~1 s (half SQL, half the build).
+Loads. A user of up to :data:`BUILD_INLINE` memories is loaded by the search that needs it; a
+larger user's load (~1.5 s of SQL, parsing and build at 100k memories, more on busy cores) runs on
+a thread of its own, and searches meanwhile read the same hits from SQL (:mod:`.keyword_scan`)
+unless their terms match more than :data:`SCAN_LIMIT` rows: a cold retrieval does not wait for it.
+Indexes are dropped least recently searched first while they hold more than the cache's bytes
+(~350 bytes a memory).
 
 Filters: the time range is applied in memory; every other filter is checked in SQL on the best
 rows only, in rounds of growing size (:func:`engram.stores.postings.best`), so the top ``n`` are
@@ -32,6 +36,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -43,6 +48,7 @@ import psycopg
 
 from engram.model import Filters, Hit
 from engram.stores.postgres.dialect import POSTGRES
+from engram.stores.postgres.keyword_scan import scan_hits
 from engram.stores.postings import Postings, best
 from engram.stores.sql.rows import filter_sql
 from engram.text import memory_terms, query_terms
@@ -72,6 +78,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: Without a configured size, the keyword cache takes a quarter of the vector cache's default
 #: budget, as SQLite's does (:data:`engram.stores.sqlite.keyword.KEYWORD_CACHE_SHARE`).
 CACHE_SHARE = 0.25
+#: Up to this many memories a user's postings are loaded by the search that needs them; a larger
+#: user's on a thread of their own while searches read from SQL (:mod:`.keyword_scan`).
+BUILD_INLINE = 2000
+#: Meanwhile a search reads from SQL when its terms match at most this many of the user's rows;
+#: one matching more waits for the load.
+SCAN_LIMIT = 10_000
+_SIZE = "SELECT count(*) FROM (SELECT 1 FROM engram_memories WHERE user_id = %s LIMIT %s) s"
 
 
 def to_us(value: datetime | None) -> int | None:
@@ -173,6 +186,8 @@ class KeywordIndex:
         self._total = 0
         self._loading: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        self._builds: ThreadPoolExecutor | None = None
+        self._building: set[str] = set()
 
     @property
     def nbytes(self) -> int:
@@ -217,14 +232,14 @@ class KeywordIndex:
     def current(self, user_id: str, version: int, load: Callable[[], Held]) -> Held:
         """The user's index as of ``version`` or later, loaded by ``load`` when not held, once
         whoever else asks meanwhile."""
-        held = self._fresh(user_id, version)
+        held = self.fresh(user_id, version)
         if held is not None:
             return held
         with self._lock:
             gate = self._loading.setdefault(user_id, threading.Lock())
         with gate:
             try:
-                held = self._fresh(user_id, version)  # loaded by whoever held the gate
+                held = self.fresh(user_id, version)  # loaded by whoever held the gate
                 if held is None:
                     held = load()
                     with self._lock:
@@ -236,7 +251,32 @@ class KeywordIndex:
         self.account(user_id, held)
         return held
 
-    def _fresh(self, user_id: str, version: int) -> Held | None:
+    def build_later(self, user_id: str, build: Callable[[], object]) -> None:
+        """Run ``build`` on the loading thread unless a build of the user is queued or running."""
+        with self._lock:
+            if user_id in self._building:
+                return
+            self._building.add(user_id)
+            if self._builds is None:
+                self._builds = ThreadPoolExecutor(1, thread_name_prefix="engram-pg-keyword-builds")
+            builds = self._builds
+
+        def run() -> None:
+            try:
+                build()
+            finally:
+                with self._lock:
+                    self._building.discard(user_id)
+
+        builds.submit(run)
+
+    def close(self) -> None:
+        with self._lock:
+            builds, self._builds = self._builds, None
+        if builds is not None:
+            builds.shutdown(wait=True, cancel_futures=True)
+
+    def fresh(self, user_id: str, version: int) -> Held | None:
         with self._lock:
             held = self._entries.get(user_id)
             if held is not None:
@@ -280,7 +320,9 @@ def load(conn: Conn, user_id: str) -> Held:
 Tx = Callable[[], AbstractContextManager[Conn]]
 
 
-def search(index: KeywordIndex, tx: Tx, user_id: str, text: str, n: int, filters: Filters) -> list[Hit]:
+def search(
+    index: KeywordIndex, tx: Tx, user_id: str, text: str, n: int, filters: Filters, build_inline: int = BUILD_INLINE,
+) -> list[Hit]:
     """The ``n`` best keyword hits; ``tx`` gives a pooled connection in one transaction."""
     terms = query_terms(text)
     if not terms or n <= 0:
@@ -296,7 +338,18 @@ def search(index: KeywordIndex, tx: Tx, user_id: str, text: str, n: int, filters
         with tx() as conn:
             return load(conn, user_id)
 
-    held = index.current(user_id, int(found[0]), reload)
+    version = int(found[0])
+    held = index.fresh(user_id, version)
+    if held is None:
+        with tx() as conn:
+            size = conn.execute(_SIZE, (user_id, build_inline + 1)).fetchone()
+        if size is not None and int(size[0]) > build_inline:
+            index.build_later(user_id, lambda: index.current(user_id, version, reload))
+            with tx() as conn:
+                hits = scan_hits(conn, user_id, terms, n, filters, SCAN_LIMIT)
+            if hits is not None:
+                return hits
+        held = index.current(user_id, version, reload)  # waits for a load under way
     matches = held.postings.scores(terms, to_us(filters.created_after), to_us(filters.created_before))
     if matches is None:
         return []

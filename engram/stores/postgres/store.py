@@ -38,7 +38,7 @@ from engram.model import MemoryRecord
 from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.dialect import POSTGRES
-from engram.stores.postgres.keyword import CACHE_SHARE, Held, KeywordIndex, to_us
+from engram.stores.postgres.keyword import BUILD_INLINE, CACHE_SHARE, Held, KeywordIndex, to_us
 from engram.stores.sql.history import HistoryMixin, log_adds, log_replace
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.reads import ReadMixin
@@ -74,6 +74,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
         self._keywords = KeywordIndex(
             int(vector_cache_bytes() * CACHE_SHARE) if keyword_cache_bytes is None else keyword_cache_bytes
         )
+        self.keyword_build_inline = BUILD_INLINE  # larger users' postings load on a thread of their own
         self._tracking = threading.local()  # the keyword write (delete_many's) that _write reads versions for
         self.ef_search = ef_search
         self._indexed_dims: set[int] = set()
@@ -131,6 +132,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
         return rows[0][0] if rows else None
 
     def close(self) -> None:
+        self._keywords.close()
         self._pool.close()
 
     def truncate(self) -> None:
