@@ -232,9 +232,10 @@ _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
 #: one per statement as before) and with updates of what is indexed; access counts, statuses,
 #: links, entities and logs, which every retrieval or ingest writes, leave it alone. One user at a
 #: time: Citus cannot plan an INSERT ... SELECT from a transition table (see distributed.py).
+#: Idempotent, as every migration from 6 on: a store may run them again.
 _TERM_CHANGES = """
-ALTER TABLE engram_user_versions ADD COLUMN terms bigint NOT NULL DEFAULT 0;
-CREATE FUNCTION engram_bump_user_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+ALTER TABLE engram_user_versions ADD COLUMN IF NOT EXISTS terms bigint NOT NULL DEFAULT 0;
+CREATE OR REPLACE FUNCTION engram_bump_user_terms() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     changed_user text;
 BEGIN
@@ -245,14 +246,15 @@ BEGIN
     END LOOP;
     RETURN NULL;
 END $$;
-CREATE FUNCTION engram_bump_user_terms_row() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION engram_bump_user_terms_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO engram_user_versions (user_id, version, terms) VALUES (NEW.user_id, 1, 1)
     ON CONFLICT (user_id) DO UPDATE SET terms = engram_user_versions.terms + 1;
     RETURN NULL;
 END $$;
-DROP TRIGGER engram_memories_insert_version ON engram_memories;
-DROP TRIGGER engram_memories_delete_version ON engram_memories;
+DROP TRIGGER IF EXISTS engram_memories_insert_version ON engram_memories;
+DROP TRIGGER IF EXISTS engram_memories_delete_version ON engram_memories;
+DROP TRIGGER IF EXISTS engram_memories_update_terms ON engram_memories;
 CREATE TRIGGER engram_memories_insert_version AFTER INSERT ON engram_memories
     REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION engram_bump_user_terms();
 CREATE TRIGGER engram_memories_delete_version AFTER DELETE ON engram_memories
