@@ -41,6 +41,7 @@ from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log
 from engram.stores.sql.reads import ReadMixin
 from engram.stores.sql.rows import COLUMNS, record_params, row_to_record
 from engram.stores.sql.writes import WriteMixin
+from engram.stores.sqlite.ann import drop_saved
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword import KeywordMixin
@@ -317,6 +318,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
             if result[1] is not None:
                 index.add(result[0], record.id, result[1], record.kind, record.status)
         self._keywords_added([record], [result[0]])
+        drop_saved(self.path, record.user_id)  # the old vector may be in the saved snapshot
         if result[2] is not None:
             self._checkpoint()
 
@@ -332,6 +334,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
             for memory_id in gone:
                 index.remove_by_id(memory_id)
         self._keywords_removed(user_id, gone)
+        drop_saved(self.path, user_id)
         self._checkpoint()
 
     def _forgotten(self, c: sqlite3.Connection, user_id: str) -> None:
@@ -344,6 +347,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
         count = super().forget_user(user_id)
         self._indexes.pop(user_id, None)
         self._postings.pop(user_id, None)
+        drop_saved(self.path, user_id)
         self._checkpoint()
         return count
 
