@@ -2,14 +2,16 @@
 
 Erasure. What ``delete``, ``forget_user`` and a ``replace`` that changes a memory's text remove is
 gone from the file (database and WAL) when the call returns, except the replaced content, which the
-memory's history keeps until the memory is deleted (:mod:`engram.stores.sql.history`). Three places
+memory's history keeps until the memory is deleted (:mod:`engram.stores.sql.history`). Four places
 would otherwise keep it:
 
 * the keyword index: an FTS5 delete only appends a marker segment that itself names the terms, so
   the segments are merged into one (``optimize``) in the deleting transaction;
 * freed space in pages: ``secure_delete`` zeroes it in the new version of each page;
 * old versions of those pages, in the WAL and in the database file until the next checkpoint: a
-  ``TRUNCATE`` checkpoint copies the zeroed versions into the file and empties the WAL.
+  ``TRUNCATE`` checkpoint copies the zeroed versions into the file and empties the WAL;
+* a very large user's saved approximate index beside the file (``<db>.ann/``, quantized vectors):
+  it is erased, and saved again by the next build (:func:`engram.stores.sqlite.ann.drop_saved`).
 
 Merging rewrites the whole keyword index and the checkpoint writes it back, so a delete or a text
 edit costs time that grows with the file's size: measured on two shared cores, about 18 ms at 1k
