@@ -142,18 +142,40 @@ def test_statuses_and_users_are_respected(memory: Memory) -> None:
         search_keywords(memory, ["acme"], user_id=None)  # type: ignore[arg-type]
 
 
-def test_scan_bound_and_fts_beyond_it(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_memory_is_beyond_a_row_count(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The newest memories are read a page at a time and further while a match could still be
+    # unseen: an old memory is found by a tag or a substring, not only by a whole token of content
+    # (the 2,000-row scan this replaced left both out).
     old_content = add(memory, "the zebra escaped", days=100)
-    add(memory, "an old tagged note", days=90, tags=["zebra"])
+    old_tag = add(memory, "an old tagged note", days=90, tags=["zebra"])
     for i in range(4):
         add(memory, f"recent note {i}", days=i)
-    monkeypatch.setattr(ks, "SCAN_LIMIT", 2)
     monkeypatch.setattr(ks, "SCAN_PAGE", 2)
-    # Beyond the scan only FTS finds a memory, and FTS holds whole tokens of content.
-    assert ids(search_keywords(memory, ["zebra"], user_id=U)) == [old_content.id]
-    assert search_keywords(memory, ["zebr"], user_id=U) == []
-    monkeypatch.setattr(ks, "SCAN_LIMIT", 2000)
-    assert len(search_keywords(memory, ["zebr"], user_id=U)) == 2
+    monkeypatch.setattr(ks, "FTS_PER_KEYWORD", 1)
+    assert set(ids(search_keywords(memory, ["zebra"], user_id=U))) == {old_content.id, old_tag.id}
+    assert set(ids(search_keywords(memory, ["zebr"], user_id=U))) == {old_content.id, old_tag.id}
+    assert len(search_keywords(memory, ["note"], user_id=U, limit=5)) == 5
+
+
+def test_the_walk_stops_once_nothing_older_can_rank(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    best = [add(memory, f"acme fact {i}", kind="fact", importance=1.0, days=0) for i in range(2)]
+    for i in range(6):
+        add(memory, f"acme note {i}", days=400 + i)
+    monkeypatch.setattr(ks, "SCAN_PAGE", 2)
+    reads: list[int] = []
+    real = memory.store.most_recent
+
+    def counted(user_id: str, n: int, filters: Any) -> Any:
+        reads.append(n)
+        return real(user_id, n, filters)
+
+    monkeypatch.setattr(memory.store, "most_recent", counted)
+    found = search_keywords(memory, ["acme"], user_id=U, limit=2, now=NOW)
+    assert set(ids(found)) == {r.id for r in best}
+    assert reads == [2, 8]  # the year-old memories could not outscore two fresh important facts
+    reads.clear()
+    assert len(search_keywords(memory, ["acme"], user_id=U, limit=3, now=NOW)) == 3
+    assert reads == [2, 8, 32]  # the third best is old: every memory had to be read
 
 
 # -- cache ----------------------------------------------------------------------------------------------
