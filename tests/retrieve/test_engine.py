@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engram import Memory
-from engram.ext import Embedder
+from engram.embedders.fake import FakeEmbedder
 from engram.model import Filters, Hit, MemoryRecord
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
 from engram.retrieve.types import Scored
@@ -19,8 +19,9 @@ U = "u1"
 
 
 @pytest.fixture
-def memory(tmp_path: Path, embedder: Embedder) -> Iterator[Memory]:
-    with Memory(tmp_path / "m.db", embedder=embedder) as m:
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    # What the engine reads here needs no meaning: a small deterministic embedder stores the notes.
+    with Memory(tmp_path / "engine.db", embedder=FakeEmbedder(16)) as m:
         yield m
 
 
