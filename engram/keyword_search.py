@@ -12,7 +12,10 @@ every data field, tags and metadata included. So candidates come from two of the
   old: no memory is left out for being beyond a row count.
 
 Every candidate is checked in Python, field by field, and only memories matching at least one
-keyword are returned (the contract's decision 3).
+keyword are returned (the contract's decision 3). The price of substring matching without a substring
+index: a search whose best matches do not settle the answer reads all of the user's memories
+(about 85 us each on SQLite, 0.85 s at 10,000); an index of substrings in the store would make
+those matches a ranked list like the others.
 
 Ranking is the contract's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
 0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a
