@@ -20,7 +20,8 @@ In the same run, for the same query and user:
 * ``keyword``: the store's keyword top 10 against an exhaustive BM25 over all of that user's texts
   (:func:`engram.text.bm25` over :func:`engram.text.index_terms`): ``overlap@10`` counts the store's
   hits scoring at least the exhaustive 10th score (ties count), ``top1@10`` whether the exhaustive
-  best is among the store's 10.
+  best is among the store's 10; ``keyword_index_bytes_per_memory`` is what the keyword postings
+  held in memory at the end take per memory they index (SQLite).
 
     python bench/multitenant.py --db-dir /tmp/mt [--scenarios skewed,even] [--dists sized,uniform]
         [--queries 400] [--repeat 3] [--trees /work/main,/work/wt-x]
@@ -186,6 +187,10 @@ def measure(path: Path, users: dict[str, int], dist: str, n: int) -> dict[str, A
             o, t = keyword_agreement([h[0] for h in hits], reference.bm25_scores(user, query))
             overlap.append(o)
             top1.append(t)
+        # The keyword postings held in memory (trees without them report None).
+        postings = getattr(memory.store, "_postings", None)
+        held = [index for user in postings.users() if (index := postings.get(user)) is not None] if postings else []
+        keyword_bytes = round(postings.nbytes / max(1, sum(len(i) for i in held))) if held and postings else None
     finally:
         memory.close()
 
@@ -199,6 +204,7 @@ def measure(path: Path, users: dict[str, int], dist: str, n: int) -> dict[str, A
         "cold_stages_p50_ms": dict(sorted(((k, round(percentile(v, 0.5), 2)) for k, v in cold_stages.items()
                                            if k != "embed"), key=lambda kv: -kv[1])[:5]),
         "keyword_overlap@10": round(sum(overlap) / len(overlap), 3),
+        "keyword_index_bytes_per_memory": keyword_bytes,
         "keyword_top1@10": round(sum(top1) / len(top1), 3),
     }
 

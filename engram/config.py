@@ -17,6 +17,7 @@ from engram.errors import ConfigError
 from engram.validate import choice, integer, number
 
 __all__ = [
+    "ANN_ABOVE",
     "DEFAULT_REDACTION_PATTERNS",
     "SIGNALS",
     "STRATEGY_WEIGHTS",
@@ -25,6 +26,7 @@ __all__ = [
     "Limits",
     "RedactionConfig",
     "RetrievalConfig",
+    "ann_above",
     "vector_cache_bytes",
 ]
 
@@ -44,15 +46,34 @@ VECTOR_CACHE_BYTES = 1 << 30
 
 def vector_cache_bytes() -> int:
     """The vector cache's budget: ENGRAM_VECTOR_CACHE_MB when set, else :data:`VECTOR_CACHE_BYTES`."""
-    raw = os.environ.get("ENGRAM_VECTOR_CACHE_MB", "").strip()
+    megabytes = _env_number("ENGRAM_VECTOR_CACHE_MB", "a number of megabytes", 1e9)
+    return VECTOR_CACHE_BYTES if megabytes is None else int(megabytes * (1 << 20))
+
+
+def _env_number(name: str, what: str, high: float) -> float | None:
+    """The number in environment variable ``name`` (0 to ``high``), None when unset or blank."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return VECTOR_CACHE_BYTES
+        return None
     try:
-        megabytes = float(raw)
+        value = float(raw)
     except ValueError:
-        raise ConfigError("ENGRAM_VECTOR_CACHE_MB", f"must be a number of megabytes, got {raw!r}") from None
-    _check_range("ENGRAM_VECTOR_CACHE_MB", megabytes, 0, 1e9)
-    return int(megabytes * (1 << 20))
+        raise ConfigError(name, f"must be {what}, got {raw!r}") from None
+    _check_range(name, value, 0, high)
+    return value
+
+
+#: Above this many vectors a user's SQLite searches take candidates from an approximate (faiss IVF)
+#: index, rescored exactly in float32; at or below it they scan every vector. Set per process with
+#: ENGRAM_ANN_ABOVE (0 turns the approximate index off). Needs faiss-cpu; without it every user is
+#: searched exactly.
+ANN_ABOVE = 200_000
+
+
+def ann_above() -> int:
+    """The approximate index's threshold: ENGRAM_ANN_ABOVE when set, else :data:`ANN_ABOVE`."""
+    rows = _env_number("ENGRAM_ANN_ABOVE", "a number of vectors", 1e12)
+    return ANN_ABOVE if rows is None else int(rows)
 
 
 SIGNALS = ("semantic_similarity", "entity_overlap", "temporal_relevance", "importance", "reinforcement")

@@ -257,6 +257,8 @@ class QueryPlan:
     #: The query prefers recent memories without naming a range ("recently", "latest"); "When did
     #: ...?" is time-focused but prefers no age.
     recency: bool = False
+    #: The query asks what someone asked ("What did Bob ask last week?"): their questions answer it.
+    asks: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ import Stemmer
 __all__ = [
     "ROLE_WORDS",
     "STOPWORDS",
+    "TIME_UNITS",
     "TIME_WORDS",
     "KeywordPlan",
     "bm25",
@@ -38,15 +39,25 @@ STOPWORDS = frozenset(
 )
 
 
-#: Relative time words: in a query they scope time ("last week"), which the time signal handles;
-#: as keywords they would match any memory that happens to say "last" or "week".
+#: Relative time words: in a query they scope time ("last week", "recently"), which the time
+#: signal handles; as keywords they would match any memory that happens to say "last" or "recently".
 TIME_WORDS = frozenset(
-    ["ago", "last", "next", "past", "previous", "recent", "recently", "lately", "earlier", "later", "today", "tonight", "yesterday", "tomorrow", "day", "days", "week", "weeks", "weekend", "month", "months", "year", "years", "hour", "hours", "minute", "minutes", "morning", "evening", "afternoon", "night", "since"]
+    ["ago", "last", "next", "past", "previous", "recent", "recently", "lately", "earlier", "later", "today", "tonight", "yesterday", "tomorrow", "since"]
 )
 
-#: Words that frame a question ("How many ...?", "How much ...?") and say nothing about what is
-#: asked for: dropped from a query's keywords, as stop words are (memories still index them).
-QUESTION_WORDS = frozenset(["many", "much"])
+#: Units of time: part of a time scope after a relative word ("last week", "this morning", "a few
+#: days ago"), but what is asked about elsewhere ("How many hours did I drive?" is answered by "I
+#: drove for five hours"), so they are dropped only inside a scope.
+TIME_UNITS = frozenset(
+    ["day", "days", "week", "weeks", "weekend", "weekends", "month", "months", "year", "years", "hour", "hours", "minute", "minutes", "morning", "evening", "afternoon", "night"]
+)
+_NUMBER_WORDS = frozenset(["a", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several", "few", "couple"])
+_SCOPE_BEFORE_UNIT = frozenset(["last", "next", "past", "previous", "this", "coming", "few", "couple", "recent", "every", "each"])
+
+#: Words that frame a question ("How many ...?", "How much ...?", "... in total", "... combined")
+#: and say nothing about what is asked for: dropped from a query's keywords, as stop words are
+#: (memories still index them). "total" only after "in": "the total cost" may be what was said.
+QUESTION_WORDS = frozenset(["many", "much", "combined", "altogether"])
 
 #: Roles that name a part in a conversation, not a person.
 ROLE_WORDS = frozenset(["user", "assistant", "system", "tool", "ai", "human", "bot", "agent", "function", "developer", "model"])
@@ -113,9 +124,29 @@ def query_terms(text: str, *, limit: int = 32) -> list[str]:
     limit keeps a pasted paragraph from turning into a query that scans the whole index.
     """
     tokens = [t for t in _TERM.findall(text.casefold()) if len(t) <= _MAX_TERM_CHARS]
-    content = [t for t in tokens if t not in STOPWORDS and t not in TIME_WORDS and t not in QUESTION_WORDS]
+    content = [t for i, t in enumerate(tokens) if t not in STOPWORDS and not _framing(tokens, i)]
     chosen = content or [t for t in tokens if t not in STOPWORDS] or tokens
     return list(dict.fromkeys(_stem(chosen)))[:limit]
+
+
+def _framing(tokens: list[str], i: int) -> bool:
+    """Whether the query's ``i``-th word scopes time or frames the question rather than naming
+    what is asked about."""
+    word = tokens[i]
+    if word in TIME_WORDS or word in QUESTION_WORDS:
+        return True
+    before = tokens[i - 1] if i else ""
+    if word in TIME_UNITS:
+        after = tokens[i + 1 : i + 3]
+        counted = before.isdigit() or before in _NUMBER_WORDS
+        if counted and i > 1:
+            before = tokens[i - 2]  # "the past three months"
+        # "What day of the week ...?" asks for a day by name: the memory says "Tuesday".
+        of_unit = i > 2 and tokens[i - 2 : i] == ["of", "the"] and tokens[i - 3] in TIME_UNITS
+        return before in _SCOPE_BEFORE_UNIT or after[:1] == ["ago"] or after == ["of", "the"] or of_unit
+    if (word.isdigit() or word in _NUMBER_WORDS) and i + 1 < len(tokens) and tokens[i + 1] in TIME_UNITS:
+        return _framing(tokens, i + 1)  # "3 days ago", "the past three months"
+    return word == "total" and before == "in"
 
 
 def bm25_idf(docs: float, df: float) -> float:

@@ -195,9 +195,14 @@ class Pipeline:
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
             return timed(f"candidates.{name}", call)
 
+        prefetched: dict[str, MemoryRecord] = {}
+
+        def prefetch(ids: list[str]) -> None:
+            prefetched.update((r.id, r) for r in timed("fetch", lambda: reads.fetch(user_id, ids)))
+
         found = gather(
             reads, user_id=user_id, plan=plan, query_vec=query_vec, config=config,
-            filters=filters, timed=timed_hits, executor=self.executor,
+            filters=filters, timed=timed_hits, executor=self.executor, prefetch=prefetch,
         )
         owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}
         records: list[MemoryRecord] = []
@@ -206,7 +211,10 @@ class Pipeline:
         speakers: dict[str, str] = {}
 
         def load(ids: list[str]) -> None:
-            fresh = timed("fetch", lambda: reads.fetch(user_id, ids))
+            missing = [i for i in ids if i not in prefetched]
+            if missing:
+                prefetched.update((r.id, r) for r in timed("fetch", lambda: reads.fetch(user_id, missing)))
+            fresh = [r for i in ids if (r := prefetched.get(i)) is not None]
             fresh = [r for r in fresh if r.user_id in owners and matches(r, filters)]
             if as_of is not None:
                 fresh = [r for r in fresh if truth.valid_at(r, as_of)]
@@ -225,6 +233,7 @@ class Pipeline:
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
+                asks=plan.asks,
             ))
 
         load(found.best(ranked_limit(config), config.rrf_k))

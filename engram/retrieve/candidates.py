@@ -85,8 +85,13 @@ def gather(
     timed: Callable[[str, Callable[[], list[Hit]]], list[Hit]] | None = None,
     executor: Executor | None = None,
     expand_entities: bool = True,
+    prefetch: Callable[[list[str]], None] | None = None,
 ) -> CandidateSet:
-    """Ask every source that applies to this query; ``timed`` wraps each call for per-stage timing."""
+    """Ask every source that applies to this query; ``timed`` wraps each call for per-stage timing.
+
+    ``prefetch`` is called, while the vector searches still run, with the ids the other sources
+    rank best (as many as a vector source may add): reading those records then overlaps the scan
+    instead of following it."""
     run = timed or (lambda _name, call: call())
     limit = max(config.candidate_limit, config.top_k * config.overfetch)
     out = CandidateSet()
@@ -137,6 +142,13 @@ def gather(
     if _allows(filters, "summary"):
         summaries = replace(filters, kinds=("summary",))
         lists["summary"] = run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries))
+    if prefetch is not None and pending:
+        early = CandidateSet()
+        for source in SOURCE_ORDER:
+            if source in lists:
+                early.add(source, lists[source])
+        if early.ids:
+            prefetch(early.best(ranked_limit(config) - limit, config.rrf_k))
     for name, finish in pending.items():
         lists[name] = finish()
     for source in SOURCE_ORDER:

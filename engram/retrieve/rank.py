@@ -49,6 +49,8 @@ from engram.retrieve.types import Scored
 
 __all__ = [
     "ALL_SIGNALS",
+    "ASK_GAIN",
+    "ASK_SIGNAL",
     "BRIDGE_GAIN",
     "BRIDGE_SIGNAL",
     "CONTEXT_GAIN",
@@ -76,13 +78,21 @@ CONTEXT_GAIN = 0.3
 #: +1.2 over reading keyword scores as a share of every query word; flat between 0.3 and 0.5.
 KEYWORD_FULL_SHARE = 0.5
 BRIDGE_SIGNAL = "entity_bridge"
+ASK_SIGNAL = "asked"
+#: How much relevance a question gains when the query asks what was asked ("What did Bob ask last
+#: week?"): the answer is whatever Bob asked, in words the query cannot know, so its own meaning
+#: and keywords say little. Only the asker's questions gain, when the query names who asked.
+ASK_GAIN = 0.5
+_NOT_ASKERS = frozenset(["assistant", "system", "tool"])
 #: How much of a top result's relevance a memory gains by naming an entity that result names and
 #: the query does not (the second hop, engram.retrieve.hop).
 BRIDGE_GAIN = 0.15
 #: The evidence that rides on relevance, in SIGNALS order after semantic similarity.
 CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
-ALL_SIGNALS: tuple[str, ...] = (*SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, RELEVANCE_SIGNAL)
+ALL_SIGNALS: tuple[str, ...] = (
+    *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, RELEVANCE_SIGNAL
+)
 
 # Sources listed in the order their reasons are reported, so reasons read the same every time.
 _SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
@@ -152,6 +162,8 @@ def _reasons(
         reasons.append("entity match")
     if bridge is not None:
         reasons.append(f"mentions {bridge}, as a top result does")
+    if signals.get(ASK_SIGNAL):
+        reasons.append("a question, as asked")
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"in time range '{label}'")
@@ -207,6 +219,7 @@ def rank(
     neighbors: Mapping[str, Sequence[str]] | None = None,
     bridges: Mapping[str, tuple[float, str]] | None = None,
     speakers: Mapping[str, str] | None = None,
+    asks: bool = False,
 ) -> list[Scored]:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -220,6 +233,9 @@ def rank(
     a memory to the relevance of a top result it shares an entity with, and that entity: it gains
     ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop). ``speakers`` maps a memory to the
     entity of who said it: a query entity that speaks counts fully only in its own memories.
+    ``asks`` (the query asks what was asked) lets questions gain ``ASK_GAIN`` (``asked``): the
+    questions of the query's speaking entities when it names any, else any question not the
+    assistant's.
     """
     strategy = dict(weights)
     if config.weights is not None:
@@ -267,9 +283,14 @@ def rank(
     for record, signals, _ in rows:
         around = max((own.get(other, 0.0) for other in (neighbors or {}).get(record.id, ())), default=0.0)
         via = (bridges or {}).get(record.id, (0.0, ""))[0]
+        asked = float(asks and "?" in record.content and (
+            said.get(record.id) in voices if voices else record.role not in _NOT_ASKERS))
         signals[CONTEXT_SIGNAL] = around
         signals[BRIDGE_SIGNAL] = via
-        signals[RELEVANCE_SIGNAL] = min(1.0, signals[RELEVANCE_SIGNAL] + CONTEXT_GAIN * around + BRIDGE_GAIN * via)
+        signals[ASK_SIGNAL] = asked
+        signals[RELEVANCE_SIGNAL] = min(
+            1.0, signals[RELEVANCE_SIGNAL] + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked
+        )
 
     if config.fusion == "rrf":
         scores = [_rrf_score(record.id, source_ranks, config.rrf_k) for record, _, _ in rows]

@@ -60,6 +60,11 @@ _TIME_WORDS = re.compile(
 _RECENT = re.compile(r"\b(?:recent|recently|latest|lately|newest|nowadays|these\s+days)\b", re.IGNORECASE)
 
 
+#: "What did Bob ask?", "Which questions came in?": the answer is what was asked, whatever its words.
+#: Not "I was wondering if ...", which is politeness.
+_ASKS = re.compile(r"\b(?:ask|asks|asked|asking|questions?)\b", re.IGNORECASE)
+
+
 def keywords(text: str) -> tuple[str, ...]:
     """Lowercased content words (length >= 2, stopwords dropped), de-duplicated in order."""
     seen: dict[str, None] = {}
@@ -148,4 +153,5 @@ def understand(
         strategy=strategy,
         keywords=keywords(query),
         recency=_RECENT.search(query) is not None,
+        asks=_ASKS.search(query) is not None,
     )

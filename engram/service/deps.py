@@ -119,7 +119,9 @@ def _admin_from_json(text: str) -> AdminMemorySettings:
     return AdminMemorySettings(**values)
 
 
-def service(request: Request) -> Service:
+async def service(request: Request) -> Service:
+    # async: FastAPI runs a plain function dependency on a worker thread, and a thread hop costs
+    # more than this attribute read; every route resolves it.
     svc: Service = request.app.state.service
     return svc
 

@@ -8,11 +8,13 @@ from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from engram.config import AdminMemorySettings, RetrievalConfig
 from engram.errors import ConfigError, ValidationError
 from engram.ingest.normalize import to_utc
 from engram.model import Filters
+from engram.service.auth import ApiKey
 from engram.service.deps import (
     AuthKey,
     LimitedKey,
@@ -95,11 +97,17 @@ def _filters(body: RetrieveRequest) -> Filters:
 
 
 @router.post("/retrieve", tags=["retrieval"], response_model=RetrievalOut, **OUT)
-def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep, user_id: UserParam = None) -> Any:
+async def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """The retrieval payload (memories and metadata); ``prompt`` too when ``format`` is given.
 
     ``sessionId`` names the caller's chat session (logged); ``filters.sessionId`` restricts to one.
     """
+    # One thread hop for the whole retrieval: declared as a plain function, FastAPI would also hop
+    # to a worker thread and back to check the answer against the response model.
+    return await run_in_threadpool(_retrieve, body, key, svc, user_id)
+
+
+def _retrieve(body: RetrieveRequest, key: ApiKey, svc: Service, user_id: str | None) -> Any:
     user = user_of(key, user_id, body.user_id)
     shared = [check_user(key, scope) for scope in body.also or ()]
     config = effective_config(svc, body.config, admin=key.admin)

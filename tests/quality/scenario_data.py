@@ -708,6 +708,9 @@ q("lena_trial", K, "speaker", "What did Lena say about the Ledgerly trial?", "le
 q("bob_trial", K, "speaker", "What was Bob's take on Ledgerly?", "bob_trial_opinion")
 q("maya_prices", K, "speaker", "What did Maya say about price increases?", "maya_no_price_increase")
 q("lena_backlog", K, "speaker", "What did Lena say about the ticket queue in October?", "lena_backlog")
+q("tom_asked", K, "speaker", "What did Tom ask last week?", "tom_ask_aisle")
+q("priya_asked", K, "speaker", "What did Priya ask for last week?", "priya_ask_note")
+q("lena_questions", K, "speaker", "Which questions did Lena bring up last week?", "lena_holiday_q")
 q("mark_hotel", D, "speaker", "What did Mark say about the Porto hotel?", "mark_hotel_noise")
 q("jess_gift", D, "speaker", "What did Jess suggest for Mum's birthday?", "family_1013_jess")
 

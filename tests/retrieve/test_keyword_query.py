@@ -14,6 +14,19 @@ def test_question_framing_and_time_words_are_not_keywords() -> None:
     assert query_terms("How many?") == ["mani"]
 
 
+def test_units_of_time_are_keywords_outside_a_time_scope() -> None:
+    # "I drove for five hours" answers this: "hours" is what is asked about, "in total" frames it.
+    assert query_terms("How many hours in total did I spend driving?") == ["hour", "spend", "drive"]
+    assert query_terms("How many days did I spend in Japan?") == ["day", "spend", "japan"]
+    # Inside a scope they are the time signal's, not words to match.
+    assert query_terms("What did Bob ask last week?") == ["bob", "ask"]
+    assert query_terms("Which ceremonies did I attend in the past three months?") == ["ceremoni", "attend"]
+    assert query_terms("What did I cook a few days ago?") == ["cook"]
+    assert query_terms("What day of the week is my cocktail class?") == ["cocktail", "class"]
+    # "total" names a thing unless "in total" frames the question.
+    assert query_terms("What was the total cost of the trip, all combined?") == ["total", "cost", "trip"]
+
+
 def test_how_many_finds_the_topic_not_the_word_many(each_backend: Memory) -> None:
     stored = each_backend.add_many([
         {"content": "How many chemical elements are there?", "user_id": "u"},

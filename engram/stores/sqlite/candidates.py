@@ -1,4 +1,4 @@
-"""SQLite's own candidate primitives: entities from the ``memory_entities`` side table, keywords from FTS5."""
+"""SQLite's own entity candidates, from the ``memory_entities`` side table (keywords: :mod:`.keyword`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from engram.model import Filters, Hit
 from engram.stores.sql import candidates
 from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite.dialect import SQLITE
-from engram.stores.sqlite.keyword import KeywordCache, keyword_hits
 
 __all__ = ["CandidateMixin"]
 
@@ -21,9 +20,6 @@ _WALKED_ENTITIES = 8  # up to this many entities, by_entities walks each one's i
 
 class CandidateMixin(candidates.CandidateMixin):
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`, beside the shared ones."""
-
-    postings_budget: int
-    _keywords: KeywordCache
 
     if TYPE_CHECKING:
         _conn: sqlite3.Connection
@@ -89,8 +85,3 @@ class CandidateMixin(candidates.CandidateMixin):
                 "(SELECT 1 FROM memory_entities WHERE user_id = ? AND entity = ? LIMIT ?))")
         rows = self._read(" UNION ALL ".join([each] * len(ids)), [x for e in ids for x in (e, user_id, e, cap)])
         return {str(r[0]): int(r[1]) for r in rows}
-
-    def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return self._retry(
-            lambda: keyword_hits(self._conn, user_id, text, n, filters, self.postings_budget, self._keywords)
-        )

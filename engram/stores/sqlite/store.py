@@ -43,7 +43,7 @@ from engram.stores.sql.rows import COLUMNS, record_params, row_to_record
 from engram.stores.sql.writes import WriteMixin
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
-from engram.stores.sqlite.keyword import DEFAULT_POSTINGS_BUDGET, KeywordCache
+from engram.stores.sqlite.keyword import KeywordMixin
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vector_search import VectorMixin
 from engram.stores.sqlite.versions import user_version
@@ -84,7 +84,7 @@ def _merge_keyword_segments(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
 
 
-class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteMixin, HistoryMixin):
+class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, KnowledgeMixin, WriteMixin, HistoryMixin):
     """All access goes through one connection guarded by a lock; other processes may share the file.
 
     What both backends do alike is in :mod:`engram.stores.sql` (spelled by :data:`.dialect.SQLITE`);
@@ -95,14 +95,12 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
     dialect = SQLITE
 
     def __init__(
-        self, path: str | Path, *, busy_retries: int = 12, postings_budget: int = DEFAULT_POSTINGS_BUDGET,
+        self, path: str | Path, *, busy_retries: int = 12,
         log_retention: int | None = LOG_RETENTION, vector_cache_bytes: int | None = None,
     ) -> None:
         self.path = str(path)
         self.log_retention = check_log_retention(log_retention)  # each user's newest logged retrievals kept
         self._log_writes = {}
-        self.postings_budget = postings_budget
-        self._keywords = KeywordCache()
         self._busy_retries = busy_retries
         try:
             if self.path != ":memory:":
@@ -132,6 +130,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
             cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ is not None else exc
             raise StoreUnavailable(f"cannot open {self.path}: {cause}") from exc
         self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
+        self._init_keywords(self._indexes.budget)
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -190,6 +189,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
         version = self._read_data_version()
         if version != self._data_version:
             self._indexes.foreign_write()
+            self._postings.foreign_write()
             self._data_version = version
 
     def change_token(self, user_id: str) -> str:
@@ -204,6 +204,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
 
     def close(self) -> None:
         self._stop_searches()
+        self._stop_keywords()
         with self._lock:
             if self._checkpoint_pending:
                 # Best effort: closing must not fail because another process still reads.
@@ -283,6 +284,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
             index = self._indexes.written(record.user_id)
             if index is not None:
                 index.add(rowid, record.id, vector, record.kind, record.status)
+        self._keywords_added(records, rowids)
 
     def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
         """Overwrite a row. Old text is erased from the file before this returns (see Erasure in the
@@ -314,6 +316,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
             index.remove_by_id(record.id)
             if result[1] is not None:
                 index.add(result[0], record.id, result[1], record.kind, record.status)
+        self._keywords_added([record], [result[0]])
         if result[2] is not None:
             self._checkpoint()
 
@@ -328,6 +331,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
                 index.set_status(int(rowid), status)
             for memory_id in gone:
                 index.remove_by_id(memory_id)
+        self._keywords_removed(user_id, gone)
         self._checkpoint()
 
     def _forgotten(self, c: sqlite3.Connection, user_id: str) -> None:
@@ -339,6 +343,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, VectorMixin, KnowledgeMixin, WriteM
     def forget_user(self, user_id: str) -> int:
         count = super().forget_user(user_id)
         self._indexes.pop(user_id, None)
+        self._postings.pop(user_id, None)
         self._checkpoint()
         return count
 

@@ -19,24 +19,34 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from engram.config import vector_cache_bytes
+from engram.config import ann_above, vector_cache_bytes
 from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.stores.sql.rows import filter_sql
+from engram.stores.sqlite.ann import load_index
 from engram.stores.sqlite.dialect import SQLITE
+from engram.stores.sqlite.snapshot import USER_VERSION, SnapshotReader
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.text import ROLE_WORDS
 
 __all__ = ["VectorCache", "VectorMixin"]
 
 T = TypeVar("T")
+
+
+class _Sized(Protocol):
+    @property
+    def nbytes(self) -> int: ...
+
+
+#: What a cache holds per user: vectors here, keyword postings in :mod:`.keyword`.
+Index = TypeVar("Index", bound=_Sized)
 _SEARCH_THREADS = 2  # searches of concurrent retrievals; each is one core's work
-_USER_VERSION = "SELECT version FROM keyword_stats WHERE user_id = ?"
 _USER_VECTORS = (
     "SELECT rowid, id, embedding, kind, status FROM memories "
     "WHERE user_id = ? AND embedding IS NOT NULL"  # in any order: sorting the rows cost 40-80 ms at 10k
@@ -53,7 +63,7 @@ class _Load:
         self.stale = False
 
 
-class VectorCache:
+class VectorCache(Generic[Index]):
     """Users' indexes, least recently searched dropped first while they hold more than ``budget`` bytes.
 
     The user searched last always stays, even alone above the budget: dropping it would reload it
@@ -73,7 +83,7 @@ class VectorCache:
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self._entries: OrderedDict[str, ExactIndex] = OrderedDict()
+        self._entries: OrderedDict[str, Index] = OrderedDict()
         self._bytes: dict[str, int] = {}
         self._versions: dict[str, int | None] = {}  # None: changed here since; cannot be checked
         self._unchecked: set[str] = set()
@@ -94,12 +104,12 @@ class VectorCache:
         with self._lock:
             return list(self._entries)
 
-    def get(self, user_id: str) -> ExactIndex | None:
+    def get(self, user_id: str) -> Index | None:
         """The user's index if it is in memory and known current; never loads, never counts as a use."""
         with self._lock:
             return None if user_id in self._unchecked else self._entries.get(user_id)
 
-    def written(self, user_id: str) -> ExactIndex | None:
+    def written(self, user_id: str) -> Index | None:
         """A write to this user committed here: the index to apply it to, if one is held."""
         with self._lock:
             load = self._loads.get(user_id)
@@ -116,8 +126,8 @@ class VectorCache:
             self._unchecked.update(self._entries)
 
     def get_or_load(
-        self, user_id: str, load: Callable[[], tuple[ExactIndex, int | None]], version: Callable[[], int | None],
-    ) -> ExactIndex:
+        self, user_id: str, load: Callable[[], tuple[Index, int | None]], version: Callable[[], int | None],
+    ) -> Index:
         """The user's index, loaded by ``load`` (with the user's version) when not held or out of
         date, once whoever else asks meanwhile; ``version`` reads the user's version now."""
         while True:
@@ -165,7 +175,7 @@ class VectorCache:
                 self._account(user_id, index)
         return index
 
-    def _account(self, user_id: str, index: ExactIndex) -> None:
+    def _account(self, user_id: str, index: Index) -> None:
         size = index.nbytes
         self._total += size - self._bytes.get(user_id, 0)
         self._bytes[user_id] = size
@@ -197,13 +207,12 @@ class VectorCache:
 class VectorMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
-    _indexes: VectorCache
+    _indexes: VectorCache[ExactIndex]
     _dimensions: int | None
     _searches: ThreadPoolExecutor | None
     _loads: ThreadPoolExecutor | None
     _searches_lock: threading.Lock
-    _loader: sqlite3.Connection | None
-    _loader_lock: threading.Lock
+    _loader: SnapshotReader
 
     if TYPE_CHECKING:
         path: str
@@ -220,8 +229,12 @@ class VectorMixin:
         self._dimensions = None
         self._searches = self._loads = None
         self._searches_lock = threading.Lock()
-        self._loader = None
-        self._loader_lock = threading.Lock()
+        self._loader = SnapshotReader(self.path)
+        self._ann_above = ann_above()
+
+    def _vectors_held(self, user_id: str) -> bool:
+        """Whether the user's vectors are in memory (their load, if any, is done)."""
+        return user_id in self._indexes
 
     def _index(self, user_id: str) -> ExactIndex:
         """The user's index. Call without the store's lock: a load must not hold it."""
@@ -239,7 +252,7 @@ class VectorMixin:
         (schema migration 6); a status alone changes only beside a delete (a fact version
         reinstated). None when there is none to read: the index is loaded again."""
         try:
-            rows = self._read(_USER_VERSION, (user_id,))
+            rows = self._read(USER_VERSION, (user_id,))
         except StoreError:
             return None
         return int(rows[0][0]) if rows else None
@@ -250,25 +263,13 @@ class VectorMixin:
             rows = self._read(_USER_VECTORS, (user_id,))
             version = self._user_version(user_id)
         else:
-            with self._loader_lock:
-                try:
-                    if self._loader is None:
-                        self._loader = sqlite3.connect(
-                            self.path, timeout=10, isolation_level=None, check_same_thread=False
-                        )
-                        self._loader.execute("PRAGMA query_only = ON")
-                    self._loader.execute("BEGIN")
-                    try:
-                        found = self._loader.execute(_USER_VERSION, (user_id,)).fetchone()
-                        rows = self._loader.execute(_USER_VECTORS, (user_id,)).fetchall()
-                    finally:
-                        self._loader.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    raise StoreError(f"sqlite: {exc}") from exc
-            version = None if found is None else int(found[0])
+            rows, version = self._loader.read(user_id, _USER_VECTORS, (user_id,))
         dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
         rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
-        return ExactIndex.load(dim, rowids, ids, blobs, kinds, statuses), version
+        index = load_index(
+            dim, rowids, ids, blobs, kinds, statuses, user_id=user_id, db_path=self.path, ann_above=self._ann_above
+        )
+        return index, version
 
     def _allowed(self, user_id: str, filters: Filters) -> set[int] | None:
         """The rows the filters allow, or None when the index can tell itself (kinds, statuses)."""
@@ -317,10 +318,7 @@ class VectorMixin:
                 if pool is not None:
                     pool.shutdown(wait=True)
             self._searches = self._loads = None
-        with self._loader_lock:
-            if self._loader is not None:
-                self._loader.close()
-                self._loader = None
+        self._loader.close()
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         ids = list(dict.fromkeys(memory_ids))

@@ -1,29 +1,30 @@
 """Exact cosine top-n over one user's vectors, held in memory and kept current on writes.
 
-The seam is :class:`VectorIndex`; an approximate index (HNSW through hnswlib, faiss or usearch)
-for very large users can implement the same four methods without the store contract changing.
+The seam is :class:`VectorIndex`; very large users get :class:`~.ann.AnnIndex`, this index with
+candidates from a faiss IVF snapshot instead of a scan of every row.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Sequence
-from typing import Protocol
+from typing import Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from engram.model import KINDS, STATUSES
+from engram.stores.sqlite.prescan import POOL, Prescan
 
 __all__ = ["ExactIndex", "VectorIndex"]
 
-#: Above this many vectors a user's search first scans an int8 copy of the matrix (a quarter of the
-#: memory traffic, which is what bounds a brute-force scan), then re-scores a generous pool of the
-#: best rows in float32. Below it every search is exact float32.
+#: Above this many vectors a user's search first scans int8 codes of the rows' leading principal
+#: components (:mod:`engram.stores.sqlite.prescan`: a twelfth of the memory traffic, which is what
+#: bounds a brute-force scan), then re-scores a generous pool of the best rows in float32. Below it
+#: every search is exact float32.
 QUANTIZE_ABOVE = 20_000
-#: Normalized 384-dimensional embeddings rarely have a component beyond 0.5; clipping there only
-#: coarsens the pre-scan, never the final scores.
-_INT8_SCALE = 254.0
+#: Below one row in this many allowed, a search partitions the allowed rows' scores alone.
+SPARSE_SHARE = 8
 #: Free rows an index starts with beyond what it holds, and the least it grows by.
 _SPARE = 64
 #: Bytes per row of the Python objects beside the arrays: its id string and two dict entries.
@@ -66,7 +67,7 @@ class ExactIndex:
     def __init__(self, dimensions: int, capacity: int = _SPARE) -> None:
         self._dim = dimensions
         self._matrix: Matrix = np.zeros((capacity, dimensions), dtype=np.float32)
-        self._int8: npt.NDArray[np.int8] | None = None  # built on the first large search
+        self._prescan: Prescan | None = None  # built on the first large search
         self._alive = np.zeros(capacity, dtype=bool)
         # Kinds and statuses as small integer codes so filtering is one vectorized comparison.
         self._kind = np.zeros(capacity, dtype=np.int8)
@@ -86,7 +87,7 @@ class ExactIndex:
     def load(
         cls, dimensions: int, rowids: Sequence[int], memory_ids: Sequence[str], blobs: Sequence[bytes],
         kinds: Sequence[str], statuses: Sequence[str],
-    ) -> ExactIndex:
+    ) -> Self:
         """An index of these rows (float32 blobs of ``dimensions``) built in a few array operations,
         where adding 10k rows one by one cost ~30 ms of Python (~7 ms here)."""
         n = len(memory_ids)
@@ -112,8 +113,9 @@ class ExactIndex:
     def nbytes(self) -> int:
         """Memory held by the arrays (what a cache of indexes budgets), ids and maps estimated."""
         with self._lock:
-            arrays = (self._matrix, self._int8, self._alive, self._kind, self._status, self._rowids)
-            return sum(a.nbytes for a in arrays if a is not None) + _PER_ROW_OBJECTS * self._size
+            arrays = (self._matrix, self._alive, self._kind, self._status, self._rowids)
+            prescan = self._prescan.nbytes if self._prescan is not None else 0
+            return sum(a.nbytes for a in arrays) + prescan + _PER_ROW_OBJECTS * self._size
 
     def _grow(self) -> None:
         # Half again, not double: a cache budgets these bytes, and most users grow a little at a time.
@@ -130,7 +132,8 @@ class ExactIndex:
         status[: self._size] = self._status[: self._size]
         self._matrix, self._alive, self._rowids = matrix, alive, rowids
         self._kind, self._status = kind, status
-        self._int8 = None
+        if self._prescan is not None:
+            self._prescan.resize(capacity)
 
     def add(self, rowid: int, memory_id: str, vector: Matrix, kind: str, status: str) -> None:
         with self._lock:
@@ -145,8 +148,8 @@ class ExactIndex:
             self._grow()
         i = self._size
         self._matrix[i] = vector
-        if self._int8 is not None and i < len(self._int8):
-            self._int8[i] = _quantize(self._matrix[i : i + 1])[0]
+        if self._prescan is not None:
+            self._prescan.set(i, self._matrix[i])
         self._alive[i] = True
         self._rowids[i] = rowid
         self._ids.append(memory_id)
@@ -190,7 +193,8 @@ class ExactIndex:
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._size])
         self._matrix[: len(keep)] = self._matrix[keep]
-        self._int8 = None
+        if self._prescan is not None:
+            self._prescan.move(keep)
         self._rowids[: len(keep)] = self._rowids[keep]
         self._ids = [self._ids[i] for i in keep]
         self._kind[: len(keep)] = self._kind[keep]
@@ -253,13 +257,24 @@ class ExactIndex:
         n = min(n, live)
         if n == 0:
             return []
-        if live < self._size:  # most searches exclude nothing: spare a copy of every score
-            scores = np.where(mask, scores, -np.inf)
         # The int8 scores only pick a generous pool; float32 decides the order within it.
-        pool = min(live, max(4 * n, 256)) if quantized else n
-        rows = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else np.flatnonzero(mask)
+        pool = min(live, max(20 * n, POOL)) if quantized else n
+        if live * SPARSE_SHARE < self._size:
+            # Few rows allowed (the procedural source's procedures, a narrow filter): partition
+            # only theirs, not every score.
+            allowed_rows = np.flatnonzero(mask)
+            sub = scores[allowed_rows]
+            picked = np.argpartition(-sub, pool - 1)[:pool] if pool < len(sub) else np.arange(len(sub))
+            rows = allowed_rows[picked]
+        else:
+            if live < self._size:  # most searches exclude nothing: spare a copy of every score
+                scores = np.where(mask, scores, -np.inf)
+            rows = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else np.flatnonzero(mask)
         rows = rows[np.isfinite(scores[rows])]
         final = self._matrix[rows] @ query if quantized else scores[rows]
+        if len(final) > n:  # only the best n (and any tied with the n-th) reach the sort below
+            keep = final >= np.partition(final, len(final) - n)[len(final) - n]
+            rows, final = rows[keep], final[keep]
         # Sort by score, then id, so ties come out the same on every backend.
         ranked = sorted((-float(final[j]), self._ids[rows[j]]) for j in range(len(rows)))[:n]
         return [(memory_id, -neg) for neg, memory_id in ranked]
@@ -271,13 +286,9 @@ class ExactIndex:
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         if quantized:
-            import simsimd
-
-            if self._int8 is None or len(self._int8) < self._size:
-                self._int8 = _quantize(self._matrix[: len(self._matrix)])
-            scores: npt.NDArray[np.float32] = np.asarray(
-                simsimd.cdist(_quantize(query[None, :]), self._int8[: self._size], metric="dot"), dtype=np.float32
-            )[0]
+            if self._prescan is None:
+                self._prescan = Prescan(self._matrix, self._size, len(self._matrix))
+            scores = self._prescan.scores(query, self._size)
         else:
             scores = self._matrix[: self._size] @ query
         self._last = (key, scores)
@@ -292,8 +303,3 @@ class ExactIndex:
 
     def ids(self) -> Sequence[str]:
         return [self._ids[i] for i in range(self._size) if self._alive[i]]
-
-
-def _quantize(matrix: Matrix) -> npt.NDArray[np.int8]:
-    quantized: npt.NDArray[np.int8] = np.clip(np.rint(matrix * _INT8_SCALE), -127, 127).astype(np.int8)
-    return quantized

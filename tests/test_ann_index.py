@@ -1,0 +1,204 @@
+"""The approximate vector index for very large users: the same answers as the exact index within
+recall, filters that still return k rows, writes seen at once, and a snapshot saved beside the
+database that a new process opens instead of rebuilding. Small sizes, thresholds lowered."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from engram.config import ANN_ABOVE, ann_above
+from engram.errors import ConfigError
+from engram.model import Filters, MemoryRecord
+from engram.stores.sqlite import ann
+from engram.stores.sqlite.ann import AnnIndex, load_index
+from engram.stores.sqlite.store import SQLiteStore
+from engram.stores.sqlite.vectors import ExactIndex
+
+pytest.importorskip("faiss")
+
+DIMS = 32
+ROWS = 3000
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _vectors(n: int, seed: int) -> npt.NDArray[np.float32]:
+    """Clustered unit vectors, as sentence embeddings are: 40 topics plus noise."""
+    rng = np.random.default_rng(seed)
+    topics = np.random.default_rng(0).standard_normal((40, DIMS)).astype(np.float32)
+    v = topics[rng.integers(0, 40, n)] + 0.6 * rng.standard_normal((n, DIMS)).astype(np.float32)
+    unit: npt.NDArray[np.float32] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return unit
+
+
+DATA = _vectors(ROWS, 1)
+QUERIES = _vectors(40, 2)
+KINDS = ["message", "fact", "episode"]
+
+
+def _rows() -> tuple[list[int], list[str], list[bytes], list[str], list[str]]:
+    rowids = list(range(1, ROWS + 1))
+    return (rowids, [f"m{r}" for r in rowids], [v.tobytes() for v in DATA],
+            [KINDS[r % 3] for r in rowids], ["active"] * ROWS)
+
+
+def _both(directory: Path | None = None) -> tuple[ExactIndex, AnnIndex]:
+    exact = ExactIndex.load(DIMS, *_rows())
+    approx = AnnIndex.load(DIMS, *_rows())
+    approx.attach("u", directory)
+    assert approx.wait(60)
+    return exact, approx
+
+
+def _search(
+    index: ExactIndex, query: npt.NDArray[np.float32], *, statuses: tuple[str, ...] = ("active",),
+    kinds: tuple[str, ...] | None = None, allowed: set[int] | None = None,
+) -> list[str]:
+    return [memory_id for memory_id, _ in index.search(query, 10, statuses=statuses, kinds=kinds, allowed=allowed)]
+
+
+@pytest.fixture(autouse=True)
+def _small_exact_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ann, "EXACT_ROWS", 200)  # so the test sizes go through the IVF index
+
+
+def _recall(exact: ExactIndex, approx: ExactIndex, kinds: tuple[str, ...] | None = None) -> float:
+    hits = [len(set(_search(exact, q, kinds=kinds)) & set(_search(approx, q, kinds=kinds))) for q in QUERIES]
+    return sum(hits) / (10 * len(QUERIES))
+
+
+def test_same_top_ten_as_the_exact_index_within_recall() -> None:
+    exact, approx = _both()
+    assert approx.ready and approx._ivf.ntotal == ROWS
+    assert _recall(exact, approx) >= 0.95
+    # Scores are exact float32 whatever proposed the rows.
+    for (a, sa), (b, sb) in zip(approx.search(QUERIES[0], 5, statuses=("active",), kinds=None, allowed=None),
+                                exact.search(QUERIES[0], 5, statuses=("active",), kinds=None, allowed=None),
+                                strict=True):
+        if a == b:
+            assert sa == pytest.approx(sb, abs=1e-6)
+
+
+def test_filters_still_return_k_rows() -> None:
+    exact, approx = _both()
+    assert _recall(exact, approx, kinds=("fact",)) >= 0.95
+    assert all(len(_search(approx, q, kinds=("fact",))) == 10 for q in QUERIES)
+    # A selective filter (fewer rows than the exact fallback's limit) is answered exactly.
+    allowed = set(range(1, ROWS + 1, 20))
+    for q in QUERIES[:10]:
+        assert _search(approx, q, allowed=allowed) == _search(exact, q, allowed=allowed)
+    # A filter that keeps a quarter of the rows, spread thin in every list, still fills k.
+    quarter = set(range(1, ROWS + 1, 4))
+    assert all(len(_search(approx, q, allowed=quarter)) == 10 for q in QUERIES)
+
+
+def test_removed_rows_and_status_changes_are_seen_at_once() -> None:
+    exact, approx = _both()
+    top = _search(approx, QUERIES[0])
+    gone, archived = int(top[0][1:]), int(top[1][1:])
+    for index in (exact, approx):
+        index.remove(gone)
+        index.set_status(archived, "archived")
+    after = _search(approx, QUERIES[0])
+    assert top[0] not in after and top[1] not in after and len(after) == 10
+    assert after == _search(exact, QUERIES[0]) or _recall(exact, approx) >= 0.95
+    assert _search(approx, QUERIES[0], statuses=("archived",)) == [top[1]]
+
+
+def test_rows_added_after_the_snapshot_are_searched_exactly() -> None:
+    _, approx = _both()
+    approx.add(ROWS + 1, "new", QUERIES[3], "message", "active")
+    assert _search(approx, QUERIES[3])[0] == "new"
+    # A row written again under a rowid the snapshot holds: its new vector is what counts.
+    approx.add(7, "m7", QUERIES[4], "message", "active")
+    assert _search(approx, QUERIES[4])[0] == "m7"
+    assert approx._ivf.ntotal == ROWS  # neither went into the snapshot
+
+
+def test_many_changes_rebuild_the_snapshot_in_the_background() -> None:
+    _, approx = _both()
+    first = approx._ivf
+    extra = _vectors(ROWS // 5, 3)
+    for i, v in enumerate(extra):
+        approx.add(ROWS + 1 + i, f"x{i}", v, "message", "active")
+    assert approx._building is not None
+    approx._building.join(60)
+    assert approx._ivf is not first and approx._ivf.ntotal > ROWS
+    assert approx._changed == ROWS + len(extra) - approx._ivf.ntotal  # the rest wait in the tail
+    assert _search(approx, extra[5])[0] == "x5" and _search(approx, extra[-1])[0] == f"x{len(extra) - 1}"
+
+
+def test_a_saved_snapshot_is_opened_not_rebuilt(tmp_path: Path) -> None:
+    _, approx = _both(tmp_path)
+    saved = list(tmp_path.iterdir())
+    assert sorted(p.suffix for p in saved) == [".ivf", ".json"]
+    reopened = AnnIndex.load(DIMS, *_rows())
+    reopened.attach("u", tmp_path)
+    assert reopened.ready and reopened._building is None  # mapped at once, no thread started
+    assert [_search(reopened, q) for q in QUERIES] == [_search(approx, q) for q in QUERIES]
+    # Another user's (or another dimension's) file is never used.
+    other = AnnIndex.load(DIMS, *_rows())
+    other.attach("someone else", tmp_path)
+    assert other.wait(60)
+    assert len(list(tmp_path.iterdir())) == 4
+
+
+def test_small_users_stay_exact_and_large_ones_go_approximate(tmp_path: Path) -> None:
+    small = load_index(DIMS, *_rows(), user_id="u", db_path=":memory:", ann_above=ROWS)
+    large = load_index(DIMS, *_rows(), user_id="u", db_path=str(tmp_path / "x.db"), ann_above=ROWS - 1)
+    off = load_index(DIMS, *_rows(), user_id="u", db_path=":memory:", ann_above=0)
+    assert type(small) is ExactIndex and type(off) is ExactIndex
+    assert isinstance(large, AnnIndex) and large.wait(60)
+    assert (tmp_path / "x.db.ann").is_dir()
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteStore]:
+    monkeypatch.setenv("ENGRAM_ANN_ABOVE", "500")
+    s = SQLiteStore(tmp_path / "v.db")
+    records = [
+        MemoryRecord(id=f"m{i}", user_id="u", content=f"note {i}", kind=KINDS[i % 3], content_hash=f"h{i}",
+                     created_at=NOW - timedelta(minutes=i), recorded_at=NOW, importance=0.5)
+        for i in range(1, ROWS + 1)  # the ids and kinds of _rows()
+    ]
+    s.put_many(records, DATA)
+    yield s
+    s.close()
+
+
+def test_the_store_searches_a_large_user_through_the_approximate_index(store: SQLiteStore) -> None:
+    first = store.vector_search("u", QUERIES[0], 10, Filters())
+    index = store._indexes.get("u")
+    assert isinstance(index, AnnIndex)
+    index.wait(60)
+    exact = ExactIndex.load(DIMS, *_rows())
+    hits = [{m for m, _ in store.vector_search("u", q, 10, Filters())} for q in QUERIES]
+    truth = [set(_search(exact, q)) for q in QUERIES]
+    assert sum(len(h & t) for h, t in zip(hits, truth, strict=True)) >= 0.95 * 10 * len(QUERIES)
+    assert len(first) == 10
+    # Writes through the store reach the index: a deletion and a new memory.
+    top = store.vector_search("u", QUERIES[1], 1, Filters())[0][0]
+    assert store.delete("u", top)
+    assert store.vector_search("u", QUERIES[1], 1, Filters())[0][0] != top
+    record = store.get("u", "m9")
+    assert record is not None
+    store.replace(dataclasses.replace(record, content="changed"), QUERIES[2])
+    assert store.vector_search("u", QUERIES[2], 1, Filters())[0][0] == "m9"
+    assert store.vector_search("u", QUERIES[2], 10, Filters(kinds=("fact",)))[0][0] != "m9"
+    assert Path(f"{store.path}.ann").is_dir()
+
+
+def test_the_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENGRAM_ANN_ABOVE", raising=False)
+    assert ann_above() == ANN_ABOVE
+    monkeypatch.setenv("ENGRAM_ANN_ABOVE", "0")
+    assert ann_above() == 0
+    monkeypatch.setenv("ENGRAM_ANN_ABOVE", "many")
+    with pytest.raises(ConfigError, match="ENGRAM_ANN_ABOVE"):
+        ann_above()

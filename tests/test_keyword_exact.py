@@ -1,0 +1,235 @@
+"""SQLite's keyword search equals an exhaustive BM25 over the user's own texts, whatever the sizes,
+filters and writes (its own and another process's), and whatever other users hold."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram.ingest.normalize import content_hash
+from engram.model import Filters, Hit, MemoryRecord, new_id
+from engram.stores.sqlite import keyword
+from engram.stores.sqlite.store import SQLiteStore
+from engram.text import bm25, bm25_idf, memory_terms, query_terms
+
+T0 = datetime(2025, 3, 1, tzinfo=UTC)
+COMMON = ("coffee", "order", "note", "customer")
+RARE = ("zanzibar", "quokka", "marzipan", "obsidian", "fjord", "saffron", "tundra", "walrus")
+MIDDLE = ("invoice", "shipping", "delay", "garden", "meeting", "budget", "berlin", "refund", "deploy", "lunch")
+TAGS = ("billing", "work", "travel")
+KINDS = ("message", "fact", "episode", "procedure")
+FILTERS = (
+    Filters(),
+    Filters(kinds=("fact", "episode")),
+    Filters(tags_any=("billing",)),
+    Filters(tags_all=("work", "travel")),
+    Filters(statuses=("active", "archived")),
+    Filters(created_after=T0 + timedelta(days=5), created_before=T0 + timedelta(days=12)),
+    Filters(kinds=("message",), created_after=T0 + timedelta(days=20)),
+    Filters(statuses=()),
+)
+
+
+def _record(rnd: random.Random, user: str) -> MemoryRecord:
+    words = [rnd.choice(COMMON) for _ in range(rnd.randint(0, 3))]
+    words += [rnd.choice(MIDDLE) for _ in range(rnd.randint(1, 8))]
+    words += [rnd.choice(RARE) for _ in range(rnd.random() < 0.1)]
+    rnd.shuffle(words)
+    text = " ".join(words) or "the"
+    created = T0 + timedelta(minutes=rnd.randint(0, 60 * 24 * 30))
+    kind = rnd.choice(KINDS)
+    fact = kind == "fact" and rnd.random() < 0.5
+    return MemoryRecord(
+        id=new_id(), user_id=user, content=text, kind=kind, created_at=created, recorded_at=created,
+        content_hash=content_hash(text), role=rnd.choice((None, "user", "Priya")),
+        subject="Dana" if fact else None, predicate="diet_walrus" if fact else None,
+        tags=tuple(rnd.sample(TAGS, rnd.randint(0, 2))),
+        status=rnd.choice(("active",) * 6 + ("archived", "superseded")),
+    )
+
+
+def _vectors(count: int) -> np.ndarray:
+    return np.full((count, 8), 1 / np.sqrt(8), dtype=np.float32)
+
+
+class Model:
+    """What each user holds, kept beside the store: the exhaustive reference."""
+
+    def __init__(self) -> None:
+        self.users: dict[str, dict[str, MemoryRecord]] = {}
+
+    def put(self, records: list[MemoryRecord]) -> None:
+        for r in records:
+            self.users.setdefault(r.user_id, {})[r.id] = r
+
+    def search(self, user: str, text: str, n: int, f: Filters) -> list[Hit]:
+        rows = list(self.users.get(user, {}).values())
+        docs = [Counter(memory_terms(r.content, r.role, r.subject, r.predicate, r.object, r.trigger, r.action))
+                for r in rows]
+        terms = query_terms(text)
+        if not docs or not terms:
+            return []
+        df = {t: sum(1 for d in docs if t in d) for t in terms}
+        idf = {t: bm25_idf(len(docs), df[t]) for t in terms if df[t]}
+        ideal = sum(bm25_idf(len(docs), df[t]) for t in terms)
+        average = sum(sum(d.values()) for d in docs) / len(docs)
+        scored = [
+            (r.id, bm25([(float(d[t]), w) for t, w in idf.items() if d[t]], sum(d.values()), average) / ideal)
+            for r, d in zip(rows, docs, strict=True) if any(d[t] for t in idf) and _passes(r, f)
+        ]
+        return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:n]
+
+
+def _passes(r: MemoryRecord, f: Filters) -> bool:
+    return (
+        (not f.statuses or r.status in f.statuses)
+        and (f.kinds is None or r.kind in f.kinds)
+        and all(t in r.tags for t in f.tags_all)
+        and (not f.tags_any or any(t in r.tags for t in f.tags_any))
+        and (f.created_after is None or r.created_at >= f.created_after)
+        and (f.created_before is None or r.created_at <= f.created_before)
+    )
+
+
+def _check(store: SQLiteStore, model: Model, rnd: random.Random, users: list[str], queries: int = 40) -> int:
+    """Compare ``queries`` random searches; returns how many hits were compared."""
+    compared = 0
+    vocabulary = COMMON + RARE + MIDDLE + ("priya", "dana", "diet", "absentword")
+    for _ in range(queries):
+        user = rnd.choice(users)
+        text = " ".join(rnd.sample(vocabulary, rnd.randint(1, 4)))
+        f = rnd.choice(FILTERS)
+        n = rnd.choice((3, 10, 50))
+        got = store.keyword_search(user, text, n, f)
+        want = model.search(user, text, n, f)
+        assert [h[0] for h in got] == [h[0] for h in want], (user, text, f)
+        for (_, a), (_, b) in zip(got, want, strict=True):
+            assert a == pytest.approx(b, rel=1e-9, abs=1e-12)
+        compared += len(got)
+    return compared
+
+
+@pytest.fixture(params=["inline", "background", "waiting"])
+def world(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> tuple[SQLiteStore, Model, random.Random]:
+    """Postings built by the first search, or (every user "large") on a thread of their own while
+    searches read from SQL or wait for the build: each must give the exhaustive answer."""
+    rnd = random.Random(5)
+    store = SQLiteStore(tmp_path / "k.db")
+    if request.param != "inline":
+        store.keyword_build_inline = 0
+    if request.param == "waiting":
+        monkeypatch.setattr(keyword, "SCAN_LIMIT", 0)
+    model = Model()
+    for user, size in (("big", 1500), ("mid", 300), ("small", 12), ("tiny", 1)):
+        records = [_record(rnd, user) for _ in range(size)]
+        store.put_many(records, _vectors(size))
+        model.put(records)
+    return store, model, rnd
+
+
+USERS = ["big", "mid", "small", "tiny", "nobody"]
+
+
+def test_equals_exhaustive_bm25_per_user(world: tuple[SQLiteStore, Model, random.Random]) -> None:
+    store, model, rnd = world
+    assert _check(store, model, rnd, USERS, queries=150) > 500
+
+
+def test_stays_exact_through_this_stores_writes(world: tuple[SQLiteStore, Model, random.Random]) -> None:
+    store, model, rnd = world
+    _check(store, model, rnd, USERS)  # every index loaded before the writes
+    # Enough added postings to fold them into the arrays at least once.
+    added = [_record(rnd, "big") for _ in range(700)] + [_record(rnd, "small") for _ in range(5)]
+    store.put_many(added, _vectors(len(added)))
+    model.put(added)
+    _check(store, model, rnd, USERS)
+    # Replaces: new text (the old terms must go), and a status change alone.
+    for i, old in enumerate(rnd.sample(list(model.users["big"].values()), 20)):
+        new = _record(rnd, "big")
+        edited = (replace(old, content=new.content, content_hash=new.content_hash) if i % 2
+                  else replace(old, status="archived" if old.status == "active" else "active"))
+        store.replace(edited, None)
+        model.put([edited])
+    _check(store, model, rnd, USERS)
+    # Deletes, enough of them to close the holes once.
+    gone = rnd.sample(sorted(model.users["big"]), 1200)
+    assert store.delete_many("big", gone) == len(gone)
+    for memory_id in gone:
+        del model.users["big"][memory_id]
+    _check(store, model, rnd, USERS)
+    store.forget_user("mid")
+    model.users.pop("mid")
+    assert store.keyword_search("mid", "invoice coffee", 10, Filters(statuses=())) == []
+    _check(store, model, rnd, USERS)
+
+
+def test_sees_another_processs_writes(world: tuple[SQLiteStore, Model, random.Random], tmp_path: Path) -> None:
+    store, model, rnd = world
+    _check(store, model, rnd, USERS)
+    other = SQLiteStore(tmp_path / "k.db")
+    try:
+        added = [_record(rnd, "mid") for _ in range(40)] + [_record(rnd, "newcomer") for _ in range(30)]
+        other.put_many(added, _vectors(len(added)))
+        model.put(added)
+        gone = rnd.sample(sorted(model.users["big"]), 30)
+        other.delete_many("big", gone)
+        for memory_id in gone:
+            del model.users["big"][memory_id]
+        _check(store, model, rnd, [*USERS, "newcomer"], queries=60)
+        other.forget_user("small")
+        model.users.pop("small")
+        _check(store, model, rnd, [*USERS, "newcomer"], queries=60)
+    finally:
+        other.close()
+
+
+def test_other_users_change_nothing(world: tuple[SQLiteStore, Model, random.Random]) -> None:
+    store, _, rnd = world
+    before = {q: store.keyword_search("small", q, 10, Filters()) for q in ("coffee order", "zanzibar invoice")}
+    flood = [_record(rnd, "big") for _ in range(300)]
+    store.put_many(flood, _vectors(len(flood)))
+    assert {q: store.keyword_search("small", q, 10, Filters()) for q in before} == before
+
+
+def test_terms_that_begin_like_the_users_key(tmp_path: Path) -> None:
+    """The key is taken off where a term starts only: a term spelled like the key stays whole."""
+    from engram.stores.sqlite.schema import user_key
+
+    store = SQLiteStore(tmp_path / "key.db")
+    key = user_key("u")
+    texts = [f"{key}walrus tundra", f"{key} tundra", "tundra fjord"]
+    now = T0
+    records = [MemoryRecord(id=new_id(), user_id="u", content=t, kind="message", created_at=now, recorded_at=now,
+                            content_hash=content_hash(t)) for t in texts]
+    store.put_many(records, _vectors(3))
+    model = Model()
+    model.put(records)
+    for query in (f"{key}walrus", key, "tundra"):
+        got, want = store.keyword_search("u", query, 10, Filters()), model.search("u", query, 10, Filters())
+        assert got  # each query finds something
+        assert [h[0] for h in got] == [h[0] for h in want]
+        assert [h[1] for h in got] == pytest.approx([h[1] for h in want])
+
+
+def test_the_sql_path_equals_the_postings_bit_for_bit(world: tuple[SQLiteStore, Model, random.Random]) -> None:
+    """What a search reads from SQL while a user's postings are being built is what they give."""
+    from engram.stores.sqlite.keyword_scan import scan_hits
+
+    store, _, rnd = world
+    store.keyword_build_inline = 10**9  # from here on, every search uses the postings
+    vocabulary = COMMON + RARE + MIDDLE + ("priya", "dana")
+    compared = 0
+    for _ in range(60):
+        user, text, f = rnd.choice(USERS[:3]), " ".join(rnd.sample(vocabulary, rnd.randint(1, 4))), rnd.choice(FILTERS)
+        from_postings = store.keyword_search(user, text, 20, f)
+        assert scan_hits(store._read, user, query_terms(text), 20, f) == from_postings
+        compared += len(from_postings)
+    assert compared > 300
