@@ -1,21 +1,25 @@
 """Keyword search, a small result cache, and prompt context from the results (the keyword search contract).
 
 Keyword search is a preset of the retrieval engine (:mod:`engram.retrieve.engine`). The store's keyword
-index holds whole tokens, while the keyword search contract matches substrings ("acm" finds "Acme") in
-every data field, tags and metadata included. So candidates come from two of the store's ranked lists:
+index holds whole tokens of ``content``, while the keyword search contract matches substrings ("acm"
+finds "Acme") in every data field, tags and metadata included. So candidates come from two of the
+store's ranked lists:
 
 * the keyword index, once per keyword (one OR query would let the store's postings budget drop common
-  keywords), its ``FTS_PER_KEYWORD`` best hits each: strong matches, read first;
-* the user's memories newest first, read ``SCAN_PAGE`` and then four-fold further until the list ends
-  or no memory older than those read could score above the ``limit``-th result (its recency bounds
-  its score). This is what finds substring-only matches and matches in tags and metadata, however
-  old: no memory is left out for being beyond a row count.
+  keywords), its ``FTS_PER_KEYWORD`` best hits each, over all of the user's memories;
+* the user's memories newest first, read ``SCAN_PAGE`` and then four-fold further, at most
+  ``SCAN_LIMIT``: this is what finds substring-only matches and matches in subject/predicate/object,
+  trigger/action, tags and metadata. The walk stops sooner once no memory older than those read
+  could score above the ``limit``-th result (its recency bounds its score).
 
 Every candidate is checked in Python, field by field, and only memories matching at least one
-keyword are returned (the contract's decision 3). The price of substring matching without a substring
-index: a search whose best matches do not settle the answer reads all of the user's memories
-(about 85 us each on SQLite, 0.85 s at 10,000); an index of substrings in the store would make
-those matches a ranked list like the others.
+keyword are returned (the contract's decision 3).
+
+The bound: a memory older than the newest ``SCAN_LIMIT`` is found only when a keyword is a whole
+token of its content (and among that keyword's ``FTS_PER_KEYWORD`` best). Without it, a search whose
+best matches do not settle the answer (one with no match, say) reads every memory of the user, about
+85 us each on SQLite (0.65 s at 10,000, several seconds at 100,000); the store has no index of
+substrings that would make those matches a ranked list like the others.
 
 Ranking is the contract's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
 0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a
@@ -25,6 +29,7 @@ prompt more per token than a raw message). Ties go to the smaller id.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,8 +49,8 @@ if TYPE_CHECKING:
     from engram.context import Context, ContextSource
 
 __all__ = [
-    "CACHE_MAX_ENTRIES", "CACHE_TTL", "PREFERRED_KINDS", "SCAN_PAGE", "WEIGHTS", "KeywordResult", "cache_stats",
-    "clear_cache", "enrich_context", "invalidate", "match_keywords", "relevance", "search_keywords",
+    "CACHE_MAX_ENTRIES", "CACHE_TTL", "PREFERRED_KINDS", "SCAN_LIMIT", "SCAN_PAGE", "WEIGHTS", "KeywordResult",
+    "cache_stats", "clear_cache", "enrich_context", "invalidate", "match_keywords", "relevance", "search_keywords",
     "search_with_cache",
 ]
 
@@ -54,7 +59,8 @@ WEIGHTING = Weighting(WEIGHTS)
 RECENCY_DAYS = 30.0
 PREFERRED_KINDS = frozenset({"fact", "procedure", "summary"})
 FTS_PER_KEYWORD = 200
-SCAN_PAGE = 500  # the newest memories read first; further reads grow four-fold
+SCAN_LIMIT = 2000  # the substring scan's bound (see the module doc)
+SCAN_PAGE = 500  # the newest memories read first; further reads grow four-fold up to SCAN_LIMIT
 MAX_KEYWORDS = 32
 MAX_LIMIT = 1000
 CACHE_MAX_ENTRIES = KEYWORD_CACHE_ENTRIES
@@ -216,11 +222,34 @@ def _keyword_list(ctx: Context, user: str, keyword: str, filters: Filters) -> Ca
     return lambda n: ctx.store.keyword_search(user, keyword, n, filters)
 
 
-def _strategy(ctx: Context, q: _Query, now: datetime) -> Strategy:
+class _Newest:
+    """The user's newest memories under ``filters``, listed a page further at a time and kept: the
+    engine's fetch of them then reads nothing again, and only the keyword hits are fetched."""
+
+    def __init__(self, ctx: Context, user: str, filters: Filters) -> None:
+        self._ctx, self._user, self.filters = ctx, user, filters
+        self._records: dict[str, MemoryRecord] = {}
+        self._ended = False
+
+    def read(self, n: int) -> list[Hit]:
+        have = len(self._records)
+        if n > have and not self._ended:
+            page = self._ctx.store.list(self._user, self.filters, limit=n - have, offset=have)
+            self._ended = len(page) < n - have
+            self._records.update((r.id, r) for r in page)
+        return [(r.id, r.created_at.timestamp()) for r in itertools.islice(self._records.values(), n)]
+
+    def fetch(self, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+        rest = [i for i in memory_ids if i not in self._records]
+        known = [r for i in memory_ids if (r := self._records.get(i)) is not None]
+        return known + (self._ctx.store.fetch(user_id, rest) if rest else [])
+
+
+def _strategy(ctx: Context, q: _Query, now: datetime, newest: _Newest) -> Strategy:
     """Keyword search as a preset of the engine: best score first, ties to the smaller id."""
-    filters = Filters(kinds=None if q.kind is None else (q.kind,))  # active memories only
+    filters = newest.filters
     fts = [Source(f"keyword:{k}", _keyword_list(ctx, q.user, k, filters), FTS_PER_KEYWORD) for k in q.keywords]
-    newest = Source("recent", lambda n: ctx.store.most_recent(q.user, n, filters), SCAN_PAGE, grows=True)
+    scan = Source("recent", newest.read, min(SCAN_PAGE, SCAN_LIMIT), grows=True, most=SCAN_LIMIT)
 
     def judge(record: MemoryRecord, _raw: Raw) -> Evidence | None:
         if q.min_importance is not None and record.importance < q.min_importance:
@@ -237,13 +266,14 @@ def _strategy(ctx: Context, q: _Query, now: datetime) -> Strategy:
         fresh = _recency(oldest_read, now) if q.recency_boost else 0.0
         return WEIGHTING.score({"keyword": 1.0, "recency": fresh, "importance": 1.0, "type": 1.0})
 
-    return Strategy("keyword", (*fts, newest), filters, judge, WEIGHTING, q.limit, bound=bound)
+    return Strategy("keyword", (*fts, scan), filters, judge, WEIGHTING, q.limit, bound=bound)
 
 
 def _run(ctx: Context, q: _Query) -> list[KeywordResult]:
     if not q.keywords:
         return []  # nothing can match no keyword, and only matches are returned
-    found = run(ctx.store, q.user, _strategy(ctx, q, q.now or datetime.now(UTC)))
+    newest = _Newest(ctx, q.user, Filters(kinds=None if q.kind is None else (q.kind,)))  # active memories only
+    found = run(newest, q.user, _strategy(ctx, q, q.now or datetime.now(UTC), newest))
     return [KeywordResult(s.record, s.score, s.reasons) for s in found]
 
 

@@ -10,10 +10,12 @@ result is a :class:`~engram.retrieve.types.Scored` carrying its signals, their w
 The recall modes (:mod:`engram.recall`), keyword search (:mod:`engram.keyword_search`) and document
 lookup (:mod:`engram.documents`) are presets of it, each defined beside the signals it reads.
 
-No list is cut at a hidden row count. A source that ``grows`` is read four times further while the
-answer may still change: until it ends (it lists every memory the strategy can admit, so all were
-seen), until a strategy ordered by its source has enough, or until the ``limit``-th score beats
-``bound``, the best score any memory not yet read could have.
+A source that ``grows`` is read four times further while the answer may still change: until it
+ends (it lists every memory the strategy can admit, so all were seen), until a strategy ordered by
+its source has enough, until the ``limit``-th score beats ``bound``, the best score any memory not
+yet read could have, or until it reaches its ``most``. No list stops at a row count the preset does
+not state: a ``most`` is a preset's declared bound (keyword search's scan of the newest memories),
+and a memory beyond it is seen only through another source.
 """
 
 from __future__ import annotations
@@ -48,13 +50,15 @@ class Source:
     """One ranked list of the store, best first: ``read(n)`` gives at most ``n`` hits.
 
     A source that ``grows`` must list every memory the strategy can admit (a ``most_*`` list or a
-    time range under the strategy's filters): its ending early is what says all were seen.
+    time range under the strategy's filters): its ending early is what says all were seen. ``most``
+    caps how far it grows; reaching it ends the reading without claiming all were seen.
     """
 
     name: str
     read: Callable[[int], list[Hit]]
     n: int
     grows: bool = False
+    most: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +121,7 @@ class Strategy:
 
 def run(store: Reads, user_id: str, strategy: Strategy) -> list[Scored]:
     """The strategy's answer for ``user_id``: scored, explained, ordered and cut (or picked)."""
-    sizes = {source.name: max(1, source.n) for source in strategy.sources}
+    sizes = {source.name: _capped(source, max(1, source.n)) for source in strategy.sources}
     lists: dict[str, list[Hit]] = {}
     judged: dict[str, Scored | None] = {}  # each memory is read and judged once, when a source first lists it
     while True:
@@ -136,10 +140,15 @@ def run(store: Reads, user_id: str, strategy: Strategy) -> list[Scored]:
         growing = [s for s in strategy.sources if s.grows]
         # A growing source that ended listed every memory the strategy can admit: all were seen.
         seen_all = any(len(lists[s.name]) < sizes[s.name] for s in growing)
-        if not growing or seen_all or _enough(strategy, ordered, lists):
+        further = [s for s in growing if s.most is None or sizes[s.name] < s.most]
+        if not further or seen_all or _enough(strategy, ordered, lists):
             return strategy.pick(ordered) if strategy.pick is not None else ordered[: strategy.limit]
-        for source in growing:
-            sizes[source.name] *= GROWTH
+        for source in further:
+            sizes[source.name] = _capped(source, sizes[source.name] * GROWTH)
+
+
+def _capped(source: Source, n: int) -> int:
+    return n if source.most is None else min(n, max(1, source.most))
 
 
 def _judge(

@@ -142,18 +142,21 @@ def test_statuses_and_users_are_respected(memory: Memory) -> None:
         search_keywords(memory, ["acme"], user_id=None)  # type: ignore[arg-type]
 
 
-def test_no_memory_is_beyond_a_row_count(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The newest memories are read a page at a time and further while a match could still be
-    # unseen: an old memory is found by a tag or a substring, not only by a whole token of content
-    # (the 2,000-row scan this replaced left both out).
+def test_scan_bound_and_fts_beyond_it(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     old_content = add(memory, "the zebra escaped", days=100)
     old_tag = add(memory, "an old tagged note", days=90, tags=["zebra"])
     for i in range(4):
         add(memory, f"recent note {i}", days=i)
+    monkeypatch.setattr(ks, "SCAN_LIMIT", 2)
     monkeypatch.setattr(ks, "SCAN_PAGE", 2)
+    # Beyond the scan only the keyword index finds a memory, and it holds whole tokens of content.
+    assert ids(search_keywords(memory, ["zebra"], user_id=U)) == [old_content.id]
+    assert search_keywords(memory, ["zebr"], user_id=U) == []
+    monkeypatch.setattr(ks, "SCAN_LIMIT", 2000)
+    # Within it a substring or a tag finds a memory however many pages down.
+    assert set(ids(search_keywords(memory, ["zebr"], user_id=U))) == {old_content.id, old_tag.id}
     monkeypatch.setattr(ks, "FTS_PER_KEYWORD", 1)
     assert set(ids(search_keywords(memory, ["zebra"], user_id=U))) == {old_content.id, old_tag.id}
-    assert set(ids(search_keywords(memory, ["zebr"], user_id=U))) == {old_content.id, old_tag.id}
     assert len(search_keywords(memory, ["note"], user_id=U, limit=5)) == 5
 
 
@@ -162,20 +165,24 @@ def test_the_walk_stops_once_nothing_older_can_rank(memory: Memory, monkeypatch:
     for i in range(6):
         add(memory, f"acme note {i}", days=400 + i)
     monkeypatch.setattr(ks, "SCAN_PAGE", 2)
-    reads: list[int] = []
-    real = memory.store.most_recent
+    pages: list[tuple[int, int]] = []
+    real = memory.store.list
 
-    def counted(user_id: str, n: int, filters: Any) -> Any:
-        reads.append(n)
-        return real(user_id, n, filters)
+    def counted(user_id: str, filters: Any, *, limit: int, offset: int) -> Any:
+        pages.append((offset, limit))
+        return real(user_id, filters, limit=limit, offset=offset)
 
-    monkeypatch.setattr(memory.store, "most_recent", counted)
+    monkeypatch.setattr(memory.store, "list", counted)
     found = search_keywords(memory, ["acme"], user_id=U, limit=2, now=NOW)
     assert set(ids(found)) == {r.id for r in best}
-    assert reads == [2, 8]  # the year-old memories could not outscore two fresh important facts
-    reads.clear()
+    assert pages == [(0, 2), (2, 6)]  # the year-old memories could not outscore two fresh important facts
+    pages.clear()
     assert len(search_keywords(memory, ["acme"], user_id=U, limit=3, now=NOW)) == 3
-    assert reads == [2, 8, 32]  # the third best is old: every memory had to be read
+    assert pages == [(0, 2), (2, 6), (8, 24)]  # the third best is old: the walk read on until the list ended
+    pages.clear()
+    monkeypatch.setattr(ks, "SCAN_LIMIT", 4)
+    assert len(search_keywords(memory, ["acme"], user_id=U, limit=3, now=NOW)) == 3
+    assert pages == [(0, 2), (2, 2)]  # no further than the bound
 
 
 # -- cache ----------------------------------------------------------------------------------------------

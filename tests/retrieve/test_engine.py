@@ -96,6 +96,15 @@ def test_score_order_reads_to_the_end_without_a_bound(memory: Memory, notes: lis
     assert reads == [2, 8, 32]
 
 
+def test_a_stated_most_caps_the_reading(memory: Memory, notes: list[MemoryRecord]) -> None:
+    reads: list[int] = []
+    strategy = Strategy("t", (Source("recent", newest(memory, reads), 2, grows=True, most=5),), Filters(),
+                        importance, BY_IMPORTANCE, 2)
+    # The best two (n9, n8) are older than the cap: the answer is the best of the five newest.
+    assert [s.record.id for s in run(memory.store, U, strategy)] == ["n4", "n3"]
+    assert reads == [2, 5]
+
+
 def test_a_bound_ends_the_reading_once_nothing_unseen_can_rank(memory: Memory, notes: list[MemoryRecord]) -> None:
     reads: list[int] = []
     # Newest first and importance rising with age: nothing unseen is bounded. Score by recency
