@@ -29,7 +29,6 @@ prompt more per token than a raw message). Ties go to the smaller id.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -229,15 +228,17 @@ class _Newest:
     def __init__(self, ctx: Context, user: str, filters: Filters) -> None:
         self._ctx, self._user, self.filters = ctx, user, filters
         self._records: dict[str, MemoryRecord] = {}
+        self._hits: list[Hit] = []
         self._ended = False
 
     def read(self, n: int) -> list[Hit]:
-        have = len(self._records)
+        have = len(self._hits)
         if n > have and not self._ended:
             page = self._ctx.store.list(self._user, self.filters, limit=n - have, offset=have)
             self._ended = len(page) < n - have
             self._records.update((r.id, r) for r in page)
-        return [(r.id, r.created_at.timestamp()) for r in itertools.islice(self._records.values(), n)]
+            self._hits.extend((r.id, r.created_at.timestamp()) for r in page)
+        return self._hits[:n]
 
     def fetch(self, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]:
         rest = [i for i in memory_ids if i not in self._records]

@@ -3,9 +3,11 @@
 A :class:`Strategy` (a preset) says which of the store's ranked lists to read and how far, what a
 memory must be to be admitted, which signals score it with what weights, and how the answer is
 ordered and chosen. :func:`run` does the rest the same way for every caller, with the pieces the
-retrieval pipeline uses: the union of sources is its :class:`~engram.retrieve.candidates.CandidateSet`,
-the filters are checked again after fetch by its :func:`~engram.retrieve.candidates.matches`, and each
-result is a :class:`~engram.retrieve.types.Scored` carrying its signals, their weights and its reasons.
+retrieval pipeline uses: the filters are checked again after fetch by its
+:func:`~engram.retrieve.candidates.matches`, and each result is a :class:`~engram.retrieve.types.Scored`
+carrying its signals, their weights and its reasons. The union of the sources lists each memory once,
+in the order the sources first listed it (a source's raw score is the one it gave first), and grows
+with each read by what is new in it, so a walk of thousands adds each hit once.
 
 The recall modes (:mod:`engram.recall`), keyword search (:mod:`engram.keyword_search`) and document
 lookup (:mod:`engram.documents`) are presets of it, each defined beside the signals it reads.
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from engram.model import Filters, Hit, MemoryRecord
-from engram.retrieve.candidates import CandidateSet, matches
+from engram.retrieve.candidates import matches
 from engram.retrieve.types import Scored
 
 __all__ = ["GROWTH", "Evidence", "Raw", "Source", "Strategy", "Weighting", "run"]
@@ -123,20 +125,26 @@ def run(store: Reads, user_id: str, strategy: Strategy) -> list[Scored]:
     """The strategy's answer for ``user_id``: scored, explained, ordered and cut (or picked)."""
     sizes = {source.name: _capped(source, max(1, source.n)) for source in strategy.sources}
     lists: dict[str, list[Hit]] = {}
+    raw: dict[str, dict[str, float]] = {source.name: {} for source in strategy.sources}
+    union: dict[str, None] = {}  # every memory listed so far, in the order first listed
     judged: dict[str, Scored | None] = {}  # each memory is read and judged once, when a source first lists it
     while True:
+        fresh: list[str] = []
         for source in strategy.sources:
             if source.name not in lists or source.grows:
-                lists[source.name] = source.read(sizes[source.name])
-        found = CandidateSet()
-        for source in strategy.sources:
-            found.add(source.name, lists[source.name])
-        fresh = [i for i in found.ids if i not in judged]
+                hits = lists[source.name] = source.read(sizes[source.name])
+                scores = raw[source.name]
+                for memory_id, score in hits:
+                    if memory_id not in scores:
+                        scores[memory_id] = score
+                        if memory_id not in union:
+                            union[memory_id] = None
+                            fresh.append(memory_id)
         for start in range(0, len(fresh), FETCH_CHUNK):  # a long walk holds only what it admits
             chunk = fresh[start : start + FETCH_CHUNK]
             judged.update(dict.fromkeys(chunk))
-            judged.update(_judge(strategy, store.fetch(user_id, chunk), user_id, found.raw))
-        ordered = _order(strategy, [s for i in found.ids if (s := judged[i]) is not None])
+            judged.update(_judge(strategy, store.fetch(user_id, chunk), user_id, raw))
+        ordered = _order(strategy, [s for i in union if (s := judged[i]) is not None])
         growing = [s for s in strategy.sources if s.grows]
         # A growing source that ended listed every memory the strategy can admit: all were seen.
         seen_all = any(len(lists[s.name]) < sizes[s.name] for s in growing)
@@ -155,16 +163,24 @@ def _judge(
     strategy: Strategy, records: list[MemoryRecord], user_id: str, found: Raw
 ) -> dict[str, Scored | None]:
     # The filters are checked again after fetch: a store bug must not leak another user's or an
-    # excluded memory.
-    admitted = [r for r in records if r.user_id == user_id and matches(r, strategy.filters)]
+    # excluded memory. Without ``extra`` they are checked after the judge, which rejects most of a
+    # long walk's memories (no keyword matched) at less than the filters' cost; a memory's evidence
+    # is only ever kept once it passed them.
+    def admits(record: MemoryRecord) -> bool:
+        return record.user_id == user_id and matches(record, strategy.filters)
+
     raw: dict[str, Mapping[str, float]] = dict(found)
-    if strategy.extra is not None and admitted:
-        raw.update(strategy.extra(admitted))
+    extra = strategy.extra
+    checked = extra is not None
+    if extra is not None:
+        records = [r for r in records if admits(r)]  # ``extra`` reads per memory: only the admitted
+        if records:
+            raw.update(extra(records))
     weights = strategy.weighting.reported()
     out: dict[str, Scored | None] = {}
-    for record in admitted:
+    for record in records:
         evidence = strategy.judge(record, raw)
-        if evidence is None:
+        if evidence is None or not (checked or admits(record)):
             continue
         score = strategy.weighting.score(evidence.signals)
         if score >= strategy.floor:
