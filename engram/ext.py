@@ -126,6 +126,11 @@ class Store(Protocol):
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         """BM25-like relevance (positive, higher is better), best first."""
 
+    def substring_search(self, user_id: str, terms: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
+        """Memories whose searched text (content, subject, predicate, object, trigger, action, tags,
+        metadata string values) contains any of ``terms`` ignoring case, newest first, score the
+        POSIX time; each term at least three characters (ValidationError otherwise)."""
+
     def by_time_range(
         self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
     ) -> builtins.list[Hit]:

@@ -111,4 +111,17 @@ class PostgresDialect(Dialect):
         return f"json_typeof{field} = 'string' AND ({alias}.metadata ->> ?::text) = ?", [key, key, value]
 
 
+    def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
+        # No pg_trgm in the test server's build, so no index: the user's rows are read newest first.
+        fields = ", ".join(f"{alias}.{name}" for name in _SEARCHED)
+        metadata = (f"(SELECT string_agg(v #>> '{{}}', chr(31)) FROM jsonb_path_query({alias}.metadata::jsonb, "
+                    "'strict $.**') AS v WHERE jsonb_typeof(v) = 'string')")
+        text = f"concat_ws(chr(31), {fields}, array_to_string({alias}.tags, chr(31)), {metadata})"
+        patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
+        return f"{text} ILIKE ANY (?::text[])", [patterns]
+
+
+#: The columns of a memory's searched text before its tags and metadata (as SQLite's substring index).
+_SEARCHED = ("content", "subject", "predicate", "object", "trigger_text", "action_text")
+
 POSTGRES = PostgresDialect()

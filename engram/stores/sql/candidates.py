@@ -10,11 +10,15 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from engram.errors import ValidationError
 from engram.model import Filters, Hit
 from engram.stores.sql.base import SQLBase, chunks
 from engram.stores.sql.rows import filter_sql
 
-__all__ = ["CandidateMixin"]
+__all__ = ["SUBSTRING_MIN", "CandidateMixin"]
+
+#: The shortest substring :meth:`CandidateMixin.substring_search` answers (a trigram).
+SUBSTRING_MIN = 3
 
 
 class CandidateMixin(SQLBase):
@@ -42,6 +46,26 @@ class CandidateMixin(SQLBase):
 
     def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._ordered(user_id, filters, "", (), self.dialect.epoch("m.created_at"), "m.created_at DESC", n)
+
+    def substring_search(
+        self, user_id: str, terms: Sequence[str], n: int, filters: Filters
+    ) -> builtins.list[Hit]:
+        """Memories whose searched text (content, subject, predicate, object, trigger, action, tags,
+        metadata string values) contains any of ``terms`` ignoring case, newest first; score the POSIX time.
+
+        A term must have at least :data:`SUBSTRING_MIN` characters: a trigram index cannot answer a
+        shorter one, so it is refused (ValidationError) rather than answered by a scan.
+        """
+        wanted = list(dict.fromkeys(terms))
+        short = [t for t in wanted if len(t) < SUBSTRING_MIN]
+        if short:
+            raise ValidationError("terms", f"substrings of at least {SUBSTRING_MIN} characters, got {short!r}")
+        if not wanted or n <= 0:
+            return []
+        clause, params = self.dialect.contains_any("m", wanted)
+        return self._ordered(
+            user_id, filters, f"AND {clause}", params, self.dialect.epoch("m.created_at"), "m.created_at DESC", n
+        )
 
     def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         d = self.dialect
