@@ -1,25 +1,23 @@
 """Keyword search, a small result cache, and prompt context from the results (the keyword search contract).
 
-Keyword search is a preset of the retrieval engine (:mod:`engram.retrieve.engine`). The store's keyword
-index holds whole tokens of ``content``, while the keyword search contract matches substrings ("acm"
-finds "Acme") in every data field, tags and metadata included. So candidates come from two of the
-store's ranked lists:
+Keyword search is a preset of the retrieval engine (:mod:`engram.retrieve.engine`). The contract
+matches substrings ("acm" finds "Acme") in every data field, tags and metadata included, and only
+memories matching at least one keyword are returned (its decision 3). Candidates come from the
+store's substring search (:meth:`~engram.ext.Store.substring_search`): every memory whose searched
+text contains a keyword, newest first, read ``SCAN_PAGE`` and then four-fold further until the list
+ends or no memory older than those read could score above the ``limit``-th result (its recency bounds
+its score). Each candidate is then checked in Python, field by field, which also says where each
+keyword matched. No memory is left out for its age: a search with no match reads nothing but the
+index. SQLite answers from a trigram index; PostgreSQL by reading the user's rows in SQL (no pg_trgm).
 
-* the keyword index, once per keyword (one OR query would let the store's postings budget drop common
-  keywords), its ``FTS_PER_KEYWORD`` best hits each, over all of the user's memories;
-* the user's memories newest first, read ``SCAN_PAGE`` and then four-fold further, at most
-  ``SCAN_LIMIT``: this is what finds substring-only matches and matches in subject/predicate/object,
-  trigger/action, tags and metadata. The walk stops sooner once no memory older than those read
-  could score above the ``limit``-th result (its recency bounds its score).
+A keyword under ``SUBSTRING_MIN`` (3) characters has no trigram to look up. A search holding one
+keeps the bounded candidates of before: the keyword index's whole-token hits over all memories
+(``FTS_PER_KEYWORD`` best per keyword) plus a scan of the newest ``SCAN_LIMIT`` (2,000) memories,
+so a memory older than those is found only when a keyword is a whole token of its content.
 
-Every candidate is checked in Python, field by field, and only memories matching at least one
-keyword are returned (the contract's decision 3).
-
-The bound: a memory older than the newest ``SCAN_LIMIT`` is found only when a keyword is a whole
-token of its content (and among that keyword's ``FTS_PER_KEYWORD`` best). Without it, a search whose
-best matches do not settle the answer (one with no match, say) reads every memory of the user, about
-85 us each on SQLite (0.65 s at 10,000, several seconds at 100,000); the store has no index of
-substrings that would make those matches a ranked list like the others.
+Case: Python's casefold decides a match; the stores fold case letter by letter (SQLite's trigram
+tokenizer, PostgreSQL's ILIKE), so a text whose letters casefold to other letters ("Straße" to
+"strasse") is found by the index only as its letters fold alone ("straße" finds it, "strasse" not).
 
 Ranking is the contract's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
 0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a
@@ -38,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from engram.caches import KEYWORD_CACHE_ENTRIES, KEYWORD_CACHE_TTL
 from engram.context import context_of
 from engram.errors import ValidationError
+from engram.ext import SUBSTRING_MIN
 from engram.model import KINDS, Filters, Hit, MemoryRecord
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
@@ -58,7 +57,7 @@ WEIGHTING = Weighting(WEIGHTS)
 RECENCY_DAYS = 30.0
 PREFERRED_KINDS = frozenset({"fact", "procedure", "summary"})
 FTS_PER_KEYWORD = 200
-SCAN_LIMIT = 2000  # the substring scan's bound (see the module doc)
+SCAN_LIMIT = 2000  # the scan's bound when a keyword is too short for the substring index (module doc)
 SCAN_PAGE = 500  # the newest memories read first; further reads grow four-fold up to SCAN_LIMIT
 MAX_KEYWORDS = 32
 MAX_LIMIT = 1000
@@ -249,8 +248,14 @@ class _Newest:
 def _strategy(ctx: Context, q: _Query, now: datetime, newest: _Newest) -> Strategy:
     """Keyword search as a preset of the engine: best score first, ties to the smaller id."""
     filters = newest.filters
-    fts = [Source(f"keyword:{k}", _keyword_list(ctx, q.user, k, filters), FTS_PER_KEYWORD) for k in q.keywords]
-    scan = Source("recent", newest.read, min(SCAN_PAGE, SCAN_LIMIT), grows=True, most=SCAN_LIMIT)
+    if all(len(k) >= SUBSTRING_MIN for k in q.keywords):
+        # Lists every memory a keyword can match, so the walk may end only by the recency bound.
+        sources: tuple[Source, ...] = (Source(
+            "recent", lambda n: ctx.store.substring_search(q.user, q.keywords, n, filters), SCAN_PAGE, grows=True,
+        ),)
+    else:
+        fts = [Source(f"keyword:{k}", _keyword_list(ctx, q.user, k, filters), FTS_PER_KEYWORD) for k in q.keywords]
+        sources = (*fts, Source("recent", newest.read, min(SCAN_PAGE, SCAN_LIMIT), grows=True, most=SCAN_LIMIT))
 
     def judge(record: MemoryRecord, _raw: Raw) -> Evidence | None:
         if q.min_importance is not None and record.importance < q.min_importance:
@@ -267,7 +272,7 @@ def _strategy(ctx: Context, q: _Query, now: datetime, newest: _Newest) -> Strate
         fresh = _recency(oldest_read, now) if q.recency_boost else 0.0
         return WEIGHTING.score({"keyword": 1.0, "recency": fresh, "importance": 1.0, "type": 1.0})
 
-    return Strategy("keyword", (*fts, scan), filters, judge, WEIGHTING, q.limit, bound=bound)
+    return Strategy("keyword", sources, filters, judge, WEIGHTING, q.limit, bound=bound)
 
 
 def _run(ctx: Context, q: _Query) -> list[KeywordResult]:

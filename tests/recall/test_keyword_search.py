@@ -142,22 +142,34 @@ def test_statuses_and_users_are_respected(memory: Memory) -> None:
         search_keywords(memory, ["acme"], user_id=None)  # type: ignore[arg-type]
 
 
-def test_scan_bound_and_fts_beyond_it(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_memory_is_beyond_a_row_count(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The store's substring index lists every match: a substring or a tag finds a memory however
+    # old, whatever the scan bound of short keywords (the 2,000-row scan before left both out).
     old_content = add(memory, "the zebra escaped", days=100)
     old_tag = add(memory, "an old tagged note", days=90, tags=["zebra"])
     for i in range(4):
         add(memory, f"recent note {i}", days=i)
     monkeypatch.setattr(ks, "SCAN_LIMIT", 2)
     monkeypatch.setattr(ks, "SCAN_PAGE", 2)
-    # Beyond the scan only the keyword index finds a memory, and it holds whole tokens of content.
-    assert ids(search_keywords(memory, ["zebra"], user_id=U)) == [old_content.id]
-    assert search_keywords(memory, ["zebr"], user_id=U) == []
-    monkeypatch.setattr(ks, "SCAN_LIMIT", 2000)
-    # Within it a substring or a tag finds a memory however many pages down.
     assert set(ids(search_keywords(memory, ["zebr"], user_id=U))) == {old_content.id, old_tag.id}
-    monkeypatch.setattr(ks, "FTS_PER_KEYWORD", 1)
     assert set(ids(search_keywords(memory, ["zebra"], user_id=U))) == {old_content.id, old_tag.id}
     assert len(search_keywords(memory, ["note"], user_id=U, limit=5)) == 5
+
+
+def test_short_keywords_keep_the_scan_bound(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under three characters there is no trigram to look up: the keyword index's whole tokens over
+    # all memories, and substrings, tags and metadata in the newest SCAN_LIMIT only.
+    old_content = add(memory, "an ox escaped", days=100)
+    old_tag = add(memory, "an old tagged note", days=90, tags=["ox"])
+    for i in range(4):
+        add(memory, f"recent note {i}", days=i)
+    monkeypatch.setattr(ks, "SCAN_LIMIT", 2)
+    monkeypatch.setattr(ks, "SCAN_PAGE", 2)
+    assert ids(search_keywords(memory, ["ox"], user_id=U)) == [old_content.id]
+    assert search_keywords(memory, ["x"], user_id=U) == []
+    assert ids(search_keywords(memory, ["x", "zebra"], user_id=U)) == []  # one short keyword: all bounded
+    monkeypatch.setattr(ks, "SCAN_LIMIT", 2000)
+    assert set(ids(search_keywords(memory, ["x"], user_id=U))) == {old_content.id, old_tag.id}
 
 
 def test_the_walk_stops_once_nothing_older_can_rank(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,6 +177,27 @@ def test_the_walk_stops_once_nothing_older_can_rank(memory: Memory, monkeypatch:
     for i in range(6):
         add(memory, f"acme note {i}", days=400 + i)
     monkeypatch.setattr(ks, "SCAN_PAGE", 2)
+    reads: list[int] = []
+    real = memory.store.substring_search
+
+    def counted(user_id: str, terms: Any, n: int, filters: Any) -> Any:
+        reads.append(n)
+        return real(user_id, terms, n, filters)
+
+    monkeypatch.setattr(memory.store, "substring_search", counted)
+    found = search_keywords(memory, ["acme"], user_id=U, limit=2, now=NOW)
+    assert set(ids(found)) == {r.id for r in best}
+    assert reads == [2, 8]  # the year-old memories could not outscore two fresh important facts
+    reads.clear()
+    assert len(search_keywords(memory, ["acme"], user_id=U, limit=3, now=NOW)) == 3
+    assert reads == [2, 8, 32]  # the third best is old: the walk read on until the list ended
+
+
+def test_the_scan_of_short_keywords_stops_at_its_bound(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(8):
+        add(memory, f"ox note {i}", days=400 + i)
+    monkeypatch.setattr(ks, "SCAN_PAGE", 2)
+    monkeypatch.setattr(ks, "SCAN_LIMIT", 4)
     pages: list[tuple[int, int]] = []
     real = memory.store.list
 
@@ -173,16 +206,8 @@ def test_the_walk_stops_once_nothing_older_can_rank(memory: Memory, monkeypatch:
         return real(user_id, filters, limit=limit, offset=offset)
 
     monkeypatch.setattr(memory.store, "list", counted)
-    found = search_keywords(memory, ["acme"], user_id=U, limit=2, now=NOW)
-    assert set(ids(found)) == {r.id for r in best}
-    assert pages == [(0, 2), (2, 6)]  # the year-old memories could not outscore two fresh important facts
-    pages.clear()
-    assert len(search_keywords(memory, ["acme"], user_id=U, limit=3, now=NOW)) == 3
-    assert pages == [(0, 2), (2, 6), (8, 24)]  # the third best is old: the walk read on until the list ended
-    pages.clear()
-    monkeypatch.setattr(ks, "SCAN_LIMIT", 4)
-    assert len(search_keywords(memory, ["acme"], user_id=U, limit=3, now=NOW)) == 3
-    assert pages == [(0, 2), (2, 2)]  # no further than the bound
+    assert len(search_keywords(memory, ["x"], user_id=U, limit=3, now=NOW)) == 3
+    assert pages == [(0, 2), (2, 2)]  # listed a page at a time, each memory once, no further than the bound
 
 
 # -- cache ----------------------------------------------------------------------------------------------
