@@ -142,34 +142,38 @@ def test_statuses_and_users_are_respected(memory: Memory) -> None:
         search_keywords(memory, ["acme"], user_id=None)  # type: ignore[arg-type]
 
 
-def test_no_memory_is_beyond_a_row_count(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The store's substring index lists every match: a substring or a tag finds a memory however
-    # old, whatever the scan bound of short keywords (the 2,000-row scan before left both out).
-    old_content = add(memory, "the zebra escaped", days=100)
-    old_tag = add(memory, "an old tagged note", days=90, tags=["zebra"])
+def _old_matches_beyond_a_scan_of_two(memory: Memory, monkeypatch: pytest.MonkeyPatch, word: str) -> set[str]:
+    """An old memory with ``word`` in its content and one tagged ``word``, behind four newer notes,
+    with the scan of short keywords bounded at the newest two."""
+    old = {add(memory, f"the {word} escaped", days=100).id, add(memory, "an old tagged note", days=90, tags=[word]).id}
     for i in range(4):
         add(memory, f"recent note {i}", days=i)
     monkeypatch.setattr(ks, "SCAN_LIMIT", 2)
     monkeypatch.setattr(ks, "SCAN_PAGE", 2)
-    assert set(ids(search_keywords(memory, ["zebr"], user_id=U))) == {old_content.id, old_tag.id}
-    assert set(ids(search_keywords(memory, ["zebra"], user_id=U))) == {old_content.id, old_tag.id}
+    return old
+
+
+def test_no_memory_is_beyond_a_row_count(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The store's substring index lists every match: a substring or a tag finds a memory however
+    # old, whatever the scan bound of short keywords (the 2,000-row scan before left both out).
+    old = _old_matches_beyond_a_scan_of_two(memory, monkeypatch, "zebra")
+    assert set(ids(search_keywords(memory, ["zebr"], user_id=U))) == old
+    assert set(ids(search_keywords(memory, ["zebra"], user_id=U))) == old
     assert len(search_keywords(memory, ["note"], user_id=U, limit=5)) == 5
 
 
 def test_short_keywords_keep_the_scan_bound(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     # Under three characters there is no trigram to look up: the keyword index's whole tokens over
     # all memories, and substrings, tags and metadata in the newest SCAN_LIMIT only.
-    old_content = add(memory, "an ox escaped", days=100)
-    old_tag = add(memory, "an old tagged note", days=90, tags=["ox"])
-    for i in range(4):
-        add(memory, f"recent note {i}", days=i)
-    monkeypatch.setattr(ks, "SCAN_LIMIT", 2)
-    monkeypatch.setattr(ks, "SCAN_PAGE", 2)
-    assert ids(search_keywords(memory, ["ox"], user_id=U)) == [old_content.id]
+    old = _old_matches_beyond_a_scan_of_two(memory, monkeypatch, "ox")
+    zebras = add(memory, "a zebrafish swam", days=95)  # "zebra" is no whole token of it
+    [in_content] = [i for i in old if memory.get(i, user_id=U).content == "the ox escaped"]
+    assert ids(search_keywords(memory, ["ox"], user_id=U)) == [in_content]
     assert search_keywords(memory, ["x"], user_id=U) == []
-    assert ids(search_keywords(memory, ["x", "zebra"], user_id=U)) == []  # one short keyword: all bounded
+    assert ids(search_keywords(memory, ["zebra"], user_id=U)) == [zebras.id]
+    assert search_keywords(memory, ["x", "zebra"], user_id=U) == []  # one short keyword: the whole search bounded
     monkeypatch.setattr(ks, "SCAN_LIMIT", 2000)
-    assert set(ids(search_keywords(memory, ["x"], user_id=U))) == {old_content.id, old_tag.id}
+    assert set(ids(search_keywords(memory, ["x"], user_id=U))) == old
 
 
 def test_the_walk_stops_once_nothing_older_can_rank(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
