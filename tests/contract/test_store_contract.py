@@ -393,7 +393,8 @@ def test_substring_search_finds_any_term_in_every_searched_field_newest_first(st
     procedure = rec("u1", "a procedure", kind="procedure", trigger="on refund", action="reissue the bill",
                     created_at=T0 + 2 * day)
     tagged = rec("u1", "tagged", tags=("billing",), created_at=T0 + 3 * day)
-    nested = rec("u1", "nested", metadata={"source": {"via": ["Initech mail"]}, "n": 5}, created_at=T0 + 4 * day)
+    nested = rec("u1", "nested", metadata={"source": {"via": ["Initech mail"]}, "n": 5, "q": 'say "hi" \\o/'},
+                 created_at=T0 + 4 * day)
     theirs = rec("u2", "ACME again", created_at=T0 + 5 * day)
     put(store, content, fact, procedure, tagged, nested, theirs)
 
@@ -406,6 +407,7 @@ def test_substring_search_finds_any_term_in_every_searched_field_newest_first(st
     assert ids("illin") == [tagged.id] and ids("nitech m") == [nested.id]
     assert ids("acm", "illin", "nitech") == [nested.id, tagged.id, content.id]  # any term, newest first
     assert ids("acm", "illin", "nitech", n=2) == [nested.id, tagged.id]
+    assert ids('"hi" \\o') == [nested.id]  # as written, not as JSON escapes it
     assert ids("source") == [] and ids("via") == []  # metadata keys are not searched text
     assert ids("tagged", filters=Filters(kinds=("fact",))) == []
     [(_, when)] = store.substring_search("u1", ["tagged"], 5, Filters())
