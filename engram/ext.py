@@ -128,6 +128,10 @@ class Store(Protocol):
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         """BM25-like relevance (positive, higher is better), best first."""
 
+    #: Whether :meth:`substring_search` is answered from an index (its cost grows with the matches)
+    #: rather than by reading the user's rows (its cost grows with them).
+    substring_indexed: bool
+
     def substring_search(self, user_id: str, terms: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
         """Memories whose searched text (content, subject, predicate, object, trigger, action, tags,
         metadata string values) contains any of ``terms`` ignoring case, newest first, score the

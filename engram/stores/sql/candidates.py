@@ -22,6 +22,8 @@ __all__ = ["CandidateMixin"]
 class CandidateMixin(SQLBase):
     """Store methods; each is one read."""
 
+    substring_indexed = False
+
     def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
                  score: str, order: str, n: int, *, by_user: bool = True) -> builtins.list[Hit]:
         """``by_user=False`` keeps the planner off the user's index: ``extra`` selects few rows."""

@@ -24,6 +24,8 @@ _WALKED_ENTITIES = 8  # up to this many entities, by_entities walks each one's i
 class CandidateMixin(candidates.CandidateMixin):
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`, beside the shared ones."""
 
+    substring_indexed = True  # the trigram index of engram.stores.sqlite.substrings
+
     if TYPE_CHECKING:
         _conn: sqlite3.Connection
 
