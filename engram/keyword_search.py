@@ -1,28 +1,22 @@
 """Keyword search, a small result cache, and prompt context from the results (the keyword search contract).
 
 Keyword search is a preset of the retrieval engine (:mod:`engram.retrieve.engine`). The contract
-matches substrings ("acm" finds "Acme") in every data field, tags and metadata included, and only
-memories matching at least one keyword are returned (its decision 3). Each candidate is checked in
-Python, field by field, which also says where each keyword matched. Candidates come from one of two
-places:
+matches substrings ("acm" finds "Acme") in every data field, tags and metadata included, and returns
+only memories matching a keyword (its decision 3); each candidate is checked in Python, field by
+field, which also says where each keyword matched. Candidates come from one of two places:
 
 * A store with a substring index (``Store.substring_indexed``: SQLite's trigram index) lists every
-  memory whose searched text contains a keyword, newest first (``Store.substring_search``). It is
-  read ``SCAN_PAGE`` and then four-fold further until it ends or no memory older than those read
-  could score above the ``limit``-th result (its recency bounds its score). No memory is left out
-  for its age, and a search with no match reads nothing but the index.
-* Otherwise, and for a search holding a keyword under ``SUBSTRING_MIN`` (3) characters, which has no
-  trigram to look up: the keyword index's whole-token hits over all memories (``FTS_PER_KEYWORD``
-  best per keyword) plus a scan of the newest ``SCAN_LIMIT`` (2,000) memories, read the same way.
-  The bound: an older memory is found only when a keyword is a whole token of its content. Without
-  it a search with no match read every memory (0.65 s at 10,000 on SQLite). PostgreSQL answers
-  ``substring_search`` by reading the user's rows in SQL (the test server has no pg_trgm): at 100k,
-  faster than this bounded path for common keywords (65-85 vs 270-520 ms) and slower for rare ones
-  (600-730 vs 230-290 ms), so it keeps the bounded path until it has an index.
+  memory holding a keyword, newest first (``Store.substring_search``), read ``SCAN_PAGE`` and then
+  four-fold further until it ends or no older memory could score above the ``limit``-th result (its
+  recency bounds its score). No memory is left out for its age; a search with no match reads the index only.
+* Otherwise (PostgreSQL reads the user's rows for ``substring_search``: at 100k slower than this for
+  rare keywords), and for a keyword under ``SUBSTRING_MIN`` (3) characters, which has no trigram: the
+  keyword index's whole-token hits (``FTS_PER_KEYWORD`` per keyword) plus the newest ``SCAN_LIMIT``
+  (2,000) memories, read the same way. The bound: an older memory is found only when a keyword is a
+  whole token of its content; without it a search with no match read every memory.
 
-Case: Python's casefold decides a match; SQLite's index folds case letter by letter, so a text whose
-letters casefold to other letters ("Straße" to "strasse") is found by the index only as its letters
-fold alone ("straße" finds it, "strasse" not).
+Case: Python's casefold decides a match; the index folds letter by letter, so a text whose letters
+casefold to others ("Straße" to "strasse") is found only as they fold alone ("straße", not "strasse").
 
 Ranking is the contract's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
 0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a
