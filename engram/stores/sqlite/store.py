@@ -2,14 +2,17 @@
 
 Erasure. What ``delete``, ``forget_user`` and a ``replace`` that changes a memory's text remove is
 gone from the file (database and WAL) when the call returns, except the replaced content, which the
-memory's history keeps until the memory is deleted (:mod:`engram.stores.sql.history`). Three places
+memory's history keeps until the memory is deleted (:mod:`engram.stores.sql.history`). Four places
 would otherwise keep it:
 
 * the keyword index: an FTS5 delete only appends a marker segment that itself names the terms, so
   the segments are merged into one (``optimize``) in the deleting transaction;
 * freed space in pages: ``secure_delete`` zeroes it in the new version of each page;
 * old versions of those pages, in the WAL and in the database file until the next checkpoint: a
-  ``TRUNCATE`` checkpoint copies the zeroed versions into the file and empties the WAL.
+  ``TRUNCATE`` checkpoint copies the zeroed versions into the file and empties the WAL;
+* a large user's vectors saved beside the file (``<db>.vectors/``, ``<db>.ann/``: their vectors and
+  approximate index, for a new process to load): they are erased, and saved again by the next load
+  or build (:meth:`~engram.stores.sqlite.vector_search.VectorMixin._erase_saved`).
 
 Merging rewrites the whole keyword index and the checkpoint writes it back, so a delete or a text
 edit costs time that grows with the file's size: measured on two shared cores, about 18 ms at 1k
@@ -317,6 +320,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
             if result[1] is not None:
                 index.add(result[0], record.id, result[1], record.kind, record.status)
         self._keywords_added([record], [result[0]])
+        self._erase_saved(record.user_id)  # the old vector may be in the saved files
         if result[2] is not None:
             self._checkpoint()
 
@@ -332,6 +336,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
             for memory_id in gone:
                 index.remove_by_id(memory_id)
         self._keywords_removed(user_id, gone)
+        self._erase_saved(user_id)
         self._checkpoint()
 
     def _forgotten(self, c: sqlite3.Connection, user_id: str) -> None:
@@ -344,6 +349,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
         count = super().forget_user(user_id)
         self._indexes.pop(user_id, None)
         self._postings.pop(user_id, None)
+        self._erase_saved(user_id)
         self._checkpoint()
         return count
 
