@@ -259,6 +259,9 @@ class QueryPlan:
     recency: bool = False
     #: The query asks what someone asked ("What did Bob ask last week?"): their questions answer it.
     asks: bool = False
+    #: Whose words the query asks for: the entities named just before a verb of saying or feeling
+    #: ("What did Priya think of the trial?"). Their own messages answer it.
+    speaking: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

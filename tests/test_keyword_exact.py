@@ -15,6 +15,7 @@ import pytest
 from engram.ingest.normalize import content_hash
 from engram.model import Filters, Hit, MemoryRecord, new_id
 from engram.stores.sqlite import keyword
+from engram.stores.sqlite.postings import Postings
 from engram.stores.sqlite.store import SQLiteStore
 from engram.text import bm25, bm25_idf, memory_terms, query_terms
 
@@ -233,3 +234,25 @@ def test_the_sql_path_equals_the_postings_bit_for_bit(world: tuple[SQLiteStore, 
         assert scan_hits(store._read, user, query_terms(text), 20, f) == from_postings
         compared += len(from_postings)
     assert compared > 300
+
+
+def test_remembered_contributions_follow_every_change() -> None:
+    """A term's contributions are kept between searches; a write changes the statistics (and the
+    term's rows), so the next search must score as an index built from scratch does."""
+    docs = [" coffee invoice", " coffee coffee order", " invoice late", " order"]
+    rows = list(range(1, len(docs) + 1))
+    ids = [f"m{i}" for i in rows]
+    index = Postings.build(rows, ids, [0] * len(docs), docs)
+
+    def scored(p: Postings) -> dict[int, float]:
+        found = p.scores(["coffee", "order"])
+        assert found is not None
+        return dict(zip(found.rowids.tolist(), found.scores.tolist(), strict=True))
+
+    scored(index)
+    index.add(5, "m5", ["coffee", "tea"], 0)
+    fresh = Postings.build([*rows, 5], [*ids, "m5"], [0] * 5, [*docs, " coffee tea"])
+    assert scored(index) == scored(fresh)
+    index.remove("m2")
+    fresh = Postings.build([1, 3, 4, 5], ["m1", "m3", "m4", "m5"], [0] * 4, [docs[0], docs[2], docs[3], " coffee tea"])
+    assert scored(index) == scored(fresh)

@@ -233,7 +233,7 @@ class Pipeline:
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
-                asks=plan.asks,
+                asks=plan.asks, speaking=plan.speaking,
             ))
 
         load(found.best(ranked_limit(config), config.rrf_k))

@@ -59,6 +59,8 @@ __all__ = [
     "KEYWORD_FULL_SHARE",
     "KEYWORD_SIGNAL",
     "RELEVANCE_SIGNAL",
+    "VOICE_GAIN",
+    "VOICE_SIGNAL",
     "apply_min_score",
     "fuse",
     "in_range_first",
@@ -84,6 +86,10 @@ ASK_SIGNAL = "asked"
 #: and keywords say little. Only the asker's questions gain, when the query names who asked.
 ASK_GAIN = 0.5
 _NOT_ASKERS = frozenset(["assistant", "system", "tool"])
+VOICE_SIGNAL = "voice"
+#: How much relevance a message gains when the query asks for its speaker's words ("What did Priya
+#: think of the trial?"): her verdict need not name the trial, while messages about her trial do.
+VOICE_GAIN = 0.15
 #: How much of a top result's relevance a memory gains by naming an entity that result names and
 #: the query does not (the second hop, engram.retrieve.hop).
 BRIDGE_GAIN = 0.15
@@ -91,7 +97,7 @@ BRIDGE_GAIN = 0.15
 CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
-    *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, RELEVANCE_SIGNAL
+    *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, RELEVANCE_SIGNAL
 )
 
 # Sources listed in the order their reasons are reported, so reasons read the same every time.
@@ -164,6 +170,8 @@ def _reasons(
         reasons.append(f"mentions {bridge}, as a top result does")
     if signals.get(ASK_SIGNAL):
         reasons.append("a question, as asked")
+    if signals.get(VOICE_SIGNAL):
+        reasons.append("in the words of whom the query asks about")
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"in time range '{label}'")
@@ -220,6 +228,7 @@ def rank(
     bridges: Mapping[str, tuple[float, str]] | None = None,
     speakers: Mapping[str, str] | None = None,
     asks: bool = False,
+    speaking: Sequence[str] = (),
 ) -> list[Scored]:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -235,7 +244,8 @@ def rank(
     entity of who said it: a query entity that speaks counts fully only in its own memories.
     ``asks`` (the query asks what was asked) lets questions gain ``ASK_GAIN`` (``asked``): the
     questions of the query's speaking entities when it names any, else any question not the
-    assistant's.
+    assistant's. ``speaking`` names the entities whose words the query asks for: their own
+    messages gain ``VOICE_GAIN`` (``voice``).
     """
     strategy = dict(weights)
     if config.weights is not None:
@@ -287,10 +297,11 @@ def rank(
             said.get(record.id) in voices if voices else record.role not in _NOT_ASKERS))
         signals[CONTEXT_SIGNAL] = around
         signals[BRIDGE_SIGNAL] = via
+        spoke = float(bool(speaking) and said.get(record.id) in speaking)
         signals[ASK_SIGNAL] = asked
-        signals[RELEVANCE_SIGNAL] = min(
-            1.0, signals[RELEVANCE_SIGNAL] + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked
-        )
+        signals[VOICE_SIGNAL] = spoke
+        signals[RELEVANCE_SIGNAL] = min(1.0, signals[RELEVANCE_SIGNAL] + CONTEXT_GAIN * around
+                                        + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke)
 
     if config.fusion == "rrf":
         scores = [_rrf_score(record.id, source_ranks, config.rrf_k) for record, _, _ in rows]

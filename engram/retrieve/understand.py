@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from engram.config import STRATEGY_WEIGHTS
-from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids
+from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids, speaker_entity
 from engram.model import Entity, QueryPlan
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
@@ -63,6 +63,30 @@ _RECENT = re.compile(r"\b(?:recent|recently|latest|lately|newest|nowadays|these\
 #: "What did Bob ask?", "Which questions came in?": the answer is what was asked, whatever its words.
 #: Not "I was wondering if ...", which is politeness.
 _ASKS = re.compile(r"\b(?:ask|asks|asked|asking|questions?)\b", re.IGNORECASE)
+
+
+#: "What did Priya think of the trial?", "How does Gina describe the studio?": the name just before a
+#: verb of saying or feeling is whose words answer the question (a run of capitalized words, of
+#: which the longest tail that names a query entity counts: "Did Mark say" is Mark).
+_VOICE = re.compile(
+    r"\b((?:[A-Z][\w'’-]*\s+){0,3}?[A-Z][\w'’-]*)\s+(?:(?:really|actually|honestly|first|just|also|ever)\s+)?"
+    r"(?:say|says|said|think|thinks|thought|feel|feels|felt|mention|mentions|mentioned|tell|tells|told"
+    r"|suggest|suggests|suggested|recommend|recommends|recommended|describe|describes|described"
+    r"|explain|explains|explained|complain|complains|complained|reply|replies|replied|write|writes|wrote)\b"
+)
+
+
+def _speaking(query: str, index: EntityIndex, entities: Sequence[str]) -> tuple[str, ...]:
+    """The query entities named as the ones whose words are asked for (see ``_VOICE``)."""
+    found: dict[str, None] = {}
+    for match in _VOICE.finditer(query):
+        names = match.group(1).split()
+        for start in range(len(names)):
+            who = speaker_entity(" ".join(names[start:]), index)
+            if who is not None and who in entities:
+                found.setdefault(who, None)
+                break
+    return tuple(found)
 
 
 def keywords(text: str) -> tuple[str, ...]:
@@ -154,4 +178,5 @@ def understand(
         keywords=keywords(query),
         recency=_RECENT.search(query) is not None,
         asks=_ASKS.search(query) is not None,
+        speaking=_speaking(query, index, entities),
     )

@@ -80,6 +80,12 @@ class Postings:
         # The last query's scores of every row (its terms, scores, ideal): a time-scoped retrieval
         # searches the same words twice, in and out of its range. Every change forgets them.
         self._scored: tuple[tuple[str, ...], npt.NDArray[np.float64], float] | None = None
+        # Per term: its live positions and each one's BM25 contribution under the current
+        # statistics, most recently used last. A query's terms recur (a retrieval searches them in
+        # and out of its range; the same topics come back), and at a million memories computing a
+        # common term's ~100k contributions was most of a search. Every change forgets them.
+        self._contributions: dict[int, tuple[Ints, npt.NDArray[np.float64]]] = {}
+        self._contribution_count = 0
 
     @classmethod
     def build(
@@ -110,17 +116,24 @@ class Postings:
 
     def _set_postings(self, pairs: Ints, freqs: npt.NDArray[np.uint32], terms: int, rows: int) -> None:
         """The arrays from sorted, distinct ``term * rows + row`` pairs and their frequencies."""
-        self._scored = None
+        self._forget()
         self._positions = (pairs % max(rows, 1)).astype(np.int32)
         self._freqs = freqs
         self._bounds = np.searchsorted(pairs // max(rows, 1), np.arange(terms + 1)).astype(np.int64)
+
+    def _forget(self) -> None:
+        """What depends on the rows or the user's statistics: dropped at every change."""
+        self._scored = None
+        self._contributions.clear()
+        self._contribution_count = 0
 
     def _account(self) -> None:
         arrays = (self._bounds, self._positions, self._freqs, self._rowids, self._created, self._lengths, self._alive,
                   self._rank, None if self._norms is None else self._norms[1])
         self.nbytes = (sum(a.nbytes for a in arrays if a is not None) + _PER_ROW_OBJECTS * self._size
                        + _PER_TERM_OBJECTS * len(self._vocab) + _PER_EXTRA_POSTING * self._extra_count
-                       + (0 if self._where is None else _PER_WHERE_ENTRY * len(self._where)))
+                       + (0 if self._where is None else _PER_WHERE_ENTRY * len(self._where))
+                       + 16 * self._contribution_count)
 
     def __len__(self) -> int:
         return self._live
@@ -129,7 +142,7 @@ class Postings:
     def add(self, rowid: int, memory_id: str, terms: Sequence[str], created: int) -> None:
         """A row written after the load; ``terms`` as :func:`engram.text.memory_terms` gives them."""
         with self._lock:
-            self._scored = None
+            self._forget()
             self._remove(memory_id)  # a replace: the id's old row goes
             if self._size == len(self._rowids):
                 capacity = self._size + max(_SPARE, self._size // 2)
@@ -168,7 +181,7 @@ class Postings:
             self._account()
 
     def _remove(self, memory_id: str) -> None:
-        self._scored = None
+        self._forget()
         if self._where is None:
             self._where = {m: i for i, m in enumerate(self._ids) if self._alive[i]}
         i = self._where.pop(memory_id, None)
@@ -181,7 +194,7 @@ class Postings:
 
     def _merge(self) -> None:
         """Fold the added rows' postings into the arrays and drop dead rows (their positions close up)."""
-        self._scored = None
+        self._forget()
         terms = len(self._vocab)
         base = np.repeat(np.arange(len(self._bounds) - 1, dtype=np.int64), np.diff(self._bounds))
         extra_codes = [c for c, (p, _) in self._extra.items() for _ in p]
@@ -243,6 +256,27 @@ class Postings:
             positions, freqs = positions[live], freqs[live]
         return positions, freqs
 
+    def _live_positions(self, code: int) -> Ints:
+        cached = self._contributions.get(code)
+        return cached[0] if cached is not None else self._postings(code)[0]
+
+    def _contribution(self, code: int, idf: float) -> tuple[Ints, npt.NDArray[np.float64]]:
+        """The term's live positions and BM25 contributions (``idf`` is the term's, a function of
+        the statistics that every change forgets with these)."""
+        cached = self._contributions.pop(code, None)
+        if cached is None:
+            positions, freqs = self._postings(code)
+            norms = self._row_norms()
+            cached = (positions, idf * (K1 + 1.0) * freqs / (freqs + norms[positions]))
+            self._contribution_count += len(positions)
+            # Bounded to a share of the postings: the cache's byte budget counts them (nbytes).
+            while self._contributions and self._contribution_count > max(65_536, len(self._positions) // 4):
+                dropped = self._contributions.pop(next(iter(self._contributions)))
+                self._contribution_count -= len(dropped[0])
+        self._contributions[code] = cached
+        self._account()
+        return cached
+
     def scores(self, terms: Sequence[str], after: int | None = None, before: int | None = None) -> Matches | None:
         """Every live row matching a term (created in [after, before] when given), unordered, scored
         by BM25 over this user's rows divided by the ``ideal`` of :func:`engram.text.plan_keywords`.
@@ -251,16 +285,16 @@ class Postings:
             if self._scored is not None and self._scored[0] == tuple(terms):
                 _, total, ideal = self._scored
             else:
-                found = {t: self._postings(c) for t in terms if (c := self._vocab.get(t)) is not None}
-                df = {t: len(p) for t, (p, _) in found.items()}
+                codes = {t: c for t in terms if (c := self._vocab.get(t)) is not None}
+                found = {t: self._live_positions(c) for t, c in codes.items()}
+                df = {t: len(p) for t, p in found.items()}
                 plan = plan_keywords(terms, df, self._live, budget=len(self._positions) + self._extra_count + 1)
                 if plan is None:
                     return None
-                norms = self._row_norms()
                 total = np.zeros(self._size, dtype=np.float64)
                 for term in plan.terms:  # every term that occurs: the budget above is never reached
-                    positions, freqs = found[term]
-                    total[positions] += plan.idf[term] * (K1 + 1.0) * freqs / (freqs + norms[positions])
+                    positions, contribution = self._contribution(codes[term], plan.idf[term])
+                    total[positions] += contribution
                 ideal = plan.ideal
                 self._scored = (tuple(terms), total, ideal)
             matched = total > 0.0
