@@ -3,7 +3,7 @@ and 64 concurrent clients, errors counted (any non-200 or transport error), and 
 request cost the server and the load generator.
 
     python bench/service_load.py [--workers 1,2] [--clients 1,4,16,64] [--duration 15]
-        [--embedder minilm] [--queries varied] [--client raw] [--trees /work/main,.]
+        [--embedder minilm] [--queries varied] [--client raw] [--trees /work/main,.] [--repeat 3]
         [--memories 10000] [--users 10] [--db PATH]
 
 The store holds ``--memories`` over ``--users`` users of :mod:`corpus`, embedded by ``--embedder``
@@ -20,6 +20,9 @@ client on the host would: ``--client raw`` (the default) is a lean keep-alive HT
 
 ``--trees A,B`` starts one server per source tree (its ``PYTHONPATH``) on the same store and
 alternates them level by level: a before/after pair measured in the same minutes of a shared machine.
+``--repeat N`` measures each level N times, the trees alternating each time, and ends with the median
+of each tree's runs: on two cores shared with other work, one 15 s run of the same server measured
+anywhere from 40 to 85 requests/s.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import asyncio
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,6 +169,7 @@ def main() -> None:
     parser.add_argument("--queries", choices=("varied", "fixed"), default="varied")
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw")
     parser.add_argument("--trees", default="", help="comma-separated PYTHONPATHs (source trees), one server each")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each level, the trees alternating")
     parser.add_argument("--db", type=Path, help="keep (and reuse) the store here")
     parser.add_argument("--out", default="bench/results/service_load.json")
     args = parser.parse_args()
@@ -188,17 +193,39 @@ def main() -> None:
                 for _, url, _ in servers:
                     wait_healthy(url, timeout=180)
                 for clients in (int(c) for c in args.clients.split(",")):
-                    for tree, url, server in servers:
-                        row = {"workers": workers, "tree": tree,
-                               **measured(server, url, token, users, clients, args, queries)}
-                        report.setdefault("rows", []).append(row)
-                        print(json.dumps(row), flush=True)
+                    for _ in range(args.repeat):
+                        for tree, url, server in servers:
+                            row = {"workers": workers, "tree": tree,
+                                   **measured(server, url, token, users, clients, args, queries)}
+                            report.setdefault("rows", []).append(row)
+                            print(json.dumps(row), flush=True)
             finally:
                 for _, _, server in servers:
                     server.terminate()
                     server.wait(timeout=60)
+    report["medians"] = medians(report.get("rows", []))
+    for row in report["medians"]:
+        print(json.dumps(row), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
+
+
+def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workers, clients and tree: the median of each figure over its runs, errors summed."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["workers"], row["clients"], row["tree"]), []).append(row)
+    out = []
+    for (workers, clients, tree), runs in groups.items():
+        errors: dict[str, int] = {}
+        for run in runs:
+            for status, n in run["errors"].items():
+                errors[status] = errors.get(status, 0) + n
+        middle = {name: statistics.median(r[name] for r in runs if r[name] is not None)
+                  for name in ("rps", "p50_ms", "p99_ms", "server_cpu_ms") if any(r[name] is not None for r in runs)}
+        out.append({"median_of": len(runs), "workers": workers, "clients": clients, "tree": tree, **middle,
+                    "errors": errors, "requests": sum(r["requests"] for r in runs)})
+    return out
 
 
 if __name__ == "__main__":
