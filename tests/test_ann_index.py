@@ -202,3 +202,41 @@ def test_the_threshold_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("ENGRAM_ANN_ABOVE", "many")
     with pytest.raises(ConfigError, match="ENGRAM_ANN_ABOVE"):
         ann_above()
+
+
+def _saved(store: SQLiteStore) -> list[str]:
+    directory = Path(f"{store.path}.ann")
+    return sorted(p.suffix for p in directory.iterdir()) if directory.is_dir() else []
+
+
+def test_deletes_and_forgetting_erase_the_saved_snapshot(store: SQLiteStore, tmp_path: Path) -> None:
+    """The saved snapshot holds quantized vectors: what a delete erases from the database must not
+    stay in it, nor may a forgotten user's, whichever process saved it."""
+    store.vector_search("u", QUERIES[0], 10, Filters())
+    index = store._indexes.get("u")
+    assert isinstance(index, AnnIndex) and index.wait(60)
+    assert _saved(store) == [".ivf", ".json"]
+    assert store.delete("u", "m5")
+    assert _saved(store) == []
+    # A build that began before a removal is not saved; one after it is.
+    removals = index._removals
+    index.rebuild()
+    assert index.wait(60)
+    assert _saved(store) == [".ivf", ".json"] and index._removals == removals
+    # Another process that never loaded the user forgets them: the file goes too.
+    other = SQLiteStore(tmp_path / "v.db")
+    try:
+        assert other.forget_user("u") > 0
+    finally:
+        other.close()
+    assert _saved(store) == []
+
+
+def test_a_build_overtaken_by_a_removal_is_not_saved(tmp_path: Path) -> None:
+    index = AnnIndex.load(DIMS, *_rows())
+    index._file = tmp_path / "u.ivf"
+    built = index._train_and_fill()
+    assert built is not None
+    index.remove(7)  # after the build read its rows, before it saves
+    index._save(*built)
+    assert list(tmp_path.iterdir()) == []

@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from engram.stores.sqlite.vectors import ExactIndex, Matrix
 
-__all__ = ["AnnIndex", "load_index", "snapshot_dir"]
+__all__ = ["AnnIndex", "drop_saved", "load_index", "snapshot_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,24 @@ _builds = threading.Semaphore(1)  # one build at a time per process: each holds 
 def snapshot_dir(db_path: str) -> Path | None:
     """Where a database's snapshots live; None for an in-memory database."""
     return None if db_path == ":memory:" else Path(f"{db_path}.ann")
+
+
+def _saved_file(directory: Path, user_id: str) -> Path:
+    return directory / f"{hashlib.sha256(user_id.encode()).hexdigest()[:32]}.ivf"
+
+
+def drop_saved(db_path: str, user_id: str) -> None:
+    """Erase the user's saved snapshot, if any: it holds (quantized) vectors of rows a delete,
+    replace or forget just erased from the database. The next build saves a current one."""
+    directory = snapshot_dir(db_path)
+    if directory is None:
+        return
+    saved = _saved_file(directory, user_id)
+    for path in (saved, saved.with_suffix(".json")):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            log.warning("could not erase the saved vector index %s", path, exc_info=True)
 
 
 @functools.cache
@@ -94,6 +112,7 @@ class AnnIndex(ExactIndex):
         self._dirty: set[int] = set()  # rowids written again since the snapshot, so stale in it
         self._tail: npt.NDArray[np.int64] | None = None
         self._compactions = 0
+        self._removals = 0  # rows removed so far: a build that saw one removed since must not be saved
         self._building: threading.Thread | None = None
         self._file: Path | None = None
         self._user_id = ""
@@ -103,8 +122,7 @@ class AnnIndex(ExactIndex):
         """Use the user's saved snapshot if there is one, else build one in the background."""
         self._user_id = user_id
         if directory is not None:
-            digest = hashlib.sha256(user_id.encode()).hexdigest()[:32]
-            self._file = directory / f"{digest}.ivf"
+            self._file = _saved_file(directory, user_id)
             if self._open_saved(user_id):
                 return
         self.rebuild()
@@ -157,6 +175,7 @@ class AnnIndex(ExactIndex):
     def _remove(self, rowid: int) -> None:
         if rowid in self._pos:
             self._changed += 1
+            self._removals += 1
             self._tail = None
         super()._remove(rowid)
 
@@ -247,9 +266,10 @@ class AnnIndex(ExactIndex):
         if built is not None:
             self._save(*built)
 
-    def _train_and_fill(self) -> tuple[Any, int, int] | None:
+    def _train_and_fill(self) -> tuple[Any, int, int, int] | None:
         faiss = _faiss()
         with self._lock:
+            removals = self._removals
             positions = np.flatnonzero(self._alive[: self._size])
             rowids = self._rowids[positions].copy()
             compactions, changed = self._compactions, self._changed
@@ -279,7 +299,7 @@ class AnnIndex(ExactIndex):
         with self._lock:
             self._install(ivf, hwm, len(positions))
             self._changed -= changed  # what changed during the build is still not in it
-        return ivf, hwm, len(positions)
+        return ivf, hwm, len(positions), removals
 
     def _install(self, ivf: Any, hwm: int, rows: int) -> None:
         self._ivf, self._hwm, self._snapshot_rows = ivf, hwm, rows
@@ -287,21 +307,28 @@ class AnnIndex(ExactIndex):
         self._prescan = None  # the exact search's pre-scan is no longer used
         self._last = None
 
-    def _save(self, ivf: Any, hwm: int, rows: int) -> None:
+    def _save(self, ivf: Any, hwm: int, rows: int, removals: int) -> None:
+        """Save the snapshot unless a row it holds was removed meanwhile: the file would keep what a
+        delete erased from the database (the store erases saved files at every delete too)."""
         if self._file is None:
             return
         faiss = _faiss()
+        partial = self._file.with_suffix(".ivf.partial")
+        partial_meta = self._file.with_suffix(".json.partial")
         try:
             self._file.parent.mkdir(parents=True, exist_ok=True)
-            partial = self._file.with_suffix(".ivf.partial")
             faiss.write_index(ivf, str(partial))
-            os.replace(partial, self._file)
             meta = {"user_id": self._user_id, "dimensions": self._dim, "hwm": hwm, "rows": rows}
-            partial_meta = self._file.with_suffix(".json.partial")
             partial_meta.write_text(json.dumps(meta))
-            os.replace(partial_meta, self._file.with_suffix(".json"))
+            with self._lock:  # a removal takes this lock first, then the store erases the files
+                if self._removals == removals:
+                    os.replace(partial, self._file)
+                    os.replace(partial_meta, self._file.with_suffix(".json"))
         except (OSError, RuntimeError):
             log.warning("could not save the approximate vector index to %s", self._file, exc_info=True)
+        finally:
+            partial.unlink(missing_ok=True)
+            partial_meta.unlink(missing_ok=True)
 
 
 def _nprobe(nlist: int) -> int:
