@@ -163,3 +163,22 @@ def test_a_closed_store_reads_nothing(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(StoreError):
         store.get("u", "m1")
+
+
+def test_many_threads_share_a_small_pool_and_every_read_is_answered(tmp_path: Path) -> None:
+    pool = ReadPool(lambda: sqlite3.connect(tmp_path / "p.db", check_same_thread=False), 2)
+    answers: list[int] = []
+
+    def read(c: sqlite3.Connection) -> None:
+        time.sleep(0.002)  # hold the connection while the others queue for it
+        answers.append(c.execute("SELECT 1").fetchone()[0])
+
+    threads = [threading.Thread(target=lambda: [pool.run(read) for _ in range(5)]) for _ in range(32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in threads)
+    assert answers == [1] * 160
+    assert pool._opened == 2
+    pool.close()

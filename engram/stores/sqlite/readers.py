@@ -95,7 +95,12 @@ class ReadPool:
                 conn.close()
             else:
                 self._idle.append(conn)
-            self._cond.notify_all()
+            if self._paused or self._closed:
+                self._cond.notify_all()  # a pause waits for this read: wake it too
+            else:
+                # One connection came back, so one reader can go on: waking all 40 of a server's
+                # waiting threads would have 39 of them take the GIL only to wait again.
+                self._cond.notify()
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
