@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from engram.stores.sqlite.vectors import ExactIndex, Matrix
 
-__all__ = ["AnnIndex", "drop_saved", "load_index", "snapshot_dir"]
+__all__ = ["AnnIndex", "attached", "drop_saved", "index_class", "load_index", "snapshot_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -85,19 +85,30 @@ def _faiss() -> Any:
     return faiss
 
 
+def index_class(rows: int, ann_above: int) -> type[ExactIndex]:
+    """Exact up to ``ann_above`` rows (or when faiss is absent), approximate above."""
+    if rows <= ann_above or ann_above <= 0:
+        return ExactIndex
+    if _faiss() is None:
+        log.warning("faiss is not installed: user with %d vectors searched exactly", rows)
+        return ExactIndex
+    return AnnIndex
+
+
+def attached(index: ExactIndex, user_id: str, db_path: str) -> ExactIndex:
+    """``index``, with an approximate one opened from its saved snapshot or built in the background."""
+    if isinstance(index, AnnIndex):
+        index.attach(user_id, snapshot_dir(db_path))
+    return index
+
+
 def load_index(
     dimensions: int, rowids: Sequence[int], memory_ids: Sequence[str], blobs: Sequence[bytes],
     kinds: Sequence[str], statuses: Sequence[str], *, user_id: str, db_path: str, ann_above: int,
 ) -> ExactIndex:
-    """The user's index: exact up to ``ann_above`` rows (or when faiss is absent), approximate above."""
-    if len(rowids) <= ann_above or ann_above <= 0:
-        return ExactIndex.load(dimensions, rowids, memory_ids, blobs, kinds, statuses)
-    if _faiss() is None:
-        log.warning("faiss is not installed: user with %d vectors searched exactly", len(rowids))
-        return ExactIndex.load(dimensions, rowids, memory_ids, blobs, kinds, statuses)
-    index = AnnIndex.load(dimensions, rowids, memory_ids, blobs, kinds, statuses)
-    index.attach(user_id, snapshot_dir(db_path))
-    return index
+    """The user's index (see :func:`index_class`)."""
+    index = index_class(len(rowids), ann_above).load(dimensions, rowids, memory_ids, blobs, kinds, statuses)
+    return attached(index, user_id, db_path)
 
 
 class AnnIndex(ExactIndex):

@@ -10,8 +10,9 @@ would otherwise keep it:
 * freed space in pages: ``secure_delete`` zeroes it in the new version of each page;
 * old versions of those pages, in the WAL and in the database file until the next checkpoint: a
   ``TRUNCATE`` checkpoint copies the zeroed versions into the file and empties the WAL;
-* a very large user's saved approximate index beside the file (``<db>.ann/``, quantized vectors):
-  it is erased, and saved again by the next build (:func:`engram.stores.sqlite.ann.drop_saved`).
+* a large user's vectors saved beside the file (``<db>.vectors/``, ``<db>.ann/``: their vectors and
+  approximate index, for a new process to load): they are erased, and saved again by the next load
+  or build (:meth:`~engram.stores.sqlite.vector_search.VectorMixin._erase_saved`).
 
 Merging rewrites the whole keyword index and the checkpoint writes it back, so a delete or a text
 edit costs time that grows with the file's size: measured on two shared cores, about 18 ms at 1k
@@ -43,7 +44,6 @@ from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log
 from engram.stores.sql.reads import ReadMixin
 from engram.stores.sql.rows import COLUMNS, record_params, row_to_record
 from engram.stores.sql.writes import WriteMixin
-from engram.stores.sqlite.ann import drop_saved
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword import KeywordMixin
@@ -342,7 +342,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
             if result[1] is not None:
                 index.add(result[0], record.id, result[1], record.kind, record.status)
         self._keywords_added([record], [result[0]])
-        drop_saved(self.path, record.user_id)  # the old vector may be in the saved snapshot
+        self._erase_saved(record.user_id)  # the old vector may be in the saved files
         if result[2] is not None:
             self._checkpoint()
 
@@ -358,7 +358,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
             for memory_id in gone:
                 index.remove_by_id(memory_id)
         self._keywords_removed(user_id, gone)
-        drop_saved(self.path, user_id)
+        self._erase_saved(user_id)
         self._checkpoint()
 
     def _forgotten(self, c: sqlite3.Connection, user_id: str) -> None:
@@ -371,7 +371,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
         count = super().forget_user(user_id)
         self._indexes.pop(user_id, None)
         self._postings.pop(user_id, None)
-        drop_saved(self.path, user_id)
+        self._erase_saved(user_id)
         self._checkpoint()
         return count
 

@@ -28,7 +28,8 @@ from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.stores.sql.rows import filter_sql
-from engram.stores.sqlite.ann import load_index
+from engram.stores.sqlite import vector_files
+from engram.stores.sqlite.ann import attached, drop_saved, index_class, load_index
 from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.snapshot import USER_VERSION, SnapshotReader
 from engram.stores.sqlite.vectors import ExactIndex
@@ -213,6 +214,9 @@ class VectorMixin:
     _loads: ThreadPoolExecutor | None
     _searches_lock: threading.Lock
     _loader: SnapshotReader
+    _saves: ThreadPoolExecutor | None
+    _saved_lock: threading.Lock
+    _erasures: dict[str, int]
 
     if TYPE_CHECKING:
         path: str
@@ -231,6 +235,9 @@ class VectorMixin:
         self._searches_lock = threading.Lock()
         self._loader = SnapshotReader(self.path)
         self._ann_above = ann_above()
+        self._saves: ThreadPoolExecutor | None = None
+        self._saved_lock = threading.Lock()
+        self._erasures: dict[str, int] = {}
 
     def _vectors_held(self, user_id: str) -> bool:
         """Whether the user's vectors are in memory (their load, if any, is done)."""
@@ -258,18 +265,50 @@ class VectorMixin:
         return int(rows[0][0]) if rows else None
 
     def _load_index(self, user_id: str) -> tuple[ExactIndex, int | None]:
-        """The user's index and their version, read in one snapshot."""
+        """The user's index and their version: from their saved vectors while those are current,
+        else read in one SQL snapshot (and saved for the next process when the user is large)."""
         if self.path == ":memory:":  # no second connection sees this database
             rows = self._read(_USER_VECTORS, (user_id,))
             version = self._user_version(user_id)
         else:
+            current = self._user_version(user_id)
+            saved = None if current is None else vector_files.load(self.path, user_id, current, self._dimensions)
+            if saved is not None:
+                cls = index_class(len(saved.ids), self._ann_above)
+                index = cls.of_arrays(saved.matrix.shape[1], saved.rowids, saved.ids, saved.matrix,
+                                      saved.kinds, saved.statuses)
+                return attached(index, user_id, self.path), current
             rows, version = self._loader.read(user_id, _USER_VECTORS, (user_id,))
         dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
         rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
         index = load_index(
             dim, rowids, ids, blobs, kinds, statuses, user_id=user_id, db_path=self.path, ann_above=self._ann_above
         )
+        if version is not None and len(rowids) >= vector_files.SAVE_ABOVE and self.path != ":memory:":
+            self._save_vectors(user_id, version, index)
         return index, version
+
+    def _save_vectors(self, user_id: str, version: int, index: ExactIndex) -> None:
+        """Save a just-loaded index's rows on a thread; an erasure of the user meanwhile cancels it."""
+        arrays = index.arrays()  # copied now: writes may reach the index once it is returned
+        with self._saved_lock:
+            erasures = self._erasures.get(user_id, 0)
+            if self._saves is None:
+                self._saves = ThreadPoolExecutor(1, thread_name_prefix="engram-vector-saves")
+            saves = self._saves
+
+        def publish() -> bool:  # called under _saved_lock, before and after the file replaces any other
+            return self._erasures.get(user_id, 0) == erasures and self._user_version(user_id) == version
+
+        saves.submit(vector_files.save, self.path, user_id, version, *arrays, publish=publish, lock=self._saved_lock)
+
+    def _erase_saved(self, user_id: str) -> None:
+        """Erase the user's files beside the database (a delete, replace or forget just erased rows
+        they may hold) and cancel a save of them under way."""
+        with self._saved_lock:
+            self._erasures[user_id] = self._erasures.get(user_id, 0) + 1
+            vector_files.drop(self.path, user_id)
+        drop_saved(self.path, user_id)
 
     def _allowed(self, user_id: str, filters: Filters) -> set[int] | None:
         """The rows the filters allow, or None when the index can tell itself (kinds, statuses)."""
@@ -318,6 +357,10 @@ class VectorMixin:
                 if pool is not None:
                     pool.shutdown(wait=True)
             self._searches = self._loads = None
+        with self._saved_lock:
+            saves, self._saves = self._saves, None
+        if saves is not None:
+            saves.shutdown(wait=True)
         self._loader.close()
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
