@@ -38,10 +38,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+import numpy.ma  # imported lazily inside the first np.isin/np.unique otherwise: 30-90 ms of a first query
 import numpy.typing as npt
 
 from engram.model import Filters, Hit, MemoryRecord
 from engram.stores.sql.rows import filter_sql, record_params
+from engram.stores.sqlite import saved
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
 from engram.stores.sqlite.postings import Matches, Postings
@@ -101,6 +103,8 @@ class KeywordMixin:
 
         def _vectors_held(self, user_id: str) -> bool: ...
 
+        def _save(self, user_id: str, kind: str, version: int, parts: list[Any]) -> None: ...
+
     def _init_keywords(self, vector_budget: int) -> None:
         self._postings = VectorCache(int(vector_budget * KEYWORD_CACHE_SHARE))
         self._postings_loader = SnapshotReader(self.path)
@@ -155,6 +159,9 @@ class KeywordMixin:
         size = self._read("SELECT docs FROM keyword_stats WHERE user_id = ?", (user_id,))
         if not size or int(size[0][0]) <= self.keyword_build_inline:
             return self._current_postings(user_id)
+        found = self._saved_postings(user_id) if self.path != ":memory:" else None
+        if found is not None:  # mapped from its file in a moment: no SQL scan, no build
+            return self._postings.get_or_load(user_id, lambda: found, lambda: self._user_version(user_id))
         with self._postings_building_lock:
             if user_id in self._postings_building:
                 return None
@@ -180,15 +187,29 @@ class KeywordMixin:
         builds.submit(build)
         return None
 
+    def _saved_postings(self, user_id: str) -> tuple[Postings, int] | None:
+        """The user's saved postings and version, while that is the user's version."""
+        current = self._user_version(user_id)
+        parts = None if current is None else saved.load(self.path, "keywords", user_id, current)
+        index = None if parts is None else Postings.of_parts(parts)
+        return None if index is None or current is None else (index, current)
+
     def _load_postings(self, user_id: str) -> tuple[Postings, int | None]:
-        """The user's postings and their version, read in one snapshot."""
+        """The user's postings and their version: saved ones while current, else read in one SQL
+        snapshot (and saved for the next process when the user is large)."""
         if self.path == ":memory:":  # no second connection sees this database
             rows = self._read(_USER_DOCUMENTS, (user_key(user_id), user_id))
             version = self._user_version(user_id)
         else:
+            found = self._saved_postings(user_id)
+            if found is not None:
+                return found
             rows, version = self._postings_loader.read(user_id, _USER_DOCUMENTS, (user_key(user_id), user_id))
         rowids, ids, created, documents = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 4
-        return Postings.build(rowids, ids, created, documents), version
+        index = Postings.build(rowids, ids, created, documents)
+        if version is not None and len(ids) >= saved.SAVE_ABOVE and self.path != ":memory:":
+            self._save(user_id, "keywords", version, index.parts())
+        return index, version
 
     def _stop_keywords(self) -> None:
         with self._postings_building_lock:

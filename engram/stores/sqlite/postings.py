@@ -25,6 +25,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from engram.stores.sqlite.saved import encoded, strings
 from engram.text import K1, B, plan_keywords
 
 __all__ = ["Matches", "Postings"]
@@ -111,6 +112,39 @@ class Postings:
         index._ids = list(ids)
         index._size = index._live = n
         index._total_length = int(lengths.sum())
+        index._account()
+        return index
+
+    def parts(self) -> list[npt.NDArray[np.generic]]:
+        """The arrays :meth:`of_parts` builds this index from (after folding in added rows)."""
+        with self._lock:
+            if self._extra or self._holes:
+                self._merge()
+            n = self._size
+            return [self._bounds, self._positions, self._freqs, self._rowids[:n].copy(), self._created[:n].copy(),
+                    self._lengths[:n].copy(), encoded(list(self._vocab)), encoded(self._ids)]
+
+    @classmethod
+    def of_parts(cls, parts: Sequence[npt.NDArray[np.generic]]) -> Postings | None:
+        """The index :meth:`parts` described (arrays may be read-only maps: the postings are replaced,
+        never written in place); None when they do not fit together."""
+        if len(parts) != 8:
+            return None
+        bounds, positions, freqs, rowids, created, lengths, terms, ids = parts
+        n = len(rowids)
+        vocab, names = strings(terms, len(bounds) - 1), strings(ids, n)  # type: ignore[arg-type]
+        if vocab is None or names is None or len(positions) != len(freqs) or len(created) != n or len(lengths) != n:
+            return None
+        index = cls()
+        index._vocab = {t: i for i, t in enumerate(vocab)}
+        index._bounds, index._positions, index._freqs = bounds, positions, freqs  # type: ignore[assignment]
+        index._rowids = _grown(np.asarray(rowids, dtype=np.int64), n + _SPARE)
+        index._created = _grown(np.asarray(created, dtype=np.int64), n + _SPARE)
+        index._lengths = _grown(np.asarray(lengths, dtype=np.int64), n + _SPARE)
+        index._alive = _grown(np.ones(n, dtype=bool), n + _SPARE)
+        index._ids = names
+        index._size = index._live = n
+        index._total_length = int(index._lengths[:n].sum())
         index._account()
         return index
 

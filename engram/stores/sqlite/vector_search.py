@@ -28,7 +28,7 @@ from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.stores.sql.rows import filter_sql
-from engram.stores.sqlite import vector_files
+from engram.stores.sqlite import saved
 from engram.stores.sqlite.ann import attached, drop_saved, index_class, load_index
 from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.snapshot import USER_VERSION, SnapshotReader
@@ -272,11 +272,8 @@ class VectorMixin:
             version = self._user_version(user_id)
         else:
             current = self._user_version(user_id)
-            saved = None if current is None else vector_files.load(self.path, user_id, current, self._dimensions)
-            if saved is not None:
-                cls = index_class(len(saved.ids), self._ann_above)
-                index = cls.of_arrays(saved.matrix.shape[1], saved.rowids, saved.ids, saved.matrix,
-                                      saved.kinds, saved.statuses)
+            index = None if current is None else self._saved_index(user_id, current)
+            if index is not None:
                 return attached(index, user_id, self.path), current
             rows, version = self._loader.read(user_id, _USER_VECTORS, (user_id,))
         dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
@@ -284,30 +281,42 @@ class VectorMixin:
         index = load_index(
             dim, rowids, ids, blobs, kinds, statuses, user_id=user_id, db_path=self.path, ann_above=self._ann_above
         )
-        if version is not None and len(rowids) >= vector_files.SAVE_ABOVE and self.path != ":memory:":
-            self._save_vectors(user_id, version, index)
+        if version is not None and len(rowids) >= saved.SAVE_ABOVE and self.path != ":memory:":
+            rowids_, ids_, matrix, kinds_, statuses_ = index.arrays()  # copies: writes may follow
+            self._save(user_id, "vectors", version, [matrix, rowids_, kinds_, statuses_, saved.encoded(ids_)])
         return index, version
 
-    def _save_vectors(self, user_id: str, version: int, index: ExactIndex) -> None:
-        """Save a just-loaded index's rows on a thread; an erasure of the user meanwhile cancels it."""
-        arrays = index.arrays()  # copied now: writes may reach the index once it is returned
+    def _saved_index(self, user_id: str, version: int) -> ExactIndex | None:
+        parts = saved.load(self.path, "vectors", user_id, version)
+        if parts is None or len(parts) != 5:
+            return None
+        matrix, rowids, kinds, statuses, names = parts
+        ids = saved.strings(names, len(rowids))  # type: ignore[arg-type]
+        if ids is None or (self._dimensions is not None and matrix.shape[1] != self._dimensions):
+            return None
+        cls = index_class(len(ids), self._ann_above)
+        return cls.of_arrays(matrix.shape[1], rowids, ids, matrix, kinds, statuses)  # type: ignore[arg-type]
+
+    def _save(self, user_id: str, kind: str, version: int, parts: list[Any]) -> None:
+        """Save a just-loaded index's arrays on a thread; an erasure of the user meanwhile cancels it."""
         with self._saved_lock:
             erasures = self._erasures.get(user_id, 0)
             if self._saves is None:
-                self._saves = ThreadPoolExecutor(1, thread_name_prefix="engram-vector-saves")
+                self._saves = ThreadPoolExecutor(1, thread_name_prefix="engram-index-saves")
             saves = self._saves
 
         def publish() -> bool:  # called under _saved_lock, before and after the file replaces any other
             return self._erasures.get(user_id, 0) == erasures and self._user_version(user_id) == version
 
-        saves.submit(vector_files.save, self.path, user_id, version, *arrays, publish=publish, lock=self._saved_lock)
+        saves.submit(saved.save, self.path, kind, user_id, version, parts, publish=publish, lock=self._saved_lock)
 
     def _erase_saved(self, user_id: str) -> None:
         """Erase the user's files beside the database (a delete, replace or forget just erased rows
         they may hold) and cancel a save of them under way."""
         with self._saved_lock:
             self._erasures[user_id] = self._erasures.get(user_id, 0) + 1
-            vector_files.drop(self.path, user_id)
+            for kind in saved.KINDS:
+                saved.drop(self.path, kind, user_id)
         drop_saved(self.path, user_id)
 
     def _allowed(self, user_id: str, filters: Filters) -> set[int] | None:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pytest
 
 from engram.model import Filters, MemoryRecord
-from engram.stores.sqlite import vector_files
+from engram.stores.sqlite import keyword, saved
 from engram.stores.sqlite.store import SQLiteStore
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -42,9 +42,9 @@ def _top(store: SQLiteStore, memory_id: str, n: int = 1) -> list[str]:
     return [m for m, _ in store.vector_search("u", _vector(zlib.crc32(memory_id.encode())), n, Filters())]
 
 
-def _saved(path: Path) -> list[Path]:
-    directory = Path(f"{path}.vectors")
-    return [p for p in directory.iterdir() if p.suffix == ".vec"] if directory.is_dir() else []
+def _saved(path: Path, kind: str = "vectors") -> list[Path]:
+    directory = Path(f"{path}.{kind}")
+    return [p for p in directory.iterdir() if p.suffix == ".bin"] if directory.is_dir() else []
 
 
 def _settle(store: SQLiteStore) -> None:
@@ -56,11 +56,12 @@ def _settle(store: SQLiteStore) -> None:
 
 @pytest.fixture
 def path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setattr(vector_files, "SAVE_ABOVE", 100)
+    monkeypatch.setattr(saved, "SAVE_ABOVE", 100)
     db = tmp_path / "v.db"
     store = SQLiteStore(db)
     _put(store, 0, ROWS)
     assert _top(store, "m0007") == ["m0007"]  # the first load reads SQL and saves the file
+    assert store.keyword_search("u", "note 42", 5, Filters())  # the keyword postings too
     _settle(store)
     store.close()
     yield db
@@ -115,7 +116,34 @@ def test_erasing_writes_erase_the_file_in_any_process(path: Path, erase: str) ->
             record = store.get("u", "m0009")
             assert record is not None
             store.replace(record, _vector(5))
-        assert _saved(path) == []
+        assert _saved(path) == [] and _saved(path, "keywords") == []
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_keyword_postings_load_from_their_file(path: Path, monkeypatch: pytest.MonkeyPatch, large: bool) -> None:
+    """Also for a user past the inline build, who would otherwise be answered by an SQL scan while
+    the postings build on a thread."""
+    assert len(_saved(path, "keywords")) == 1
+    reference = SQLiteStore(path)
+    reference.keyword_build_inline = 10**9
+    monkeypatch.setattr(saved, "SAVE_ABOVE", 10**9)  # the reference neither reads nor writes files
+    monkeypatch.setattr(reference, "_saved_postings", lambda _user: None)
+    want = {q: reference.keyword_search("u", q, 10, Filters()) for q in ("note 42", "note", "note 7 99")}
+    reference.close()
+    store = SQLiteStore(path)
+    try:
+        if large:
+            store.keyword_build_inline = 0
+        def no_sql(*_args: object) -> None:
+            raise AssertionError("read from SQL although the saved postings are current")
+
+        monkeypatch.setattr(store._postings_loader, "read", no_sql)
+        monkeypatch.setattr(keyword, "scan_hits", no_sql)
+        assert {q: store.keyword_search("u", q, 10, Filters()) for q in want} == want
+        _put(store, ROWS, 3)  # writes reach postings loaded from the file
+        assert [m for m, _ in store.keyword_search("u", "note 121", 1, Filters())] == ["m0121"]
     finally:
         store.close()
 

@@ -1,0 +1,138 @@
+"""A large user's in-memory indexes saved beside the database, so that a new process loads them
+from one file instead of rebuilding them from every row in SQL.
+
+A user's rows are spread over the file among other users' rows: loading 10k vectors read ~15 MB
+scattered over it and building their keyword postings read every row's terms (150-300 ms each on two
+busy cores), most of what a tenant's first query cost after a restart. A saved file holds the arrays
+an index is built from and the user's version when its rows were read (in one SQL snapshot); it is
+used only while the user's version is still that one, and mapped copy-on-write, not read: pages
+come in as the first search touches them, and an index that changes a row in place changes only
+its own copy.
+
+Layout: a header (magic, the user's version, the number of arrays), one descriptor per array (dtype,
+shape, offset), then the arrays, each aligned to 64 bytes. Lists of strings are stored as one
+UTF-8 array of newline-joined items.
+
+Erasure: the files hold vectors and words of the user's memories, so every delete, replace or
+forget erases them (see the store's module docstring); a save under way when that happens is not
+kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["KINDS", "SAVE_ABOVE", "drop", "encoded", "load", "path_of", "save", "strings"]
+
+log = logging.getLogger("engram")
+
+#: Users with at least this many memories are saved: below it SQL gives them in a few milliseconds.
+SAVE_ABOVE = 2_000
+#: What is saved, each in ``<db>.<kind>/``.
+KINDS = ("vectors", "keywords")
+_MAGIC = b"ENGSAVE1"
+_HEADER = struct.Struct("<8sqq")  # magic, the user's version, arrays
+_PART = struct.Struct("<8sqqqq")  # dtype, dimensions, shape (two), offset
+_ALIGN = 64
+
+
+def path_of(db_path: str, kind: str, user_id: str) -> Path | None:
+    """The user's file of this kind ("vectors", "keywords"); None for an in-memory database."""
+    if db_path == ":memory:":
+        return None
+    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return Path(f"{db_path}.{kind}") / f"{digest}.bin"
+
+
+def encoded(items: Sequence[str]) -> npt.NDArray[np.uint8]:
+    return np.frombuffer("\n".join(items).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def strings(part: npt.NDArray[np.uint8], count: int) -> list[str] | None:
+    """The ``count`` items of an :func:`encoded` array; None when they do not split into that many."""
+    items = part.tobytes().decode("utf-8", "surrogatepass").split("\n") if count else []
+    return items if len(items) == count else None
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // _ALIGN) * _ALIGN
+
+
+def save(
+    db_path: str, kind: str, user_id: str, version: int, parts: Sequence[npt.NDArray[np.generic]],
+    *, publish: Callable[[], bool], lock: threading.Lock,
+) -> None:
+    """Write the file whole under a temporary name, then rename it (a reader sees all or nothing),
+    under ``lock`` and only if ``publish()`` says so, asked again after the rename: an erasure of
+    the user since the rows were read, in this process (which takes the same lock) or another
+    (which moves the user's version), cancels it."""
+    path = path_of(db_path, kind, user_id)
+    if path is None:
+        return
+    partial = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        offset = _aligned(_HEADER.size + _PART.size * len(parts))
+        descriptors = []
+        for part in parts:
+            shape = (*part.shape, 1, 1)[:2] if part.ndim <= 2 else part.shape
+            descriptors.append(_PART.pack(part.dtype.str.encode(), part.ndim, shape[0], shape[1], offset))
+            offset = _aligned(offset + part.nbytes)
+        with open(partial, "wb") as out:
+            out.write(_HEADER.pack(_MAGIC, version, len(parts)))
+            out.write(b"".join(descriptors))
+            for part, descriptor in zip(parts, descriptors, strict=True):
+                out.seek(_PART.unpack(descriptor)[4])
+                out.write(np.ascontiguousarray(part).tobytes())
+        with lock:
+            if publish():
+                os.replace(partial, path)
+                if not publish():  # another process erased the user between that look and the rename
+                    path.unlink(missing_ok=True)
+    except OSError:
+        log.warning("could not save a user's index to %s", path, exc_info=True)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def load(db_path: str, kind: str, user_id: str, version: int) -> list[npt.NDArray[np.generic]] | None:
+    """The arrays saved for the user at ``version``, as views of a copy-on-write map; else None."""
+    path = path_of(db_path, kind, user_id)
+    if path is None:
+        return None
+    try:
+        mapped = np.memmap(path, dtype=np.uint8, mode="c")
+        magic, saved, count = _HEADER.unpack(mapped[: _HEADER.size].tobytes())
+        if magic != _MAGIC or saved != version:
+            return None
+        parts: list[npt.NDArray[np.generic]] = []
+        for i in range(count):
+            start = _HEADER.size + i * _PART.size
+            dtype, ndim, rows, columns, offset = _PART.unpack(mapped[start : start + _PART.size].tobytes())
+            kind_of = np.dtype(dtype.rstrip(b"\0").decode())
+            shape = (rows,) if ndim == 1 else (rows, columns)
+            size = kind_of.itemsize * rows * (columns if ndim == 2 else 1)
+            parts.append(np.asarray(mapped[offset : offset + size]).view(kind_of).reshape(shape))
+    except (OSError, ValueError, TypeError, struct.error):
+        return None
+    return parts
+
+
+def drop(db_path: str, kind: str, user_id: str) -> None:
+    """Erase the user's file of this kind, if any."""
+    path = path_of(db_path, kind, user_id)
+    if path is None:
+        return
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        log.warning("could not erase a user's saved index %s", path, exc_info=True)
