@@ -3,11 +3,14 @@
 The pipeline is the contract's: required tags (``file_ingest`` + default tags + ``meta["tags"]``), a query
 built from ``meta``, one vector search over ``kind="document"`` memories tagged ``file_ingest``, then
 local AND tag filtering, ``as_of`` filtering and a version strategy, each filter falling back to the
-full candidate set rather than failing. One refinement: when ``meta`` names a file (``filename``
+full candidate set rather than failing. It runs as a preset of the retrieval engine
+(:mod:`engram.retrieve.engine`): the vector search is its one source, the cosine its one signal, and the
+version strategy its pick. One refinement: when ``meta`` names a file (``filename``
 or ``file_name``, compared by its last path segment) or a ``path``, that is a filter the store
 applies before ranking, not a preference among the top ``k``: "latest" means the latest version of
-*that* file however many other documents the user has, every version of it is a candidate, and a
-name that matches no document raises :class:`DocumentNotFound` instead of returning another file.
+*that* file however many other documents the user has, every version of it is a candidate (the
+search is read further until it ends), and a name that matches no document raises
+:class:`DocumentNotFound` instead of returning another file.
 Earlier versions are ``superseded`` (so general retrieval quotes current text); the search here
 includes them.
 """
@@ -27,6 +30,8 @@ from engram.ingest.embed import embed_texts
 from engram.ingest.files import FILE_INGEST
 from engram.ingest.truth import list_all
 from engram.model import Filters, MemoryRecord
+from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
+from engram.retrieve.types import Scored
 from engram.validate import check_utf8, choice, integer, to_utc, validate_id
 
 if TYPE_CHECKING:
@@ -34,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_QUERY",
-    "MAX_VERSIONS",
     "STRATEGIES",
     "VERSION_STATUSES",
     "Document",
@@ -49,8 +53,6 @@ __all__ = [
 STRATEGIES = ("latest", "earliest", "longest", "score")
 DEFAULT_QUERY = "document relevant to current request"
 VERSION_STATUSES = ("active", "superseded")  # archived or deleted versions are withdrawn on purpose
-#: Candidates searched when a filename or path narrows the search to one file's versions: all of them.
-MAX_VERSIONS = 10_000
 _MIN_TIME = datetime.min.replace(tzinfo=UTC)
 _MAX_TIME = datetime.max.replace(tzinfo=UTC)
 
@@ -183,6 +185,11 @@ def _parse_as_of(as_of: str | datetime | None) -> datetime | None:
 
 
 Candidate = tuple[MemoryRecord, float]
+SIMILARITY = Weighting({"similarity": 1.0})
+
+
+def _similarity(record: MemoryRecord, raw: Raw) -> Evidence:
+    return Evidence({"similarity": raw["semantic"][record.id]})
 
 
 def _keep_or_all(candidates: list[Candidate], kept: list[Candidate]) -> list[Candidate]:
@@ -250,16 +257,25 @@ def get_document(
     # the Store protocol's searches return ids and scores only.)
     wanted = _file_filter(meta)
     filters = Filters(kinds=("document",), tags_any=(FILE_INGEST,), statuses=VERSION_STATUSES, metadata=wanted)
-    hits = memory.store.vector_search(user, vector, MAX_VERSIONS if wanted else k, filters)
-    scores = dict(hits)
-    records = [r for r in memory.store.fetch(user, [h[0] for h in hits]) if r.id in scores]
-    candidates = [(r, scores[r.id]) for r in sorted(records, key=lambda r: -scores[r.id])]
-    if not candidates and wanted:
+    # A named file's versions are all candidates: the search grows until it ends.
+    search = Source("semantic", lambda n: memory.store.vector_search(user, vector, n, filters), k, grows=bool(wanted))
+
+    def version(items: list[Scored]) -> list[Scored]:
+        if not items:
+            return []
+        chosen, _ = select([(s.record, s.score) for s in items], tags=tags, filename=_filename(meta),
+                           strategy=strategy, as_of=when)
+        return [s for s in items if s.record.id == chosen.id]
+
+    found = run(memory.store, user, Strategy(
+        "document", (search,), filters, _similarity, SIMILARITY, k, order="source", pick=version,
+    ))
+    if not found and wanted:
         named = " and ".join(f"{key} {value!r}" for key, value in wanted.items())
         raise DocumentNotFound(f"no ingested document with {named} for this user")
-    if not candidates:
+    if not found:
         raise DocumentNotFound(f"no ingested document for user {user!r} (query {build_query(meta)!r})")
-    record, score = select(candidates, tags=tags, filename=_filename(meta), strategy=strategy, as_of=when)
+    record, score = found[0].record, found[0].score
     if not record.content:
         raise ValueError(f"document memory {record.id} has no content")
     return Document.from_record(record, score)

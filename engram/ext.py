@@ -29,9 +29,11 @@ from engram.model import (
 from engram.validate import as_filters
 
 # ``as_filters`` is a check (engram.validate); it stays importable from here, where callers found it.
-__all__ = ["Embedder", "Metrics", "RetrievalReads", "Store", "Vector", "as_filters"]
+__all__ = ["SUBSTRING_MIN", "Embedder", "Metrics", "RetrievalReads", "Store", "Vector", "as_filters"]
 
 Vector = npt.NDArray[np.float32]
+#: The shortest term :meth:`Store.substring_search` answers: a trigram index cannot answer a shorter one.
+SUBSTRING_MIN = 3
 
 
 @runtime_checkable
@@ -125,6 +127,15 @@ class Store(Protocol):
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
         """BM25-like relevance (positive, higher is better), best first."""
+
+    #: Whether :meth:`substring_search` is answered from an index (its cost grows with the matches)
+    #: rather than by reading the user's rows (its cost grows with them).
+    substring_indexed: bool
+
+    def substring_search(self, user_id: str, terms: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
+        """Memories whose searched text (content, subject, predicate, object, trigger, action, tags,
+        metadata string values) contains any of ``terms`` ignoring case, newest first, score the
+        POSIX time; each term at least :data:`SUBSTRING_MIN` characters (ValidationError otherwise)."""
 
     def by_time_range(
         self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters

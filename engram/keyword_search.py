@@ -1,16 +1,22 @@
 """Keyword search, a small result cache, and prompt context from the results (the keyword search contract).
 
-Finding candidates. The store's FTS5 index holds whole tokens of ``content`` only, while the keyword
-search contract matches substrings ("acm" finds "Acme") in every data field. So candidates come from two places:
+Keyword search is a preset of the retrieval engine (:mod:`engram.retrieve.engine`). The contract
+matches substrings ("acm" finds "Acme") in every data field, tags and metadata included, and returns
+only memories matching a keyword (its decision 3); each candidate is checked in Python, field by
+field, which also says where each keyword matched. Candidates come from one of two places:
 
-* FTS5, once per keyword (one OR query would let the store's postings budget drop common keywords),
-  up to ``FTS_PER_KEYWORD`` best BM25 hits each, over all of the user's memories;
-* a scan of the user's newest ``SCAN_LIMIT`` memories, which is what finds substring-only matches and
-  matches in subject/predicate/object, trigger/action, tags and metadata.
+* A store with a substring index (``Store.substring_indexed``: SQLite's trigram index) lists every
+  memory holding a keyword, newest first (``Store.substring_search``), read ``SCAN_PAGE`` and then
+  four-fold further until it ends or no older memory could score above the ``limit``-th result (its
+  recency bounds its score). No memory is left out for its age; a search with no match reads the index only.
+* Otherwise (PostgreSQL reads the user's rows for ``substring_search``: at 100k slower than this for
+  rare keywords), and for a keyword under ``SUBSTRING_MIN`` (3) characters, which has no trigram: the
+  keyword index's whole-token hits (``FTS_PER_KEYWORD`` per keyword) plus the newest ``SCAN_LIMIT``
+  (2,000) memories, read the same way. The bound: an older memory is found only when a keyword is a
+  whole token of its content; without it a search with no match read every memory.
 
-Every candidate is then checked in Python, field by field, and only memories matching at least one
-keyword are returned (the contract's decision 3). The bound: an older memory than the newest ``SCAN_LIMIT`` is
-found only when a keyword is a whole token of its content.
+Case: Python's casefold decides a match; the index folds letter by letter, so a text whose letters
+casefold to others ("Straße" to "strasse") is found only as they fold alone ("straße", not "strasse").
 
 Ranking is the contract's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
 0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a
@@ -21,7 +27,7 @@ prompt more per token than a raw message). Ties go to the smaller id.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -29,8 +35,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from engram.caches import KEYWORD_CACHE_ENTRIES, KEYWORD_CACHE_TTL
 from engram.context import context_of
 from engram.errors import ValidationError
-from engram.model import KINDS, Filters, MemoryRecord
+from engram.ext import SUBSTRING_MIN
+from engram.model import KINDS, Filters, Hit, MemoryRecord
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
+from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
 from engram.text import keyword_terms, words
 from engram.validate import choice, integer, seconds, to_utc, unit
 
@@ -38,17 +46,18 @@ if TYPE_CHECKING:
     from engram.context import Context, ContextSource
 
 __all__ = [
-    "CACHE_MAX_ENTRIES", "CACHE_TTL", "PREFERRED_KINDS", "SCAN_LIMIT", "WEIGHTS", "KeywordResult", "cache_stats",
-    "clear_cache", "enrich_context", "invalidate", "match_keywords", "relevance", "search_keywords",
+    "CACHE_MAX_ENTRIES", "CACHE_TTL", "PREFERRED_KINDS", "SCAN_LIMIT", "SCAN_PAGE", "WEIGHTS", "KeywordResult",
+    "cache_stats", "clear_cache", "enrich_context", "invalidate", "match_keywords", "relevance", "search_keywords",
     "search_with_cache",
 ]
 
 WEIGHTS: Mapping[str, float] = {"keyword": 0.4, "recency": 0.2, "importance": 0.2, "type": 0.2}
+WEIGHTING = Weighting(WEIGHTS)
 RECENCY_DAYS = 30.0
 PREFERRED_KINDS = frozenset({"fact", "procedure", "summary"})
 FTS_PER_KEYWORD = 200
-SCAN_LIMIT = 2000
-SCAN_PAGE = 500
+SCAN_LIMIT = 2000  # the scan's bound when a keyword is too short for the substring index (module doc)
+SCAN_PAGE = 500  # the newest memories read first; further reads grow four-fold up to SCAN_LIMIT
 MAX_KEYWORDS = 32
 MAX_LIMIT = 1000
 CACHE_MAX_ENTRIES = KEYWORD_CACHE_ENTRIES
@@ -153,34 +162,29 @@ def match_keywords(
     return matched, tuple(reasons)
 
 
+def _recency(created_at: datetime, now: datetime) -> float:
+    return math.exp(-max(0.0, (now - created_at).total_seconds() / 86_400) / RECENCY_DAYS)
+
+
+def signals(
+    record: MemoryRecord, matched: int, total: int, *, kind: str | None = None, recency_boost: bool = True,
+    now: datetime | None = None,
+) -> dict[str, float]:
+    """The keyword search contract's four factors, each in [0, 1] (:data:`WEIGHTS` names them)."""
+    return {
+        "keyword": matched / total if total else 0.0,
+        "recency": _recency(record.created_at, now or datetime.now(UTC)) if recency_boost else 0.0,
+        "importance": min(1.0, max(0.0, record.importance)),
+        "type": 1.0 if record.kind == kind or record.kind in PREFERRED_KINDS else 0.5,
+    }
+
+
 def relevance(
     record: MemoryRecord, matched: int, total: int, *, kind: str | None = None, recency_boost: bool = True,
     now: datetime | None = None,
 ) -> float:
     """The keyword search contract's four-factor score in [0, 1]."""
-    keyword = matched / total if total else 0.0
-    recency = 0.0
-    if recency_boost:
-        age_days = ((now or datetime.now(UTC)) - record.created_at).total_seconds() / 86_400
-        recency = math.exp(-max(0.0, age_days) / RECENCY_DAYS)
-    kind_fit = 1.0 if record.kind == kind or record.kind in PREFERRED_KINDS else 0.5
-    importance = min(1.0, max(0.0, record.importance))
-    return (WEIGHTS["keyword"] * keyword + WEIGHTS["recency"] * recency + WEIGHTS["importance"] * importance
-            + WEIGHTS["type"] * kind_fit)
-
-
-def _candidates(ctx: Context, user: str, keywords: list[str], filters: Filters) -> list[MemoryRecord]:
-    ids: dict[str, None] = {}
-    for keyword in keywords:
-        for memory_id, _ in ctx.store.keyword_search(user, keyword, FTS_PER_KEYWORD, filters):
-            ids[memory_id] = None
-    found = {r.id: r for r in ctx.store.fetch(user, list(ids))}
-    for offset in range(0, SCAN_LIMIT, SCAN_PAGE):
-        page = ctx.store.list(user, filters, limit=SCAN_PAGE, offset=offset)
-        found.update((r.id, r) for r in page)
-        if len(page) < SCAN_PAGE:
-            break
-    return list(found.values())
+    return WEIGHTING.score(signals(record, matched, total, kind=kind, recency_boost=recency_boost, now=now))
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,24 +215,71 @@ def _query(
     return _Query(user, tuple(_keywords(keywords)), kind, min_importance, limit, bool(recency_boost), mode, when)
 
 
+def _keyword_list(ctx: Context, user: str, keyword: str, filters: Filters) -> Callable[[int], list[Hit]]:
+    return lambda n: ctx.store.keyword_search(user, keyword, n, filters)
+
+
+class _Newest:
+    """The user's newest memories under ``filters``, listed a page further at a time and kept: the
+    engine's fetch of them then reads nothing again, and only the keyword hits are fetched."""
+
+    def __init__(self, ctx: Context, user: str, filters: Filters) -> None:
+        self._ctx, self._user, self.filters = ctx, user, filters
+        self._records: dict[str, MemoryRecord] = {}
+        self._hits: list[Hit] = []
+        self._ended = False
+
+    def read(self, n: int) -> list[Hit]:
+        have = len(self._hits)
+        if n > have and not self._ended:
+            page = self._ctx.store.list(self._user, self.filters, limit=n - have, offset=have)
+            self._ended = len(page) < n - have
+            self._records.update((r.id, r) for r in page)
+            self._hits.extend((r.id, r.created_at.timestamp()) for r in page)
+        return self._hits[:n]
+
+    def fetch(self, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+        rest = [i for i in memory_ids if i not in self._records]
+        known = [r for i in memory_ids if (r := self._records.get(i)) is not None]
+        return known + (self._ctx.store.fetch(user_id, rest) if rest else [])
+
+
+def _strategy(ctx: Context, q: _Query, now: datetime, newest: _Newest) -> Strategy:
+    """Keyword search as a preset of the engine: best score first, ties to the smaller id."""
+    filters = newest.filters
+    if ctx.store.substring_indexed and all(len(k) >= SUBSTRING_MIN for k in q.keywords):
+        # Lists every memory a keyword can match, so the walk may end only by the recency bound.
+        sources: tuple[Source, ...] = (Source(
+            "recent", lambda n: ctx.store.substring_search(q.user, q.keywords, n, filters), SCAN_PAGE, grows=True,
+        ),)
+    else:
+        fts = [Source(f"keyword:{k}", _keyword_list(ctx, q.user, k, filters), FTS_PER_KEYWORD) for k in q.keywords]
+        sources = (*fts, Source("recent", newest.read, min(SCAN_PAGE, SCAN_LIMIT), grows=True, most=SCAN_LIMIT))
+
+    def judge(record: MemoryRecord, _raw: Raw) -> Evidence | None:
+        if q.min_importance is not None and record.importance < q.min_importance:
+            return None
+        matched, reasons = match_keywords(record, q.keywords, q.match_mode)
+        if not matched:
+            return None
+        found = signals(record, matched, len(q.keywords), kind=q.kind, recency_boost=q.recency_boost, now=now)
+        return Evidence(found, reasons)
+
+    def bound(lists: Mapping[str, list[Hit]]) -> float:
+        # A memory not read yet is no newer than the last one the walk read; every other factor may be 1.
+        oldest_read = datetime.fromtimestamp(lists["recent"][-1][1], UTC)
+        fresh = _recency(oldest_read, now) if q.recency_boost else 0.0
+        return WEIGHTING.score({"keyword": 1.0, "recency": fresh, "importance": 1.0, "type": 1.0})
+
+    return Strategy("keyword", sources, filters, judge, WEIGHTING, q.limit, bound=bound)
+
+
 def _run(ctx: Context, q: _Query) -> list[KeywordResult]:
     if not q.keywords:
         return []  # nothing can match no keyword, and only matches are returned
-    now = q.now or datetime.now(UTC)
-    filters = Filters(kinds=None if q.kind is None else (q.kind,))  # active memories only
-    results: list[KeywordResult] = []
-    for record in _candidates(ctx, q.user, list(q.keywords), filters):
-        if record.user_id != q.user or record.status != "active" or (q.kind is not None and record.kind != q.kind):
-            continue
-        if q.min_importance is not None and record.importance < q.min_importance:
-            continue
-        matched, reasons = match_keywords(record, q.keywords, q.match_mode)
-        if matched:
-            score = relevance(record, matched, len(q.keywords), kind=q.kind, recency_boost=q.recency_boost, now=now)
-            results.append(KeywordResult(record, score, reasons))
-    results.sort(key=lambda r: r.record.id)
-    results.sort(key=lambda r: -r.score)  # stable: equal scores keep the id order
-    return results[: q.limit]
+    newest = _Newest(ctx, q.user, Filters(kinds=None if q.kind is None else (q.kind,)))  # active memories only
+    found = run(newest, q.user, _strategy(ctx, q, q.now or datetime.now(UTC), newest))
+    return [KeywordResult(s.record, s.score, s.reasons) for s in found]
 
 
 def search_keywords(

@@ -1,5 +1,7 @@
 """Recall by access pattern (the recall modes): relevant, recent, important, frequent, temporal, by kind,
-linked, contradictions. Each function takes a context (or a ``Memory``) first. Departures from the recall-modes spec:
+linked, contradictions. Each function takes a context (or a ``Memory``) first, and each mode is a preset of
+the retrieval engine (:mod:`engram.retrieve.engine`): it names the store lists to read, the filters, the
+signals and their weights, and the order. Departures from the recall-modes spec:
 
 * Relevant score is ``similarity * (similarity_weight + salience_weight * salience)``, not the spec's
   plain sum, so salience never outweighs a strong relevance match (see
@@ -8,22 +10,23 @@ linked, contradictions. Each function takes a context (or a ``Memory``) first. D
   breaking its own criteria 2-4); their score is the salience, as in the spec's temporal results.
 * Salience is derived at read time, so "important" cannot be an ORDER BY: it reads the top of three
   store lists (importance, creation time, access count), growing them four-fold until the k-th
-  salience found is at least a bound on every memory outside them, or ``MAX_POOL`` rows each.
+  salience found beats a bound on every memory outside them, or a list ends.
 * ``user_id`` is always required (the spec's temporal recall takes none to mean every user).
 * Temporal results are newest first (the spec's ``ORDER BY created_at DESC``). Only ``recall``
   tracks access, as the spec's ``RecallAsync``, with one ``record_access`` per call.
 * Linked recall follows outgoing links (the spec's ``GetLinksFromAsync``); for contradictions a
-  ``contradicts`` link in either direction counts, since contradiction is symmetric.
+  ``contradicts`` link in either direction counts, since contradiction is symmetric; the link is a
+  filter, so ``max_results`` counts memories that have one.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 
@@ -33,7 +36,9 @@ from engram.ext import Vector
 from engram.ingest.embed import embed_texts
 from engram.metrics import RETRIEVER_LATENCY, RETRIEVER_QUERIES, RETRIEVER_RESULT_COUNT
 from engram.model import KINDS, Filters, Hit, MemoryRecord
+from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
 from engram.retrieve.timeparse import parse_datetime
+from engram.retrieve.types import Scored
 from engram.salience import (
     DEFAULT_OPTIONS,
     RecallOptions,
@@ -58,12 +63,10 @@ log = logging.getLogger("engram.recall")
 #: The recall mode names (``RecallMode``), as they appear in logs and metric labels.
 MODES = {"relevant": "Relevant", "recent": "Recent", "important": "Important", "frequent": "Frequent"}
 MAX_RESULTS = 1000
-MAX_POOL = 10_000
+MAX_POOL = 10_000  # the most a temporal recall may be asked for
 MAX_DEPTH = 3
 MAX_LINKED = 1000  # nodes one traversal may visit: a dense graph must not turn one call into a crawl
 QUERY_LOG_CHARS = 50
-
-_T = TypeVar("_T", tuple[float, MemoryRecord], tuple[float, float, float, MemoryRecord])
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,33 +166,9 @@ def _filters(ctx: Context, kind: str | None, project_id: str | None, include_arc
     return Filters(kinds=None if kind is None else (kind,), project_id=project, statuses=statuses)
 
 
-def _admits(record: MemoryRecord, user: str, filters: Filters) -> bool:
-    # Checked again after fetch: a store bug must not leak another user's or an excluded memory.
-    return (record.user_id == user and record.status in filters.statuses
-            and (filters.kinds is None or record.kind in filters.kinds)
-            and (filters.project_id is None or record.project_id == filters.project_id))
-
-
-def _ranked(items: list[_T]) -> list[_T]:
-    """Best score (first element) first; ties go to the larger id (newer, for generated ULIDs) so
-    equal scores order the same way every time."""
-    by_id = sorted(items, key=lambda item: item[-1].id, reverse=True)
-    return sorted(by_id, key=lambda item: -item[0])
-
-
-def _walk(
-    ctx: Context, user: str, source: Callable[[int], list[Hit]],
-    keep: Callable[[list[MemoryRecord]], list[MemoryRecord]], want: int, start: int,
-) -> list[MemoryRecord]:
-    """The first ``want`` records of an ordered store list that ``keep`` lets through, fetching more
-    of the list (four-fold, up to MAX_POOL) while filters in Python leave too few."""
-    n = min(MAX_POOL, max(start, want))
-    while True:
-        hits = source(n)
-        kept = keep(ctx.store.fetch(user, [memory_id for memory_id, _ in hits]))
-        if len(kept) >= want or len(hits) < n or n >= MAX_POOL:
-            return kept[:want]
-        n = min(MAX_POOL, n * 4)
+def _recalled(items: list[Scored], *, score: str | None = None) -> list[RecalledMemory]:
+    """The engine's answer as recall reports it: one reason, and the score (or ``score``'s signal)."""
+    return [RecalledMemory(s.record, s.score if score is None else s.signals[score], s.reasons[0]) for s in items]
 
 
 def _finish(ctx: Context, mode: str, label: str, items: list[RecalledMemory], started: float) -> Recall:
@@ -209,73 +188,91 @@ def _embed(ctx: Context, text: str, field: str) -> Vector:
     return vector
 
 
-# -- the modes ----------------------------------------------------------------------------------------
+#: Salience alone is the score of every mode but relevant's.
+BY_SALIENCE = Weighting({"salience": 1.0})
+
+
+def _by_salience(
+    now: datetime, options: RecallOptions, min_salience: float, reason: Callable[[MemoryRecord, float], str],
+    admit: Callable[[MemoryRecord, Raw], bool] | None = None,
+) -> Callable[[MemoryRecord, Raw], Evidence | None]:
+    def judge(record: MemoryRecord, raw: Raw) -> Evidence | None:
+        value = salience(record, now=now, config=options.salience)
+        if value < min_salience or (admit is not None and not admit(record, raw)):
+            return None
+        return Evidence({"salience": value}, (reason(record, value),))
+
+    return judge
+
+
+# -- the modes: presets of the retrieval engine (engram.retrieve.engine) -----------------------------
 def _relevant(
     ctx: Context, user: str, query: str, want: int, filters: Filters, min_salience: float,
-    options: RecallOptions, now: datetime,
-) -> list[tuple[float, float, float, MemoryRecord]]:
-    """(score, similarity, salience, record) best first."""
+    options: RecallOptions, now: datetime, admit: Callable[[MemoryRecord], bool] | None = None,
+) -> list[Scored]:
+    """Similarity gated: ``similarity * (similarity_weight + salience_weight * salience)``, best
+    first, ties to the larger id; ``admit`` narrows what may be recalled before the cut."""
     vector = _embed(ctx, query, "query")
-    hits = ctx.store.vector_search(user, vector, want * options.candidate_multiplier, filters)
-    similarity = {memory_id: score for memory_id, score in hits if score >= options.min_similarity}
-    out: list[tuple[float, float, float, MemoryRecord]] = []
-    for record in ctx.store.fetch(user, list(similarity)):
+
+    def judge(record: MemoryRecord, raw: Raw) -> Evidence | None:
+        sim = raw["semantic"][record.id]
         value = salience(record, now=now, config=options.salience)
-        if _admits(record, user, filters) and value >= min_salience:
-            sim = similarity[record.id]
-            out.append((combined_score(sim, value, options), sim, value, record))
-    return _ranked(out)[:want]
+        if sim < options.min_similarity or value < min_salience or (admit is not None and not admit(record)):
+            return None
+        return Evidence({"similarity": sim, "salience": value}, (f"Similarity: {sim:.2f}, Salience: {value:.2f}",))
+
+    source = Source("semantic", lambda n: ctx.store.vector_search(user, vector, n, filters),
+                    want * options.candidate_multiplier)
+    weighting = Weighting({"salience": options.salience_weight}, gate="similarity", base=options.similarity_weight)
+    return run(ctx.store, user, Strategy("relevant", (source,), filters, judge, weighting, want, ties="larger_id"))
 
 
 def _important(
     ctx: Context, user: str, want: int, filters: Filters, min_salience: float, options: RecallOptions,
-    now: datetime,
-) -> list[tuple[float, MemoryRecord]]:
-    config = options.salience
-    n = min(MAX_POOL, max(100, want * options.candidate_multiplier))
-    while True:
-        store = ctx.store
-        lists = [store.most_important(user, n, filters), store.most_recent(user, n, filters),
-                 store.most_accessed(user, n, filters)]
-        ids = list(dict.fromkeys(memory_id for hits in lists for memory_id, _ in hits))
-        scored = [(salience(r, now=now, config=config), r) for r in ctx.store.fetch(user, ids)]
-        kept = _ranked([(s, r) for s, r in scored if _admits(r, user, filters) and s >= min_salience])
-        if any(len(hits) < n for hits in lists) or n >= MAX_POOL:
-            return kept[:want]  # a short list holds every memory the filters allow: nothing is unseen
-        # Any memory outside all three lists is no more important, no newer and no more accessed than
-        # each list's last entry, so its salience is at most this.
-        newest_unseen = datetime.fromtimestamp(lists[1][-1][1], UTC)
+    now: datetime, reason: Callable[[MemoryRecord, float], str] = lambda _r, v: f"Salience: {v:.2f}",
+) -> list[Scored]:
+    """Salience is derived at read time: the top of three store lists (importance, creation time,
+    access count), read further while a memory outside all three could still be among the best."""
+    config, store = options.salience, ctx.store
+    n = max(100, want * options.candidate_multiplier)
+    sources = (
+        Source("importance", lambda k: store.most_important(user, k, filters), n, grows=True),
+        Source("recent", lambda k: store.most_recent(user, k, filters), n, grows=True),
+        Source("accessed", lambda k: store.most_accessed(user, k, filters), n, grows=True),
+    )
+
+    def bound(lists: Mapping[str, list[Hit]]) -> float:
+        # A memory outside all three lists is no more important, no newer and no more accessed
+        # than each list's last entry, so its salience is at most this.
+        newest_unseen = datetime.fromtimestamp(lists["recent"][-1][1], UTC)
         age_days = (now - newest_unseen).total_seconds() / 86_400
-        bound = (
-            config.importance_weight * lists[0][-1][1]
+        return (
+            config.importance_weight * lists["importance"][-1][1]
             + config.recency_weight * recency(age_days, config.max_half_life(filters.kinds))
-            + config.access_weight * access_term(int(lists[2][-1][1]), config.access_saturation)
+            + config.access_weight * access_term(int(lists["accessed"][-1][1]), config.access_saturation)
         )
-        if bound < min_salience or (len(kept) >= want and kept[want - 1][0] >= bound):
-            return kept[:want]
-        n = min(MAX_POOL, n * 4)
+
+    judge = _by_salience(now, options, min_salience, reason)
+    return run(store, user, Strategy("important", sources, filters, judge, BY_SALIENCE, want, ties="larger_id",
+                                     floor=min_salience, bound=bound))
 
 
 def _by_usage(
     ctx: Context, user: str, mode: str, want: int, filters: Filters, min_salience: float, opts: RecallOptions,
     now: datetime,
-) -> list[RecalledMemory]:
+) -> list[Scored]:
     """Recent (last access, never-accessed last) or frequent (access count), in the store's order."""
     store = ctx.store
     order = store.most_recently_accessed if mode == "recent" else store.most_accessed
 
-    def keep(records: list[MemoryRecord]) -> list[MemoryRecord]:
-        admitted = [r for r in records if _admits(r, user, filters)]
-        return [r for r in admitted if salience(r, now=now, config=opts.salience) >= min_salience]
-
-    out = []
-    start = want * opts.candidate_multiplier
-    for record in _walk(ctx, user, lambda n: order(user, n, filters), keep, want, start):
-        value = salience(record, now=now, config=opts.salience)
+    def reason(record: MemoryRecord, value: float) -> str:
         seen = record.last_accessed_at.isoformat() if record.last_accessed_at else "never"
         key = f"Last accessed: {seen}" if mode == "recent" else f"Access count: {record.access_count}"
-        out.append(RecalledMemory(record, value, f"{key}, Salience: {value:.2f}"))
-    return out
+        return f"{key}, Salience: {value:.2f}"
+
+    source = Source(mode, lambda n: order(user, n, filters), want * opts.candidate_multiplier, grows=True)
+    judge = _by_salience(now, opts, min_salience, reason)
+    return run(store, user, Strategy(mode, (source,), filters, judge, BY_SALIENCE, want, order="source"))
 
 
 def recall(
@@ -295,15 +292,13 @@ def recall(
     opts = options or DEFAULT_OPTIONS
     when = _now(now)
     filters = _filters(ctx, kind, project_id, include_archived)
-    items: list[RecalledMemory] = []
     if mode == "relevant":
-        for score, sim, value, record in _relevant(ctx, user, query or "", want, filters, min_salience, opts, when):
-            items.append(RecalledMemory(record, score, f"Similarity: {sim:.2f}, Salience: {value:.2f}"))
+        found = _relevant(ctx, user, query or "", want, filters, min_salience, opts, when)
     elif mode == "important":
-        for value, record in _important(ctx, user, want, filters, min_salience, opts, when):
-            items.append(RecalledMemory(record, value, f"Salience: {value:.2f}"))
+        found = _important(ctx, user, want, filters, min_salience, opts, when)
     else:
-        items = _by_usage(ctx, user, mode, want, filters, min_salience, opts, when)
+        found = _by_usage(ctx, user, mode, want, filters, min_salience, opts, when)
+    items = _recalled(found)
     if opts.track_access and items:
         # One statement for the whole result, not one per memory as in the spec.
         ctx.store.record_access(user, [item.record.id for item in items], when)
@@ -334,21 +329,22 @@ def recall_temporal(
     filters = _filters(ctx, kind, project_id, include_archived)
     topic_vector = None if topic is None else _embed(ctx, topic, "topic")
 
-    def keep(records: list[MemoryRecord]) -> list[MemoryRecord]:
-        admitted = [r for r in records if _admits(r, user, filters)]
+    def topic_similarity(records: list[MemoryRecord]) -> Raw:
         if topic_vector is None:
-            return admitted
-        vectors = ctx.store.vectors(user, [r.id for r in admitted])
+            return {}
+        vectors = ctx.store.vectors(user, [r.id for r in records])
         # Stored and query vectors are L2-normalized (the Embedder contract): a dot product is the cosine.
-        close = {i for i, v in vectors.items() if float(np.dot(v, topic_vector)) >= opts.min_similarity}
-        return [r for r in admitted if r.id in close]
+        return {"topic": {i: float(np.dot(v, topic_vector)) for i, v in vectors.items()}}
 
-    records = _walk(
-        ctx, user, lambda n: ctx.store.by_time_range(user, begin, finish, n, filters), keep, want,
-        want if topic is None else want * opts.candidate_multiplier,
-    )
-    items = [RecalledMemory(r, salience(r, now=when, config=opts.salience), "Temporal match") for r in records]
-    result = _finish(ctx, "temporal", "Temporal", items, started)
+    def close(record: MemoryRecord, raw: Raw) -> bool:
+        return topic_vector is None or raw["topic"].get(record.id, -1.0) >= opts.min_similarity
+
+    in_range = Source("temporal", lambda n: ctx.store.by_time_range(user, begin, finish, n, filters),
+                      want if topic is None else want * opts.candidate_multiplier, grows=True)
+    judge = _by_salience(when, opts, 0.0, lambda _r, _v: "Temporal match", admit=close)
+    found = run(ctx.store, user, Strategy("temporal", (in_range,), filters, judge, BY_SALIENCE, want, order="source",
+                                          extra=topic_similarity))
+    result = _finish(ctx, "temporal", "Temporal", _recalled(found), started)
     log.info("[MEM:RETRIEVE] Temporal recall found %d memories from %s to %s", result.count, begin.isoformat(),
              finish.isoformat())
     return result
@@ -364,9 +360,9 @@ def recall_by_kind(
     user = _user(ctx, user_id)
     want = _count("limit", limit, MAX_RESULTS)
     filters = _filters(ctx, kind or "", project_id, include_archived)  # "" is refused as no kind
-    found = _important(ctx, user, want, filters, 0.0, options or DEFAULT_OPTIONS, _now(now))
-    items = [RecalledMemory(r, value, f"Kind: {kind}, Salience: {value:.2f}") for value, r in found]
-    return _finish(ctx, "kind", "Type", items, started)
+    found = _important(ctx, user, want, filters, 0.0, options or DEFAULT_OPTIONS, _now(now),
+                       reason=lambda _r, value: f"Kind: {kind}, Salience: {value:.2f}")
+    return _finish(ctx, "kind", "Type", _recalled(found), started)
 
 
 def _link_name(link_type: str) -> str:
@@ -409,14 +405,16 @@ def recall_linked(
             visited.add(other)
             found.append((level, score, other, link_type))
         frontier = {other: score for other, (score, _) in ordered}
-    filters = _filters(ctx, None, None, include_archived)
-    records = {r.id: r for r in ctx.store.fetch(user, [other for _, _, other, _ in found])}
-    items = [
-        RecalledMemory(records[other], score, f"Linked via {_link_name(link_type)}")
-        for _, score, other, link_type in found
-        if other in records and _admits(records[other], user, filters)
-    ]
-    return _finish(ctx, "linked", "Linked", items, started)
+    hits = [(other, score) for _, score, other, _ in found]
+    via = {other: link_type for _, _, other, link_type in found}
+
+    def judge(record: MemoryRecord, raw: Raw) -> Evidence:
+        return Evidence({"link_strength": raw["links"][record.id]}, (f"Linked via {_link_name(via[record.id])}",))
+
+    linked = Strategy("linked", (Source("links", lambda n: hits[:n], len(hits)),),
+                      _filters(ctx, None, None, include_archived), judge, Weighting({"link_strength": 1.0}),
+                      len(hits), order="source")
+    return _finish(ctx, "linked", "Linked", _recalled(run(ctx.store, user, linked)), started)
 
 
 def find_contradictions(
@@ -431,8 +429,10 @@ def find_contradictions(
     want = _count("max_results", max_results, MAX_RESULTS)
     opts = options or DEFAULT_OPTIONS
     filters = _filters(ctx, None, None, False)
-    items: list[RecalledMemory] = []
-    for _, _, value, record in _relevant(ctx, user, content, want, filters, min_salience, opts, _now(now)):
-        if any(link.type.casefold() == "contradicts" for link in ctx.store.links(user, record.id)):
-            items.append(RecalledMemory(record, value, "Potential contradiction"))
+
+    def contradicts(record: MemoryRecord) -> bool:
+        return any(link.type.casefold() == "contradicts" for link in ctx.store.links(user, record.id))
+
+    found = _relevant(ctx, user, content, want, filters, min_salience, opts, _now(now), admit=contradicts)
+    items = [RecalledMemory(s.record, s.signals["salience"], "Potential contradiction") for s in found]
     return _finish(ctx, "contradictions", "Contradictions", items, started)

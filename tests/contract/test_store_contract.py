@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from engram.errors import EmbedderMismatch
+from engram.errors import EmbedderMismatch, ValidationError
 from engram.ext import Store
 from engram.ingest.normalize import content_hash
 from engram.model import (
@@ -383,3 +383,47 @@ def test_session_neighbors_answer_every_id_however_many(store: Store) -> None:
     assert len(got) == len(turns)
     assert got[turns[-1].id] == (turns[-2].id,)
     assert got[turns[600].id] == (turns[599].id, turns[601].id)
+
+
+def test_substring_search_finds_any_term_in_every_searched_field_newest_first(store: Store) -> None:
+    day = timedelta(days=1)
+    content = rec("u1", "Invoice for ACME Corp", created_at=T0)
+    fact = rec("u1", "a fact", kind="fact", subject="customer:globex", predicate="prefers", object="NET30",
+               created_at=T0 + day)
+    procedure = rec("u1", "a procedure", kind="procedure", trigger="on refund", action="reissue the bill",
+                    created_at=T0 + 2 * day)
+    tagged = rec("u1", "tagged", tags=("billing",), created_at=T0 + 3 * day)
+    nested = rec("u1", "nested", metadata={"source": {"via": ["Initech mail"]}, "n": 5, "q": 'say "hi" \\o/'},
+                 created_at=T0 + 4 * day)
+    theirs = rec("u2", "ACME again", created_at=T0 + 5 * day)
+    put(store, content, fact, procedure, tagged, nested, theirs)
+
+    def ids(*terms: str, n: int = 10, filters: Filters | None = None) -> list[str]:
+        return [h[0] for h in store.substring_search("u1", list(terms), n, filters or Filters())]
+
+    assert ids("acm") == [content.id]  # a substring, case ignored, only the user's own
+    assert ids("lobe") == [fact.id] and ids("net3") == [fact.id] and ids("refers") == [fact.id]
+    assert ids("refun") == [procedure.id] and ids("eissue") == [procedure.id]
+    assert ids("illin") == [tagged.id] and ids("nitech m") == [nested.id]
+    assert ids("acm", "illin", "nitech") == [nested.id, tagged.id, content.id]  # any term, newest first
+    assert ids("acm", "illin", "nitech", n=2) == [nested.id, tagged.id]
+    assert ids('"hi" \\o') == [nested.id]  # as written, not as JSON escapes it
+    assert ids("source") == [] and ids("via") == []  # metadata keys are not searched text
+    assert ids("tagged", filters=Filters(kinds=("fact",))) == []
+    [(_, when)] = store.substring_search("u1", ["tagged"], 5, Filters())
+    assert when == pytest.approx((T0 + 3 * day).timestamp())
+    for hostile in ['"acm', "a%c", "ac_", "x\\y", "NEAR(a b)", "col:acme"]:
+        assert ids(hostile) == []  # quotes and wildcards are plain characters
+    with pytest.raises(ValidationError):
+        store.substring_search("u1", ["ac"], 10, Filters())
+
+
+def test_substring_search_follows_writes(store: Store) -> None:
+    r = rec("u1", "the zebra escaped")
+    put(store, r)
+    assert [h[0] for h in store.substring_search("u1", ["zebr"], 10, Filters())] == [r.id]
+    store.replace(replace(r, content="the lion escaped", tags=("striped",)), unit(2))
+    assert store.substring_search("u1", ["zebr"], 10, Filters()) == []
+    assert [h[0] for h in store.substring_search("u1", ["ripe"], 10, Filters())] == [r.id]
+    store.delete("u1", r.id)
+    assert store.substring_search("u1", ["lion", "ripe"], 10, Filters()) == []

@@ -142,18 +142,76 @@ def test_statuses_and_users_are_respected(memory: Memory) -> None:
         search_keywords(memory, ["acme"], user_id=None)  # type: ignore[arg-type]
 
 
-def test_scan_bound_and_fts_beyond_it(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    old_content = add(memory, "the zebra escaped", days=100)
-    add(memory, "an old tagged note", days=90, tags=["zebra"])
+def _old_matches_beyond_a_scan_of_two(memory: Memory, monkeypatch: pytest.MonkeyPatch, word: str) -> set[str]:
+    """An old memory with ``word`` in its content and one tagged ``word``, behind four newer notes,
+    with the scan of short keywords bounded at the newest two."""
+    old = {add(memory, f"the {word} escaped", days=100).id, add(memory, "an old tagged note", days=90, tags=[word]).id}
     for i in range(4):
         add(memory, f"recent note {i}", days=i)
     monkeypatch.setattr(ks, "SCAN_LIMIT", 2)
     monkeypatch.setattr(ks, "SCAN_PAGE", 2)
-    # Beyond the scan only FTS finds a memory, and FTS holds whole tokens of content.
-    assert ids(search_keywords(memory, ["zebra"], user_id=U)) == [old_content.id]
-    assert search_keywords(memory, ["zebr"], user_id=U) == []
+    return old
+
+
+def test_no_memory_is_beyond_a_row_count(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The store's substring index lists every match: a substring or a tag finds a memory however
+    # old, whatever the scan bound of short keywords (the 2,000-row scan before left both out).
+    old = _old_matches_beyond_a_scan_of_two(memory, monkeypatch, "zebra")
+    assert set(ids(search_keywords(memory, ["zebr"], user_id=U))) == old
+    assert set(ids(search_keywords(memory, ["zebra"], user_id=U))) == old
+    assert len(search_keywords(memory, ["note"], user_id=U, limit=5)) == 5
+
+
+def test_short_keywords_keep_the_scan_bound(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under three characters there is no trigram to look up: the keyword index's whole tokens over
+    # all memories, and substrings, tags and metadata in the newest SCAN_LIMIT only.
+    old = _old_matches_beyond_a_scan_of_two(memory, monkeypatch, "ox")
+    zebras = add(memory, "a zebrafish swam", days=95)  # "zebra" is no whole token of it
+    [in_content] = [i for i in old if memory.get(i, user_id=U).content == "the ox escaped"]
+    assert ids(search_keywords(memory, ["ox"], user_id=U)) == [in_content]
+    assert search_keywords(memory, ["x"], user_id=U) == []
+    assert ids(search_keywords(memory, ["zebra"], user_id=U)) == [zebras.id]
+    assert search_keywords(memory, ["x", "zebra"], user_id=U) == []  # one short keyword: the whole search bounded
     monkeypatch.setattr(ks, "SCAN_LIMIT", 2000)
-    assert len(search_keywords(memory, ["zebr"], user_id=U)) == 2
+    assert set(ids(search_keywords(memory, ["x"], user_id=U))) == old
+
+
+def test_the_walk_stops_once_nothing_older_can_rank(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    best = [add(memory, f"acme fact {i}", kind="fact", importance=1.0, days=0) for i in range(2)]
+    for i in range(6):
+        add(memory, f"acme note {i}", days=400 + i)
+    monkeypatch.setattr(ks, "SCAN_PAGE", 2)
+    reads: list[int] = []
+    real = memory.store.substring_search
+
+    def counted(user_id: str, terms: Any, n: int, filters: Any) -> Any:
+        reads.append(n)
+        return real(user_id, terms, n, filters)
+
+    monkeypatch.setattr(memory.store, "substring_search", counted)
+    found = search_keywords(memory, ["acme"], user_id=U, limit=2, now=NOW)
+    assert set(ids(found)) == {r.id for r in best}
+    assert reads == [2, 8]  # the year-old memories could not outscore two fresh important facts
+    reads.clear()
+    assert len(search_keywords(memory, ["acme"], user_id=U, limit=3, now=NOW)) == 3
+    assert reads == [2, 8, 32]  # the third best is old: the walk read on until the list ended
+
+
+def test_the_scan_of_short_keywords_stops_at_its_bound(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(8):
+        add(memory, f"ox note {i}", days=400 + i)
+    monkeypatch.setattr(ks, "SCAN_PAGE", 2)
+    monkeypatch.setattr(ks, "SCAN_LIMIT", 4)
+    pages: list[tuple[int, int]] = []
+    real = memory.store.list
+
+    def counted(user_id: str, filters: Any, *, limit: int, offset: int) -> Any:
+        pages.append((offset, limit))
+        return real(user_id, filters, limit=limit, offset=offset)
+
+    monkeypatch.setattr(memory.store, "list", counted)
+    assert len(search_keywords(memory, ["x"], user_id=U, limit=3, now=NOW)) == 3
+    assert pages == [(0, 2), (2, 2)]  # listed a page at a time, each memory once, no further than the bound
 
 
 # -- cache ----------------------------------------------------------------------------------------------

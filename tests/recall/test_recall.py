@@ -356,3 +356,16 @@ def test_to_dict_shape(memory: Memory) -> None:
     assert data["mode"] == "relevant" and data["count"] == 1 and data["duration_ms"] >= 0
     assert set(data["memories"][0]) == {"memory", "score", "reason"}
     assert data["memories"][0]["memory"]["content"] == "Acme prefers NET30 payment terms"
+
+
+def test_contradictions_count_only_memories_with_a_contradicts_link(memory: Memory) -> None:
+    # The link is a filter of the engine, applied before max_results cuts: closer memories without
+    # a contradiction no longer use up the answer (it used to come back empty here).
+    add(memory, "Acme payment terms are NET30", importance=0.9)
+    add(memory, "Acme payment terms are NET30 days", importance=0.9)
+    linked = add(memory, "Acme pays by wire transfer", importance=0.9)
+    other = add(memory, "The weather forecast says rain tomorrow", importance=0.9)
+    memory.link(linked.id, other.id, "contradicts", user_id=U)
+    result = find_contradictions(memory, "Acme payment terms are NET30", user_id=U, max_results=1, now=NOW,
+                                 options=RecallOptions(min_similarity=0.0))
+    assert [m.record.id for m in result.memories] == [linked.id]

@@ -111,4 +111,22 @@ class PostgresDialect(Dialect):
         return f"json_typeof{field} = 'string' AND ({alias}.metadata ->> ?::text) = ?", [key, key, value]
 
 
+    def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
+        # No pg_trgm in the test server's build, so no index: the user's rows are read newest first.
+        patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
+        fields = ", ".join(f"{alias}.{name}" for name in _SEARCHED)
+        text = f"concat_ws(chr(31), {fields}, array_to_string({alias}.tags, chr(31))) ILIKE ANY (?::text[])"
+        values = (f"(SELECT string_agg(v #>> '{{}}', chr(31)) FROM jsonb_path_query({alias}.metadata::jsonb, "
+                  "'strict $.**') AS v WHERE jsonb_typeof(v) = 'string') ILIKE ANY (?::text[])")
+        if any(c in '"\\' or c < " " for t in terms for c in t):
+            return f"({text} OR {values})", [patterns, patterns]
+        # The metadata's JSON text holds every string value as written but for quotes, backslashes
+        # and control characters (ensure_ascii=False): a cheap test first, the values read only where it holds.
+        raw = f"{alias}.metadata::text ILIKE ANY (?::text[])"
+        return f"({text} OR ({raw} AND {values}))", [patterns, patterns, patterns]
+
+
+#: The columns of a memory's searched text before its tags and metadata (as SQLite's substring index).
+_SEARCHED = ("content", "subject", "predicate", "object", "trigger_text", "action_text")
+
 POSTGRES = PostgresDialect()

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from engram.errors import ValidationError
+from engram.ext import SUBSTRING_MIN
 from engram.model import Filters, Hit
 from engram.stores.sql.base import SQLBase, chunks
 from engram.stores.sql.rows import filter_sql
@@ -20,12 +22,16 @@ __all__ = ["CandidateMixin"]
 class CandidateMixin(SQLBase):
     """Store methods; each is one read."""
 
+    substring_indexed = False
+
     def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
-                 score: str, order: str, n: int) -> builtins.list[Hit]:
+                 score: str, order: str, n: int, *, by_user: bool = True) -> builtins.list[Hit]:
+        """``by_user=False`` keeps the planner off the user's index: ``extra`` selects few rows."""
         d = self.dialect
         where, params = filter_sql(d, filters)
+        user = "m.user_id" if by_user else d.unindexed("m.user_id")
         rows = self._query(
-            f"SELECT m.id, {score} FROM {d.memories} m WHERE m.user_id = ? AND {where} {extra} "
+            f"SELECT m.id, {score} FROM {d.memories} m WHERE {user} = ? AND {where} {extra} "
             f"ORDER BY {order}, m.id LIMIT ?",
             (user_id, *params, *extra_params, n),
         )
@@ -42,6 +48,33 @@ class CandidateMixin(SQLBase):
 
     def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._ordered(user_id, filters, "", (), self.dialect.epoch("m.created_at"), "m.created_at DESC", n)
+
+    def substring_search(
+        self, user_id: str, terms: Sequence[str], n: int, filters: Filters
+    ) -> builtins.list[Hit]:
+        """Memories whose searched text (content, subject, predicate, object, trigger, action, tags,
+        metadata string values) contains any of ``terms`` ignoring case, newest first; score the POSIX time.
+
+        A term must have at least :data:`~engram.ext.SUBSTRING_MIN` characters: a trigram index cannot
+        answer a shorter one, so it is refused (ValidationError) rather than answered by a scan.
+        """
+        wanted = list(dict.fromkeys(terms))
+        short = [t for t in wanted if len(t) < SUBSTRING_MIN]
+        if short:
+            raise ValidationError("terms", f"substrings of at least {SUBSTRING_MIN} characters, got {short!r}")
+        if not wanted or n <= 0:
+            return []
+        clause, params = self.dialect.contains_any("m", wanted)
+        return self._ordered(
+            user_id, filters, f"AND {clause}", params, self.dialect.epoch("m.created_at"), "m.created_at DESC", n,
+            by_user=not self._few_substring_matches(params, n),
+        )
+
+    def _few_substring_matches(self, params: Sequence[Any], n: int) -> bool:
+        """Whether the memories matching ``contains_any``'s parameters are few enough, over every
+        user, to read each (then sort them) rather than walk the user's memories newest first
+        until ``n`` match. Without an index there is nothing to count: walk."""
+        return False
 
     def most_recently_accessed(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         d = self.dialect

@@ -114,3 +114,8 @@ class Dialect:
     def metadata_eq(self, alias: str, key: str, value: str | float | bool | None) -> tuple[str, list[Any]]:
         """The memory's metadata holds ``value`` under ``key`` (null: holds null or nothing)."""
         raise NotImplementedError
+
+    def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
+        """The memory's searched text contains one of ``terms`` (each of at least three characters),
+        ignoring case (see :meth:`~engram.stores.sql.candidates.CandidateMixin.substring_search`)."""
+        raise NotImplementedError

@@ -108,6 +108,12 @@ class SQLiteDialect(Dialect):
         return f"json_extract({alias}.metadata, ?) = ?", [path, value]
 
 
+    def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
+        # The trigram index (engram.stores.sqlite.substrings): each term a phrase, quotes doubled.
+        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+        return f"{alias}.rowid IN (SELECT rowid FROM substring_fts WHERE substring_fts MATCH ?)", [match]
+
+
 def _marks(n: int) -> str:
     return ",".join("?" * n)
 

@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Callable
 
 from engram.model import Entity
+from engram.stores.sqlite.substrings import create_substring_index
 from engram.stores.sqlite.versions import create_user_versions
 from engram.text import memory_terms
 
@@ -219,6 +220,8 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     lambda conn: _index_labels(conn),
     # 9: each user's write counter, the store's change token (engram.stores.sqlite.versions).
     lambda conn: create_user_versions(conn),
+    # 10: the substring index of keyword search (engram.stores.sqlite.substrings).
+    lambda conn: create_substring_index(conn),
 )
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.
