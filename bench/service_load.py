@@ -3,7 +3,7 @@ and 64 concurrent clients, errors counted (any non-200 or transport error), and 
 request cost the server and the load generator.
 
     python bench/service_load.py [--workers 1,2] [--clients 1,4,16,64] [--duration 15]
-        [--embedder minilm] [--queries varied] [--client raw] [--trees /work/main,.]
+        [--embedder minilm] [--queries varied] [--client raw] [--trees /work/main,.] [--repeat 3]
         [--memories 10000] [--users 10] [--db PATH]
 
 The store holds ``--memories`` over ``--users`` users of :mod:`corpus`, embedded by ``--embedder``
@@ -20,6 +20,9 @@ client on the host would: ``--client raw`` (the default) is a lean keep-alive HT
 
 ``--trees A,B`` starts one server per source tree (its ``PYTHONPATH``) on the same store and
 alternates them level by level: a before/after pair measured in the same minutes of a shared machine.
+``--repeat N`` measures each level N times, the trees alternating each time, and ends with the median
+of each tree's runs: on two cores shared with other work, one 15 s run of the same server measured
+anywhere from 40 to 85 requests/s.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import asyncio
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -91,14 +95,17 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def load(url: str, token: str, users: list[str], clients: int, duration: float, queries: list[str],
-               client_kind: str = "raw") -> dict[str, Any]:
+               client_kind: str = "raw", run: str = "") -> dict[str, Any]:
+    """``clients`` clients asking for ``duration`` seconds. Each client draws its requests from a
+    seed of its own within ``run``: a run that repeated an earlier one's requests within the
+    result cache's minute was answered from the cache (p50 3 ms at one client)."""
     latencies: list[float] = []
     errors: dict[str, int] = {}
     deadline = time.perf_counter() + duration
     headers = {"Authorization": f"Bearer {token}"}
 
     async def ask(post: Any, seed: int) -> None:
-        rng = random.Random(seed)
+        rng = random.Random(f"{run}:{seed}")
         while time.perf_counter() < deadline:
             # A "now" in a different minute each time: the 60 s result cache keys on it, and would
             # otherwise answer most of the repeated questions.
@@ -142,11 +149,12 @@ async def load(url: str, token: str, users: list[str], clients: int, duration: f
 
 
 def measured(server: subprocess.Popen[bytes], url: str, token: str, users: list[str], clients: int,
-             args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
-    """One level: a warm-up, then the measured run with the CPU it cost each side per request."""
-    asyncio.run(load(url, token, users, clients, args.warmup, queries, args.client))
+             args: argparse.Namespace, queries: list[str], run: str) -> dict[str, Any]:
+    """One level: a warm-up, then the measured run with the CPU it cost each side per request; the
+    trees of one level are given the same requests (``run``), each level and repeat new ones."""
+    asyncio.run(load(url, token, users, clients, args.warmup, queries, args.client, f"{run}:warm-up"))
     client0, server0 = time.process_time(), cpu_seconds(server.pid)
-    row = asyncio.run(load(url, token, users, clients, args.duration, queries, args.client))
+    row = asyncio.run(load(url, token, users, clients, args.duration, queries, args.client, run))
     done = max(1, row["requests"])
     row["client_cpu_ms"] = round((time.process_time() - client0) * 1000 / done, 2)
     row["server_cpu_ms"] = round((cpu_seconds(server.pid) - server0) * 1000 / done, 2)
@@ -165,6 +173,7 @@ def main() -> None:
     parser.add_argument("--queries", choices=("varied", "fixed"), default="varied")
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw")
     parser.add_argument("--trees", default="", help="comma-separated PYTHONPATHs (source trees), one server each")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each level, the trees alternating")
     parser.add_argument("--db", type=Path, help="keep (and reuse) the store here")
     parser.add_argument("--out", default="bench/results/service_load.json")
     args = parser.parse_args()
@@ -188,17 +197,40 @@ def main() -> None:
                 for _, url, _ in servers:
                     wait_healthy(url, timeout=180)
                 for clients in (int(c) for c in args.clients.split(",")):
-                    for tree, url, server in servers:
-                        row = {"workers": workers, "tree": tree,
-                               **measured(server, url, token, users, clients, args, queries)}
-                        report.setdefault("rows", []).append(row)
-                        print(json.dumps(row), flush=True)
+                    for repeat in range(args.repeat):
+                        for tree, url, server in servers:
+                            run = f"{workers}:{clients}:{repeat}"
+                            row = {"workers": workers, "tree": tree,
+                                   **measured(server, url, token, users, clients, args, queries, run)}
+                            report.setdefault("rows", []).append(row)
+                            print(json.dumps(row), flush=True)
             finally:
                 for _, _, server in servers:
                     server.terminate()
                     server.wait(timeout=60)
+    report["medians"] = medians(report.get("rows", []))
+    for row in report["medians"]:
+        print(json.dumps(row), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
+
+
+def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workers, clients and tree: the median of each figure over its runs, errors summed."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["workers"], row["clients"], row["tree"]), []).append(row)
+    out = []
+    for (workers, clients, tree), runs in groups.items():
+        errors: dict[str, int] = {}
+        for run in runs:
+            for status, n in run["errors"].items():
+                errors[status] = errors.get(status, 0) + n
+        middle = {name: statistics.median(r[name] for r in runs if r[name] is not None)
+                  for name in ("rps", "p50_ms", "p99_ms", "server_cpu_ms") if any(r[name] is not None for r in runs)}
+        out.append({"median_of": len(runs), "workers": workers, "clients": clients, "tree": tree, **middle,
+                    "errors": errors, "requests": sum(r["requests"] for r in runs)})
+    return out
 
 
 if __name__ == "__main__":

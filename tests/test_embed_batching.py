@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -146,5 +146,34 @@ def test_a_built_server_answers_what_memory_retrieve_answers(tmp_path: Path) -> 
         assert answer.status_code == 200
         got = answer.json()["memories"]
         assert [m["id"] for m in got] == [m["id"] for m in expected] and got
+    finally:
+        close()
+
+
+def test_a_built_servers_concurrent_queries_meet_in_one_model_call(tmp_path: Path) -> None:
+    db = tmp_path / "svc.db"
+    with Memory(db, embedder=FakeEmbedder(16)) as memory:
+        memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
+    app, close = build_app(str(db), "hash-16", 100.0, 200.0, 1 << 20, limiter_path=None)
+    try:
+        memory = app.state.service.memory
+        queue = memory.embedder._passages
+        sizes: list[int] = []
+        model: Callable[[list[str]], Vector] = queue._run
+
+        def slow(texts: list[str]) -> Vector:
+            sizes.append(len(texts))
+            time.sleep(0.2)  # the model busy while the other retrievals arrive
+            return model(texts)
+
+        queue._run = slow
+        threads = [threading.Thread(target=memory.retrieve, args=(f"payment terms {i}",), kwargs={"user_id": "u1"})
+                   for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        # The library's two-thread executor let at most two queries wait for the model at once.
+        assert sum(sizes) == 8 and max(sizes) >= 4
     finally:
         close()

@@ -18,6 +18,7 @@ import pytest
 
 from engram.errors import StoreError, StoreUnavailable
 from engram.model import Filters, MemoryRecord
+from engram.stores.sqlite.readers import ReadPool
 from engram.stores.sqlite.store import SQLiteStore
 
 NOW = datetime(2024, 2, 15, tzinfo=UTC)
@@ -83,6 +84,7 @@ def test_a_failing_connection_is_store_error_from_every_method(
     store: SQLiteStore, call: str, error: sqlite3.Error
 ) -> None:
     store._conn = _Broken(error)  # type: ignore[assignment]
+    store._readers = ReadPool(lambda: _Broken(error), 2)  # type: ignore[arg-type,return-value]
     with pytest.raises(StoreError) as info:
         CALLS[call](store)
     assert not isinstance(info.value, sqlite3.Error)
