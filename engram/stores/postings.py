@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import Hit
-from engram.stores.sqlite.saved import encoded, strings
+from engram.stores.packing import encoded, strings
 from engram.text import K1, B, plan_keywords
 
 __all__ = ["Matches", "Postings", "best"]

@@ -31,7 +31,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from engram.stores.packing import encoded, strings
+
 __all__ = ["KINDS", "SAVE_ABOVE", "drop", "encoded", "load", "path_of", "save", "strings"]
+
 
 log = logging.getLogger("engram")
 
@@ -51,16 +54,6 @@ def path_of(db_path: str, kind: str, user_id: str) -> Path | None:
         return None
     digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return Path(f"{db_path}.{kind}") / f"{digest}.bin"
-
-
-def encoded(items: Sequence[str]) -> npt.NDArray[np.uint8]:
-    return np.frombuffer("\n".join(items).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-
-
-def strings(part: npt.NDArray[np.uint8], count: int) -> list[str] | None:
-    """The ``count`` items of an :func:`encoded` array; None when they do not split into that many."""
-    items = part.tobytes().decode("utf-8", "surrogatepass").split("\n") if count else []
-    return items if len(items) == count else None
 
 
 def _aligned(offset: int) -> int:
