@@ -38,7 +38,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-import numpy.ma  # imported lazily inside the first np.isin/np.unique otherwise: 30-90 ms of a first query
 import numpy.typing as npt
 
 from engram.model import Filters, Hit, MemoryRecord
