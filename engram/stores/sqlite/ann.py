@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engram.stores.sqlite.vectors import ExactIndex, Matrix
+from engram.stores.sqlite.vectors import ExactIndex, Matrix, ranked
 
 __all__ = ["AnnIndex", "attached", "drop_saved", "index_class", "load_index", "snapshot_dir"]
 
@@ -246,12 +246,7 @@ class AnnIndex(ExactIndex):
     def _ranked(self, query: Matrix, rows: npt.NDArray[np.int64], n: int) -> list[tuple[str, float]]:
         if len(rows) == 0:
             return []
-        scores = self._matrix[rows] @ query
-        if len(rows) > n:
-            top = np.argpartition(-scores, n - 1)[:n]
-            rows, scores = rows[top], scores[top]
-        ranked = sorted((-float(s), self._ids[r]) for s, r in zip(scores.tolist(), rows.tolist(), strict=True))
-        return [(memory_id, -neg) for neg, memory_id in ranked[:n]]
+        return ranked(self._ids, rows, self._matrix[rows] @ query, n)
 
     # Building.
 

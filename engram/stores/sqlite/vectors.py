@@ -16,7 +16,7 @@ import numpy.typing as npt
 from engram.model import KINDS, STATUSES
 from engram.stores.sqlite.prescan import POOL, Prescan
 
-__all__ = ["ExactIndex", "VectorIndex"]
+__all__ = ["ExactIndex", "VectorIndex", "ranked"]
 
 #: Above this many vectors a user's search first scans int8 codes of the rows' leading principal
 #: components (:mod:`engram.stores.sqlite.prescan`: a twelfth of the memory traffic, which is what
@@ -29,6 +29,18 @@ SPARSE_SHARE = 8
 _SPARE = 64
 #: Bytes per row of the Python objects beside the arrays: its id string and two dict entries.
 _PER_ROW_OBJECTS = 250
+
+
+def ranked(
+    ids: Sequence[str], rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], n: int,
+) -> list[tuple[str, float]]:
+    """The best ``n`` of ``rows`` (positions into ``ids``, scored ``scores``) by score, then id, so
+    ties come out the same on every backend: only the best n and any tied with the n-th are sorted."""
+    if len(scores) > n:
+        keep = scores >= np.partition(scores, len(scores) - n)[len(scores) - n]
+        rows, scores = rows[keep], scores[keep]
+    best = sorted(zip((-scores).tolist(), [ids[r] for r in rows.tolist()], strict=True))[:n]
+    return [(memory_id, -negative) for negative, memory_id in best]
 
 
 def _code(names: Sequence[str], name: str) -> int:
@@ -293,13 +305,7 @@ class ExactIndex:
                 scores = np.where(mask, scores, -np.inf)
             rows = np.argpartition(-scores, pool - 1)[:pool] if pool < len(scores) else np.flatnonzero(mask)
         rows = rows[np.isfinite(scores[rows])]
-        final = self._matrix[rows] @ query if quantized else scores[rows]
-        if len(final) > n:  # only the best n (and any tied with the n-th) reach the sort below
-            keep = final >= np.partition(final, len(final) - n)[len(final) - n]
-            rows, final = rows[keep], final[keep]
-        # Sort by score, then id, so ties come out the same on every backend.
-        ranked = sorted((-float(final[j]), self._ids[rows[j]]) for j in range(len(rows)))[:n]
-        return [(memory_id, -neg) for neg, memory_id in ranked]
+        return ranked(self._ids, rows, self._matrix[rows] @ query if quantized else scores[rows], n)
 
     def _scores(self, query: Matrix, quantized: bool) -> npt.NDArray[np.float32]:
         """Every row's score for ``query``, kept for the next call with the same query (the
