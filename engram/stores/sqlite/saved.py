@@ -77,8 +77,8 @@ def save(
         offset = _aligned(_HEADER.size + _PART.size * len(parts))
         descriptors = []
         for part in parts:
-            shape = (*part.shape, 1, 1)[:2] if part.ndim <= 2 else part.shape
-            descriptors.append(_PART.pack(part.dtype.str.encode(), part.ndim, shape[0], shape[1], offset))
+            rows, columns = (*part.shape, 1)[:2]  # one or two dimensions
+            descriptors.append(_PART.pack(part.dtype.str.encode(), part.ndim, rows, columns, offset))
             offset = _aligned(offset + part.nbytes)
         with open(partial, "wb") as out:
             out.write(_HEADER.pack(_MAGIC, version, len(parts)))
