@@ -7,7 +7,7 @@ walking the HNSW index.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engram.model import MemoryRecord
+from engram.model import Filters, MemoryRecord
 from engram.stores.copy import copy_store
 from engram.stores.postgres.candidates import exact_sql, hnsw_sql
 from engram.stores.postgres.dialect import POSTGRES
@@ -86,6 +86,47 @@ def test_keyword_reads_go_through_the_user_leading_indexes(loaded: tuple[Any, np
         plan = _plan(store, sql, params)
         assert "Seq Scan" not in plan, plan
         assert f"user_id = '{user}'::text" in plan, plan
+
+
+def _statements(store: Any, monkeypatch: pytest.MonkeyPatch, search: Callable[[], object]) -> list[tuple[str, Any]]:
+    """The statements (SQL and parameters) ``search`` runs on ``store``."""
+    seen: list[tuple[str, Any]] = []
+    real = store._query
+
+    def recorded(sql: str, params: Sequence[Any] = ()) -> Any:
+        seen.append((sql, params))
+        return real(sql, params)
+
+    monkeypatch.setattr(store, "_query", recorded)
+    search()
+    return seen
+
+
+@pytest.mark.parametrize("user", ["heavy", "small-3"])
+def test_a_rare_substring_is_read_through_the_substring_index(
+    loaded: tuple[Any, np.ndarray], user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few matches (~40 rows hold "lot13", of 4,000): counted, then read, through the trigram GIN
+    index, not by walking the user's rows newest first (a heavy user's every row)."""
+    store, _ = loaded
+    search = lambda: store.substring_search(user, ["ot13", "qzx"], 10, Filters())  # noqa: E731
+    [count, read] = _statements(store, monkeypatch, search)
+    assert "Bitmap Index Scan on engram_memories_substrings" in _plan(store, *count)
+    plan = _plan(store, *read)
+    assert "Seq Scan" not in plan and "Index Scan using engram_memories_user_created" not in plan, plan
+    if user == "heavy":
+        assert "Bitmap Index Scan on engram_memories_substrings" in plan, plan
+
+
+def test_a_common_substring_walks_the_users_rows_newest_first(
+    loaded: tuple[Any, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, _ = loaded  # most rows hold one of these: the index would read each
+    search = lambda: store.substring_search("heavy", ["acm", "alph", "bet"], 10, Filters())  # noqa: E731
+    [count, read] = _statements(store, monkeypatch, search)
+    assert "Bitmap Index Scan on engram_memories_substrings" in _plan(store, *count)
+    plan = _plan(store, *read)
+    assert "Index Scan using engram_memories_user_created" in plan and "engram_memories_substrings" not in plan, plan
 
 
 def _analyzed(store: Any) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 
 from engram.ext import Vector
 from engram.model import Filters, Hit
-from engram.stores.postgres import distributed, keyword
+from engram.stores.postgres import distributed, keyword, substrings
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.sql import candidates
 from engram.stores.sql.rows import filter_sql
@@ -21,7 +21,11 @@ if TYPE_CHECKING:
 
     import psycopg
 
-__all__ = ["CandidateMixin", "exact_sql", "hnsw_sql"]
+__all__ = ["FEW_SUBSTRING_MATCHES", "CandidateMixin", "exact_sql", "hnsw_sql"]
+
+#: Up to this many memories (of every user) holding a substring search's trigrams, or twice the
+#: memories asked for, are read one by one through the substring index; more are walked newest first.
+FEW_SUBSTRING_MATCHES = 2000
 
 
 def exact_sql(where: str) -> str:
@@ -57,6 +61,33 @@ class CandidateMixin(candidates.CandidateMixin):
     if TYPE_CHECKING:
 
         def _tx(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+    substring_indexed = True  # the trigram index of engram.stores.postgres.substrings
+
+    def substring_search(self, user_id: str, terms: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
+        """As SQLite's: few matches read through the substring index and sorted, many found by
+        walking the user's memories newest first (where the index would read every match)."""
+        wanted = candidates.substring_terms(terms)
+        if not wanted or n <= 0:
+            return []
+        clause, params = POSTGRES.contains_any("m", wanted)
+        grams, grams_params = substrings.grams_any("m", wanted)
+        epoch = POSTGRES.epoch("m.created_at")
+        if not self._few_substring_matches(wanted, n):
+            return self._ordered(user_id, filters, f"AND {clause}", params, epoch, "m.created_at DESC", n)
+        return self._ordered(
+            user_id, filters, f"AND {grams} AND {clause}", [*grams_params, *params], epoch, substrings.NEWEST, n
+        )
+
+    def _few_substring_matches(self, params: Sequence[Any], n: int) -> bool:
+        """``params``: the terms (those of :func:`.substrings.grams_any`)."""
+        few = max(FEW_SUBSTRING_MATCHES, 2 * n)
+        grams, grams_params = substrings.grams_any("m", params)
+        row = self._query(
+            f"SELECT count(*) FROM (SELECT 1 FROM engram_memories m WHERE {grams} LIMIT ?) AS s",
+            (*grams_params, few + 1),
+        )
+        return int(row[0][0]) <= few
 
     def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]:
         ids = list(dict.fromkeys(entity_ids))

@@ -112,17 +112,18 @@ class PostgresDialect(Dialect):
 
 
     def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
-        # No pg_trgm in the test server's build, so no index: the user's rows are read newest first.
+        # A case-insensitive LIKE, folding as the substring index does (engram_fold, see
+        # engram.stores.postgres.substrings): under the C locale ILIKE folds ASCII letters only.
         patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
+        like = "LIKE ANY (ARRAY(SELECT engram_fold(p) FROM unnest(?::text[]) AS p))"
         fields = ", ".join(f"{alias}.{name}" for name in _SEARCHED)
-        text = f"concat_ws(chr(31), {fields}, array_to_string({alias}.tags, chr(31))) ILIKE ANY (?::text[])"
-        values = (f"(SELECT string_agg(v #>> '{{}}', chr(31)) FROM jsonb_path_query({alias}.metadata::jsonb, "
-                  "'strict $.**') AS v WHERE jsonb_typeof(v) = 'string') ILIKE ANY (?::text[])")
+        text = f"engram_fold(concat_ws(chr(31), {fields}, array_to_string({alias}.tags, chr(31)))) {like}"
+        values = f"engram_fold(engram_metadata_strings({alias}.metadata)) {like}"
         if any(c in '"\\' or c < " " for t in terms for c in t):
             return f"({text} OR {values})", [patterns, patterns]
         # The metadata's JSON text holds every string value as written but for quotes, backslashes
         # and control characters (ensure_ascii=False): a cheap test first, the values read only where it holds.
-        raw = f"{alias}.metadata::text ILIKE ANY (?::text[])"
+        raw = f"engram_fold({alias}.metadata::text) {like}"
         return f"({text} OR ({raw} AND {values}))", [patterns, patterns, patterns]
 
 

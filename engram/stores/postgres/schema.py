@@ -24,6 +24,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from engram.model import Entity, MemoryRecord
 from engram.stores.postgres.dialect import POSTGRES
+from engram.stores.postgres.substrings import create_substring_index
 from engram.stores.sql.rows import COLUMNS, row_to_record
 from engram.stores.sql.rows import record_params as shared_params
 from engram.text import memory_terms
@@ -224,6 +225,8 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     lambda conn: _reindex_keywords(conn, labelled_only=True),
     # 9: a per-user counter of changes to what the keyword postings hold (engram.stores.postgres.keyword).
     lambda conn: _count_term_changes(conn),
+    # 10: the substring index of keyword search (as SQLite's 10; engram.stores.postgres.substrings).
+    lambda conn: create_substring_index(conn),
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes

@@ -16,7 +16,17 @@ from engram.model import Filters, Hit
 from engram.stores.sql.base import SQLBase, chunks
 from engram.stores.sql.rows import filter_sql
 
-__all__ = ["CandidateMixin"]
+__all__ = ["CandidateMixin", "substring_terms"]
+
+
+def substring_terms(terms: Sequence[str]) -> builtins.list[str]:
+    """``terms`` once each, in order; a term under :data:`~engram.ext.SUBSTRING_MIN` characters is
+    refused (ValidationError): a trigram index cannot answer it, and a scan would not be bounded."""
+    wanted = list(dict.fromkeys(terms))
+    short = [t for t in wanted if len(t) < SUBSTRING_MIN]
+    if short:
+        raise ValidationError("terms", f"substrings of at least {SUBSTRING_MIN} characters, got {short!r}")
+    return wanted
 
 
 class CandidateMixin(SQLBase):
@@ -58,10 +68,7 @@ class CandidateMixin(SQLBase):
         A term must have at least :data:`~engram.ext.SUBSTRING_MIN` characters: a trigram index cannot
         answer a shorter one, so it is refused (ValidationError) rather than answered by a scan.
         """
-        wanted = list(dict.fromkeys(terms))
-        short = [t for t in wanted if len(t) < SUBSTRING_MIN]
-        if short:
-            raise ValidationError("terms", f"substrings of at least {SUBSTRING_MIN} characters, got {short!r}")
+        wanted = substring_terms(terms)
         if not wanted or n <= 0:
             return []
         clause, params = self.dialect.contains_any("m", wanted)
