@@ -105,3 +105,10 @@ def test_a_store_from_before_the_index_gets_it_on_open(
         assert {"bil", "ing", "ini", "ech"} <= set(grams) and "via" not in grams  # metadata keys are not searched
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("text", ["", "ab", "abc", "abcdefgh", "a\nbcé", "ab\x01cd\x01", "ÉCOLE\x1fßtraße 42 " * 3])
+def test_trigrams_are_every_three_character_substring(postgres_store: PostgresStore, text: str) -> None:
+    with postgres_store._tx() as conn:
+        [[grams]] = conn.execute("SELECT engram_trigrams(%s)", (text,)).fetchall()
+    assert sorted(grams) == sorted(text[i : i + 3] for i in range(len(text) - 2))

@@ -10,9 +10,13 @@ metadata, joined by the unit separator (char 31). Three functions, created by th
   the database's own when it does, else the first such of ``C.utf8`` and ICU's root; a database in
   the C locale whose server has neither folds ASCII letters only. Both the index and the match
   fold with it, so they agree whatever it does.
-* ``engram_trigrams(text)``: every 3-character substring (GIN keeps each key once per row).
+* ``engram_trigrams(text)``: every 3-character substring (GIN keeps each key once per row): the
+  text cut in threes from each of its first three characters by ``regexp_replace``, a quarter of
+  the cost of a loop (~30 against ~120 us for 150 characters), which remains for a text holding
+  char 1 (the cut's mark).
 * ``engram_searched_grams(...)``: the trigrams of the folded searched text of a row's columns; the
-  index is over it, and a term's rows are those whose trigrams contain all of the term's.
+  index is over it, and a term's rows are those whose trigrams contain all of the term's. In
+  PL/pgSQL: PostgreSQL runs it as an SQL function without inlining it, at 160 us a row against 45.
 
 A search takes the rows the index gives (a bitmap OR over the terms) and checks each with the
 fold-and-LIKE match; the index only narrows, so the answer is the match's. Function bodies name
@@ -41,11 +45,11 @@ _COLUMNS = "content, subject, predicate, object, trigger_text, action_text, tags
 #: Tried in turn for ``engram_fold`` when the database's own collation does not fold "É".
 _COLLATIONS = ("C.utf8", "C.UTF-8", "und-x-icu")
 
-_FUNCTIONS = """
+_FUNCTIONS = r"""
 CREATE OR REPLACE FUNCTION {schema}.engram_fold(text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT lower($1{collate}) $$;
-CREATE OR REPLACE FUNCTION {schema}.engram_trigrams(t text) RETURNS text[]
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE COST 1000 AS $$
+CREATE OR REPLACE FUNCTION {schema}.engram_trigrams_loop(t text) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 DECLARE
     grams text[] := '{{}}';
 BEGIN
@@ -54,6 +58,14 @@ BEGIN
     END LOOP;
     RETURN grams;
 END $$;
+CREATE OR REPLACE FUNCTION {schema}.engram_trigrams(t text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT CASE WHEN strpos(t, chr(1)) > 0 THEN {schema}.engram_trigrams_loop(t) ELSE
+        (string_to_array(regexp_replace(t, '(...)', '\1' || chr(1), 'g'), chr(1)))[1:length(t) / 3]
+        || (string_to_array(regexp_replace(substr(t, 2), '(...)', '\1' || chr(1), 'g'), chr(1)))[1:(length(t) - 1) / 3]
+        || (string_to_array(regexp_replace(substr(t, 3), '(...)', '\1' || chr(1), 'g'), chr(1)))[1:(length(t) - 2) / 3]
+    END
+$$;
 CREATE OR REPLACE FUNCTION {schema}.engram_metadata_strings(json) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     SELECT string_agg(v #>> '{{}}', chr(31)) FROM jsonb_path_query($1::jsonb, 'strict $.**') AS v
@@ -61,10 +73,11 @@ CREATE OR REPLACE FUNCTION {schema}.engram_metadata_strings(json) RETURNS text
 CREATE OR REPLACE FUNCTION {schema}.engram_searched_grams(
     content text, subject text, predicate text, object text, trigger_text text, action_text text,
     tags text[], metadata json
-) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE COST 1000 AS $$
-    SELECT {schema}.engram_trigrams({schema}.engram_fold(concat_ws(chr(31), content, subject, predicate,
-        object, trigger_text, action_text, array_to_string(tags, chr(31)), {schema}.engram_metadata_strings(metadata))))
-$$;
+) RETURNS text[] LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE COST 1000 AS $$
+BEGIN
+    RETURN {schema}.engram_trigrams({schema}.engram_fold(concat_ws(chr(31), content, subject, predicate, object,
+        trigger_text, action_text, array_to_string(tags, chr(31)), {schema}.engram_metadata_strings(metadata))));
+END $$;
 """
 
 
