@@ -5,18 +5,22 @@ matches substrings ("acm" finds "Acme") in every data field, tags and metadata i
 only memories matching a keyword (its decision 3); each candidate is checked in Python, field by
 field, which also says where each keyword matched. Candidates come from one of two places:
 
-* A store with a substring index (``Store.substring_indexed``: SQLite's trigram index) lists every
-  memory holding a keyword, newest first (``Store.substring_search``), read ``SCAN_PAGE`` and then
-  four-fold further until it ends or no older memory could score above the ``limit``-th result (its
-  recency bounds its score). No memory is left out for its age; a search with no match reads the index only.
-* Otherwise (PostgreSQL reads the user's rows for ``substring_search``: at 100k slower than this for
-  rare keywords), and for a keyword under ``SUBSTRING_MIN`` (3) characters, which has no trigram: the
-  keyword index's whole-token hits (``FTS_PER_KEYWORD`` per keyword) plus the newest ``SCAN_LIMIT``
-  (2,000) memories, read the same way. The bound: an older memory is found only when a keyword is a
+* A store with a substring index (``Store.substring_indexed``: SQLite's FTS5 trigram index and
+  PostgreSQL's GIN index over trigrams) lists every memory holding a keyword, newest first
+  (``Store.substring_search``), read ``SCAN_PAGE`` and then four-fold further until it ends or no
+  older memory could score above the ``limit``-th result (its recency bounds its score). No memory
+  is left out for its age; a search with no match reads the index only.
+* A keyword under ``SUBSTRING_MIN`` (3) characters has no trigram, on either backend: the keyword
+  index's whole-token hits (``FTS_PER_KEYWORD`` per keyword) plus the newest ``SCAN_LIMIT`` (2,000)
+  memories, read the same way. The bound: an older memory is found only when the keyword is a
   whole token of its content; without it a search with no match read every memory.
 
-Case: Python's casefold decides a match; the index folds letter by letter, so a text whose letters
-casefold to others ("Straße" to "strasse") is found only as they fold alone ("straße", not "strasse").
+Case: Python's casefold decides a match, and keywords are casefolded; the indexes fold letter by
+letter, so a text whose letters casefold to others ("Straße" to "strasse") is not found by a
+keyword of three characters or more holding them (the index is asked for "strasse" and holds
+"straße"). Non-ASCII letters fold on both backends ("école" finds "ÉCOLE"); PostgreSQL folds with
+``lower()`` under a collation that folds them (the database's, else ``C.utf8`` or ICU's root), and
+on a server with none of them in the C locale, ASCII letters only.
 
 Ranking is the contract's: keyword 0.4 (fraction of keywords matched) + recency 0.2 (``exp(-age/30 d)``,
 0 when ``recency_boost`` is off) + importance 0.2 + type 0.2 (1.0 for the kind filtered on or a

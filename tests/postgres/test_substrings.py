@@ -48,6 +48,19 @@ def test_an_old_substring_match_past_the_newest_scan_limit_is_found(each_backend
     assert len(search_keywords(each_backend, ["not"], user_id="u1", limit=5)) == 5
 
 
+def test_keywords_fold_alike_on_both_backends(each_backend: Memory) -> None:
+    """As the keyword_search docstring says: "école" finds "ÉCOLE"; a keyword casefolds "ß" to
+    "ss" where the indexes keep it, so "Straße" is found by neither spelling, on either backend."""
+    ecole = each_backend.add("ÉCOLE du Nord", user_id="u1")
+    each_backend.add("Hauptstraße 5", user_id="u1")
+
+    def found(keyword: str) -> list[str]:
+        return [r.record.id for r in search_keywords(each_backend, [keyword], user_id="u1")]
+
+    assert found("école") == found("ÉCOLE") == found("cole du") == [ecole.id]
+    assert found("straße") == found("strasse") == []
+
+
 def test_letters_fold_alike_on_both_backends(store: Store) -> None:
     """As the keyword_search docstring says of SQLite: each letter folds alone, non-ASCII ones too
     (the test server's database is in the C locale, where ILIKE folds ASCII only)."""
