@@ -1,10 +1,10 @@
 """PostgreSQL's substring index (migration 10): a GIN index over the trigrams of each memory's
-searched text, from core PostgreSQL only (no pg_trgm, which builds without contrib lack; Citus
-distributes it with the table).
+searched text, from core PostgreSQL only (no pg_trgm: builds without contrib, as the test
+server's, lack it); on Citus it is created on every shard, its functions on every node.
 
 The searched text is what :meth:`~engram.stores.postgres.dialect.PostgresDialect.contains_any`
 matches: content, subject, predicate, object, trigger, action, each tag and each string value of the
-metadata, joined by the unit separator (char 31). Three functions, created by the migration:
+metadata, joined by the unit separator (char 31). The migration creates these functions:
 
 * ``engram_fold(text)``: ``lower()`` under a collation that folds every letter ("ÉCOLE" to "école"),
   the database's own when it does, else the first such of ``C.utf8`` and ICU's root; a database in
@@ -14,6 +14,7 @@ metadata, joined by the unit separator (char 31). Three functions, created by th
   text cut in threes from each of its first three characters by ``regexp_replace``, a quarter of
   the cost of a loop (~30 against ~120 us for 150 characters), which remains for a text holding
   char 1 (the cut's mark).
+* ``engram_metadata_strings(json)``: the metadata's string values, as the match reads them.
 * ``engram_searched_grams(...)``: the trigrams of the folded searched text of a row's columns; the
   index is over it, and a term's rows are those whose trigrams contain all of the term's. In
   PL/pgSQL: PostgreSQL runs it as an SQL function without inlining it, at 160 us a row against 45.
