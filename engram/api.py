@@ -18,7 +18,7 @@ from engram.conversation import Messages
 from engram.documents import Document
 from engram.feedback import FeedbackResult
 from engram.model import Entity, Filters, HistoryEvent, Link, MemoryChanges, MemoryFields, MemoryRecord
-from engram.recall import Recall
+from engram.recall_types import Recall
 from engram.retrieve.types import Retrieval
 
 __all__ = ["MemoryAPI"]

@@ -29,7 +29,7 @@ from engram.feedback import FeedbackResult
 from engram.ingest.files import IngestReport
 from engram.ingest.normalize import to_utc
 from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
-from engram.recall import Recall
+from engram.recall_types import Recall
 from engram.retrieve.types import Retrieval
 from engram.validate import top_k_shortcut
 from engram.wire import (

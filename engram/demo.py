@@ -19,7 +19,7 @@ from engram.cli import explain
 from engram.config import RedactionConfig, RetrievalConfig
 from engram.domain import SQLiteDomainSource
 from engram.memory import Memory
-from engram.recall import Recall
+from engram.recall_types import Recall
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 USER = "maya"  # Maya runs "Ember & Oak", a small coffee roastery

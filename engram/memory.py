@@ -31,7 +31,7 @@ from engram.model import Entity, Filters, HistoryEvent, Link, MemoryChanges, Mem
 from engram.ontology import EntitiesAccessor, EntityRelation, RelationType
 from engram.ontology import define_relation as define_ontology_relation
 from engram.ontology import relate as relate_entities
-from engram.recall import ByKindKwargs, ContradictionKwargs, LinkedKwargs, Recall, RecallKwargs, TemporalKwargs
+from engram.recall_types import ByKindKwargs, ContradictionKwargs, LinkedKwargs, Recall, RecallKwargs, TemporalKwargs
 from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
 from engram.salience import memory_salience

@@ -24,9 +24,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -36,6 +35,7 @@ from engram.ext import Vector
 from engram.ingest.embed import embed_texts
 from engram.metrics import RETRIEVER_LATENCY, RETRIEVER_QUERIES, RETRIEVER_RESULT_COUNT
 from engram.model import KINDS, Filters, Hit, MemoryRecord
+from engram.recall_types import Recall, RecalledMemory
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
 from engram.retrieve.timeparse import parse_datetime
 from engram.retrieve.types import Scored
@@ -69,81 +69,7 @@ MAX_LINKED = 1000  # nodes one traversal may visit: a dense graph must not turn 
 QUERY_LOG_CHARS = 50
 
 
-@dataclass(frozen=True, slots=True)
-class RecalledMemory:
-    """One recalled memory (``ScoredMemory``): the record as stored before this recall, a score and why."""
-
-    record: MemoryRecord
-    score: float
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory": self.record.to_dict(), "score": round(self.score, 6), "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
-class Recall:
-    """A recall's result (``MemoryRecallResult``): memories best first, their count, time taken, and the mode."""
-
-    memories: tuple[RecalledMemory, ...]
-    count: int
-    duration_ms: float
-    mode: str
-
-    def to_dict(self) -> dict[str, Any]:
-        memories = [m.to_dict() for m in self.memories]
-        return {"mode": self.mode, "count": self.count, "duration_ms": round(self.duration_ms, 3), "memories": memories}
-
-
 # -- shared plumbing ----------------------------------------------------------------------------------
-class RecallKwargs(TypedDict, total=False):
-    """The options of :func:`recall`, typed for ``Memory.recall(**options)``."""
-
-    max_results: int
-    kind: str | None
-    min_salience: float
-    project_id: str | None
-    include_archived: bool
-    now: datetime | str | None
-    options: RecallOptions | None
-
-
-class TemporalKwargs(TypedDict, total=False):
-    """The options of :func:`recall_temporal`."""
-
-    kind: str | None
-    project_id: str | None
-    include_archived: bool
-    limit: int
-    now: datetime | str | None
-    options: RecallOptions | None
-
-
-class ByKindKwargs(TypedDict, total=False):
-    """The options of :func:`recall_by_kind`."""
-
-    project_id: str | None
-    include_archived: bool
-    now: datetime | str | None
-    options: RecallOptions | None
-
-
-class LinkedKwargs(TypedDict, total=False):
-    """The options of :func:`recall_linked`."""
-
-    direction: Literal["out", "both"]
-    include_archived: bool
-
-
-class ContradictionKwargs(TypedDict, total=False):
-    """The options of :func:`find_contradictions`."""
-
-    max_results: int
-    min_salience: float
-    now: datetime | str | None
-    options: RecallOptions | None
-
-
 def _user(ctx: Context, user_id: str) -> str:
     # Isolation: there is no "every user" recall, so a missing user_id is an error, not a wildcard.
     return ctx.user(user_id)

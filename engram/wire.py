@@ -41,7 +41,7 @@ from engram.errors import (
 )
 from engram.ingest.files import FileResult, IngestReport
 from engram.model import Filters
-from engram.recall import Recall, RecalledMemory
+from engram.recall_types import Recall, RecalledMemory
 from engram.retrieve.types import MemoryEntry, Retrieval, RetrievalMetadata
 
 __all__ = [

@@ -14,7 +14,7 @@ import pytest
 
 from engram.ingest.normalize import content_hash
 from engram.model import Filters, Hit, MemoryRecord, new_id
-from engram.stores.postings import Postings
+from engram.stores.postings import Postings, best
 from engram.stores.sqlite import keyword
 from engram.stores.sqlite.store import SQLiteStore
 from engram.text import bm25, bm25_idf, memory_terms, query_terms
@@ -256,3 +256,25 @@ def test_remembered_contributions_follow_every_change() -> None:
     index.remove("m2")
     fresh = Postings.build([1, 3, 4, 5], ["m1", "m3", "m4", "m5"], [0] * 4, [docs[0], docs[2], docs[3], " coffee tea"])
     assert scored(index) == scored(fresh)
+
+
+def test_saved_parts_keep_the_id_order_of_ties() -> None:
+    """Equal scores go to the smaller id; a saved index carries that order (it is not sorted again on
+    load), and rows added after the load, in id order or not, keep it."""
+    ids = ["m7", "m2", "m9", "m4"]  # out of id order, as rows copied between stores may be
+    docs = [" tea"] * 4
+    built = Postings.build([1, 2, 3, 4], ids, [0] * 4, docs)
+    loaded = Postings.of_parts(built.parts())
+    assert loaded is not None and loaded._rank is not None  # carried, not sorted again
+
+    def top(p: Postings, n: int) -> list[str]:
+        found = p.scores(["tea"])
+        assert found is not None
+        return [i for i, _ in best(found, n, lambda _rows: None)]
+
+    assert top(loaded, 4) == top(built, 4) == ["m2", "m4", "m7", "m9"]
+    for p in (built, loaded):
+        p.add(5, "m8", ["tea"], 0)  # older than the last id: the order is computed again
+        p.add(6, "z1", ["tea"], 0)  # newer than every id: appended to the order
+    assert top(loaded, 6) == top(built, 6) == ["m2", "m4", "m7", "m8", "m9", "z1"]
+    assert Postings.of_parts(built.parts()[:8]) is None  # a file saved before ranks were: built again

@@ -262,16 +262,19 @@ def rank(
     keyword_scale = 1.0 / max(max(raw_keywords, default=0.0), KEYWORD_FULL_SHARE)
     said = speakers or {}
     voices = set(query_entities) & set(said.values())
+    no_entities: set[str] = set()  # a query naming none reads no candidate's
     for record, cosine, raw_keyword in zip(records, cosines, raw_keywords, strict=True):
-        cand_entities = set(record.entities)
-        if record.subject:
-            cand_entities.add(record.subject)
+        if query_entities:
+            cand_entities = set(record.entities)
+            if record.subject:
+                cand_entities.add(record.subject)
+            overlap = entity_overlap(query_entities, cand_entities, speaker=said.get(record.id), speakers=voices)
+        else:
+            cand_entities, overlap = no_entities, 0.0
         keyword = min(1.0, raw_keyword * keyword_scale)
         signals = {
             "semantic_similarity": cosine,
-            "entity_overlap": entity_overlap(
-                query_entities, cand_entities, speaker=said.get(record.id), speakers=voices
-            ),
+            "entity_overlap": overlap,
             "temporal_relevance": temporal_relevance(record.created_at, time_range, now),
             "importance": min(1.0, max(0.0, record.importance)) if math.isfinite(record.importance) else 0.0,
             "reinforcement": reinforcement(record.access_count),
@@ -290,9 +293,11 @@ def rank(
     for name, weight, applies in zip(CONTEXT_SIGNALS, w[1:], applicable, strict=True):
         reported[name] = float(weight) / total if applies else 0.0
     own = {record.id: signals[RELEVANCE_SIGNAL] for record, signals, _ in rows}
+    next_to, bridged = neighbors or {}, bridges or {}
     for record, signals, _ in rows:
-        around = max((own.get(other, 0.0) for other in (neighbors or {}).get(record.id, ())), default=0.0)
-        via = (bridges or {}).get(record.id, (0.0, ""))[0]
+        turns = next_to.get(record.id)
+        around = max([own.get(other, 0.0) for other in turns], default=0.0) if turns else 0.0
+        via = bridged[record.id][0] if record.id in bridged else 0.0
         asked = float(asks and "?" in record.content and (
             said.get(record.id) in voices if voices else record.role not in _NOT_ASKERS))
         signals[CONTEXT_SIGNAL] = around
@@ -319,7 +324,7 @@ def rank(
     for (record, signals, cand_entities), score in zip(rows, scores, strict=True):
         if config.fusion == "rrf":
             signals["rrf"] = score
-        bridge = (bridges or {}).get(record.id)
+        bridge = bridged.get(record.id)
         reasons = _reasons(
             record, sources.get(record.id, ()), signals, query_entities, cand_entities, time_range,
             bridge[1] if bridge else None,

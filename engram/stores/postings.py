@@ -125,18 +125,19 @@ class Postings:
                 self._merge()
             n = self._size
             return [self._bounds, self._positions, self._freqs, self._rowids[:n].copy(), self._created[:n].copy(),
-                    self._lengths[:n].copy(), encoded(list(self._vocab)), encoded(self._ids)]
+                    self._lengths[:n].copy(), encoded(list(self._vocab)), encoded(self._ids), self._ranks()[:n].copy()]
 
     @classmethod
     def of_parts(cls, parts: Sequence[npt.NDArray[np.generic]]) -> Postings | None:
         """The index :meth:`parts` described (arrays may be read-only maps: the postings are replaced,
         never written in place); None when they do not fit together."""
-        if len(parts) != 8:
+        if len(parts) != 9:
             return None
-        bounds, positions, freqs, rowids, created, lengths, terms, ids = parts
+        bounds, positions, freqs, rowids, created, lengths, terms, ids, rank = parts
         n = len(rowids)
         vocab, names = strings(terms, len(bounds) - 1), strings(ids, n)  # type: ignore[arg-type]
-        if vocab is None or names is None or len(positions) != len(freqs) or len(created) != n or len(lengths) != n:
+        if (vocab is None or names is None or len(positions) != len(freqs) or len(created) != n or len(lengths) != n
+                or len(rank) != n):
             return None
         index = cls()
         index._vocab = {t: i for i, t in enumerate(vocab)}
@@ -146,6 +147,11 @@ class Postings:
         index._lengths = _grown(np.asarray(lengths, dtype=np.int64), n + _SPARE)
         index._alive = _grown(np.ones(n, dtype=bool), n + _SPARE)
         index._ids = names
+        # The order of ids, saved: sorting them again cost ~6 ms at 10k memories and a second at 1M.
+        index._rank = _grown(np.asarray(rank, dtype=np.int64), n + _SPARE)
+        if n:
+            last = int(np.argmax(rank))
+            index._last_id, index._next_rank = names[last], int(rank[last]) + 1
         index._size = index._live = n
         index._total_length = int(index._lengths[:n].sum())
         index._account()

@@ -39,7 +39,7 @@ __all__ = ["KINDS", "SAVE_ABOVE", "drop", "encoded", "load", "path_of", "save", 
 log = logging.getLogger("engram")
 
 #: Users with at least this many memories are saved: below it SQL gives them in a few milliseconds.
-SAVE_ABOVE = 2_000
+SAVE_ABOVE = 500
 #: What is saved, each in ``<db>.<kind>/``.
 KINDS = ("vectors", "keywords")
 _MAGIC = b"ENGSAVE1"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from engram.model import Entity
 from engram.stores.sqlite.substrings import create_substring_index
-from engram.stores.sqlite.versions import create_user_versions
+from engram.stores.sqlite.versions import count_access, create_user_versions
 from engram.text import memory_terms
 
 __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
@@ -222,6 +222,8 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     lambda conn: create_user_versions(conn),
     # 10: the substring index of keyword search (engram.stores.sqlite.substrings).
     lambda conn: create_substring_index(conn),
+    # 11: each user's counter of access writes, for the cache of whole records (engram.stores.sqlite.versions).
+    lambda conn: count_access(conn),
 )
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.

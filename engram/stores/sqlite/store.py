@@ -14,6 +14,9 @@ would otherwise keep it:
   approximate index, for a new process to load): they are erased, and saved again by the next load
   or build (:meth:`~engram.stores.sqlite.vector_search.VectorMixin._erase_saved`).
 
+Records this process read are held in memory too (:mod:`.records`); the user's are dropped by these
+calls at once.
+
 Merging rewrites the whole keyword index and the checkpoint writes it back, so a delete or a text
 edit costs time that grows with the file's size: measured on two shared cores, about 18 ms at 1k
 memories, 75 to 100 ms at 10k and 220 ms at 50k, against under 1 ms for a delete without erasure
@@ -41,13 +44,13 @@ from engram.ext import Vector
 from engram.model import MemoryRecord
 from engram.stores.sql.history import HistoryMixin, log_adds, log_replace
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
-from engram.stores.sql.reads import ReadMixin
 from engram.stores.sql.rows import COLUMNS, record_params, row_to_record
 from engram.stores.sql.writes import WriteMixin
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword import KeywordMixin
 from engram.stores.sqlite.readers import ReadPool, read_only
+from engram.stores.sqlite.records import RecordsMixin
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vector_search import VectorMixin
 from engram.stores.sqlite.versions import user_version
@@ -90,7 +93,7 @@ def _merge_keyword_segments(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
 
 
-class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, KnowledgeMixin, WriteMixin, HistoryMixin):
+class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, KnowledgeMixin, WriteMixin, HistoryMixin):
     """Writes go through one connection guarded by a lock, reads through a pool of read-only ones
     (:mod:`.readers`); other processes may share the file.
 
@@ -143,6 +146,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
         )
         self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
         self._init_keywords(self._indexes.budget)
+        self._init_records(self._indexes.budget)
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -350,6 +354,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
             if result[1] is not None:
                 index.add(result[0], record.id, result[1], record.kind, record.status)
         self._keywords_added([record], [result[0]])
+        self._records.pop(record.user_id)
         self._erase_saved(record.user_id)  # the old vector may be in the saved files
         if result[2] is not None:
             self._checkpoint()
@@ -366,6 +371,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
             for memory_id in gone:
                 index.remove_by_id(memory_id)
         self._keywords_removed(user_id, gone)
+        self._records.pop(user_id)
         self._erase_saved(user_id)
         self._checkpoint()
 
@@ -379,6 +385,7 @@ class SQLiteStore(ReadMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowledg
         count = super().forget_user(user_id)
         self._indexes.pop(user_id, None)
         self._postings.pop(user_id, None)
+        self._records.pop(user_id)
         self._erase_saved(user_id)
         self._checkpoint()
         return count

@@ -3,7 +3,9 @@
 this user's memories, links, entities or ontology changed.
 
 What a retrieval itself writes does not move it: its log (another table) and the access counts it
-may record (``access_count``/``last_accessed_at`` are left out of the memories trigger). The
+may record (``access_count``/``last_accessed_at`` are left out of the memories trigger). Those move
+a counter of their own, ``accessed`` (migration 11), which only the cache of whole records reads
+(:mod:`.records`): a record carries its access count. The
 file-wide ``data_version`` moved on every retrieval of every other process, so a server of several
 workers almost never reused its cached retrievals or entity indexes. A user's counter starts at a
 random value: a user forgotten and written again never repeats an old token.
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["ACCESS_COLUMNS", "VERSIONED_TABLES", "create_user_versions", "user_version"]
+__all__ = [
+    "ACCESS_COLUMNS", "VERSIONED_TABLES", "count_access", "create_user_versions", "record_version", "user_version",
+]
 
 #: Written by retrievals that track access: not a change of what a retrieval would find.
 ACCESS_COLUMNS = frozenset({"access_count", "last_accessed_at"})
@@ -43,3 +47,27 @@ def user_version(conn: sqlite3.Connection, user_id: str) -> int:
     """The user's counter; 0 before their first write since the table exists."""
     row = conn.execute("SELECT version FROM user_versions WHERE user_id = ?", (user_id,)).fetchone()
     return 0 if row is None else int(row[0])
+
+
+def count_access(conn: sqlite3.Connection) -> None:
+    """Migration 11: each user's ``accessed`` counter and the trigger that moves it (idempotent).
+
+    Users not written since their counters exist get them now: a user without counters cannot tell
+    a change, so nothing of theirs would be cached."""
+    columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(user_versions)")}
+    if "accessed" not in columns:
+        conn.execute("ALTER TABLE user_versions ADD COLUMN accessed INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        "INSERT OR IGNORE INTO user_versions (user_id, version, accessed) "
+        "SELECT user_id, abs(random() / 2), 0 FROM (SELECT DISTINCT user_id FROM memories)"
+    )
+    conn.execute(
+        f"CREATE TRIGGER IF NOT EXISTS user_accessed_memories AFTER UPDATE OF {', '.join(sorted(ACCESS_COLUMNS))} "
+        "ON memories BEGIN INSERT INTO user_versions (user_id, version, accessed) "
+        "VALUES (new.user_id, abs(random() / 2), 1) ON CONFLICT (user_id) DO UPDATE SET accessed = accessed + 1; END"
+    )
+
+
+def record_version(rows: list[tuple[int, int]]) -> tuple[int, int]:
+    """The user's (version, accessed) from ``SELECT version, accessed FROM user_versions``'s rows."""
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
