@@ -6,7 +6,7 @@ first keyword search reads their stored terms once, on a read-only connection of
 outside the store's lock, into a :class:`~.postings.Postings`; later searches score every posting
 of every query term with the shared formula of :mod:`engram.text`, over this user's rows alone, so
 the result is the exhaustive BM25 of the user's texts at any size, and other users' memories change
-neither what matches nor the scores. The indexes live in a :class:`~.vector_search.VectorCache` of
+neither what matches nor the scores. The indexes live in a :class:`~.user_cache.UserIndexCache` of
 their own (least recently searched user dropped first, another process's writes checked against
 the user's version at next use), updated by this store's writes as they commit. A user larger than
 :data:`BUILD_INLINE` has theirs built on a thread of its own, and searches meanwhile read the same
@@ -48,7 +48,7 @@ from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
 from engram.stores.sqlite.schema import user_key
 from engram.stores.sqlite.snapshot import SnapshotReader
-from engram.stores.sqlite.vector_search import VectorCache
+from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.text import memory_terms, query_terms
 
 __all__ = ["KEYWORD_CACHE_SHARE", "KeywordMixin"]
@@ -81,7 +81,7 @@ _VECTORS_WAIT_S = 1.0  # at most this long a build waits for the user's vectors 
 class KeywordMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
-    _postings: VectorCache[Postings]
+    _postings: UserIndexCache[Postings]
     _postings_loader: SnapshotReader
     _postings_builds: ThreadPoolExecutor | None
     _postings_building: set[str]
@@ -105,7 +105,7 @@ class KeywordMixin:
         def _save(self, user_id: str, kind: str, version: int, parts: list[Any]) -> None: ...
 
     def _init_keywords(self, vector_budget: int) -> None:
-        self._postings = VectorCache(int(vector_budget * KEYWORD_CACHE_SHARE))
+        self._postings = UserIndexCache(int(vector_budget * KEYWORD_CACHE_SHARE))
         self._postings_loader = SnapshotReader(self.path)
         self._postings_builds = None
         self._postings_building = set()
