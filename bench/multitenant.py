@@ -27,7 +27,8 @@ In the same run, for the same query and user:
         [--queries 400] [--repeat 3] [--trees /work/main,/work/wt-x]
 
 ``--trees`` runs each measurement once per engram source tree, interleaved, for a before/after in
-one run.
+one run. Trees whose files differ (a migration, another saved-index format) each want their own
+copy of the stores: ``--db-dir`` then takes one folder per tree, comma-separated, in the same order.
 
 ``--repeat`` runs each (scenario, distribution) in that many fresh processes and reports every run's
 p50/p95/p99 and the quietest (lowest p95): on a shared machine the others mostly measure other work.
@@ -211,7 +212,8 @@ def measure(path: Path, users: dict[str, int], dist: str, n: int) -> dict[str, A
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db-dir", type=Path, required=True, help="the stores are built here once and kept")
+    parser.add_argument("--db-dir", required=True,
+                        help="the stores are built here once and kept (with --trees: one folder, or one per tree)")
     parser.add_argument("--scenarios", default="skewed,even")
     parser.add_argument("--dists", default="sized,uniform")
     parser.add_argument("--queries", type=int, default=400)
@@ -222,22 +224,27 @@ def main() -> None:
     args = parser.parse_args()
     if args.measure:  # the child: one fresh process, one case
         scenario, dist = args.measure
-        row = measure(args.db_dir / f"{scenario}-{TOTAL}.db", scenario_users(scenario), dist, args.queries)
+        row = measure(Path(args.db_dir) / f"{scenario}-{TOTAL}.db", scenario_users(scenario), dist, args.queries)
         print(json.dumps(row))
         return
-    args.db_dir.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {}
     trees = args.trees.split(",") if args.trees else [""]
+    folders = [Path(d) for d in args.db_dir.split(",")]
+    if len(folders) not in (1, len(trees)):
+        raise SystemExit(f"--db-dir names {len(folders)} folders for {len(trees)} trees")
+    db_dir = dict(zip(trees, folders * len(trees) if len(folders) == 1 else folders, strict=True))
+    report: dict[str, Any] = {}
     for scenario in args.scenarios.split(","):
         users = scenario_users(scenario)
-        load_s = build(args.db_dir / f"{scenario}-{TOTAL}.db", users)
+        for folder in dict.fromkeys(db_dir.values()):
+            folder.mkdir(parents=True, exist_ok=True)
+            load_s = build(folder / f"{scenario}-{TOTAL}.db", users)
         for dist in args.dists.split(",") if args.repeat else ():  # --repeat 0: build only
             runs: dict[str, list[dict[str, Any]]] = {tree: [] for tree in trees}
             for _ in range(args.repeat):
                 for tree in trees:  # interleaved, so each tree meets the same moments of the machine
                     env = {**os.environ, "PYTHONPATH": tree} if tree else None
                     out = subprocess.run(
-                        [sys.executable, __file__, "--db-dir", str(args.db_dir), "--queries", str(args.queries),
+                        [sys.executable, __file__, "--db-dir", str(db_dir[tree]), "--queries", str(args.queries),
                          "--measure", scenario, dist], check=True, capture_output=True, text=True, env=env,
                     ).stdout
                     runs[tree].append(json.loads(out.strip().splitlines()[-1]))

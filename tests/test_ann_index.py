@@ -5,9 +5,12 @@ database that a new process opens instead of rebuilding. Small sizes, thresholds
 from __future__ import annotations
 
 import dataclasses
+import json
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -240,3 +243,38 @@ def test_a_build_overtaken_by_a_removal_is_not_saved(tmp_path: Path) -> None:
     index.remove(7)  # after the build read its rows, before it saves
     index._save(*built)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_build_overtaken_by_another_process_delete_is_not_saved(
+    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's delete reaches this process's index only at its next use; a snapshot built
+    from it meanwhile still holds the deleted row's vector, so it is not saved, and the next build
+    (from the index read again) is."""
+    release = threading.Event()
+    train = AnnIndex._train_and_fill
+
+    def held_back(index: AnnIndex) -> tuple[Any, int, int, int] | None:
+        built = train(index)
+        release.wait(60)  # the other process deletes while this build is under way
+        return built
+
+    monkeypatch.setattr(AnnIndex, "_train_and_fill", held_back)
+    store.vector_search("u", QUERIES[0], 10, Filters())
+    index = store._indexes.get("u")
+    assert isinstance(index, AnnIndex)
+    other = SQLiteStore(tmp_path / "v.db")
+    try:
+        assert other.delete("u", "m5")
+    finally:
+        other.close()
+    release.set()
+    assert index.wait(60)
+    assert _saved(store) == []
+    store.vector_search("u", QUERIES[0], 10, Filters())  # reads the user again: m5 is gone
+    again = store._indexes.get("u")
+    assert isinstance(again, AnnIndex) and again is not index and again.wait(60)
+    assert _saved(store) == [".ivf", ".json"]
+    meta = json.loads(Path(f"{store.path}.ann").joinpath(next(
+        p.name for p in Path(f"{store.path}.ann").iterdir() if p.suffix == ".json")).read_text())
+    assert meta["rows"] == ROWS - 1

@@ -18,7 +18,7 @@ from engram.config import VECTOR_CACHE_BYTES, vector_cache_bytes
 from engram.errors import ConfigError
 from engram.model import Filters, MemoryRecord
 from engram.stores.sqlite.store import SQLiteStore
-from engram.stores.sqlite.vector_search import VectorCache
+from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -225,7 +225,7 @@ def test_bulk_load_equals_adding_row_by_row() -> None:
 
 
 def test_cache_alone_drops_nothing_within_budget() -> None:
-    cache = VectorCache(budget=10**9)
+    cache = UserIndexCache(budget=10**9)
     for user in "abc":
         loaded = (ExactIndex.load(DIMS, [1], ["x"], [_vector(1).tobytes()], ["fact"], ["active"]), 1)
         cache.get_or_load(user, lambda: loaded, lambda: 1)  # noqa: B023 - called before the next round

@@ -102,6 +102,7 @@ ALL_SIGNALS: tuple[str, ...] = (
 
 # Sources listed in the order their reasons are reported, so reasons read the same every time.
 _SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
+_KNOWN_SOURCES = frozenset(_SOURCE_ORDER)
 
 
 def meaning_share(search_type: str, keyword_weight: float) -> float:
@@ -156,7 +157,7 @@ def _reasons(
     names = set(found_by)
     if "semantic" in names:
         reasons.append(f"semantic match {signals['semantic_similarity']:.2f}")
-    if names & {"keyword", "keyword_in_range"}:
+    if "keyword" in names or "keyword_in_range" in names:
         reasons.append("keyword match")
     # Entity and time facts are reported whenever they hold, whichever source found the memory.
     seen: set[str] = set()
@@ -182,7 +183,7 @@ def _reasons(
     if "links" in names:
         reasons.append("linked from another result")
     # "links:<id>" names the memory it was reached from; unknown sources are still credited.
-    for name in sorted(names - set(_SOURCE_ORDER)):
+    for name in sorted(names - _KNOWN_SOURCES) if not names <= _KNOWN_SOURCES else ():
         if name.startswith("links:"):
             reasons.append(f"linked from {name[len('links:') :]}")
         else:

@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,20 +95,26 @@ def index_class(rows: int, ann_above: int) -> type[ExactIndex]:
     return AnnIndex
 
 
-def attached(index: ExactIndex, user_id: str, db_path: str) -> ExactIndex:
+#: Whether an index holds every change to its user committed so far (the store's answer): a
+#: snapshot of it may be saved only then.
+Current = Callable[[str, ExactIndex], bool]
+
+
+def attached(index: ExactIndex, user_id: str, db_path: str, current: Current | None = None) -> ExactIndex:
     """``index``, with an approximate one opened from its saved snapshot or built in the background."""
     if isinstance(index, AnnIndex):
-        index.attach(user_id, snapshot_dir(db_path))
+        index.attach(user_id, snapshot_dir(db_path), None if current is None else lambda: current(user_id, index))
     return index
 
 
 def load_index(
     dimensions: int, rowids: Sequence[int], memory_ids: Sequence[str], blobs: Sequence[bytes],
     kinds: Sequence[str], statuses: Sequence[str], *, user_id: str, db_path: str, ann_above: int,
+    current: Current | None = None,
 ) -> ExactIndex:
     """The user's index (see :func:`index_class`)."""
     index = index_class(len(rowids), ann_above).load(dimensions, rowids, memory_ids, blobs, kinds, statuses)
-    return attached(index, user_id, db_path)
+    return attached(index, user_id, db_path, current)
 
 
 class AnnIndex(ExactIndex):
@@ -127,11 +133,14 @@ class AnnIndex(ExactIndex):
         self._building: threading.Thread | None = None
         self._file: Path | None = None
         self._user_id = ""
+        self._current: Callable[[], bool] | None = None  # see _save
         self.nprobe = 0  # 0: chosen from the number of lists
 
-    def attach(self, user_id: str, directory: Path | None) -> None:
-        """Use the user's saved snapshot if there is one, else build one in the background."""
+    def attach(self, user_id: str, directory: Path | None, current: Callable[[], bool] | None = None) -> None:
+        """Use the user's saved snapshot if there is one, else build one in the background.
+        ``current`` says whether this index still holds every change to the user (see :meth:`_save`)."""
         self._user_id = user_id
+        self._current = current
         if directory is not None:
             self._file = _saved_file(directory, user_id)
             if self._open_saved(user_id):
@@ -315,21 +324,31 @@ class AnnIndex(ExactIndex):
 
     def _save(self, ivf: Any, hwm: int, rows: int, removals: int) -> None:
         """Save the snapshot unless a row it holds was removed meanwhile: the file would keep what a
-        delete erased from the database (the store erases saved files at every delete too)."""
+        delete erased from the database (the store erases saved files at every delete too). A removal
+        here is seen by this index; one by another process, which erases the files after its commit,
+        is seen by ``current`` (asked outside this index's lock: the store's cache takes it), before
+        the files replace any others and again after, when they are removed if it no longer holds."""
         if self._file is None:
             return
         faiss = _faiss()
         partial = self._file.with_suffix(".ivf.partial")
         partial_meta = self._file.with_suffix(".json.partial")
+        current = self._current or (lambda: True)
         try:
             self._file.parent.mkdir(parents=True, exist_ok=True)
             faiss.write_index(ivf, str(partial))
             meta = {"user_id": self._user_id, "dimensions": self._dim, "hwm": hwm, "rows": rows}
             partial_meta.write_text(json.dumps(meta))
+            if not current():
+                return
             with self._lock:  # a removal takes this lock first, then the store erases the files
-                if self._removals == removals:
-                    os.replace(partial, self._file)
-                    os.replace(partial_meta, self._file.with_suffix(".json"))
+                if self._removals != removals:
+                    return
+                os.replace(partial, self._file)
+                os.replace(partial_meta, self._file.with_suffix(".json"))
+            if not current():  # another process's erasure landed between the look and the rename
+                for path in (self._file, self._file.with_suffix(".json")):
+                    path.unlink(missing_ok=True)
         except (OSError, RuntimeError):
             log.warning("could not save the approximate vector index to %s", self._file, exc_info=True)
         finally:

@@ -6,7 +6,7 @@ first keyword search reads their stored terms once, on a read-only connection of
 outside the store's lock, into a :class:`~.postings.Postings`; later searches score every posting
 of every query term with the shared formula of :mod:`engram.text`, over this user's rows alone, so
 the result is the exhaustive BM25 of the user's texts at any size, and other users' memories change
-neither what matches nor the scores. The indexes live in a :class:`~.vector_search.VectorCache` of
+neither what matches nor the scores. The indexes live in a :class:`~.user_cache.UserIndexCache` of
 their own (least recently searched user dropped first, another process's writes checked against
 the user's version at next use), updated by this store's writes as they commit. A user larger than
 :data:`BUILD_INLINE` has theirs built on a thread of its own, and searches meanwhile read the same
@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import Filters, Hit, MemoryRecord
+from engram.stores.builds import Builds
 from engram.stores.postings import Postings, best
 from engram.stores.sql.rows import filter_sql, record_params
 from engram.stores.sqlite import saved
@@ -48,7 +47,7 @@ from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
 from engram.stores.sqlite.schema import user_key
 from engram.stores.sqlite.snapshot import SnapshotReader
-from engram.stores.sqlite.vector_search import VectorCache
+from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.text import memory_terms, query_terms
 
 __all__ = ["KEYWORD_CACHE_SHARE", "KeywordMixin"]
@@ -81,11 +80,9 @@ _VECTORS_WAIT_S = 1.0  # at most this long a build waits for the user's vectors 
 class KeywordMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
-    _postings: VectorCache[Postings]
+    _postings: UserIndexCache[Postings]
     _postings_loader: SnapshotReader
-    _postings_builds: ThreadPoolExecutor | None
-    _postings_building: set[str]
-    _postings_building_lock: threading.Lock
+    _postings_builds: Builds
     keyword_build_inline: int
 
     if TYPE_CHECKING:
@@ -105,11 +102,9 @@ class KeywordMixin:
         def _save(self, user_id: str, kind: str, version: int, parts: list[Any]) -> None: ...
 
     def _init_keywords(self, vector_budget: int) -> None:
-        self._postings = VectorCache(int(vector_budget * KEYWORD_CACHE_SHARE))
+        self._postings = UserIndexCache(int(vector_budget * KEYWORD_CACHE_SHARE))
         self._postings_loader = SnapshotReader(self.path)
-        self._postings_builds = None
-        self._postings_building = set()
-        self._postings_building_lock = threading.Lock()
+        self._postings_builds = Builds("engram-keyword-builds")
         self.keyword_build_inline = BUILD_INLINE
 
     def keyword_search(self, user_id: str, text: str, n: int, filters: Filters) -> builtins.list[Hit]:
@@ -152,38 +147,26 @@ class KeywordMixin:
         being built (the build is started here if it is not under way)."""
         if user_id in self._postings.users():  # at most their version is read again
             return self._current_postings(user_id)
-        with self._postings_building_lock:
-            if user_id in self._postings_building:
-                return None
+        if user_id in self._postings_builds:
+            return None
         size = self._read("SELECT docs FROM keyword_stats WHERE user_id = ?", (user_id,))
         if not size or int(size[0][0]) <= self.keyword_build_inline:
             return self._current_postings(user_id)
         found = self._saved_postings(user_id) if self.path != ":memory:" else None
         if found is not None:  # mapped from its file in a moment: no SQL scan, no build
             return self._postings.get_or_load(user_id, lambda: found, lambda: self._user_version(user_id))
-        with self._postings_building_lock:
-            if user_id in self._postings_building:
-                return None
-            self._postings_building.add(user_id)
-            if self._postings_builds is None:
-                self._postings_builds = ThreadPoolExecutor(1, thread_name_prefix="engram-keyword-builds")
-            builds = self._postings_builds
 
         def build() -> None:
-            try:
-                # A cold user's vectors are loading for the same retrieval, on its critical path:
-                # building beside them doubled that load (one process, shared cores); searches read
-                # from SQL meanwhile.
-                waited = 0.0
-                while not self._vectors_held(user_id) and waited < _VECTORS_WAIT_S:
-                    time.sleep(0.005)
-                    waited += 0.005
-                self._current_postings(user_id)
-            finally:
-                with self._postings_building_lock:
-                    self._postings_building.discard(user_id)
+            # A cold user's vectors are loading for the same retrieval, on its critical path:
+            # building beside them doubled that load (one process, shared cores); searches read
+            # from SQL meanwhile.
+            waited = 0.0
+            while not self._vectors_held(user_id) and waited < _VECTORS_WAIT_S:
+                time.sleep(0.005)
+                waited += 0.005
+            self._current_postings(user_id)
 
-        builds.submit(build)
+        self._postings_builds.start(user_id, build)
         return None
 
     def _saved_postings(self, user_id: str) -> tuple[Postings, int] | None:
@@ -211,10 +194,7 @@ class KeywordMixin:
         return index, version
 
     def _stop_keywords(self) -> None:
-        with self._postings_building_lock:
-            builds, self._postings_builds = self._postings_builds, None
-        if builds is not None:
-            builds.shutdown(wait=True, cancel_futures=True)
+        self._postings_builds.close()
         self._postings_loader.close()
 
     # -- kept current by this store's writes, after they commit ------------------------------------

@@ -5,10 +5,10 @@ selection. :meth:`VectorMixin.start_vector_search` reads what the search needs f
 caller's thread and runs the rest on a worker: a search run whole on another thread first waited
 for the store's lock behind the retrieval's keyword search, so the two barely overlapped.
 
-The indexes live in a :class:`VectorCache` bounded in bytes (least recently searched user dropped
+The indexes live in a :class:`~.user_cache.UserIndexCache` bounded in bytes (least recently searched user dropped
 first). A user's first search loads their index on a read-only connection of its own, outside the
 store's lock, so a cold tenant's load does not hold up other users' searches and writes; writes
-landing during a load are caught by :meth:`VectorCache.written` (see there).
+landing during a load are caught by :meth:`~.user_cache.UserIndexCache.written` (see there).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -32,21 +31,15 @@ from engram.stores.sqlite import saved
 from engram.stores.sqlite.ann import attached, drop_saved, index_class, load_index
 from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.snapshot import USER_VERSION, SnapshotReader
+from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.text import ROLE_WORDS
 
-__all__ = ["VectorCache", "VectorMixin"]
+__all__ = ["VectorMixin"]
 
 T = TypeVar("T")
 
 
-class _Sized(Protocol):
-    @property
-    def nbytes(self) -> int: ...
-
-
-#: What a cache holds per user: vectors here, keyword postings in :mod:`.keyword`.
-Index = TypeVar("Index", bound=_Sized)
 _SEARCH_THREADS = 2  # searches of concurrent retrievals; each is one core's work
 _USER_VECTORS = (
     "SELECT rowid, id, embedding, kind, status FROM memories "
@@ -54,161 +47,10 @@ _USER_VECTORS = (
 )
 
 
-class _Load:
-    """A load in progress: who waits for it, and whether a write made what it read out of date."""
-
-    __slots__ = ("done", "stale")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.stale = False
-
-
-class VectorCache(Generic[Index]):
-    """Users' indexes, least recently searched dropped first while they hold more than ``budget`` bytes.
-
-    The user searched last always stays, even alone above the budget: dropping it would reload it
-    on every search. Growth from writes is counted at the user's next search.
-
-    Currency: the store's writes call :meth:`written` after they commit and update the index it
-    returns. A write that commits while the user's index is being loaded may be missing from the
-    rows the load read, and finds no index to update; it marks the load stale instead, and a stale
-    index answers the search that loaded it (the write was concurrent with that search) but is not
-    kept.
-
-    Another process's commit (:meth:`foreign_write`) does not drop the indexes: each is kept with
-    the user's version read with its rows, and is checked against the version now at its next use.
-    Every process of a multi-worker server commits on each retrieval (its log), which would
-    otherwise make every worker reload every user's vectors on every request.
-    """
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self._entries: OrderedDict[str, Index] = OrderedDict()
-        self._bytes: dict[str, int] = {}
-        self._versions: dict[str, int | None] = {}  # None: changed here since; cannot be checked
-        self._unchecked: set[str] = set()
-        self._foreign = 0  # foreign commits noticed so far
-        self._total = 0
-        self._loads: dict[str, _Load] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def nbytes(self) -> int:
-        return self._total
-
-    def __contains__(self, user_id: str) -> bool:
-        return user_id in self._entries and user_id not in self._unchecked
-
-    def users(self) -> builtins.list[str]:
-        """Cached users, least recently searched first."""
-        with self._lock:
-            return list(self._entries)
-
-    def get(self, user_id: str) -> Index | None:
-        """The user's index if it is in memory and known current; never loads, never counts as a use."""
-        with self._lock:
-            return None if user_id in self._unchecked else self._entries.get(user_id)
-
-    def written(self, user_id: str) -> Index | None:
-        """A write to this user committed here: the index to apply it to, if one is held."""
-        with self._lock:
-            load = self._loads.get(user_id)
-            if load is not None:
-                load.stale = True
-            if user_id in self._entries:
-                self._versions[user_id] = None
-            return self._entries.get(user_id)
-
-    def foreign_write(self) -> None:
-        """Another connection committed: check each index against its user's version before using it."""
-        with self._lock:
-            self._foreign += 1
-            self._unchecked.update(self._entries)
-
-    def get_or_load(
-        self, user_id: str, load: Callable[[], tuple[Index, int | None]], version: Callable[[], int | None],
-    ) -> Index:
-        """The user's index, loaded by ``load`` (with the user's version) when not held or out of
-        date, once whoever else asks meanwhile; ``version`` reads the user's version now."""
-        while True:
-            held: int | None = None
-            with self._lock:
-                index = self._entries.get(user_id)
-                if index is not None and user_id in self._unchecked:
-                    held = self._versions.get(user_id)
-                    index = None
-            if held is not None:
-                current = version()  # outside the lock: it reads SQL
-                with self._lock:
-                    index = self._entries.get(user_id)
-                    if index is not None and user_id in self._unchecked:
-                        if current == held:
-                            self._unchecked.discard(user_id)
-                        else:
-                            self._drop(user_id)
-                            index = None
-            with self._lock:
-                if index is not None:
-                    self._entries.move_to_end(user_id)
-                    self._account(user_id, index)
-                    return index
-                pending = self._loads.get(user_id)
-                if pending is None:
-                    mine = self._loads[user_id] = _Load()
-                    foreign = self._foreign
-            if pending is None:
-                break
-            pending.done.wait()  # then look again: it is held, or was stale and is loaded anew
-        try:
-            index, loaded_version = load()
-        finally:
-            with self._lock:
-                del self._loads[user_id]
-                mine.done.set()
-        with self._lock:
-            if not mine.stale:
-                self._entries[user_id] = index
-                self._versions[user_id] = loaded_version
-                self._unchecked.discard(user_id)
-                if self._foreign != foreign:  # read before or after that commit: check at next use
-                    self._unchecked.add(user_id)
-                self._account(user_id, index)
-        return index
-
-    def _account(self, user_id: str, index: Index) -> None:
-        size = index.nbytes
-        self._total += size - self._bytes.get(user_id, 0)
-        self._bytes[user_id] = size
-        while self._total > self.budget and len(self._entries) > 1:
-            oldest = next(iter(self._entries))
-            self._drop(oldest)
-
-    def _drop(self, user_id: str) -> None:
-        if self._entries.pop(user_id, None) is not None:
-            self._total -= self._bytes.pop(user_id)
-        self._versions.pop(user_id, None)
-        self._unchecked.discard(user_id)
-        load = self._loads.get(user_id)
-        if load is not None:
-            load.stale = True
-
-    def pop(self, user_id: str, default: None = None) -> None:
-        """Forget the user's index (and any load of it in progress)."""
-        with self._lock:
-            self._drop(user_id)
-
-    def clear(self) -> None:
-        """Forget every index."""
-        with self._lock:
-            for user_id in [*self._entries, *self._loads]:
-                self._drop(user_id)
-
-
 class VectorMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
-    _indexes: VectorCache[ExactIndex]
+    _indexes: UserIndexCache[ExactIndex]
     _dimensions: int | None
     _searches: ThreadPoolExecutor | None
     _loads: ThreadPoolExecutor | None
@@ -229,7 +71,7 @@ class VectorMixin:
         def _check_foreign_writes(self) -> None: ...
 
     def _init_vectors(self, cache_bytes: int | None) -> None:
-        self._indexes = VectorCache(vector_cache_bytes() if cache_bytes is None else cache_bytes)
+        self._indexes = UserIndexCache(vector_cache_bytes() if cache_bytes is None else cache_bytes)
         self._dimensions = None
         self._searches = self._loads = None
         self._searches_lock = threading.Lock()
@@ -274,17 +116,24 @@ class VectorMixin:
             current = self._user_version(user_id)
             index = None if current is None else self._saved_index(user_id, current)
             if index is not None:
-                return attached(index, user_id, self.path), current
+                return attached(index, user_id, self.path, self._holds_all), current
             rows, version = self._loader.read(user_id, _USER_VECTORS, (user_id,))
         dim = self._dimensions or (len(rows[0][2]) // 4 if rows else 1)
         rowids, ids, blobs, kinds, statuses = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
         index = load_index(
-            dim, rowids, ids, blobs, kinds, statuses, user_id=user_id, db_path=self.path, ann_above=self._ann_above
+            dim, rowids, ids, blobs, kinds, statuses, user_id=user_id, db_path=self.path, ann_above=self._ann_above,
+            current=self._holds_all,
         )
         if version is not None and len(rowids) >= saved.SAVE_ABOVE and self.path != ":memory:":
             rowids_, ids_, matrix, kinds_, statuses_ = index.arrays()  # copies: writes may follow
             self._save(user_id, "vectors", version, [matrix, rowids_, kinds_, statuses_, saved.encoded(ids_)])
         return index, version
+
+    def _holds_all(self, user_id: str, index: ExactIndex) -> bool:
+        """Whether ``index`` is the user's and no other process changed the user since it was read or
+        checked: only then may a snapshot of it be saved (another process's delete would stay in it)."""
+        self._retry(self._check_foreign_writes)
+        return self._indexes.is_current(user_id, index, lambda: self._user_version(user_id))
 
     def _saved_index(self, user_id: str, version: int) -> ExactIndex | None:
         parts = saved.load(self.path, "vectors", user_id, version)
