@@ -37,7 +37,6 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -48,6 +47,7 @@ import numpy.typing as npt
 import psycopg
 
 from engram.model import Filters, Hit
+from engram.stores.builds import Builds
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.postgres.keyword_scan import scan_hits
 from engram.stores.postings import Postings, best
@@ -187,8 +187,7 @@ class KeywordIndex:
         self._total = 0
         self._loading: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
-        self._builds: ThreadPoolExecutor | None = None
-        self._building: set[str] = set()
+        self._builds = Builds("engram-pg-keyword-builds")
 
     @property
     def nbytes(self) -> int:
@@ -254,28 +253,10 @@ class KeywordIndex:
 
     def build_later(self, user_id: str, build: Callable[[], object]) -> None:
         """Run ``build`` on the loading thread unless a build of the user is queued or running."""
-        with self._lock:
-            if user_id in self._building:
-                return
-            self._building.add(user_id)
-            if self._builds is None:
-                self._builds = ThreadPoolExecutor(1, thread_name_prefix="engram-pg-keyword-builds")
-            builds = self._builds
-
-        def run() -> None:
-            try:
-                build()
-            finally:
-                with self._lock:
-                    self._building.discard(user_id)
-
-        builds.submit(run)
+        self._builds.start(user_id, build)
 
     def close(self) -> None:
-        with self._lock:
-            builds, self._builds = self._builds, None
-        if builds is not None:
-            builds.shutdown(wait=True, cancel_futures=True)
+        self._builds.close()
 
     def fresh(self, user_id: str, version: int) -> Held | None:
         with self._lock:
