@@ -27,10 +27,7 @@ FEATURES = ("engram.recall", "engram.documents", "engram.keyword_search", "engra
             "engram.salience", "engram.tune", "engram.retrieve")
 
 #: Cycles known and owned elsewhere, each broken here by one edge (importer, imported) until removed.
-KNOWN_CYCLE_EDGES = {
-    # Retrieval.to_prompt imports the renderer lazily; the renderer needs Retrieval's types.
-    ("engram.retrieve.types", "engram.retrieve.render"),
-}
+KNOWN_CYCLE_EDGES: set[tuple[str, str]] = set()
 
 
 def _name_of(path: Path) -> str:

@@ -1,4 +1,4 @@
-"""Turn a :class:`Retrieval` into text an LLM reads.
+"""Turn a :class:`~engram.retrieve.types.Retrieval` into text an LLM reads.
 
 Two styles:
 
@@ -27,22 +27,70 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from engram.errors import ValidationError
-from engram.retrieve.select import interleave_orders
-from engram.retrieve.types import MemoryEntry, Retrieval
+from engram.retrieve.interleave import interleave_orders
 
 __all__ = [
     "LINE_FRAME_CHARS",
     "MAX_ROLE_CHARS",
     "STYLES",
+    "Rendered",
+    "Shown",
     "format_augmentation_context",
     "format_policy_prompt",
     "format_semantic_triple",
     "format_time_ago",
     "to_prompt",
 ]
+
+
+class _Dated(Protocol):
+    @property
+    def created_at(self) -> datetime: ...
+
+
+class Shown(Protocol):
+    """What rendering reads of a returned memory (a :class:`~engram.retrieve.types.MemoryEntry`):
+    described here so that the value types, which render themselves, are not imported back."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def timestamp(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def role(self) -> str | None: ...
+    @property
+    def record(self) -> _Dated | None: ...
+
+
+class _Timing(Protocol):
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+    @property
+    def included_results(self) -> int: ...
+    @property
+    def query_time_ms(self) -> float: ...
+
+
+class Rendered(Protocol):
+    """What rendering reads of a retrieval (a :class:`~engram.retrieve.types.Retrieval`)."""
+
+    @property
+    def query(self) -> str: ...
+    @property
+    def memories(self) -> Sequence[Shown]: ...
+    @property
+    def metadata(self) -> _Timing: ...
+    @property
+    def domain_rows(self) -> Sequence[Mapping[str, Any]]: ...
 
 STYLES = ("policy", "augmentation")
 #: A message's role is shown when it is a short label (letters, spaces, ' _ -), else as "user".
@@ -73,7 +121,7 @@ _DOMAIN_CLOSING = "Based on the above context and current data, please respond t
 
 
 def to_prompt(
-    retrieval: Retrieval, style: str = "policy", *, now: datetime | None = None, timing: bool = False
+    retrieval: Rendered, style: str = "policy", *, now: datetime | None = None, timing: bool = False
 ) -> str:
     """Render ``retrieval`` in one of :data:`STYLES`; ``now`` only matters for ``augmentation``.
 
@@ -100,21 +148,21 @@ def _parse_time(value: str) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
-def _created_at(entry: MemoryEntry) -> datetime | None:
+def _created_at(entry: Shown) -> datetime | None:
     if entry.record is not None:
         return entry.record.created_at
     return _parse_time(entry.timestamp)
 
 
-def _role(entry: MemoryEntry) -> str:
+def _role(entry: Shown) -> str:
     # The role is a record field, not redacted or budgeted text: only a short word-like label
     # (user, assistant, a speaker's name) is shown, never an address, a number or a paragraph.
     role = entry.role
     return role if role and _ROLE_LABEL.fullmatch(role) else "user"
 
 
-def _group(entries: Iterable[MemoryEntry], key: Callable[[MemoryEntry], str]) -> dict[str, list[MemoryEntry]]:
-    groups: dict[str, list[MemoryEntry]] = {}
+def _group(entries: Iterable[Shown], key: Callable[[Shown], str]) -> dict[str, list[Shown]]:
+    groups: dict[str, list[Shown]] = {}
     for entry in entries:
         groups.setdefault(key(entry), []).append(entry)
     return groups
@@ -197,7 +245,7 @@ _POLICY_SECTIONS: Mapping[str, str] = {
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def presentation_order(entries: Sequence[MemoryEntry], strategy: str) -> list[MemoryEntry]:
+def presentation_order(entries: Sequence[Shown], strategy: str) -> list[Shown]:
     """The order a prompt lists memories in, from their rank order: ``alternate`` takes the best
     unused, then the newest unused, and so on; ``score_first`` keeps rank order; ``recency_first``
     goes newest first. Ties fall back to the id."""
@@ -206,12 +254,12 @@ def presentation_order(entries: Sequence[MemoryEntry], strategy: str) -> list[Me
     return [entries[i] for i in interleave_orders(ranked, newest, strategy, len(entries), key=lambda i: i)]
 
 
-def _policy_section(entry: MemoryEntry) -> str:
+def _policy_section(entry: Shown) -> str:
     # A kind this module does not know still reaches the prompt, as an event, rather than vanish.
     return _POLICY_SECTIONS.get(entry.type, "events")
 
 
-def format_policy_prompt(retrieval: Retrieval, *, timing: bool = False) -> str:
+def format_policy_prompt(retrieval: Rendered, *, timing: bool = False) -> str:
     """The retrieval policy's system-prompt block; '' when nothing was retrieved.
 
     A fact's score is shown as what it is, its relevance to the query (the policy's "confidence"
@@ -256,7 +304,7 @@ def format_policy_prompt(retrieval: Retrieval, *, timing: bool = False) -> str:
 _AUGMENTATION_TYPES: Mapping[str, str] = {"summary": "summary", "procedure": "procedural", "fact": "semantic"}
 
 
-def _augmentation_type(entry: MemoryEntry) -> str:
+def _augmentation_type(entry: Shown) -> str:
     # Messages, episodes, documents and chunks are all "what happened / was said" to this format.
     return _AUGMENTATION_TYPES.get(entry.type, "episodic")
 
@@ -265,7 +313,7 @@ def _domain_row(row: Mapping[str, Any]) -> str:
     return "- " + ", ".join(f"{key}: {value}" for key, value in row.items())
 
 
-def format_augmentation_context(retrieval: Retrieval, *, now: datetime | None = None) -> str:
+def format_augmentation_context(retrieval: Rendered, *, now: datetime | None = None) -> str:
     """The augmentation format (``format_augmentation_context``); '' when there are neither memories nor rows.
 
     Blocks are separated by exactly one blank line, as in the specification's example prompt (its
@@ -288,7 +336,7 @@ def format_augmentation_context(retrieval: Retrieval, *, now: datetime | None = 
     add("## Relevant Procedures", [f"- {p.content}\n" for p in groups.get("procedural", [])])
     add("## Relevant Facts", [f"- {f.content}\n" for f in groups.get("semantic", [])])
 
-    def episode_line(entry: MemoryEntry) -> str:
+    def episode_line(entry: Shown) -> str:
         created = _created_at(entry)
         if created is None:
             return f"- {entry.content}\n"

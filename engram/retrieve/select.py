@@ -10,14 +10,14 @@ import hashlib
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
 
 from engram.config import RedactionConfig, RetrievalConfig
-from engram.errors import ConfigError
+from engram.retrieve.interleave import INTERLEAVE_STRATEGIES, interleave_orders
 from engram.retrieve.sentences import clip_content, split_sentences
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import MemoryEntry, Scored
@@ -39,7 +39,6 @@ __all__ = [
     "split_sentences",
 ]
 
-INTERLEAVE_STRATEGIES = ("alternate", "score_first", "recency_first")
 T = TypeVar("T")
 
 _WORD_CHAR = re.compile(r"\w")
@@ -186,30 +185,6 @@ def interleave(items: Sequence[Scored], strategy: str, k: int) -> list[Scored]:
     """
     by_score, by_recency = _by_score(items), _by_recency(items)
     return interleave_orders(by_score, by_recency, strategy, k, key=lambda s: s.record.id)
-
-
-def interleave_orders(
-    by_score: Sequence[T], by_recency: Sequence[T], strategy: str, k: int, *, key: Callable[[T], Hashable] = id
-) -> list[T]:
-    """Up to ``k`` items taken from two orders of the same items as ``strategy`` says, each ``key``
-    once: the one interleaving behind :func:`interleave` and the prompt's presentation order."""
-    if strategy not in INTERLEAVE_STRATEGIES:
-        raise ConfigError(
-            "interleave", f"must be one of {', '.join(INTERLEAVE_STRATEGIES)}; got {strategy!r}"
-        )
-    out: list[T] = []
-    used: set[Hashable] = set()
-    for i in range(max(0, k)):
-        if strategy == "alternate":
-            source = by_score if i % 2 == 0 else by_recency
-        else:
-            source = by_score if strategy == "score_first" else by_recency
-        pick = next((item for item in source if key(item) not in used), None)
-        if pick is None:
-            break  # every item is used
-        used.add(key(pick))
-        out.append(pick)
-    return out
 
 
 def estimate_tokens(text: str) -> int:
