@@ -17,6 +17,7 @@ from engram.model import Filters, Hit, MemoryRecord, new_id
 from engram.stores.postings import Postings, best
 from engram.stores.sqlite import keyword
 from engram.stores.sqlite.store import SQLiteStore
+from engram.stores.vocabulary import Vocabulary
 from engram.text import bm25, bm25_idf, memory_terms, query_terms
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
@@ -277,4 +278,30 @@ def test_saved_parts_keep_the_id_order_of_ties() -> None:
         p.add(5, "m8", ["tea"], 0)  # older than the last id: the order is computed again
         p.add(6, "z1", ["tea"], 0)  # newer than every id: appended to the order
     assert top(loaded, 6) == top(built, 6) == ["m2", "m4", "m7", "m8", "m9", "z1"]
-    assert Postings.of_parts(built.parts()[:8]) is None  # a file saved before ranks were: built again
+    assert Postings.of_parts(built.parts()[:9]) is None  # a file of an older layout: built again
+
+
+def test_a_loaded_vocabulary_scores_as_the_built_one_through_later_writes() -> None:
+    """A saved index keeps its terms sorted and finds them by bisection; terms written after the load
+    get new codes, and saving again keeps every term's postings."""
+    docs = [" coffee invoice", " zebra order", " apple late", " order coffee"]
+    rows = [1, 2, 3, 4]
+    ids = [f"m{i}" for i in rows]
+    built = Postings.build(rows, ids, [0] * 4, docs)
+    loaded = Postings.of_parts(built.parts())
+    assert loaded is not None
+
+    def scored(p: Postings, terms: list[str]) -> dict[int, float]:
+        found = p.scores(terms)
+        return {} if found is None else dict(zip(found.rowids.tolist(), found.scores.tolist(), strict=True))
+
+    for terms in (["coffee"], ["zebra", "apple"], ["missing"], ["order", "late"]):
+        assert scored(loaded, terms) == scored(built, terms)
+    for p in (built, loaded):
+        p.add(5, "m5", ["banana", "coffee"], 0)
+    again = Postings.of_parts(loaded.parts())
+    assert again is not None
+    for terms in (["banana"], ["coffee", "zebra"], ["apple"]):
+        assert scored(loaded, terms) == scored(built, terms) == scored(again, terms)
+    terms, codes = built._vocab.sorted_terms()
+    assert Vocabulary.of_sorted(terms[::-1], codes[::-1]) is None  # out of order: not a saved vocabulary

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from engram.model import Hit
 from engram.stores.packing import encoded, strings
+from engram.stores.vocabulary import Vocabulary
 from engram.text import K1, B, plan_keywords
 
 __all__ = ["Matches", "Postings", "best"]
@@ -57,7 +58,7 @@ class Postings:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._vocab: dict[str, int] = {}
+        self._vocab = Vocabulary()
         self._bounds: Ints = np.zeros(1, dtype=np.int64)
         self._positions: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._freqs: npt.NDArray[np.uint32] = np.zeros(0, dtype=np.uint32)
@@ -106,7 +107,7 @@ class Postings:
         codes = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         pairs, freqs = np.unique(codes * max(n, 1) + np.repeat(np.arange(n, dtype=np.int64), lengths),
                                  return_counts=True)
-        index._vocab = vocab
+        index._vocab = Vocabulary(vocab)
         index._set_postings(pairs, freqs.astype(np.uint32), len(vocab), n)
         index._rowids = _grown(np.asarray(rowids, dtype=np.int64), n + _SPARE)
         index._created = _grown(np.asarray(created, dtype=np.int64), n + _SPARE)
@@ -124,23 +125,29 @@ class Postings:
             if self._extra or self._holes:
                 self._merge()
             n = self._size
-            return [self._bounds, self._positions, self._freqs, self._rowids[:n].copy(), self._created[:n].copy(),
-                    self._lengths[:n].copy(), encoded(list(self._vocab)), encoded(self._ids), self._ranks()[:n].copy()]
+            arrays: list[npt.NDArray[np.generic]] = [
+                self._bounds, self._positions, self._freqs, self._rowids[:n].copy(), self._created[:n].copy(),
+                self._lengths[:n].copy(),
+            ]
+            ids, rank, vocab = encoded(self._ids), self._ranks()[:n].copy(), self._vocab.copy()
+        terms, codes = vocab.sorted_terms()  # outside the lock: a million terms sort in about a second
+        return [*arrays, encoded(terms), codes, ids, rank]
 
     @classmethod
     def of_parts(cls, parts: Sequence[npt.NDArray[np.generic]]) -> Postings | None:
         """The index :meth:`parts` described (arrays may be read-only maps: the postings are replaced,
         never written in place); None when they do not fit together."""
-        if len(parts) != 9:
+        if len(parts) != 10:
             return None
-        bounds, positions, freqs, rowids, created, lengths, terms, ids, rank = parts
+        bounds, positions, freqs, rowids, created, lengths, terms, codes, ids, rank = parts
         n = len(rowids)
-        vocab, names = strings(terms, len(bounds) - 1), strings(ids, n)  # type: ignore[arg-type]
+        words, names = strings(terms, len(bounds) - 1), strings(ids, n)  # type: ignore[arg-type]
+        vocab = None if words is None else Vocabulary.of_sorted(words, codes)  # type: ignore[arg-type]
         if (vocab is None or names is None or len(positions) != len(freqs) or len(created) != n or len(lengths) != n
                 or len(rank) != n):
             return None
         index = cls()
-        index._vocab = {t: i for i, t in enumerate(vocab)}
+        index._vocab = vocab
         index._bounds, index._positions, index._freqs = bounds, positions, freqs  # type: ignore[assignment]
         index._rowids = _grown(np.asarray(rowids, dtype=np.int64), n + _SPARE)
         index._created = _grown(np.asarray(created, dtype=np.int64), n + _SPARE)
@@ -204,7 +211,7 @@ class Postings:
             if self._where is not None:
                 self._where[memory_id] = i
             for term, count in Counter(terms).items():
-                code = self._vocab.setdefault(term, len(self._vocab))
+                code = self._vocab.code(term)
                 positions, freqs = self._extra.setdefault(code, ([], []))
                 positions.append(i)
                 freqs.append(count)
