@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -173,19 +174,25 @@ def test_stays_exact_through_this_stores_writes(world: tuple[SQLiteStore, Model,
     _check(store, model, rnd, USERS)
 
 
+def another_store_adds_and_deletes(store: Any, other: Any, model: Model, rnd: random.Random) -> None:
+    """``other`` (another process's store of the same data) adds to two users and deletes from one;
+    ``store``, which held its indexes before, must answer as an exhaustive BM25 after. Both backends."""
+    _check(store, model, rnd, USERS)
+    added = [_record(rnd, "mid") for _ in range(40)] + [_record(rnd, "newcomer") for _ in range(30)]
+    other.put_many(added, _vectors(len(added)))
+    model.put(added)
+    gone = rnd.sample(sorted(model.users["big"]), 30)
+    other.delete_many("big", gone)
+    for memory_id in gone:
+        del model.users["big"][memory_id]
+    _check(store, model, rnd, [*USERS, "newcomer"], queries=60)
+
+
 def test_sees_another_processs_writes(world: tuple[SQLiteStore, Model, random.Random], tmp_path: Path) -> None:
     store, model, rnd = world
-    _check(store, model, rnd, USERS)
     other = SQLiteStore(tmp_path / "k.db")
     try:
-        added = [_record(rnd, "mid") for _ in range(40)] + [_record(rnd, "newcomer") for _ in range(30)]
-        other.put_many(added, _vectors(len(added)))
-        model.put(added)
-        gone = rnd.sample(sorted(model.users["big"]), 30)
-        other.delete_many("big", gone)
-        for memory_id in gone:
-            del model.users["big"][memory_id]
-        _check(store, model, rnd, [*USERS, "newcomer"], queries=60)
+        another_store_adds_and_deletes(store, other, model, rnd)
         other.forget_user("small")
         model.users.pop("small")
         _check(store, model, rnd, [*USERS, "newcomer"], queries=60)

@@ -18,7 +18,18 @@ from engram.stores.postgres import keyword
 from engram.stores.postgres.keyword_scan import scan_hits
 from engram.stores.postgres.store import PostgresStore
 from engram.text import query_terms
-from tests.test_keyword_exact import COMMON, FILTERS, MIDDLE, RARE, USERS, Model, _check, _record, _vectors
+from tests.test_keyword_exact import (
+    COMMON,
+    FILTERS,
+    MIDDLE,
+    RARE,
+    USERS,
+    Model,
+    _check,
+    _record,
+    _vectors,
+    another_store_adds_and_deletes,
+)
 from tests.test_keyword_exact import test_stays_exact_through_this_stores_writes as stays_exact_through_writes
 
 pytestmark = pytest.mark.postgres
@@ -82,15 +93,7 @@ def test_stays_exact_through_this_stores_writes(world: World) -> None:
 
 def test_sees_another_processs_writes(world: World, other: PostgresStore) -> None:
     store, model, rnd = world
-    _check(store, model, rnd, USERS)
-    added = [_record(rnd, "mid") for _ in range(40)] + [_record(rnd, "newcomer") for _ in range(30)]
-    other.put_many(added, _vectors(len(added)))
-    model.put(added)
-    gone = rnd.sample(sorted(model.users["big"]), 30)
-    other.delete_many("big", gone)
-    for memory_id in gone:
-        del model.users["big"][memory_id]
-    _check(store, model, rnd, [*USERS, "newcomer"], queries=60)
+    another_store_adds_and_deletes(store, other, model, rnd)
     edited = replace(next(iter(model.users["big"].values())), content="zanzibar zanzibar quokka")
     other.replace(edited, None)
     model.put([edited])
