@@ -100,9 +100,10 @@ ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, RELEVANCE_SIGNAL
 )
 
-# Sources listed in the order their reasons are reported, so reasons read the same every time.
-_SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
-_KNOWN_SOURCES = frozenset(_SOURCE_ORDER)
+# Sources whose reasons are written out by name; any other source is credited as "found by <name>".
+_KNOWN_SOURCES = frozenset(
+    ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
+)
 
 
 def meaning_share(search_type: str, keyword_weight: float) -> float:
