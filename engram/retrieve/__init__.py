@@ -29,12 +29,13 @@ from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches, ranked_limit
-from engram.retrieve.hop import HOP_LIMIT, bridge_entities, bridged
+from engram.retrieve.hop import HOP_LIMIT, HOP_SEEDS, bridge_entities, bridged
 from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, in_range_first, rank
+from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
-from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
+from engram.retrieve.types import Retrieval, RetrievalMetadata
 from engram.retrieve.understand import understand
 
 __all__ = ["Pipeline", "Retrieval"]
@@ -226,7 +227,7 @@ class Pipeline:
 
         similarity_range = self._similarity_range(config)
 
-        def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> list[Scored]:
+        def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> Ranking:
             return timed("rank", lambda: rank(
                 credit(records, found.expansion), query_vec=query_vec, vectors=vectors,
                 query_entities=plan.entities, time_range=plan.time_range, now=now, weights=plan.weights,
@@ -243,10 +244,10 @@ class Pipeline:
         around = [n for r in records for n in neighbors.get(r.id, ()) if n not in known]
         if around:
             load(list(dict.fromkeys(around)))
-        scored = ranked()
+        ranking = ranked()
         if config.fusion != "rrf":
             bridges = bridge_entities(
-                scored, plan.entities, RELEVANCE_SIGNAL,
+                ranking.best(HOP_SEEDS), ranking.records, plan.entities, RELEVANCE_SIGNAL,
                 lambda ids, cap: timed("candidates.hop", lambda: reads.entity_counts(user_id, ids, cap)),
             )
             if bridges:
@@ -256,8 +257,8 @@ class Pipeline:
                 load([i for i, _ in hits if i not in known])
                 links = bridged({r.id: r.entities for r in records}, bridges)
                 if links:  # else nothing but the seeds names a bridge: the first ranking stands
-                    scored = ranked(links)
-        scored = restore(scored, {r.id: r for r in records}, found.expansion)
+                    ranking = ranked(links)
+        scored = restore(ranking.scored(), {r.id: r for r in records}, found.expansion)
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range)
         kept, below = apply_min_score(

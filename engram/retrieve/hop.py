@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
+from engram.model import MemoryRecord
 from engram.retrieve.types import Scored
 
 __all__ = ["HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged"]
@@ -34,29 +35,26 @@ COMMON_MIN = 3
 MAX_BRIDGES = 6
 
 
-def _named(item: Scored) -> set[str]:
-    return set(item.record.entities)
-
-
 def bridge_entities(
-    scored: Sequence[Scored], query_entities: Sequence[str], relevance_signal: str,
-    counts: Callable[[list[str], int], Mapping[str, int]] | None = None,
+    best: Sequence[Scored], candidates: Sequence[MemoryRecord], query_entities: Sequence[str],
+    relevance_signal: str, counts: Callable[[list[str], int], Mapping[str, int]] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Bridge entity -> {seed memory id: that seed's relevance}, from ``scored`` (best first).
+    """Bridge entity -> {seed memory id: that seed's relevance}, from the first-pass results: the
+    ``best`` (best first; the first :data:`HOP_SEEDS` may bridge) among all ``candidates``.
 
     ``counts(entities, cap)`` says how many of the user's memories name each entity (up to
     ``cap``; the store's ``entity_counts``): entities more memories name than the hop reads are
     left out. Without it every entity rare among the candidates may bridge.
     """
-    seeds = [s for s in scored[:HOP_SEEDS] if s.tier == 0 and s.signals.get(relevance_signal, 0.0) > 0.0]
+    seeds = [s for s in best[:HOP_SEEDS] if s.tier == 0 and s.signals.get(relevance_signal, 0.0) > 0.0]
     if not seeds:
         return {}
-    counts_here = Counter(e for s in scored for e in _named(s))
-    common = max(COMMON_MIN, COMMON_SHARE * len(scored))
+    counts_here = Counter(e for record in candidates for e in set(record.entities))
+    common = max(COMMON_MIN, COMMON_SHARE * len(candidates))
     asked = set(query_entities)
     out: dict[str, dict[str, float]] = {}
     for seed in seeds:
-        for entity in _named(seed) - asked:
+        for entity in set(seed.record.entities) - asked:
             if counts_here[entity] <= common:
                 out.setdefault(entity, {})[seed.record.id] = seed.signals[relevance_signal]
     if counts is not None and out:

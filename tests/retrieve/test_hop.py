@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,27 +18,37 @@ from engram.retrieve.types import Scored
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
+Counts = Callable[[list[str], int], Mapping[str, int]]
+
+
 def item(mid: str, entities: tuple[str, ...], relevance: float, tier: int = 0) -> Scored:
     record = MemoryRecord(id=mid, user_id="u", content=mid, recorded_at=NOW, created_at=NOW, content_hash=mid,
                           kind="message", entities=entities)
     return Scored(record=record, score=relevance, signals={RELEVANCE_SIGNAL: relevance}, tier=tier)
 
 
+def bridges_of(
+    scored: list[Scored], query_entities: list[str], counts: Counts | None = None
+) -> dict[str, dict[str, float]]:
+    """The bridges of a first pass whose candidates are ``scored`` (best first)."""
+    return bridge_entities(scored, [s.record for s in scored], query_entities, RELEVANCE_SIGNAL, counts)
+
+
 def test_bridges_are_what_top_results_name_and_the_query_does_not() -> None:
     scored = [item("a", ("leo", "patel"), 0.7), item("b", ("leo",), 0.5), item("c", ("mark",), 0.4),
               item("d", ("zoe",), 0.3)]
-    assert bridge_entities(scored, ["leo"], RELEVANCE_SIGNAL) == {"patel": {"a": 0.7}, "mark": {"c": 0.4}}
+    assert bridges_of(scored, ["leo"]) == {"patel": {"a": 0.7}, "mark": {"c": 0.4}}
 
 
 def test_an_entity_most_candidates_name_is_no_bridge() -> None:
     # A conversation's speaker is named by every turn: it would lift everything alike.
     scored = [item(f"t{i}", ("caroline", f"topic{i}"), 0.9 - i / 100) for i in range(40)]
-    assert set(bridge_entities(scored, [], RELEVANCE_SIGNAL)) == {"topic0", "topic1", "topic2"}
+    assert set(bridges_of(scored, [])) == {"topic0", "topic1", "topic2"}
 
 
 def test_out_of_range_and_irrelevant_results_do_not_bridge() -> None:
     scored = [item("a", ("x",), 0.0), item("b", ("y",), 0.8, tier=1)]
-    assert bridge_entities(scored, [], RELEVANCE_SIGNAL) == {}
+    assert bridges_of(scored, []) == {}
 
 
 def test_a_seed_is_not_its_own_bridge() -> None:
@@ -87,7 +97,7 @@ def test_bridges_are_capped_rarest_first() -> None:
     scored = [item("a", many, 0.9), *(item(f"f{i}", many[: 10 - i], 0.1) for i in range(5)),
               *(item(f"g{i}", (), 0.05) for i in range(200))]
     # Named by the top result a and by 1 to 5 of the others: the rarest first, then by name.
-    assert list(bridge_entities(scored, [], RELEVANCE_SIGNAL)) == ["e9", "e8", "e7", "e6", "e0", "e1"]
+    assert list(bridges_of(scored, [])) == ["e9", "e8", "e7", "e6", "e0", "e1"]
 
 
 def test_an_entity_more_memories_name_than_the_hop_reads_is_a_topic_not_a_bridge() -> None:
@@ -98,7 +108,7 @@ def test_an_entity_more_memories_name_than_the_hop_reads_is_a_topic_not_a_bridge
         asked.append((ids, cap))
         return {"patel": 2, "coffee": cap}  # coffee: at least cap memories name it
 
-    assert bridge_entities(scored, [], RELEVANCE_SIGNAL, counts) == {"patel": {"a": 0.7}}
+    assert bridges_of(scored, [], counts) == {"patel": {"a": 0.7}}
     assert asked == [(["coffee", "patel"], HOP_LIMIT + 1)]
 
 

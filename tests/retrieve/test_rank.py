@@ -58,7 +58,7 @@ def run(
         sources=sources or {},
         source_ranks=source_ranks or {},
         config=config or RetrievalConfig(),
-    )
+    ).scored()
 
 
 def cosine_vec(c: float) -> np.ndarray:
@@ -291,7 +291,7 @@ def test_a_turn_next_to_a_relevant_question_gains_from_it() -> None:
         [question, answer, stranger], query_vec=None, vectors={}, query_entities=(), time_range=None, now=NOW,
         weights=EXPLORATORY, keyword_scores=kw, sources={}, source_ranks={}, config=RetrievalConfig(),
         neighbors={"a": ("q",), "q": ("a",)},
-    )}
+    ).scored()}
     # Keyword scores read against the best match (0.9 counts as a full match): q 1.0, a 0.2 / 0.9.
     assert out["a"].signals["conversation_context"] == pytest.approx(0.5 * 1.0)
     assert out["a"].signals["relevance"] == pytest.approx(0.5 * 0.2 / 0.9 + 0.3 * 0.5 * 1.0)
@@ -310,7 +310,7 @@ def test_a_memory_naming_what_a_top_result_names_gains_from_it() -> None:
             [dentist, phone, other], query_vec=None, vectors={}, query_entities=("mention:leo",), time_range=None,
             now=NOW, weights=EXPLORATORY, keyword_scores=kw, sources={}, source_ranks={}, config=RetrievalConfig(),
             bridges=bridges,
-        )}
+        ).scored()}
 
     plain = scores(None)
     assert plain["p"].score == pytest.approx(plain["o"].score)

@@ -1,0 +1,123 @@
+"""A ranking's result: every candidate's signals and score as columns, explained on demand.
+
+:func:`engram.retrieve.rank.rank` scores all candidates at once; most of them are never shown.
+The second hop reads only the best few and which entities the candidates name, so a
+:class:`Ranking` makes the explained items (:class:`~engram.retrieve.types.Scored`, with their
+reasons) only when asked: :meth:`Ranking.best` for a few, :meth:`Ranking.scored` for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.types import Scored
+
+__all__ = ["ASK_SIGNAL", "VOICE_SIGNAL", "Ranking"]
+
+ASK_SIGNAL = "asked"
+VOICE_SIGNAL = "voice"
+
+# Sources whose reasons are written out by name; any other source is credited as "found by <name>".
+_KNOWN_SOURCES = frozenset(
+    ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Scores and signals of ``records`` (``rows[i]`` holds record ``i``'s values, named by
+    ``names``), best first in ``order`` (ties by id), with what their reasons are written from:
+    the sources that found each memory, the query's entities and time range, the entities each
+    candidate names and the second hop's bridges."""
+
+    records: Sequence[MemoryRecord]
+    scores: Sequence[float]
+    names: tuple[str, ...]
+    rows: Sequence[tuple[float, ...]]
+    weights: Mapping[str, float]
+    order: Sequence[int]
+    vectors: Mapping[str, npt.NDArray[np.float32]]
+    sources: Mapping[str, Sequence[str]]
+    query_entities: Sequence[str]
+    named_by: Sequence[Set[str]]
+    time_range: TimeRange | None
+    bridges: Mapping[str, tuple[float, str]]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def best(self, n: int) -> list[Scored]:
+        """The ``n`` best items, explained."""
+        return [self._item(at) for at in self.order[:n]]
+
+    def scored(self) -> list[Scored]:
+        """Every item, explained, best first."""
+        return [self._item(at) for at in self.order]
+
+    def _item(self, at: int) -> Scored:
+        record = self.records[at]
+        signals = dict(zip(self.names, self.rows[at], strict=True))
+        bridge = self.bridges.get(record.id)
+        return Scored(
+            record=record,
+            score=self.scores[at],
+            signals=signals,
+            weights=dict(self.weights),
+            reasons=_reasons(
+                record, self.sources.get(record.id, ()), signals, self.query_entities, self.named_by[at],
+                self.time_range, bridge[1] if bridge else None,
+            ),
+            vector=self.vectors.get(record.id),
+        )
+
+
+def _reasons(
+    record: MemoryRecord,
+    found_by: Sequence[str],
+    signals: Mapping[str, float],
+    query_entities: Sequence[str],
+    candidate_entities: Set[str],
+    time_range: TimeRange | None,
+    bridge: str | None = None,
+) -> tuple[str, ...]:
+    reasons: list[str] = []
+    names = set(found_by)
+    if "semantic" in names:
+        reasons.append(f"semantic match {signals['semantic_similarity']:.2f}")
+    if "keyword" in names or "keyword_in_range" in names:
+        reasons.append("keyword match")
+    # Entity and time facts are reported whenever they hold, whichever source found the memory.
+    seen: set[str] = set()
+    for entity in query_entities:
+        if entity in candidate_entities and entity not in seen:
+            seen.add(entity)
+            reasons.append(f"mentions {entity}")
+    if "entity" in names and not seen:
+        reasons.append("entity match")
+    if bridge is not None:
+        reasons.append(f"mentions {bridge}, as a top result does")
+    if signals.get(ASK_SIGNAL):
+        reasons.append("a question, as asked")
+    if signals.get(VOICE_SIGNAL):
+        reasons.append("in the words of whom the query asks about")
+    if time_range is not None and time_range.start <= record.created_at <= time_range.end:
+        label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
+        reasons.append(f"in time range '{label}'")
+    if "procedural" in names or record.kind == "procedure":
+        reasons.append("procedure")
+    if "summary" in names or record.kind == "summary":
+        reasons.append("summary")
+    if "links" in names:
+        reasons.append("linked from another result")
+    # "links:<id>" names the memory it was reached from; unknown sources are still credited.
+    for name in sorted(names - _KNOWN_SOURCES) if not names <= _KNOWN_SOURCES else ():
+        if name.startswith("links:"):
+            reasons.append(f"linked from {name[len('links:') :]}")
+        else:
+            reasons.append(f"found by {name}")
+    return tuple(reasons)
