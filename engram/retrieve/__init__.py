@@ -29,6 +29,7 @@ from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
 from engram.retrieve.candidates import gather, matches, ranked_limit
+from engram.retrieve.columns import Known
 from engram.retrieve.hop import HOP_LIMIT, HOP_SEEDS, bridge_entities, bridged
 from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, in_range_first, rank
 from engram.retrieve.ranking import Ranking
@@ -227,6 +228,8 @@ class Pipeline:
 
         similarity_range = self._similarity_range(config)
 
+        first = Known()  # what the second hop's ranking shares with the first
+
         def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> Ranking:
             return timed("rank", lambda: rank(
                 credit(records, found.expansion), query_vec=query_vec, vectors=vectors,
@@ -234,7 +237,7 @@ class Pipeline:
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
-                asks=plan.asks, speaking=plan.speaking,
+                asks=plan.asks, speaking=plan.speaking, known=first,
             ))
 
         load(found.best(ranked_limit(config), config.rrf_k))

@@ -23,7 +23,7 @@ the candidate sources, for comparison. Both fill every signal so a result can al
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -33,14 +33,11 @@ import numpy.typing as npt
 from engram.config import SIGNALS, RetrievalConfig
 from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.columns import Known, base_signals, calibrated, gains
 from engram.retrieve.ranking import ASK_SIGNAL, VOICE_SIGNAL, Ranking
 from engram.retrieve.signals import (
     DEFAULT_SIMILARITY_RANGE,
-    entity_overlap,
     reciprocal_rank,
-    reinforcement,
-    semantic_similarity,
-    temporal_relevance,
     type_boost,
 )
 from engram.retrieve.types import Scored
@@ -141,28 +138,6 @@ def _rrf_score(memory_id: str, source_ranks: Mapping[str, Mapping[str, int]], rr
     return total / (len(used) / (rrf_k + 1))
 
 
-def _cosines(
-    query_vec: npt.NDArray[np.float32] | None, vecs: Sequence[npt.NDArray[np.float32] | None]
-) -> npt.NDArray[np.float64]:
-    """:func:`semantic_similarity` of the query with each vector, as one matrix product when the
-    vectors share the query's shape (they do, from one store); one by one otherwise."""
-    if query_vec is None or not vecs:
-        return np.zeros(len(vecs), dtype=np.float64)
-    q = np.asarray(query_vec, dtype=np.float32).ravel()
-    if not all(v is not None and v.size == q.size for v in vecs):
-        return np.array([semantic_similarity(q, v) for v in vecs], dtype=np.float64)
-    if not q.any():
-        return np.zeros(len(vecs), dtype=np.float64)
-    # One copy of every vector into a matrix (a store's vectors are flat float32 already).
-    flat = [v if v.dtype == np.float32 and v.ndim == 1 else np.asarray(v, dtype=np.float32).ravel()
-            for v in vecs if v is not None]
-    matrix = np.concatenate(flat).reshape(len(flat), q.size)
-    sims = matrix @ q
-    # A zero vector has no direction (0.0, as semantic_similarity says); negative evidence is none.
-    sims[~np.isfinite(sims) | ~matrix.any(axis=1)] = 0.0
-    return np.asarray(np.clip(sims, 0.0, 1.0), dtype=np.float64)
-
-
 def rank(
     records: Sequence[MemoryRecord],
     *,
@@ -183,6 +158,7 @@ def rank(
     speakers: Mapping[str, str] | None = None,
     asks: bool = False,
     speaking: Sequence[str] = (),
+    known: Known | None = None,
 ) -> Ranking:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -199,133 +175,80 @@ def rank(
     ``asks`` (the query asks what was asked) lets questions gain ``ASK_GAIN`` (``asked``): the
     questions of the query's speaking entities when it names any, else any question not the
     assistant's. ``speaking`` names the entities whose words the query asks for: their own
-    messages gain ``VOICE_GAIN`` (``voice``).
+    messages gain ``VOICE_GAIN`` (``voice``). ``known`` keeps the signals the second hop does
+    not change between a query's rankings.
     """
     strategy = dict(weights)
     if config.weights is not None:
         strategy.update(config.weights)
-    w = np.array([float(strategy.get(name, 0.0)) for name in SIGNALS], dtype=np.float64)
+    w = [float(strategy.get(name, 0.0)) for name in SIGNALS]
     share = meaning_share(config.search_type, config.keyword_weight)
-    # Each signal is one array over the records (the signal functions' arithmetic, element-wise):
-    # at ~70 candidates a query and two rankings with the second hop, per-record Python was a
-    # third of a small user's retrieval.
-    ids = [record.id for record in records]
-    cosines = _cosines(query_vec, [vectors.get(i) for i in ids])
+    said = speakers or {}
+    voices = frozenset(query_entities) & frozenset(said.values())
+    # Each signal is one array over the records: per-record Python was a third of a small user's
+    # retrieval. The signals the second hop does not change are computed once a query (``known``).
+    (cosines, raw_keywords, overlaps, temporal, importance, reinforced), named_by = base_signals(
+        records, query_vec=query_vec, vectors=vectors, keyword_scores=keyword_scores,
+        query_entities=query_entities, time_range=time_range, now=now, said=said, voices=voices,
+        known=known if known is not None else Known(),
+    )
     # Keyword evidence is read against the best keyword match of this query: a question's filler
     # ("How many ... have I attended in the past three months?") is in no memory, so even the
     # memory that holds every word that matters scores a fraction of "all the query's words".
     # The best match counts as a full one once it holds at least KEYWORD_FULL_SHARE of them.
-    raw_keywords = _units(np.array([keyword_scores.get(i, 0.0) for i in ids], dtype=np.float64))
     keyword_scale = 1.0 / max(float(raw_keywords.max(initial=0.0)), KEYWORD_FULL_SHARE)
     keywords = np.minimum(1.0, raw_keywords * keyword_scale)
-    relevance = share * _calibrated(cosines, similarity_range) + (1.0 - share) * keywords
-    said = speakers or {}
-    voices = set(query_entities) & set(said.values())
-    no_entities: frozenset[str] = frozenset()  # a query naming none reads no candidate's
-    named_by: list[Set[str]] = [no_entities] * len(records)
-    overlaps = np.zeros(len(records), dtype=np.float64)
-    if query_entities:
-        for at, record in enumerate(records):
-            cand_entities = set(record.entities)
-            if record.subject:
-                cand_entities.add(record.subject)
-            named_by[at] = cand_entities
-            overlaps[at] = entity_overlap(
-                query_entities, cand_entities, speaker=said.get(record.id), speakers=voices)
-    temporal = np.array([temporal_relevance(r.created_at, time_range, now) for r in records], dtype=np.float64)
-    importance = np.array([r.importance for r in records], dtype=np.float64)
-    importance = np.where(np.isfinite(importance), np.clip(importance, 0.0, 1.0), 0.0)
-    uses = {count: reinforcement(count) for count in {r.access_count for r in records}}
-    reinforced = np.array([uses[r.access_count] for r in records], dtype=np.float64)
+    relevance = share * calibrated(cosines, similarity_range) + (1.0 - share) * keywords
     # Entity overlap is evidence only if some candidate names a query entity: a name no memory
     # carries ("EPs") would otherwise lower every score alike and push relevant ones under min_score.
-    applicable = np.array([bool(overlaps.any()), time_range is not None or recency, True, True])
+    applicable = (bool(overlaps.any()), time_range is not None or recency, True, True)
     # What each signal weighs in this retrieval, as reported: relevance's weight split between its
     # two parts, and the evidence weights that apply (the others gave theirs back).
-    total = w[0] + float(np.where(applicable, w[1:], 0.0).sum()) or 1.0
+    evidence = [weight if applies else 0.0 for weight, applies in zip(w[1:], applicable, strict=True)]
+    total = w[0] + sum(evidence) or 1.0
     reported = {"semantic_similarity": w[0] * share / total, KEYWORD_SIGNAL: w[0] * (1.0 - share) / total}
-    for name, weight, applies in zip(CONTEXT_SIGNALS, w[1:], applicable, strict=True):
-        reported[name] = float(weight) / total if applies else 0.0
-    around, via, asked, spoke = _gains(
-        records, relevance, neighbors or {}, bridges or {}, said, voices, asks, speaking)
+    for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
+        reported[name] = weight / total
+    around, via, asked, spoke = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks, speaking)
     relevance = np.minimum(
         1.0, relevance + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke)
-    context = np.column_stack([overlaps, temporal, importance, reinforced])
 
-    if config.fusion == "rrf":
-        scores = [_rrf_score(i, source_ranks, config.rrf_k) for i in ids]
-        used_weights: dict[str, float] = {"rrf": 1.0}
-    elif records:
-        boost = np.array([type_boost(record.kind) for record in records], dtype=np.float64)
-        scores = fuse(relevance, context, w, applicable, boost).tolist()
-        used_weights = reported
-    else:
-        scores, used_weights = [], reported
-
+    used_weights: dict[str, float] = reported
+    columns = [cosines, overlaps, temporal, importance, reinforced, keywords, relevance, around, via, asked, spoke]
+    values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
-    values = [cosines, overlaps, temporal, importance, reinforced, keywords, relevance, around, via, asked, spoke]
-    rows = list(zip(*(column.tolist() for column in values), strict=True))
     if config.fusion == "rrf":
-        names = (*names, "rrf")
-        rows = [(*row, score) for row, score in zip(rows, scores, strict=True)]
+        scores = [_rrf_score(record.id, source_ranks, config.rrf_k) for record in records]
+        used_weights = {"rrf": 1.0}
+        names, values = (*names, "rrf"), [*values, scores]
+    else:
+        scores = _fused(relevance, (overlaps, temporal, importance, reinforced), w[0], evidence, records)
+    ids = [record.id for record in records]
     return Ranking(
-        records=records, scores=scores, names=names, rows=rows, weights=used_weights,
-        order=sorted(range(len(records)), key=lambda at: (-scores[at], ids[at])),
+        records=records, scores=scores, names=names, columns=values, weights=used_weights,
+        order=[at for *_, at in sorted(zip([-s for s in scores], ids, range(len(ids)), strict=True))],
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {},
     )
 
 
-def _gains(
-    records: Sequence[MemoryRecord],
-    relevance: npt.NDArray[np.float64],
-    next_to: Mapping[str, Sequence[str]],
-    bridged: Mapping[str, tuple[float, str]],
-    said: Mapping[str, str],
-    voices: Set[str],
-    asks: bool,
-    speaking: Sequence[str],
-) -> tuple[npt.NDArray[np.float64], ...]:
-    """Per record: the best neighbouring turn's own relevance, the bridging relevance, whether it is
-    a question as asked and whether it is in a voice asked for (1.0 or 0.0); zeros where none apply."""
-    n = len(records)
-    around, via, asked, spoke = (np.zeros(n, dtype=np.float64) for _ in range(4))
-    if next_to:
-        own = dict(zip((r.id for r in records), relevance.tolist(), strict=True))
-        for at, record in enumerate(records):
-            turns = next_to.get(record.id)
-            if turns:
-                around[at] = max([own.get(other, 0.0) for other in turns], default=0.0)
-    if bridged:
-        for at, record in enumerate(records):
-            if record.id in bridged:
-                via[at] = bridged[record.id][0]
-    if asks:
-        for at, record in enumerate(records):
-            if "?" in record.content and (
-                said.get(record.id) in voices if voices else record.role not in _NOT_ASKERS
-            ):
-                asked[at] = 1.0
-    if speaking:
-        for at, record in enumerate(records):
-            if said.get(record.id) in speaking:
-                spoke[at] = 1.0
-    return around, via, asked, spoke
-
-
-def _units(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """:func:`~engram.retrieve.signals.keyword_relevance` of each value: clipped to [0, 1], 0 if not finite."""
-    return np.where(np.isfinite(values), np.clip(values, 0.0, 1.0), 0.0)
-
-
-def _calibrated(
-    cosines: npt.NDArray[np.float64], similarity_range: tuple[float, float]
-) -> npt.NDArray[np.float64]:
-    """:func:`~engram.retrieve.signals.calibrated_similarity` of each cosine."""
-    low, high = similarity_range
-    if high <= low:
-        return np.zeros_like(cosines)
-    return _units((cosines - low) / (high - low))
+def _fused(
+    relevance: npt.NDArray[np.float64], context: Sequence[npt.NDArray[np.float64]], relevance_weight: float,
+    evidence: Sequence[float], records: Sequence[MemoryRecord],
+) -> list[float]:
+    """:func:`fuse` when the same evidence applies to every record (as in a retrieval), one array
+    operation per signal; the same arithmetic in the same order, so the same scores."""
+    total = sum(evidence)
+    if total <= 0:
+        mixed = relevance * 1.0
+    else:
+        ctx = context[0] * evidence[0]
+        for column, weight in zip(context[1:], evidence[1:], strict=True):
+            ctx = ctx + column * weight
+        share = total / max(total + relevance_weight, 1e-12)
+        mixed = relevance * (1.0 + share * (ctx / total - 0.5))
+    boost = np.array([type_boost(record.kind) for record in records], dtype=np.float64)
+    return list(np.clip(mixed * boost, 0.0, 1.0).tolist())
 
 
 def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scored]:

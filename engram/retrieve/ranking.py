@@ -30,15 +30,15 @@ _KNOWN_SOURCES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Ranking:
-    """Scores and signals of ``records`` (``rows[i]`` holds record ``i``'s values, named by
-    ``names``), best first in ``order`` (ties by id), with what their reasons are written from:
+    """Scores and signals of ``records`` (``columns[j][i]`` is record ``i``'s value of the signal
+    ``names[j]``), best first in ``order`` (ties by id), with what their reasons are written from:
     the sources that found each memory, the query's entities and time range, the entities each
     candidate names and the second hop's bridges."""
 
     records: Sequence[MemoryRecord]
     scores: Sequence[float]
     names: tuple[str, ...]
-    rows: Sequence[tuple[float, ...]]
+    columns: Sequence[Sequence[float]]
     weights: Mapping[str, float]
     order: Sequence[int]
     vectors: Mapping[str, npt.NDArray[np.float32]]
@@ -53,15 +53,16 @@ class Ranking:
 
     def best(self, n: int) -> list[Scored]:
         """The ``n`` best items, explained."""
-        return [self._item(at) for at in self.order[:n]]
+        return [self._item(at, tuple(column[at] for column in self.columns)) for at in self.order[:n]]
 
     def scored(self) -> list[Scored]:
         """Every item, explained, best first."""
-        return [self._item(at) for at in self.order]
+        rows = list(zip(*self.columns, strict=True)) if self.columns else []
+        return [self._item(at, rows[at]) for at in self.order]
 
-    def _item(self, at: int) -> Scored:
+    def _item(self, at: int, values: tuple[float, ...]) -> Scored:
         record = self.records[at]
-        signals = dict(zip(self.names, self.rows[at], strict=True))
+        signals = dict(zip(self.names, values, strict=True))
         bridge = self.bridges.get(record.id)
         return Scored(
             record=record,

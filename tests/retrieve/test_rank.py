@@ -10,6 +10,7 @@ import pytest
 
 from engram.config import STRATEGY_WEIGHTS, RetrievalConfig
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.columns import Known
 from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
@@ -346,3 +347,32 @@ def test_min_score_keeps_what_the_query_time_scope_points_at() -> None:
     # A vague scope ("recently") is a preference, not a scope: the floor applies as without one.
     vague = TimeRange(NOW - timedelta(days=7), NOW, "recently", vague=True)
     assert apply_min_score([inside, outside], 0.1, time_range=vague) == ([], 2)
+
+
+def test_a_second_ranking_sharing_what_the_first_computed_scores_as_a_fresh_one() -> None:
+    """The second hop ranks again with a ``Known`` from the first: signals already computed are
+    reused, and entity overlap is computed again once another query entity is seen speaking."""
+    caroline = rec("c", content="I researched adoption agencies.", role="Caroline", entities=("mention:caroline",))
+    melanie = rec("m", content="Caroline told me about agencies.", role="Melanie", entities=("mention:caroline",))
+    later = rec("l", content="Caroline again.", role="Caroline", entities=("mention:caroline",))
+    vectors = {"c": cosine_vec(0.6), "m": cosine_vec(0.5), "l": cosine_vec(0.4)}
+
+    def ranked(records: list[MemoryRecord], speakers: dict[str, str], known: Known | None) -> list[Scored]:
+        return rank(
+            records, query_vec=Q, vectors=vectors, query_entities=("mention:caroline",), time_range=None, now=NOW,
+            weights=EXPLORATORY, keyword_scores={"c": 0.4, "m": 0.9}, sources={}, source_ranks={},
+            config=RetrievalConfig(), speakers=speakers, known=known,
+        ).scored()
+
+    def view(items: list[Scored]) -> list[tuple[str, float, dict[str, float]]]:
+        return [(s.record.id, s.score, dict(s.signals)) for s in items]
+
+    known = Known()
+    first = ranked([caroline, melanie], {}, known)
+    assert view(first) == view(ranked([caroline, melanie], {}, None))
+    # The hop adds a memory Caroline said: she now speaks, so Melanie's mention of her counts half.
+    said = {"c": "mention:caroline", "l": "mention:caroline"}
+    second = ranked([caroline, melanie, later], said, known)
+    assert view(second) == view(ranked([caroline, melanie, later], said, None))
+    assert {s.record.id: s.signals["entity_overlap"] for s in second} == {"c": 1.0, "m": 0.5, "l": 1.0}
+    assert {s.record.id: s.signals["entity_overlap"] for s in first} == {"c": 1.0, "m": 1.0}

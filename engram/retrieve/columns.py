@@ -1,0 +1,154 @@
+"""The signals of many candidates at once: one array per signal, in the candidates' order.
+
+Each function applies the arithmetic of its signal in :mod:`engram.retrieve.signals` element-wise,
+so a ranking scores ~70 candidates with a few array operations instead of a Python call per
+candidate and signal. :class:`Known` holds what a query's rankings share: the second hop ranks a
+second time, and only the memories it added need their own signals computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
+
+__all__ = ["BASE", "Known", "base_signals", "calibrated", "gains"]
+
+Column = npt.NDArray[np.float64]
+
+#: The per-memory signals that do not depend on the other candidates, in :func:`base_signals` order.
+BASE = ("semantic_similarity", "keyword", "entity_overlap", "temporal_relevance", "importance", "reinforcement")
+_NOT_ASKERS = frozenset(["assistant", "system", "tool"])
+
+
+@dataclass
+class Known:
+    """Base signals already computed for this query, by memory id, and the entities each memory
+    names. Entity overlap depends on which query entities speak among the candidates (``voices``):
+    when a ranking sees other voices, what was known is computed again."""
+
+    voices: frozenset[str] = frozenset()
+    values: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    named: dict[str, Set[str]] = field(default_factory=dict)
+
+
+def base_signals(
+    records: Sequence[MemoryRecord],
+    *,
+    query_vec: npt.NDArray[np.float32] | None,
+    vectors: Mapping[str, npt.NDArray[np.float32]],
+    keyword_scores: Mapping[str, float],
+    query_entities: Sequence[str],
+    time_range: TimeRange | None,
+    now: datetime,
+    said: Mapping[str, str],
+    voices: frozenset[str],
+    known: Known,
+) -> tuple[list[Column], list[Set[str]]]:
+    """The :data:`BASE` signals of ``records`` (one array each; ``keyword`` is the store's raw
+    score in [0, 1]) and the entities each names (its entities and subject; none are read when the
+    query names none). Computed only for the records ``known`` does not hold, then kept there."""
+    if known.voices != voices:
+        known.voices, known.values, known.named = voices, {}, {}
+    new = [r for r in records if r.id not in known.values]
+    if new:
+        ids = [r.id for r in new]
+        cosines = _cosines(query_vec, [vectors.get(i) for i in ids])
+        keywords = _units(np.array([keyword_scores.get(i, 0.0) for i in ids], dtype=np.float64))
+        overlaps = [0.0] * len(new)
+        if query_entities:
+            for at, record in enumerate(new):
+                named = set(record.entities)
+                if record.subject:
+                    named.add(record.subject)
+                known.named[record.id] = named
+                overlaps[at] = entity_overlap(query_entities, named, speaker=said.get(record.id), speakers=voices)
+        temporal = [temporal_relevance(r.created_at, time_range, now) for r in new]
+        importance = np.array([r.importance for r in new], dtype=np.float64)
+        importance = np.where(np.isfinite(importance), np.clip(importance, 0.0, 1.0), 0.0)
+        uses = {count: reinforcement(count) for count in {r.access_count for r in new}}
+        reinforced = [uses[r.access_count] for r in new]
+        rows = zip(cosines.tolist(), keywords.tolist(), overlaps, temporal, importance.tolist(), reinforced,
+                   strict=True)
+        known.values.update(zip(ids, rows, strict=True))
+    matrix = np.array([known.values[r.id] for r in records], dtype=np.float64).reshape(len(records), len(BASE))
+    nobody: frozenset[str] = frozenset()
+    return list(matrix.T), [known.named.get(r.id, nobody) for r in records]
+
+
+def gains(
+    records: Sequence[MemoryRecord],
+    relevance: Column,
+    next_to: Mapping[str, Sequence[str]],
+    bridged: Mapping[str, tuple[float, str]],
+    said: Mapping[str, str],
+    voices: Set[str],
+    asks: bool,
+    speaking: Sequence[str],
+) -> tuple[Column, Column, Column, Column]:
+    """Per record: the best neighbouring turn's own relevance, the bridging relevance, whether it is
+    a question as asked and whether it is in a voice asked for (1.0 or 0.0); zeros where none apply.
+    A question as asked is one of the query's speaking entities' (``voices``) when it names any,
+    else any question not the assistant's."""
+    n = len(records)
+    around, via, asked, spoke = (np.zeros(n, dtype=np.float64) for _ in range(4))
+    if next_to:
+        own = dict(zip((r.id for r in records), relevance.tolist(), strict=True))
+        for at, record in enumerate(records):
+            turns = next_to.get(record.id)
+            if turns:
+                around[at] = max([own.get(other, 0.0) for other in turns], default=0.0)
+    if bridged:
+        for at, record in enumerate(records):
+            if record.id in bridged:
+                via[at] = bridged[record.id][0]
+    if asks:
+        for at, record in enumerate(records):
+            if "?" in record.content and (
+                said.get(record.id) in voices if voices else record.role not in _NOT_ASKERS
+            ):
+                asked[at] = 1.0
+    if speaking:
+        for at, record in enumerate(records):
+            if said.get(record.id) in speaking:
+                spoke[at] = 1.0
+    return around, via, asked, spoke
+
+
+def calibrated(cosines: Column, similarity_range: tuple[float, float]) -> Column:
+    """:func:`~engram.retrieve.signals.calibrated_similarity` of each cosine."""
+    low, high = similarity_range
+    if high <= low:
+        return np.zeros_like(cosines)
+    return _units((cosines - low) / (high - low))
+
+
+def _units(values: Column) -> Column:
+    """Each value clipped to [0, 1]; 0 where not finite (as ``signals._unit``)."""
+    return np.where(np.isfinite(values), np.clip(values, 0.0, 1.0), 0.0)
+
+
+def _cosines(query_vec: npt.NDArray[np.float32] | None, vecs: Sequence[npt.NDArray[np.float32] | None]) -> Column:
+    """:func:`~engram.retrieve.signals.semantic_similarity` of the query with each vector, as one
+    matrix product when the vectors share the query's shape (they do, from one store)."""
+    if query_vec is None or not vecs:
+        return np.zeros(len(vecs), dtype=np.float64)
+    q = np.asarray(query_vec, dtype=np.float32).ravel()
+    if not all(v is not None and v.size == q.size for v in vecs):
+        return np.array([semantic_similarity(q, v) for v in vecs], dtype=np.float64)
+    if not q.any():
+        return np.zeros(len(vecs), dtype=np.float64)
+    # One copy of every vector into a matrix (a store's vectors are flat float32 already).
+    flat = [v if v.dtype == np.float32 and v.ndim == 1 else np.asarray(v, dtype=np.float32).ravel()
+            for v in vecs if v is not None]
+    matrix = np.concatenate(flat).reshape(len(flat), q.size)
+    sims = matrix @ q
+    # A zero vector has no direction (0.0, as semantic_similarity says); negative evidence is none.
+    sims[~np.isfinite(sims) | ~matrix.any(axis=1)] = 0.0
+    return np.asarray(np.clip(sims, 0.0, 1.0), dtype=np.float64)
