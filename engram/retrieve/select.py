@@ -154,26 +154,35 @@ def mmr(
                                  if w not in STOPWORDS)
         return words[i]
 
-    picked = np.zeros(n, dtype=bool)
-    max_sim = np.zeros(n, dtype=np.float64)
+    # Plain Python over the pool (16 memories by default): per-pick array operations on so few
+    # cost more than the arithmetic, which is the same here element by element.
+    values = relevance.tolist()
+    penalty, scale = 1.0 - lam, 1.0 - threshold
+    picked = [False] * n
+    max_sim = [0.0] * n
     covered: set[str] = set()
     order: list[int] = []
     for _ in range(k):
-        dup = np.clip((max_sim - threshold) / (1.0 - threshold), 0.0, 1.0)
-        # Close in meaning is not yet a duplicate: two turns on one topic that tell different
-        # things ("my cousin's preschool graduation" in one, "a colleague's graduation" in the
-        # other) are both worth returning. The share of a memory's words that the picks already
-        # hold says how much of it is said already; a paraphrase or a repeated line adds little.
-        for close in np.flatnonzero((dup > 0) & ~picked).tolist():
-            mine = words_of(close)
-            dup[close] *= len(mine & covered) / len(mine) if mine else 1.0
-        objective = relevance - (1.0 - lam) * dup
-        objective[picked] = -np.inf
-        best = int(np.argmax(objective))  # first maximum: higher score, then smaller id
+        best, best_value = -1, -math.inf
+        for i in range(n):
+            if picked[i]:
+                continue
+            dup = min(max((max_sim[i] - threshold) / scale, 0.0), 1.0)
+            if dup > 0:
+                # Close in meaning is not yet a duplicate: two turns on one topic that tell different
+                # things ("my cousin's preschool graduation" in one, "a colleague's graduation" in
+                # the other) are both worth returning. The share of a memory's words that the picks
+                # already hold says how much of it is said already; a paraphrase adds little.
+                mine = words_of(i)
+                dup *= len(mine & covered) / len(mine) if mine else 1.0
+            value = values[i] - penalty * dup
+            if value > best_value:  # the first maximum: higher score, then smaller id
+                best, best_value = i, value
         picked[best] = True
         order.append(best)
         covered |= words_of(best)
-        max_sim = np.maximum(max_sim, (matrix @ matrix[best]).astype(np.float64))
+        sims = (matrix @ matrix[best]).astype(np.float64).tolist()
+        max_sim = [old if old >= new else new for old, new in zip(max_sim, sims, strict=True)]
     return [ordered[i] for i in order]
 
 

@@ -405,8 +405,9 @@ def best(
         take = take[np.lexsort((ranks[take], -scores[take]))]
         allowed = passing(matches.rowids[take])
         checked += len(take)
-        if allowed is not None:
-            take = take[np.isin(matches.rowids[take], allowed)]
+        if allowed is not None:  # a set, not np.isin: these are tens of rows, where isin's sorts cost more
+            keep = set(allowed.tolist())
+            take = take[[rowid in keep for rowid in matches.rowids[take].tolist()]]
         passed += len(take)
         kept.extend(zip(scores[take].tolist(), matches.ids(take), strict=True))
         want = max(4 * want, int(2 * (n - len(kept)) * checked / max(passed, 1)))
