@@ -145,7 +145,7 @@ class KeywordMixin:
     def _held_postings(self, user_id: str) -> Postings | None:
         """The user's postings when held, or loaded here when small; None while a larger user's are
         being built (the build is started here if it is not under way)."""
-        if user_id in self._postings.users():  # at most their version is read again
+        if self._postings.holds(user_id):  # at most their version is read again
             return self._current_postings(user_id)
         if user_id in self._postings_builds:
             return None

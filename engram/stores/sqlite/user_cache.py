@@ -71,6 +71,10 @@ class UserIndexCache(Generic[Index]):
     def __contains__(self, user_id: str) -> bool:
         return user_id in self._entries and user_id not in self._unchecked
 
+    def holds(self, user_id: str) -> bool:
+        """Whether an index of the user is in memory, current or yet to be checked against their version."""
+        return user_id in self._entries
+
     def users(self) -> builtins.list[str]:
         """Cached users, least recently searched first."""
         with self._lock:
