@@ -101,6 +101,33 @@ def test_filters_still_return_k_rows() -> None:
     assert all(len(_search(approx, q, allowed=quarter)) == 10 for q in QUERIES)
 
 
+class _CountingProbes:
+    """The IVF index with its probes counted."""
+
+    def __init__(self, ivf: Any) -> None:
+        self.ivf, self.probes = ivf, 0
+        self.nlist = ivf.nlist
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        self.probes += 1
+        return self.ivf.search(*args, **kwargs)
+
+
+def test_a_second_search_of_the_same_vector_reads_the_first_probe() -> None:
+    """The semantic and procedural sources search one query vector: one IVF probe serves both,
+    with the same answers as probes of their own."""
+    _, approx = _both()
+    own = {kinds: [_search(approx, q, kinds=kinds) for q in QUERIES[:5]] for kinds in (None, ("fact",))}
+    counting = approx._ivf = _CountingProbes(approx._ivf)
+    for at, q in enumerate(QUERIES[:5]):
+        assert _search(approx, q) == own[None][at]
+        assert _search(approx, q, kinds=("fact",)) == own[("fact",)][at]
+    assert counting.probes == 5
+    # Another vector probes again.
+    assert len(_search(approx, QUERIES[6], kinds=("fact",))) == 10
+    assert counting.probes == 6
+
+
 def test_removed_rows_and_status_changes_are_seen_at_once() -> None:
     exact, approx = _both()
     top = _search(approx, QUERIES[0])
