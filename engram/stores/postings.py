@@ -344,10 +344,13 @@ class Postings:
                 plan = plan_keywords(terms, df, self._live, budget=len(self._positions) + self._extra_count + 1)
                 if plan is None:
                     return None
-                total = np.zeros(self._size, dtype=np.float64)
-                for term in plan.terms:  # every term that occurs: the budget above is never reached
-                    positions, contribution = self._contribution(codes[term], plan.idf[term], read.get(term))
-                    total[positions] += contribution
+                # Every term that occurs (the budget above is never reached), summed in one pass:
+                # bincount adds each row's contributions in term order, as adding term by term did.
+                parts = [self._contribution(codes[term], plan.idf[term], read.get(term)) for term in plan.terms]
+                total = np.asarray(np.bincount(
+                    np.concatenate([positions for positions, _ in parts]),
+                    weights=np.concatenate([contribution for _, contribution in parts]), minlength=self._size,
+                )[: self._size], dtype=np.float64)
                 ideal = plan.ideal
                 self._scored = (tuple(terms), total, ideal)
             matched = total > 0.0
@@ -357,22 +360,39 @@ class Postings:
                 matched &= self._created[: self._size] <= before
             rows = np.flatnonzero(matched)
             # The id list is only appended to until a merge replaces it: these positions stay valid.
-            return Matches(self._rowids[rows], total[rows] / ideal, self._ranks()[rows], rows, self._ids)
+            return Matches(total[rows] / ideal, rows, self._rowids, self._ranks(), self._ids)
 
 
 @dataclass(frozen=True)
 class Matches:
-    """A search's matching rows, unordered: ``rowids[i]`` scored ``scores[i]``, ``ranks[i]`` its
-    place in id order."""
+    """A search's matching rows, unordered: entry ``i`` is the postings' row ``positions[i]``,
+    scored ``scores[i]``. Row ids and places in id order are read only for the entries asked
+    about: a common term matches a third of a million rows, and :func:`best` looks at tens.
 
-    rowids: Ints
+    The postings' arrays are held as they were: later writes add rows after these positions, and a
+    merge replaces the arrays, so the positions keep naming the same rows."""
+
     scores: npt.NDArray[np.float64]
-    ranks: Ints
     positions: Ints
+    _rowids: Ints
+    _ranks: Ints
     _ids: list[str]
 
+    @property
+    def rowids(self) -> Ints:
+        """Every entry's rowid."""
+        return self._rowids[self.positions]
+
+    def rowids_of(self, selection: npt.NDArray[np.int64]) -> Ints:
+        """The rowids of these entries."""
+        return self._rowids[self.positions[selection]]
+
+    def ranks_of(self, selection: npt.NDArray[np.int64]) -> Ints:
+        """The places in id order of these entries."""
+        return self._ranks[self.positions[selection]]
+
     def ids(self, selection: npt.NDArray[np.int64]) -> list[str]:
-        """The memory ids of these entries (indexes into ``rowids``)."""
+        """The memory ids of these entries."""
         ids = self._ids
         return [ids[i] for i in self.positions[selection].tolist()]
 
@@ -383,7 +403,7 @@ def best(
     """The ``n`` best matches that ``passing`` keeps (it returns the rowids it keeps of those it is
     given, None for all), by score then id. Rows are checked in that order, in rounds that grow with
     the share rejected so far: usually one round of a few more than ``n``."""
-    scores, ranks = matches.scores, matches.ranks
+    scores = matches.scores
     left = np.arange(len(scores))
     kept: list[tuple[float, str]] = []
     want = n + n // 4 + 8
@@ -397,17 +417,17 @@ def best(
             tied = np.flatnonzero(remaining == cut)
             need = want - int(chosen.sum())
             if need < len(tied):
-                tied = tied[np.argpartition(ranks[left[tied]], need - 1)[:need]]
+                tied = tied[np.argpartition(matches.ranks_of(left[tied]), need - 1)[:need]]
             chosen[tied] = True
             take, left = left[chosen], left[~chosen]
         else:
             take, left = left, left[:0]
-        take = take[np.lexsort((ranks[take], -scores[take]))]
-        allowed = passing(matches.rowids[take])
+        take = take[np.lexsort((matches.ranks_of(take), -scores[take]))]
+        allowed = passing(matches.rowids_of(take))
         checked += len(take)
         if allowed is not None:  # a set, not np.isin: these are tens of rows, where isin's sorts cost more
             keep = set(allowed.tolist())
-            take = take[[rowid in keep for rowid in matches.rowids[take].tolist()]]
+            take = take[[rowid in keep for rowid in matches.rowids_of(take).tolist()]]
         passed += len(take)
         kept.extend(zip(scores[take].tolist(), matches.ids(take), strict=True))
         want = max(4 * want, int(2 * (n - len(kept)) * checked / max(passed, 1)))
