@@ -70,8 +70,7 @@ def base_signals(
                 known.named[record.id] = named
                 overlaps[at] = entity_overlap(query_entities, named, speaker=said.get(record.id), speakers=voices)
         temporal = [temporal_relevance(r.created_at, time_range, now) for r in new]
-        importance = np.array([r.importance for r in new], dtype=np.float64)
-        importance = np.where(np.isfinite(importance), np.clip(importance, 0.0, 1.0), 0.0)
+        importance = _units(np.array([r.importance for r in new], dtype=np.float64))
         uses = {count: reinforcement(count) for count in {r.access_count for r in new}}
         reinforced = [uses[r.access_count] for r in new]
         rows = zip(cosines.tolist(), keywords.tolist(), overlaps, temporal, importance.tolist(), reinforced,

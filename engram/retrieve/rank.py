@@ -79,7 +79,6 @@ BRIDGE_SIGNAL = "entity_bridge"
 #: week?"): the answer is whatever Bob asked, in words the query cannot know, so its own meaning
 #: and keywords say little. Only the asker's questions gain, when the query names who asked.
 ASK_GAIN = 0.5
-_NOT_ASKERS = frozenset(["assistant", "system", "tool"])
 #: How much relevance a message gains when the query asks for its speaker's words ("What did Priya
 #: think of the trial?"): her verdict need not name the trial, while messages about her trial do.
 VOICE_GAIN = 0.15
@@ -119,9 +118,19 @@ def fuse(
 ) -> npt.NDArray[np.float64]:
     """Scores of items: ``relevance`` (n), ``context`` (n x 4, CONTEXT_SIGNALS), ``weights`` (SIGNALS
     order), ``applicable`` (n x 4 or 4: which evidence applies), ``boost`` (n). Shared with tuning."""
+    if applicable.ndim == 1:
+        # The same evidence for every item (a retrieval): a column at a time, the arithmetic of the
+        # general case below in the same order, without its per-item weight matrix.
+        evidence = np.where(applicable, weights[1:], 0.0).tolist()
+        total = sum(evidence)
+        if total <= 0:
+            return np.asarray(np.clip(relevance * 1.0 * boost, 0.0, 1.0), dtype=np.float64)
+        ctx = context[:, 0] * evidence[0]
+        for column, weight in enumerate(evidence[1:], start=1):
+            ctx = ctx + context[:, column] * weight
+        share = total / max(total + float(weights[0]), 1e-12)
+        return np.asarray(np.clip(relevance * (1.0 + share * (ctx / total - 0.5)) * boost, 0.0, 1.0), dtype=np.float64)
     w_ctx = np.where(applicable, weights[1:], 0.0)
-    if w_ctx.ndim == 1:
-        w_ctx = np.broadcast_to(w_ctx, context.shape)
     total = w_ctx.sum(axis=1)
     safe = np.where(total > 0, total, 1.0)
     ctx = (context * w_ctx).sum(axis=1) / safe
@@ -222,7 +231,9 @@ def rank(
         used_weights = {"rrf": 1.0}
         names, values = (*names, "rrf"), [*values, scores]
     else:
-        scores = _fused(relevance, (overlaps, temporal, importance, reinforced), w[0], evidence, records)
+        boost = np.array([type_boost(record.kind) for record in records], dtype=np.float64)
+        context = np.column_stack([overlaps, temporal, importance, reinforced]).reshape(len(records), 4)
+        scores = fuse(relevance, context, np.array(w), np.array(applicable), boost).tolist()
     ids = [record.id for record in records]
     return Ranking(
         records=records, scores=scores, names=names, columns=values, weights=used_weights,
@@ -230,25 +241,6 @@ def rank(
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {},
     )
-
-
-def _fused(
-    relevance: npt.NDArray[np.float64], context: Sequence[npt.NDArray[np.float64]], relevance_weight: float,
-    evidence: Sequence[float], records: Sequence[MemoryRecord],
-) -> list[float]:
-    """:func:`fuse` when the same evidence applies to every record (as in a retrieval), one array
-    operation per signal; the same arithmetic in the same order, so the same scores."""
-    total = sum(evidence)
-    if total <= 0:
-        mixed = relevance * 1.0
-    else:
-        ctx = context[0] * evidence[0]
-        for column, weight in zip(context[1:], evidence[1:], strict=True):
-            ctx = ctx + column * weight
-        share = total / max(total + relevance_weight, 1e-12)
-        mixed = relevance * (1.0 + share * (ctx / total - 0.5))
-    boost = np.array([type_boost(record.kind) for record in records], dtype=np.float64)
-    return list(np.clip(mixed * boost, 0.0, 1.0).tolist())
 
 
 def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scored]:
