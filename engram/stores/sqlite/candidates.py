@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,15 +20,21 @@ T = TypeVar("T")
 #: asked for, are read one by one; more are walked newest first.
 FEW_SUBSTRING_MATCHES = 2000
 _WALKED_ENTITIES = 8  # up to this many entities, by_entities walks each one's index range
-#: Entities are counted up to this many memories to pick the one to walk: past it, which of two
-#: is walked matters less than the count would cost (~0.1 us an index entry, ~4 us a lookup).
-_COUNTED = 5000
+#: Entities are counted up to this many memories to pick the one of two to walk (~0.1 us an index
+#: entry, where a walk costs ~4 us a memory), and past it up to the second when both reach it.
+_COUNTED, _COUNTED_FAR = 5000, 200_000
+_SIZES_TTL_S = 300.0
+#: Memories of the less named of two entities walked, at least and per result asked, before grouping.
+_WALK_LEAST, _WALK_PER_RESULT = 600, 20
+_SIZES_KEPT = 10_000  # (user, entity) counts held by a store; all are dropped past it
 
 
 class CandidateMixin(candidates.CandidateMixin):
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`, beside the shared ones."""
 
     substring_indexed = True  # the trigram index of engram.stores.sqlite.substrings
+
+    _entity_sizes: dict[tuple[str, str], tuple[float, int]]  # (user, entity) -> (when, count): _entity_sizes_of
 
     if TYPE_CHECKING:
         _conn: sqlite3.Connection
@@ -88,34 +95,65 @@ class CandidateMixin(candidates.CandidateMixin):
     ) -> builtins.list[Hit]:
         """Memories naming two or more of ``ids``, most first, then by importance, recency and id.
 
-        Every such memory names one of the entities other than the most named one, so only those
-        entities' memories are read, each counted through the primary key. With two entities the
-        answer is the less named one's memories that name the other too, in its index order, so
-        the walk stops after ``n``: at 1M memories, an entity named 13k times beside one named
-        90k times took 71 ms to group and 1.8 ms to walk.
+        With two entities these are the less named one's memories that name the other too, in its
+        index order, so the walk stops after ``n``: at 1M memories, an entity named 13k times
+        beside one named 90k times took 60-110 ms to group and 1.5-3 ms to walk from the first
+        (the other way, 150 ms). A walk that meets too few memories naming both in its budget
+        gives way to grouping, as do three or more entities.
         """
-        counts = self.entity_counts(user_id, ids, _COUNTED)
-        ordered = sorted(ids, key=lambda e: counts[e])  # stable: ties keep the query's order
-        walked, others = ordered[:-1], ordered[-1:] if len(ids) == 2 else ids
         if len(ids) == 2:
+            sizes = self._entity_sizes_of(user_id, ids)
+            walked, other = sorted(ids, key=lambda e: sizes[e])  # stable: ties keep the query's order
+            # Walked this far at most (SQLite reads a limited subquery whole): two entities named
+            # together this rarely are grouped instead, where a walk could read all of one.
+            budget = max(_WALK_LEAST, _WALK_PER_RESULT * n)
             rows = self._read(
-                "SELECT e.memory_id, 2 FROM memory_entities e JOIN memories m ON m.rowid = e.memory_rowid "
-                "WHERE e.user_id = ? AND e.entity = ? AND EXISTS (SELECT 1 FROM memory_entities o "
+                "SELECT * FROM (SELECT e.memory_id, 2 FROM (SELECT memory_rowid, importance, created_at, memory_id "
+                "FROM memory_entities WHERE user_id = ? AND entity = ? "
+                "ORDER BY importance DESC, created_at DESC, memory_id LIMIT ?) AS e "
+                "JOIN memories m ON m.rowid = e.memory_rowid WHERE EXISTS (SELECT 1 FROM memory_entities o "
                 "WHERE o.memory_rowid = e.memory_rowid AND o.entity = ?) "
-                f"AND m.user_id = ? AND {where} ORDER BY e.importance DESC, e.created_at DESC, e.memory_id LIMIT ?",
-                (user_id, walked[0], others[0], user_id, *params, n),
+                f"AND m.user_id = ? AND {where} ORDER BY e.importance DESC, e.created_at DESC, e.memory_id LIMIT ?) "
+                # Last, how many memories name the walked entity now, up to one past the budget.
+                "UNION ALL SELECT NULL, (SELECT COUNT(*) FROM (SELECT 1 FROM memory_entities "
+                "WHERE user_id = ? AND entity = ? LIMIT ?))",
+                (user_id, walked, budget, other, user_id, *params, n, user_id, walked, budget + 1),
             )
-        else:
-            rows = self._read(
-                "SELECT m.id, g.matches FROM (SELECT s.memory_rowid, (SELECT COUNT(*) FROM memory_entities o "
-                f"WHERE o.memory_rowid = s.memory_rowid AND o.entity IN ({','.join('?' * len(others))})) AS matches "
-                "FROM (SELECT DISTINCT memory_rowid FROM memory_entities WHERE user_id = ? "
-                f"AND entity IN ({','.join('?' * len(walked))})) AS s) AS g "
-                f"JOIN memories m ON m.rowid = g.memory_rowid WHERE g.matches > 1 AND m.user_id = ? AND {where} "
-                "ORDER BY g.matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT ?",
-                (*others, user_id, *walked, user_id, *params, n),
-            )
+            *rows, (_, walked_size) = rows
+            if len(rows) == n or walked_size <= budget:  # the first n found, or all there are
+                return [(r[0], float(r[1])) for r in rows]
+        rows = self._read(
+            "SELECT m.id, g.matches FROM (SELECT memory_rowid, COUNT(*) AS matches FROM memory_entities "
+            f"WHERE user_id = ? AND entity IN ({','.join('?' * len(ids))}) GROUP BY memory_rowid "
+            "HAVING COUNT(*) > 1) AS g "
+            f"JOIN memories m ON m.rowid = g.memory_rowid WHERE m.user_id = ? AND {where} "
+            "ORDER BY g.matches DESC, m.importance DESC, m.created_at DESC, m.id LIMIT ?",
+            (user_id, *ids, user_id, *params, n),
+        )
         return [(r[0], float(r[1])) for r in rows]
+
+    def _entity_sizes_of(self, user_id: str, ids: Sequence[str]) -> dict[str, int]:
+        """How many memories name each entity, up to :data:`_COUNTED_FAR` (past :data:`_COUNTED`
+        only when two are), as counted within the last :data:`_SIZES_TTL_S` seconds.
+
+        They choose which entity's memories are walked, never which memories are found, so a count
+        a write has since moved costs time at most; counting a 90k-memory entity costs ~8 ms."""
+        now = time.monotonic()
+        held = self._entity_sizes
+        sizes = {e: kept[1] for e in ids
+                 if (kept := held.get((user_id, e))) is not None and now - kept[0] < _SIZES_TTL_S}
+        counted = [e for e in ids if e not in sizes]
+        if counted:
+            sizes.update(self.entity_counts(user_id, counted, _COUNTED))
+        capped = [e for e in ids if sizes[e] == _COUNTED]
+        if capped and sum(sizes[e] >= _COUNTED for e in ids) > 1:  # which is smaller is past the first count
+            sizes.update(self.entity_counts(user_id, capped, _COUNTED_FAR))
+            counted += capped
+        if counted:
+            if len(held) > _SIZES_KEPT:
+                held.clear()
+            held.update(((user_id, e), (now, sizes[e])) for e in counted)
+        return sizes
 
     def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]:
         ids = list(dict.fromkeys(entity_ids))
