@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,21 +19,14 @@ T = TypeVar("T")
 #: asked for, are read one by one; more are walked newest first.
 FEW_SUBSTRING_MATCHES = 2000
 _WALKED_ENTITIES = 8  # up to this many entities, by_entities walks each one's index range
-#: Entities are counted up to this many memories to pick the one of two to walk (~0.1 us an index
-#: entry, where a walk costs ~4 us a memory), and past it up to the second when both reach it.
-_COUNTED, _COUNTED_FAR = 5000, 200_000
-_SIZES_TTL_S = 300.0
-#: Memories of the less named of two entities walked, at least and per result asked, before grouping.
+#: Memories of one of two entities walked, at least and per result asked, before the next way.
 _WALK_LEAST, _WALK_PER_RESULT = 600, 20
-_SIZES_KEPT = 10_000  # (user, entity) counts held by a store; all are dropped past it
 
 
 class CandidateMixin(candidates.CandidateMixin):
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`, beside the shared ones."""
 
     substring_indexed = True  # the trigram index of engram.stores.sqlite.substrings
-
-    _entity_sizes: dict[tuple[str, str], tuple[float, int]]  # (user, entity) -> (when, count): _entity_sizes_of
 
     if TYPE_CHECKING:
         _conn: sqlite3.Connection
@@ -95,33 +87,31 @@ class CandidateMixin(candidates.CandidateMixin):
     ) -> builtins.list[Hit]:
         """Memories naming two or more of ``ids``, most first, then by importance, recency and id.
 
-        With two entities these are the less named one's memories that name the other too, in its
-        index order, so the walk stops after ``n``: at 1M memories, an entity named 13k times
-        beside one named 90k times took 60-110 ms to group and 1.5-3 ms to walk from the first
-        (the other way, 150 ms). A walk that meets too few memories naming both in its budget
-        gives way to grouping, as do three or more entities.
+        With two entities these are either one's memories that name the other too, in its index
+        order: each is walked in turn, a bounded stretch, and a walk that finds ``n`` or reaches the
+        end of its entity's memories is the answer. At 1M memories, an entity named 13k times beside
+        one named 90k times took 60-110 ms to group and ~2 ms to walk. Two entities rarely named
+        together are grouped after both walks, as are three or more.
         """
         if len(ids) == 2:
-            sizes = self._entity_sizes_of(user_id, ids)
-            walked, other = sorted(ids, key=lambda e: sizes[e])  # stable: ties keep the query's order
-            # Walked this far at most (SQLite reads a limited subquery whole): two entities named
-            # together this rarely are grouped instead, where a walk could read all of one.
+            # Walked this far at most: SQLite reads a limited subquery whole.
             budget = max(_WALK_LEAST, _WALK_PER_RESULT * n)
-            rows = self._read(
-                "SELECT * FROM (SELECT e.memory_id, 2 FROM (SELECT memory_rowid, importance, created_at, memory_id "
-                "FROM memory_entities WHERE user_id = ? AND entity = ? "
-                "ORDER BY importance DESC, created_at DESC, memory_id LIMIT ?) AS e "
-                "JOIN memories m ON m.rowid = e.memory_rowid WHERE EXISTS (SELECT 1 FROM memory_entities o "
-                "WHERE o.memory_rowid = e.memory_rowid AND o.entity = ?) "
-                f"AND m.user_id = ? AND {where} ORDER BY e.importance DESC, e.created_at DESC, e.memory_id LIMIT ?) "
-                # Last, how many memories name the walked entity now, up to one past the budget.
-                "UNION ALL SELECT NULL, (SELECT COUNT(*) FROM (SELECT 1 FROM memory_entities "
-                "WHERE user_id = ? AND entity = ? LIMIT ?))",
-                (user_id, walked, budget, other, user_id, *params, n, user_id, walked, budget + 1),
-            )
-            *rows, (_, walked_size) = rows
-            if len(rows) == n or walked_size <= budget:  # the first n found, or all there are
-                return [(r[0], float(r[1])) for r in rows]
+            for walked, other in (ids, ids[::-1]):
+                rows = self._read(
+                    "SELECT * FROM (SELECT e.memory_id, 2 FROM (SELECT memory_rowid, importance, created_at, "
+                    "memory_id FROM memory_entities WHERE user_id = ? AND entity = ? "
+                    "ORDER BY importance DESC, created_at DESC, memory_id LIMIT ?) AS e "
+                    "JOIN memories m ON m.rowid = e.memory_rowid WHERE EXISTS (SELECT 1 FROM memory_entities o "
+                    "WHERE o.memory_rowid = e.memory_rowid AND o.entity = ?) AND m.user_id = ? AND "
+                    f"{where} ORDER BY e.importance DESC, e.created_at DESC, e.memory_id LIMIT ?) "
+                    # Last, how many memories name the walked entity, up to one past the budget.
+                    "UNION ALL SELECT NULL, (SELECT COUNT(*) FROM (SELECT 1 FROM memory_entities "
+                    "WHERE user_id = ? AND entity = ? LIMIT ?))",
+                    (user_id, walked, budget, other, user_id, *params, n, user_id, walked, budget + 1),
+                )
+                *rows, (_, walked_size) = rows
+                if len(rows) == n or walked_size <= budget:  # the first n found, or all there are
+                    return [(r[0], float(r[1])) for r in rows]
         rows = self._read(
             "SELECT m.id, g.matches FROM (SELECT memory_rowid, COUNT(*) AS matches FROM memory_entities "
             f"WHERE user_id = ? AND entity IN ({','.join('?' * len(ids))}) GROUP BY memory_rowid "
@@ -131,29 +121,6 @@ class CandidateMixin(candidates.CandidateMixin):
             (user_id, *ids, user_id, *params, n),
         )
         return [(r[0], float(r[1])) for r in rows]
-
-    def _entity_sizes_of(self, user_id: str, ids: Sequence[str]) -> dict[str, int]:
-        """How many memories name each entity, up to :data:`_COUNTED_FAR` (past :data:`_COUNTED`
-        only when two are), as counted within the last :data:`_SIZES_TTL_S` seconds.
-
-        They choose which entity's memories are walked, never which memories are found, so a count
-        a write has since moved costs time at most; counting a 90k-memory entity costs ~8 ms."""
-        now = time.monotonic()
-        held = self._entity_sizes
-        sizes = {e: kept[1] for e in ids
-                 if (kept := held.get((user_id, e))) is not None and now - kept[0] < _SIZES_TTL_S}
-        counted = [e for e in ids if e not in sizes]
-        if counted:
-            sizes.update(self.entity_counts(user_id, counted, _COUNTED))
-        capped = [e for e in ids if sizes[e] == _COUNTED]
-        if capped and sum(sizes[e] >= _COUNTED for e in ids) > 1:  # which is smaller is past the first count
-            sizes.update(self.entity_counts(user_id, capped, _COUNTED_FAR))
-            counted += capped
-        if counted:
-            if len(held) > _SIZES_KEPT:
-                held.clear()
-            held.update(((user_id, e), (now, sizes[e])) for e in counted)
-        return sizes
 
     def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]:
         ids = list(dict.fromkeys(entity_ids))

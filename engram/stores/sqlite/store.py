@@ -147,7 +147,6 @@ class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowl
         self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
         self._init_keywords(self._indexes.budget)
         self._init_records(self._indexes.budget)
-        self._entity_sizes = {}
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -387,8 +386,6 @@ class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowl
         self._indexes.pop(user_id, None)
         self._postings.pop(user_id, None)
         self._records.pop(user_id)
-        for key in [k for k in list(self._entity_sizes) if k[0] == user_id]:  # entity ids are the user's words
-            self._entity_sizes.pop(key, None)
         self._erase_saved(user_id)
         self._checkpoint()
         return count
