@@ -15,7 +15,7 @@ import pytest
 
 from engram.ingest.normalize import content_hash
 from engram.model import Filters, Hit, MemoryRecord, new_id
-from engram.stores.postings import Postings, best
+from engram.stores.postings import Matches, Postings, best
 from engram.stores.sqlite import keyword
 from engram.stores.sqlite.store import SQLiteStore
 from engram.stores.vocabulary import Vocabulary
@@ -312,3 +312,28 @@ def test_a_loaded_vocabulary_scores_as_the_built_one_through_later_writes() -> N
         assert scored(loaded, terms) == scored(built, terms) == scored(again, terms)
     terms, codes = built._vocab.sorted_terms()
     assert Vocabulary.of_sorted(terms[::-1], codes[::-1]) is None  # out of order: not a saved vocabulary
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_best_equals_sorting_every_match(seed: int) -> None:
+    """The n best matches a filter keeps, by score then id, as sorting every match would give them:
+    over many matches (a threshold from a sample finds the head), heavy ties, and filters that reject
+    most rows (several rounds)."""
+    rng = np.random.default_rng(seed)
+    for trial in range(30):
+        m = int(rng.integers(0, 300)) if trial % 2 else int(rng.integers(5_000, 20_000))
+        if trial % 3 == 0:  # few distinct scores
+            scores = rng.choice(np.array([0.25, 0.5, 1.0, 2.0]), size=m, p=[0.9, 0.07, 0.02, 0.01])
+        else:
+            scores = np.round(rng.random(m) * 10, int(rng.integers(0, 3)))
+        ids = [f"m{int(x):06d}" for x in rng.permutation(10**6)[:m]]
+        order = sorted(range(m), key=lambda i: ids[i])
+        ranks = np.empty(m, dtype=np.int64)
+        ranks[order] = np.arange(m)
+        rowids = rng.permutation(2 * m)[:m].astype(np.int64)
+        rejected = set(rowids[rng.random(m) < rng.choice([0.0, 0.5, 0.95])].tolist())
+        matches = Matches(scores.astype(np.float64), np.arange(m, dtype=np.int64), rowids, ranks, ids)
+        n = int(rng.integers(1, 60))
+        got = best(matches, n, lambda r, no=rejected: np.asarray([x for x in r.tolist() if x not in no], np.int64))
+        every = sorted((i for i in range(m) if int(rowids[i]) not in rejected), key=lambda i: (-scores[i], ids[i]))
+        assert got == [(ids[i], float(scores[i])) for i in every[:n]], (seed, trial)

@@ -397,6 +397,20 @@ class Matches:
         return [ids[i] for i in self.positions[selection].tolist()]
 
 
+def _head(scores: npt.NDArray[np.float64], want: int) -> Ints | None:
+    """Rows holding the ``want`` best of ``scores`` and every score tied with the last of them,
+    found in one pass: every row scoring at least a threshold read off a strided sample, where a
+    partition of a common term's third of a million matches cost milliseconds. None when the
+    sample set the threshold too high (fewer than ``want`` rows reach it)."""
+    step = len(scores) // (64 * want)
+    if step < 2:
+        return None
+    sample = scores[::step]
+    above = min(len(sample), 4 * want // step + 1)  # ~4 ``want`` rows are expected to reach it
+    rows = np.flatnonzero(scores >= np.partition(sample, len(sample) - above)[len(sample) - above])
+    return rows if len(rows) >= want else None
+
+
 def best(
     matches: Matches, n: int, passing: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64] | None],
 ) -> list[Hit]:
@@ -404,24 +418,30 @@ def best(
     given, None for all), by score then id. Rows are checked in that order, in rounds that grow with
     the share rejected so far: usually one round of a few more than ``n``."""
     scores = matches.scores
-    left = np.arange(len(scores))
+    taken = np.zeros(len(scores), dtype=np.bool_)  # rows checked in an earlier round
+    left = len(scores)
     kept: list[tuple[float, str]] = []
     want = n + n // 4 + 8
     checked = passed = 0
-    while len(left) and len(kept) < n:
-        if len(left) > want:
+    while left and len(kept) < n:
+        pool = (_head(scores, want) if not checked else None) if left > want else None
+        if pool is None:
+            pool = np.flatnonzero(~taken)
+        if len(pool) > want:
             # The first ``want`` rows by (score, id): those above the cut, then the tied ones first in id order.
-            remaining = scores[left]
-            cut = np.partition(remaining, len(left) - want)[len(left) - want]
+            remaining = scores[pool]
+            cut = np.partition(remaining, len(pool) - want)[len(pool) - want]
             chosen = remaining > cut
             tied = np.flatnonzero(remaining == cut)
             need = want - int(chosen.sum())
             if need < len(tied):
-                tied = tied[np.argpartition(matches.ranks_of(left[tied]), need - 1)[:need]]
+                tied = tied[np.argpartition(matches.ranks_of(pool[tied]), need - 1)[:need]]
             chosen[tied] = True
-            take, left = left[chosen], left[~chosen]
+            take = pool[chosen]
         else:
-            take, left = left, left[:0]
+            take = pool
+        taken[take] = True
+        left -= len(take)
         take = take[np.lexsort((matches.ranks_of(take), -scores[take]))]
         allowed = passing(matches.rowids_of(take))
         checked += len(take)
