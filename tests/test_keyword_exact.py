@@ -15,7 +15,8 @@ import pytest
 
 from engram.ingest.normalize import content_hash
 from engram.model import Filters, Hit, MemoryRecord, new_id
-from engram.stores.postings import Matches, Postings, best
+from engram.stores.matches import Matches, best
+from engram.stores.postings import Postings
 from engram.stores.sqlite import keyword
 from engram.stores.sqlite.store import SQLiteStore
 from engram.stores.vocabulary import Vocabulary

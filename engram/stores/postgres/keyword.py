@@ -27,7 +27,7 @@ Indexes are dropped least recently searched first while they hold more than the 
 (~350 bytes a memory).
 
 Filters: the time range is applied in memory; every other filter is checked in SQL on the best
-rows only, in rounds of growing size (:func:`engram.stores.postings.best`), so the top ``n`` are
+rows only, in rounds of growing size (:func:`engram.stores.matches.best`), so the top ``n`` are
 exact whatever the filters reject.
 """
 
@@ -48,9 +48,10 @@ import psycopg
 
 from engram.model import Filters, Hit
 from engram.stores.builds import Builds
+from engram.stores.matches import best
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.postgres.keyword_scan import scan_hits
-from engram.stores.postings import Postings, best
+from engram.stores.postings import Postings
 from engram.stores.sql.rows import filter_sql
 from engram.text import memory_terms, query_terms
 

@@ -40,7 +40,8 @@ import numpy.typing as npt
 
 from engram.model import Filters, Hit, MemoryRecord
 from engram.stores.builds import Builds
-from engram.stores.postings import Postings, best
+from engram.stores.matches import best
+from engram.stores.postings import Postings
 from engram.stores.sql.rows import filter_sql, record_params
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.dialect import SQLITE, to_us

@@ -1,0 +1,108 @@
+"""A keyword search's matches and how the best of them are picked: by score, then id, among the
+rows a filter keeps (:func:`best`). Both backends' postings (:mod:`engram.stores.postings`) give
+their matches as :class:`Matches`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.model import Hit
+
+__all__ = ["Matches", "best"]
+
+Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Matches:
+    """A search's matching rows, unordered: entry ``i`` is the postings' row ``positions[i]``,
+    scored ``scores[i]``. Row ids and places in id order are read only for the entries asked
+    about: a common term matches a third of a million rows, and :func:`best` looks at tens.
+
+    The postings' arrays are held as they were: later writes add rows after these positions, and a
+    merge replaces the arrays, so the positions keep naming the same rows."""
+
+    scores: npt.NDArray[np.float64]
+    positions: Ints
+    _rowids: Ints
+    _ranks: Ints
+    _ids: list[str]
+
+    @property
+    def rowids(self) -> Ints:
+        """Every entry's rowid."""
+        return self._rowids[self.positions]
+
+    def rowids_of(self, selection: npt.NDArray[np.int64]) -> Ints:
+        """The rowids of these entries."""
+        return self._rowids[self.positions[selection]]
+
+    def ranks_of(self, selection: npt.NDArray[np.int64]) -> Ints:
+        """The places in id order of these entries."""
+        return self._ranks[self.positions[selection]]
+
+    def ids(self, selection: npt.NDArray[np.int64]) -> list[str]:
+        """The memory ids of these entries."""
+        ids = self._ids
+        return [ids[i] for i in self.positions[selection].tolist()]
+
+
+def _head(scores: npt.NDArray[np.float64], want: int) -> Ints | None:
+    """Rows holding the ``want`` best of ``scores`` and every score tied with the last of them,
+    found in one pass: every row scoring at least a threshold read off a strided sample, where a
+    partition of a common term's third of a million matches cost milliseconds. None when the
+    sample set the threshold too high (fewer than ``want`` rows reach it)."""
+    step = len(scores) // (64 * want)
+    if step < 2:
+        return None
+    sample = scores[::step]
+    above = min(len(sample), 4 * want // step + 1)  # ~4 ``want`` rows are expected to reach it
+    rows = np.flatnonzero(scores >= np.partition(sample, len(sample) - above)[len(sample) - above])
+    return rows if len(rows) >= want else None
+
+
+def best(
+    matches: Matches, n: int, passing: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64] | None],
+) -> list[Hit]:
+    """The ``n`` best matches that ``passing`` keeps (it returns the rowids it keeps of those it is
+    given, None for all), by score then id. Rows are checked in that order, in rounds that grow with
+    the share rejected so far: usually one round of a few more than ``n``."""
+    scores = matches.scores
+    taken = np.zeros(len(scores), dtype=np.bool_)  # rows checked in an earlier round
+    left = len(scores)
+    kept: list[tuple[float, str]] = []
+    want = n + n // 4 + 8
+    checked = passed = 0
+    while left and len(kept) < n:
+        pool = (_head(scores, want) if not checked else None) if left > want else None
+        if pool is None:
+            pool = np.flatnonzero(~taken)
+        if len(pool) > want:
+            # The first ``want`` rows by (score, id): those above the cut, then the tied ones first in id order.
+            remaining = scores[pool]
+            cut = np.partition(remaining, len(pool) - want)[len(pool) - want]
+            chosen = remaining > cut
+            tied = np.flatnonzero(remaining == cut)
+            need = want - int(chosen.sum())
+            if need < len(tied):
+                tied = tied[np.argpartition(matches.ranks_of(pool[tied]), need - 1)[:need]]
+            chosen[tied] = True
+            take = pool[chosen]
+        else:
+            take = pool
+        taken[take] = True
+        left -= len(take)
+        take = take[np.lexsort((matches.ranks_of(take), -scores[take]))]
+        allowed = passing(matches.rowids_of(take))
+        checked += len(take)
+        if allowed is not None:  # a set, not np.isin: these are tens of rows, where isin's sorts cost more
+            keep = set(allowed.tolist())
+            take = take[[rowid in keep for rowid in matches.rowids_of(take).tolist()]]
+        passed += len(take)
+        kept.extend(zip(scores[take].tolist(), matches.ids(take), strict=True))
+        want = max(4 * want, int(2 * (n - len(kept)) * checked / max(passed, 1)))
+    return [(memory_id, score) for score, memory_id in kept[:n]]
