@@ -78,7 +78,8 @@ def best(
     want = n + n // 4 + 8
     checked = passed = 0
     while left and len(kept) < n:
-        pool = (_head(scores, want) if not checked else None) if left > want else None
+        # Only the first round may read the head off a sample: later ones skip the rows taken.
+        pool = _head(scores, want) if not checked and left > want else None
         if pool is None:
             pool = np.flatnonzero(~taken)
         if len(pool) > want:
