@@ -137,10 +137,15 @@ def credit(records: Sequence[MemoryRecord], expansion: Expansion) -> list[Memory
     return out
 
 
-def restore(scored: Sequence[Scored], originals: Mapping[str, MemoryRecord], expansion: Expansion) -> list[Scored]:
-    """Put the stored records back and say how expansion related each one to the query."""
+def restore(
+    scored: Sequence[Scored], originals: Mapping[str, MemoryRecord], expansion: Expansion, *, reasons: bool = True
+) -> list[Scored]:
+    """Put the stored records back and say how expansion related each one to the query (not
+    ``reasons``: only the records, of items not explained yet)."""
     if not expansion:
         return list(scored)
+    if not reasons:
+        return [replace(item, record=originals.get(item.record.id, item.record)) for item in scored]
     out: list[Scored] = []
     for item in scored:
         record = originals.get(item.record.id, item.record)
@@ -152,14 +157,14 @@ def restore(scored: Sequence[Scored], originals: Mapping[str, MemoryRecord], exp
             if rel.from_id not in named
         ]
         # The source's own reason would read "found by ontology"; the "related to" reason says more.
-        reasons = [r for r in item.reasons if r != f"found by {SOURCE}"]
+        said = [r for r in item.reasons if r != f"found by {SOURCE}"]
         for source, text in dict.fromkeys(via):
             claim = f"mentions {source}"  # true only of the credited copy ranking saw
-            if claim in reasons:
-                reasons[reasons.index(claim)] = text
-            elif text not in reasons:
-                reasons.append(text)
-        out.append(replace(item, record=record, reasons=tuple(reasons)))
+            if claim in said:
+                said[said.index(claim)] = text
+            elif text not in said:
+                said.append(text)
+        out.append(replace(item, record=record, reasons=tuple(said)))
     return out
 
 

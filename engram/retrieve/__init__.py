@@ -36,7 +36,7 @@ from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
-from engram.retrieve.types import Retrieval, RetrievalMetadata
+from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import understand
 
 __all__ = ["Pipeline", "Retrieval"]
@@ -261,7 +261,12 @@ class Pipeline:
                 links = bridged({r.id: r.entities for r in records}, bridges)
                 if links:  # else nothing but the seeds names a bridge: the first ranking stands
                     ranking = ranked(links)
-        scored = restore(ranking.scored(), {r.id: r for r in records}, found.expansion)
+        originals = {r.id: r for r in records}
+        scored = restore(ranking.unexplained(), originals, found.expansion, reasons=False)
+
+        def explain(items: list[Scored]) -> list[Scored]:  # only what selection returns is explained
+            return restore(ranking.explained(items), originals, found.expansion)
+
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range)
         kept, below = apply_min_score(
@@ -269,7 +274,9 @@ class Pipeline:
         )
         selection = timed(
             "select",
-            lambda: select(kept, config, collection=f"user:{user_id}", similarity_range=similarity_range),
+            lambda: select(
+                kept, config, collection=f"user:{user_id}", similarity_range=similarity_range, explain=explain
+            ),
         )
         if len(owners) > 1:  # each entry names the scope it came from
             selection = replace(selection, entries=[

@@ -3,13 +3,16 @@
 :func:`engram.retrieve.rank.rank` scores all candidates at once; most of them are never shown.
 The second hop reads only the best few and which entities the candidates name, so a
 :class:`Ranking` makes the explained items (:class:`~engram.retrieve.types.Scored`, with their
-reasons) only when asked: :meth:`Ranking.best` for a few, :meth:`Ranking.scored` for all.
+reasons) only when asked: :meth:`Ranking.best` for a few, :meth:`Ranking.scored` for all; a
+retrieval takes :meth:`Ranking.unexplained` and explains only what selection keeps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +24,8 @@ __all__ = ["ASK_SIGNAL", "VOICE_SIGNAL", "Ranking"]
 
 ASK_SIGNAL = "asked"
 VOICE_SIGNAL = "voice"
+
+_NONE: Mapping[str, float] = MappingProxyType({})
 
 # Sources whose reasons are written out by name; any other source is credited as "found by <name>".
 _KNOWN_SOURCES = frozenset(
@@ -60,21 +65,45 @@ class Ranking:
         rows = list(zip(*self.columns, strict=True)) if self.columns else []
         return [self._item(at, rows[at]) for at in self.order]
 
+    def unexplained(self) -> list[Scored]:
+        """Every item, best first, with empty signals, weights and reasons: :meth:`explained` adds
+        them to the few a retrieval returns (explaining all ~70 candidates cost as much as ranking
+        them)."""
+        records, scores, vectors = self.records, self.scores, self.vectors
+        return [
+            Scored(
+                record=(record := records[at]), score=scores[at], signals=_NONE, weights=_NONE,
+                vector=vectors.get(record.id),
+            )
+            for at in self.order
+        ]
+
+    def explained(self, items: Sequence[Scored]) -> list[Scored]:
+        """``items`` (this ranking's, in any order, their records possibly replaced) with their
+        signals, weights and reasons."""
+        at_of = {record.id: at for at, record in enumerate(self.records)}
+        out: list[Scored] = []
+        for item in items:
+            at = at_of[item.record.id]
+            out.append(replace(item, **self._explanation(at, tuple(column[at] for column in self.columns))))
+        return out
+
     def _item(self, at: int, values: tuple[float, ...]) -> Scored:
+        record = self.records[at]
+        return Scored(
+            record=record, score=self.scores[at], vector=self.vectors.get(record.id),
+            **self._explanation(at, values),
+        )
+
+    def _explanation(self, at: int, values: tuple[float, ...]) -> dict[str, Any]:
         record = self.records[at]
         signals = dict(zip(self.names, values, strict=True))
         bridge = self.bridges.get(record.id)
-        return Scored(
-            record=record,
-            score=self.scores[at],
-            signals=signals,
-            weights=dict(self.weights),
-            reasons=_reasons(
-                record, self.sources.get(record.id, ()), signals, self.query_entities, self.named_by[at],
-                self.time_range, bridge[1] if bridge else None,
-            ),
-            vector=self.vectors.get(record.id),
+        reasons = _reasons(
+            record, self.sources.get(record.id, ()), signals, self.query_entities, self.named_by[at],
+            self.time_range, bridge[1] if bridge else None,
         )
+        return {"signals": signals, "weights": dict(self.weights), "reasons": reasons}
 
 
 def _reasons(

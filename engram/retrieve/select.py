@@ -10,7 +10,7 @@ import hashlib
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -270,6 +270,7 @@ def _entry(
 def select(
     scored: Sequence[Scored], config: RetrievalConfig, *, collection: str,
     similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE,
+    explain: Callable[[list[Scored]], list[Scored]] = list,
 ) -> Selection:
     """Turn ranked candidates into the entries of a payload, following the retrieval policy's stages in order.
 
@@ -277,6 +278,8 @@ def select(
     token budget; ``applied_filters`` lists the stages that ran, in that
     order. ``was_redacted`` says a pattern matched the memory's content, even where clipping later
     removed that part. ``min_score`` is expected to be applied before this.
+    ``explain`` adds the signals, weights and reasons of the items picked (a ranking leaves them
+    out of the rest).
     """
     filters: list[str] = []
     items = list(scored)
@@ -291,7 +294,7 @@ def select(
     # Diversity's own drops: memories that score order alone would have returned.
     mmr_removed = len({s.record.id for s in pool[: len(picked)]} - {s.record.id for s in picked})
     beyond_top_k = len(items) - len(picked) - mmr_removed
-    items = picked
+    items = explain(picked)
 
     # Entries stay in rank order (entries[0] is the best match); interleaving by recency is how the
     # prompt presents them (engram.retrieve.render), not a re-ranking.

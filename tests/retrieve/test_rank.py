@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -376,3 +377,32 @@ def test_a_second_ranking_sharing_what_the_first_computed_scores_as_a_fresh_one(
     assert view(second) == view(ranked([caroline, melanie, later], said, None))
     assert {s.record.id: s.signals["entity_overlap"] for s in second} == {"c": 1.0, "m": 0.5, "l": 1.0}
     assert {s.record.id: s.signals["entity_overlap"] for s in first} == {"c": 1.0, "m": 1.0}
+
+
+def test_explaining_the_unexplained_items_gives_what_scored_gives() -> None:
+    """A retrieval explains only the items it returns; each reads as if all had been explained."""
+    records = [
+        rec("a", content="Leo sees Dr. Patel.", entities=("mention:leo",), created_at=NOW - timedelta(days=2)),
+        rec("b", content="Patel moved.", entities=("mention:patel",), kind="summary"),
+        rec("c", content="Nothing here."),
+    ]
+    ranking = rank(
+        records, query_vec=Q, vectors={r.id: cosine_vec(0.3 + 0.2 * i) for i, r in enumerate(records)},
+        query_entities=("mention:leo",), time_range=TimeRange(NOW - timedelta(days=7), NOW, "last week"), now=NOW,
+        weights=EXPLORATORY, keyword_scores={"a": 0.5}, sources={"a": ["keyword", "semantic"], "b": ["summary"]},
+        source_ranks={}, config=RetrievalConfig(), bridges={"b": (0.3, "mention:patel")},
+    )
+    plain = ranking.unexplained()
+    assert [s.record.id for s in plain] == [s.record.id for s in ranking.scored()]
+    assert all(not s.signals and not s.reasons and not s.weights for s in plain)
+
+    def view(items: list[Scored]) -> list[tuple[Any, ...]]:
+        return [(s.record.id, s.score, dict(s.signals), dict(s.weights), s.reasons, s.tier) for s in items]
+
+    assert view(ranking.explained(plain)) == view(ranking.scored())
+    # In any order and after a tier change, each item keeps its own explanation.
+    shuffled = [replace(plain[2], tier=1), plain[0]]
+    scored = {s.record.id: s for s in ranking.scored()}
+    assert view(ranking.explained(shuffled)) == view([replace(scored[plain[2].record.id], tier=1),
+                                                      scored[plain[0].record.id]])
+    assert any("in time range" in r for r in scored["a"].reasons)
