@@ -6,7 +6,8 @@ numpy exact scan of the same vectors, in the same run.
 Building the store is resumable: a store holding the first k memories of the corpus gets the
 rest (``bench/corpus.py`` yields the same prefix for every n, so a copy of the 100k store of
 ``bench/retrieve_latency.py`` is a head start). Vectors come from the hashing FakeEmbedder, as in
-``bench/retrieve_latency.py``; the query's embedding time is excluded from the figures.
+``bench/retrieve_latency.py``; the query's embedding time is excluded from the figures. The keyword
+source's top 10 is checked against scoring every posting of the query's terms.
 """
 
 from __future__ import annotations
@@ -170,6 +171,34 @@ def vector_recall(memory: Memory, texts: list[str], k: int = 10) -> dict[str, An
             "vectors": len(alive)}
 
 
+def keyword_agreement(memory: Memory, texts: list[str], k: int = 10) -> dict[str, Any]:
+    """The keyword source's top ``k`` (which may prune rows that cannot reach it) against scoring
+    every posting of every query term (tests/test_keyword_exact.py holds that to an exhaustive BM25
+    of the user's texts), and both timed."""
+    from engram.stores.matches import best
+    from engram.text import query_terms
+
+    store: Any = memory.store
+    index = store._current_postings(USER)
+    same = 0.0
+    source_ms: list[float] = []
+    every_ms: list[float] = []
+    for text in texts:
+        index._scored = None  # each search computed anew
+        started = time.perf_counter()
+        hits = store.keyword_search(USER, text, k, Filters())
+        source_ms.append((time.perf_counter() - started) * 1000)
+        index._scored = None
+        started = time.perf_counter()
+        matches = index.scores(query_terms(text))
+        every = [] if matches is None else best(matches, k, lambda _rows: None)  # no filter: all active
+        every_ms.append((time.perf_counter() - started) * 1000)
+        tenth = every[-1][1] - 1e-9 if every else 0.0
+        same += sum(1 for _, score in hits if score >= tenth) / max(1, len(every))  # ties count
+    return {"keyword_overlap@10_vs_every_posting": round(same / len(texts), 4),
+            "keyword_source": percentiles(source_ms), "every_posting": percentiles(every_ms)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -199,6 +228,7 @@ def main() -> None:
             if phase == "restarted process":
                 row.update(measure(memory, texts, args.rounds))
                 row.update(vector_recall(memory, texts))
+                row.update(keyword_agreement(memory, texts))
                 print(json.dumps(row), flush=True)
             report[phase] = row
         finally:

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from engram.model import Hit
 
-__all__ = ["Matches", "best"]
+__all__ = ["Matches", "best", "exact_best", "first_round"]
 
 Ints = npt.NDArray[np.int64]
 
@@ -31,6 +31,8 @@ class Matches:
     _rowids: Ints
     _ranks: Ints
     _ids: list[str]
+    #: The most a row left out of these scores (0.0: none was left out).
+    bound: float = 0.0
 
     @property
     def rowids(self) -> Ints:
@@ -65,6 +67,29 @@ def _head(scores: npt.NDArray[np.float64], want: int) -> Ints | None:
     return rows if len(rows) >= want else None
 
 
+def first_round(n: int) -> int:
+    """How many rows :func:`best` checks first for ``n`` answers."""
+    return n + n // 4 + 8
+
+
+def exact_best(
+    search: Callable[[int], Matches | None], n: int,
+    passing: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64] | None],
+) -> list[Hit]:
+    """:func:`best` of ``search(depth)``, matches that may leave out rows unable to reach the best
+    ``depth`` (max-score pruning, :mod:`engram.stores.accumulate`). The answer stands when its
+    ``n``-th score is above every left-out row's (``bound``); otherwise (filters rejected too many of
+    the rows kept) ``search(0)`` gives every match and :func:`best` picks again."""
+    matches = search(first_round(n))
+    if matches is None:
+        return []
+    hits = best(matches, n, passing)
+    if matches.bound > 0.0 and (len(hits) < n or hits[-1][1] <= matches.bound):
+        matches = search(0)
+        hits = [] if matches is None else best(matches, n, passing)
+    return hits
+
+
 def best(
     matches: Matches, n: int, passing: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64] | None],
 ) -> list[Hit]:
@@ -75,7 +100,7 @@ def best(
     taken = np.zeros(len(scores), dtype=np.bool_)  # rows checked in an earlier round
     left = len(scores)
     kept: list[tuple[float, str]] = []
-    want = n + n // 4 + 8
+    want = first_round(n)
     checked = passed = 0
     while left and len(kept) < n:
         # Only the first round may read the head off a sample: later ones skip the rows taken.

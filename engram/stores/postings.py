@@ -4,9 +4,10 @@ both backends hold them (:mod:`engram.stores.sqlite.keyword`, :mod:`engram.store
 FTS5 can find a term's rows fast but cannot score them with per-user statistics, and reading every
 match's terms back to score them in Python cost tens of milliseconds at 100k memories; the old
 answer, scoring only a budget of the rarest terms' postings, missed a tenth to a half of the true
-top 10. Here every posting of every query term is scored in a few array operations (~1 ms for 60k
+top 10. Here every query term's postings are read in a few array operations (~1 ms for 60k
 postings), so a search is exact at any size: the user's document count, average length and document
-frequencies are those of their live rows alone.
+frequencies are those of their live rows alone. A search that asks only for its best rows may leave
+out rows that provably cannot reach them (:mod:`engram.stores.accumulate`).
 
 Layout: one row position per memory (its rowid, id, creation time, length, and whether it is still
 live), and per term the positions holding it with their term frequencies, as one CSR pair of arrays
@@ -20,12 +21,13 @@ import itertools
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.ma  # imported lazily inside the first np.isin/np.unique otherwise: 30-90 ms of a first query
 import numpy.typing as npt
 
+from engram.stores.accumulate import PRUNE_ABOVE, Accumulator, Term, contributions
 from engram.stores.matches import Matches
 from engram.stores.packing import encoded, strings
 from engram.stores.vocabulary import Vocabulary
@@ -34,6 +36,8 @@ from engram.text import K1, B, plan_keywords
 __all__ = ["Postings"]
 
 Ints = npt.NDArray[np.int64]
+Positions = npt.NDArray[np.int32]
+Frequencies = npt.NDArray[np.uint32]
 _SPARE = 64
 #: Objects beside the arrays, per row (its id string and list slot) and per term (its string and
 #: dict entry): estimates for the cache's byte budget.
@@ -75,15 +79,17 @@ class Postings:
         self._last_id = ""
         self._next_rank = 0
         # BM25's length normalization of every row, for the user's average length when computed.
-        self._norms: tuple[tuple[int, int, int], npt.NDArray[np.float64]] | None = None
+        self._norms: tuple[tuple[int, int, int], npt.NDArray[np.float64], float] | None = None
         self._size = 0
         self._live = 0
         self._holes = 0
         self._total_length = 0
         self.nbytes = 0  # kept current by every change: read without the lock by the cache
-        # The last query's scores of every row (its terms, scores, ideal): a time-scoped retrieval
-        # searches the same words twice, in and out of its range. Every change forgets them.
-        self._scored: tuple[tuple[str, ...], npt.NDArray[np.float64], float] | None = None
+        # The last query's matching rows and their scores (its terms, rows, scores, ideal, and the
+        # bound on the rows pruning left out): a time-scoped retrieval searches the same words twice,
+        # in and out of its range. Every change forgets them.
+        self._scored: tuple[tuple[str, ...], Ints, npt.NDArray[np.float64], float, float] | None = None
+        self._accumulator = Accumulator()
         # Per term: its live positions and each one's BM25 contribution under the current
         # statistics, most recently used last. A query's terms recur (a retrieval searches them in
         # and out of its range; the same topics come back), and at a million memories computing a
@@ -182,7 +188,7 @@ class Postings:
         self.nbytes = (sum(a.nbytes for a in arrays if a is not None) + _PER_ROW_OBJECTS * self._size
                        + _PER_TERM_OBJECTS * len(self._vocab) + _PER_EXTRA_POSTING * self._extra_count
                        + (0 if self._where is None else _PER_WHERE_ENTRY * len(self._where))
-                       + 16 * self._contribution_count)
+                       + 16 * self._contribution_count + self._accumulator.nbytes)
 
     def __len__(self) -> int:
         return self._live
@@ -277,10 +283,15 @@ class Postings:
         if self._norms is None or self._norms[0] != state:
             average = max(self._total_length / self._live if self._live else 1.0, 1e-9)
             norms = (K1 * (1.0 - B + B * self._lengths[: self._size] / average)).astype(np.float64, copy=False)
-            self._norms = (state, norms)
+            # The smallest (the shortest row's, dead rows included: a bound may only be loose).
+            self._norms = (state, norms, float(norms.min()) if len(norms) else 0.0)
             self._account()
             return norms
         return self._norms[1]
+
+    def _shortest_norm(self) -> float:
+        self._row_norms()
+        return 0.0 if self._norms is None else self._norms[2]
 
     def _ranks(self) -> Ints:
         if self._rank is None:
@@ -292,21 +303,23 @@ class Postings:
             self._account()
         return self._rank
 
-    def _postings(self, code: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    def _postings(self, code: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32]]:
+        """The term's live positions and frequencies: views of the arrays unless rows were added or
+        removed since the last merge."""
         start, end = (int(self._bounds[code]), int(self._bounds[code + 1])) if code + 1 < len(self._bounds) else (0, 0)
-        positions = self._positions[start:end].astype(np.int64)
-        freqs = self._freqs[start:end].astype(np.float64)
+        positions = self._positions[start:end]
+        freqs = self._freqs[start:end]
         extra = self._extra.get(code)
         if extra is not None:
-            positions = np.concatenate([positions, np.asarray(extra[0], dtype=np.int64)])
-            freqs = np.concatenate([freqs, np.asarray(extra[1], dtype=np.float64)])
+            positions = np.concatenate([positions, np.asarray(extra[0], dtype=positions.dtype)])
+            freqs = np.concatenate([freqs, np.asarray(extra[1], dtype=freqs.dtype)])
         if self._holes:
             live = self._alive[positions]
             positions, freqs = positions[live], freqs[live]
         return positions, freqs
 
     def _contribution(
-        self, code: int, idf: float, postings: tuple[Ints, npt.NDArray[np.float64]] | None,
+        self, code: int, idf: float, postings: tuple[Positions, Frequencies] | None,
     ) -> tuple[Ints, npt.NDArray[np.float64]]:
         """The term's live positions and BM25 contributions (``idf`` is the term's, a function of
         the statistics that every change forgets with these), computed from ``postings`` (the
@@ -314,8 +327,9 @@ class Postings:
         cached = self._contributions.pop(code, None)
         if cached is None:
             positions, freqs = postings if postings is not None else self._postings(code)
-            norms = self._row_norms()
-            cached = (positions, idf * (K1 + 1.0) * freqs / (freqs + norms[positions]))
+            # Kept as int64: numpy converts any other index array at each use (twice the time).
+            rows = positions.astype(np.int64)
+            cached = (rows, contributions(idf, rows, freqs, self._row_norms()))
             self._contribution_count += len(positions)
             # Bounded to a share of the postings: the cache's byte budget counts them (nbytes).
             while self._contributions and self._contribution_count > max(65_536, len(self._positions) // 4):
@@ -327,13 +341,18 @@ class Postings:
             self._contributions[code] = cached  # most recently used last
         return cached
 
-    def scores(self, terms: Sequence[str], after: int | None = None, before: int | None = None) -> Matches | None:
+    def scores(
+        self, terms: Sequence[str], after: int | None = None, before: int | None = None, *, depth: int = 0,
+    ) -> Matches | None:
         """Every live row matching a term (created in [after, before] when given), unordered, scored
         by BM25 over this user's rows divided by the ``ideal`` of :func:`engram.text.plan_keywords`.
-        None when no term occurs in the user's memories."""
+        None when no term occurs in the user's memories. With ``depth``, rows that cannot be among
+        the best ``depth`` may be left out (:mod:`engram.stores.accumulate`): the answer's ``bound``
+        is then the most a left-out row scores, and :func:`~engram.stores.matches.exact_best` asks
+        again without ``depth`` when its answer does not clear it."""
         with self._lock:
-            if self._scored is not None and self._scored[0] == tuple(terms):
-                _, total, ideal = self._scored
+            if self._scored is not None and self._scored[0] == tuple(terms) and (depth or not self._scored[4]):
+                _, rows, total, ideal, bound = self._scored
             else:
                 codes = {t: c for t in terms if (c := self._vocab.get(t)) is not None}
                 # A term's kept contributions carry its live positions; the others' postings are read
@@ -343,20 +362,32 @@ class Postings:
                 plan = plan_keywords(terms, df, self._live, budget=len(self._positions) + self._extra_count + 1)
                 if plan is None:
                     return None
-                # Every term that occurs (the budget above is never reached), summed in one pass:
-                # bincount adds each row's contributions in term order, as adding term by term did.
-                parts = [self._contribution(codes[term], plan.idf[term], read.get(term)) for term in plan.terms]
-                total = np.asarray(np.bincount(
-                    np.concatenate([positions for positions, _ in parts]),
-                    weights=np.concatenate([contribution for _, contribution in parts]), minlength=self._size,
-                )[: self._size], dtype=np.float64)
+                # Every term that occurs (the budget above is never reached), rarest first.
+                query = [self._term(codes[t], plan.idf[t], read.get(t)) for t in plan.terms]
+                found = None
+                if depth and len(query) > 1 and plan.postings >= PRUNE_ABOVE:
+                    norms, shortest = self._row_norms(), self._shortest_norm()
+                    found = self._accumulator.pruned(query, norms, shortest, depth, self._size, len(self._rowids))
+                rows, total, bound = found or (*self._accumulator.every(query, self._size, len(self._rowids)), 0.0)
+                self._account()
                 ideal = plan.ideal
-                self._scored = (tuple(terms), total, ideal)
-            matched = total > 0.0
-            if after is not None:
-                matched &= self._created[: self._size] >= after
-            if before is not None:
-                matched &= self._created[: self._size] <= before
-            rows = np.flatnonzero(matched)
+                self._scored = (tuple(terms), rows, total, ideal, bound)
+            if after is not None or before is not None:
+                created = self._created[rows]
+                inside = np.ones(len(rows), dtype=np.bool_)
+                if after is not None:
+                    inside &= created >= after
+                if before is not None:
+                    inside &= created <= before
+                rows, total = rows[inside], total[inside]
             # The id list is only appended to until a merge replaces it: these positions stay valid.
-            return Matches(total[rows] / ideal, rows, self._rowids, self._ranks(), self._ids)
+            return Matches(total / ideal, rows, self._rowids, self._ranks(), self._ids, bound / ideal)
+
+    def _term(self, code: int, idf: float, postings: tuple[Positions, Frequencies] | None) -> Term:
+        """One term of a query: its live postings (``postings`` when read already) and contributions."""
+        kept = self._contributions.get(code)
+        if kept is not None:
+            self._contributions[code] = self._contributions.pop(code)  # most recently used last
+        live = postings if postings is not None else self._postings(code)
+        positions: npt.NDArray[np.integer[Any]] = live[0] if kept is None else kept[0]
+        return Term(positions, live[1], idf, kept, lambda: self._contribution(code, idf, live))

@@ -48,7 +48,7 @@ import psycopg
 
 from engram.model import Filters, Hit
 from engram.stores.builds import Builds
-from engram.stores.matches import best
+from engram.stores.matches import exact_best
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.postgres.keyword_scan import scan_hits
 from engram.stores.postings import Postings
@@ -333,9 +333,7 @@ def search(
             if hits is not None:
                 return hits
         held = index.current(user_id, version, reload)  # waits for a load under way
-    matches = held.postings.scores(terms, to_us(filters.created_after), to_us(filters.created_before))
-    if matches is None:
-        return []
+    after, before = to_us(filters.created_after), to_us(filters.created_before)
 
     def passing(rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
         if not params and where == POSTGRES.true:
@@ -348,4 +346,4 @@ def search(
         mask = np.fromiter((m in kept for m in wanted), dtype=bool, count=len(wanted))
         return np.asarray(rowids[mask], dtype=np.int64)
 
-    return best(matches, n, passing)
+    return exact_best(lambda depth: held.postings.scores(terms, after, before, depth=depth), n, passing)

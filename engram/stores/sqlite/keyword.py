@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from engram.model import Filters, Hit, MemoryRecord
 from engram.stores.builds import Builds
-from engram.stores.matches import best
+from engram.stores.matches import exact_best
 from engram.stores.postings import Postings
 from engram.stores.sql.rows import filter_sql, record_params
 from engram.stores.sqlite import saved
@@ -121,9 +121,6 @@ class KeywordMixin:
             if hits is not None:
                 return hits
             index = self._current_postings(user_id)  # waits for the build under way
-        matches = index.scores(terms, to_us(filters.created_after), to_us(filters.created_before))
-        if matches is None:
-            return []
 
         def passing(rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
             if not params and where == SQLITE.true:
@@ -136,7 +133,8 @@ class KeywordMixin:
                     f"AND +m.user_id = ? AND {where}", (*chunk, user_id, *params)))
             return np.asarray(found, dtype=np.int64)
 
-        return best(matches, n, passing)
+        after, before = to_us(filters.created_after), to_us(filters.created_before)
+        return exact_best(lambda depth: index.scores(terms, after, before, depth=depth), n, passing)
 
     def _current_postings(self, user_id: str) -> Postings:
         return self._postings.get_or_load(
