@@ -242,3 +242,26 @@ def test_budget_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("ENGRAM_VECTOR_CACHE_MB", "lots")
     with pytest.raises(ConfigError):
         vector_cache_bytes()
+
+
+def test_rowids_find_their_positions_as_the_dict_does() -> None:
+    """An approximate search maps the rowids an IVF probe returns to positions by bisection while the
+    rowids ascend: through adds, removes, a reused rowid (no longer ascending) and compactions, it
+    finds exactly the live rows the rowid -> position dict finds."""
+    rng = np.random.default_rng(4)
+    index = ExactIndex(DIMS)
+    next_rowid = 1
+    modes = set()
+    for step in range(6000):
+        if rng.random() < 0.6 or not index._pos:
+            rowid = next_rowid if rng.random() > 0.002 else max(index._pos, default=next_rowid)  # reused rowid
+            next_rowid += int(rng.integers(1, 4))
+            index.add(rowid, f"m{step}", _vector(step), "message", "active")
+        else:
+            index.remove(int(rng.choice(list(index._pos))))
+        if step % 100 == 0:
+            asked = rng.integers(-1, next_rowid + 2, size=300).astype(np.int64)
+            by_dict = sorted(p for r in asked.tolist() if (p := index._pos.get(r)) is not None)
+            assert sorted(index._positions_of(asked).tolist()) == by_dict
+            modes.add(index._ascending)
+    assert modes == {True, False}  # both ways were checked: a reused rowid, then compactions

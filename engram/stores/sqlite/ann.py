@@ -241,9 +241,7 @@ class AnnIndex(ExactIndex):
         pool = max(_POOL_PER_RESULT * n, _MIN_POOL) * self._size // live
         while True:
             pool = min(pool, self._snapshot_rows)
-            rowids = self._probe(query, pool)
-            positions = [p for r in rowids.tolist() if r >= 0 and (p := self._pos.get(r)) is not None]
-            rows = np.union1d(np.asarray(positions, dtype=np.int64), self._tail_rows())
+            rows = np.union1d(self._positions_of(self._probe(query, pool)), self._tail_rows())
             rows = rows[mask[rows]]
             if len(rows) >= n or pool >= self._snapshot_rows or pool >= 16 * EXACT_ROWS:
                 break

@@ -88,6 +88,11 @@ class ExactIndex:
         self._rowids = np.zeros(capacity, dtype=np.int64)
         self._pos: dict[int, int] = {}
         self._rowid_of: dict[str, int] = {}
+        # Whether the rows' rowids ascend (rows read from SQL by user and rowid, then inserts, do):
+        # then a batch of rowids finds its positions by bisection instead of a dict lookup each,
+        # which at a million rows cost ~1-2 ms of cache misses for an approximate search's 2,000.
+        # None: not known since the last compaction or load.
+        self._ascending: bool | None = None
         self._size = 0
         self._holes = 0
         self._lock = threading.RLock()
@@ -185,6 +190,8 @@ class ExactIndex:
         if self._prescan is not None:
             self._prescan.set(i, self._matrix[i])
         self._alive[i] = True
+        if self._ascending and i and rowid <= self._rowids[i - 1]:
+            self._ascending = False  # a rowid reused, or rows copied out of order
         self._rowids[i] = rowid
         self._ids.append(memory_id)
         self._kind[i] = _code(KINDS, kind)
@@ -238,6 +245,19 @@ class ExactIndex:
         self._size = len(keep)
         self._holes = 0
         self._pos = {int(r): i for i, r in enumerate(self._rowids[: self._size])}
+        self._ascending = None
+
+    def _positions_of(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The positions of the live rows among these rowids (others, -1 included, are dropped)."""
+        have = self._rowids[: self._size]
+        if self._ascending is None:
+            self._ascending = bool(np.all(have[1:] > have[:-1]))
+        if not self._ascending or not len(have):
+            found = [p for r in rowids.tolist() if (p := self._pos.get(r)) is not None]
+            return np.asarray(found, dtype=np.int64)
+        at: npt.NDArray[np.int64] = np.minimum(np.searchsorted(have, rowids), len(have) - 1)
+        at = at[have[at] == rowids]
+        return at[self._alive[at]]  # a removed row keeps its rowid until the next compaction
 
     def _mask(
         self, statuses: Collection[str], kinds: Collection[str] | None, allowed: Collection[int] | None
