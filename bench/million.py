@@ -193,8 +193,11 @@ def keyword_agreement(memory: Memory, texts: list[str], k: int = 10) -> dict[str
         matches = index.scores(query_terms(text))
         every = [] if matches is None else best(matches, k, lambda _rows: None)  # no filter: all active
         every_ms.append((time.perf_counter() - started) * 1000)
-        tenth = every[-1][1] - 1e-9 if every else 0.0
-        same += sum(1 for _, score in hits if score >= tenth) / max(1, len(every))  # ties count
+        if not every:  # no query term occurs: agreeing means finding nothing either
+            same += float(not hits)
+            continue
+        tenth = every[-1][1] - 1e-9
+        same += sum(1 for _, score in hits if score >= tenth) / len(every)  # ties count
     return {"keyword_overlap@10_vs_every_posting": round(same / len(texts), 4),
             "keyword_source": percentiles(source_ms), "every_posting": percentiles(every_ms)}
 
