@@ -104,9 +104,27 @@ def rescore(data: Matrix, q: Matrix, pool: npt.NDArray[np.int64]) -> list[int]:
 def methods(data: Matrix, tmp: Path) -> dict[str, Callable[[], tuple[Callable[[Matrix], list[int]], dict[str, Any]]]]:
     import faiss
     import simsimd
-    from usearch.index import Index
 
     faiss.omp_set_num_threads(1)
+
+    def engram_ann() -> tuple[Callable[[Matrix], list[int]], dict[str, Any]]:
+        """The store's own approximate index (``AnnIndex``, its default probes), searched as the store does."""
+        from engram.model import KINDS, STATUSES
+        from engram.stores.sqlite.ann import AnnIndex
+
+        n = len(data)
+        started = time.perf_counter()
+        index = AnnIndex.of_arrays(data.shape[1], np.arange(1, n + 1, dtype=np.int64), [str(i) for i in range(n)],
+                                   data, np.full(n, KINDS.index("message"), dtype=np.int8),
+                                   np.full(n, STATUSES.index("active"), dtype=np.int8))
+        index.attach("bench", None)
+        index.wait()
+        build = time.perf_counter() - started
+
+        def search(q: Matrix) -> list[int]:
+            hits = index.search(q, K, statuses=("active",), kinds=None, allowed=None)
+            return [int(memory_id) for memory_id, _ in hits]
+        return search, {"build_s": round(build, 1), "lists": int(index._ivf.nlist), "nprobe": index._params().nprobe}
 
     def exact() -> tuple[Callable[[Matrix], list[int]], dict[str, Any]]:
         def search(q: Matrix) -> list[int]:
@@ -212,6 +230,8 @@ def methods(data: Matrix, tmp: Path) -> dict[str, Callable[[], tuple[Callable[[M
 
     def usearch_hnsw(dtype: str, ef: int) -> Callable[[], tuple[Callable[[Matrix], list[int]], dict[str, Any]]]:
         def make() -> tuple[Callable[[Matrix], list[int]], dict[str, Any]]:
+            from usearch.index import Index  # not a dependency: pip install usearch to compare it
+
             started = time.perf_counter()
             index = Index(ndim=data.shape[1], metric="ip", dtype=dtype, connectivity=16, expansion_add=128)
             index.add(np.arange(len(data)), data, threads=1)
@@ -238,7 +258,7 @@ def methods(data: Matrix, tmp: Path) -> dict[str, Callable[[], tuple[Callable[[M
         "faiss-ivf-nprobe16": faiss_ivf(16, False), "faiss-ivf-nprobe48": faiss_ivf(48, False),
         "faiss-ivfsq8-nprobe16": faiss_ivf(16, True), "faiss-ivfsq8-nprobe32": faiss_ivf(32, True),
         "faiss-ivfsq8-nprobe64": faiss_ivf(64, True), "faiss-ivfsq8-nprobe125": faiss_ivf(125, True),
-        "faiss-hnsw-ef64": faiss_hnsw(64),
+        "faiss-hnsw-ef64": faiss_hnsw(64), "engram-ann": engram_ann,
         "usearch-i8-ef64": usearch_hnsw("i8", 64), "usearch-i8-ef128": usearch_hnsw("i8", 128),
         "usearch-f16-ef64": usearch_hnsw("f16", 64),
     }
