@@ -6,9 +6,10 @@ query took terms rarest first within a budget of 2,000 postings (at 100k memorie
 top 10 shared 9 % with an exhaustive BM25), and with the budget lifted it took p50 0.7 s, p95 1.9 s
 there (busy cores; 80 / 126 ms budgeted). A user's first keyword search instead reads
 their stored terms once into a :class:`~engram.stores.postings.Postings` (the structure SQLite's
-store holds), and every search scores every posting of every query term with the shared BM25 of
-:mod:`engram.text` over the user's own rows: the exhaustive BM25 of their texts at any size, with
-the same hits and scores as SQLite's.
+store holds), and every search scores the query terms' postings with the shared BM25 of
+:mod:`engram.text` over the user's own rows (leaving out only rows that provably cannot reach the
+answer: :mod:`engram.stores.accumulate`): the exhaustive BM25 of their texts at any size, with the
+same hits and scores as SQLite's.
 
 Currency. ``engram_user_versions.terms`` (schema migration 9) moves, in the writing transaction,
 with every insert or delete of the user's memories (and any update of what is indexed), not with

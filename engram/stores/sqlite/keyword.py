@@ -3,9 +3,10 @@
 The FTS5 table is the durable keyword index (terms computed in Python by
 :func:`engram.text.memory_terms`, each behind a key of its user: :func:`.schema.user_key`). A user's
 first keyword search reads their stored terms once, on a read-only connection of its own and
-outside the store's lock, into a :class:`~.postings.Postings`; later searches score every posting
-of every query term with the shared formula of :mod:`engram.text`, over this user's rows alone, so
-the result is the exhaustive BM25 of the user's texts at any size, and other users' memories change
+outside the store's lock, into a :class:`~.postings.Postings`; later searches score the query
+terms' postings with the shared formula of :mod:`engram.text` (leaving out only rows that provably
+cannot reach the answer: :mod:`engram.stores.accumulate`), over this user's rows alone, so the
+result is the exhaustive BM25 of the user's texts at any size, and other users' memories change
 neither what matches nor the scores. The indexes live in a :class:`~.user_cache.UserIndexCache` of
 their own (least recently searched user dropped first, another process's writes checked against
 the user's version at next use), updated by this store's writes as they commit. A user larger than
