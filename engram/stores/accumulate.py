@@ -46,19 +46,36 @@ def contributions(idf: float, positions: Ints, freqs: npt.NDArray[np.generic], n
 
 @dataclass(frozen=True)
 class Term:
-    """One query term: its live postings, its idf, and its contributions at every posting, either
-    kept already (``kept``) or computed and kept on demand (``full``)."""
+    """One query term and its contributions at every live posting: either kept already (``kept``,
+    positions and contributions), or computed and kept on demand (``full``) from its live
+    ``positions`` and ``freqs``, which only a term without kept contributions carries."""
 
-    positions: npt.NDArray[np.integer]
-    freqs: npt.NDArray[np.unsignedinteger]
     idf: float
     kept: tuple[Ints, Floats] | None
     full: Callable[[], tuple[Ints, Floats]]
+    positions: npt.NDArray[np.integer] | None = None
+    freqs: npt.NDArray[np.unsignedinteger] | None = None
 
     def bound(self, shortest: float) -> float:
         """No contribution of this term exceeds it (``shortest``: the smallest length normalization)."""
+        if self.kept is not None:
+            return float(self.kept[1].max()) * _SLACK if len(self.kept[1]) else 0.0
+        assert self.freqs is not None  # a term without kept contributions carries its postings
         most = float(self.freqs.max()) if len(self.freqs) else 0.0
         return self.idf * (K1 + 1.0) * most / (most + shortest) * _SLACK
+
+    def where(self, chosen: Callable[[npt.NDArray[np.integer]], npt.NDArray[np.bool_]], norms: Floats,
+              ) -> tuple[Ints, Floats]:
+        """Its positions that ``chosen`` picks (a mask over positions), and its contributions there,
+        computed for those alone when they are not kept."""
+        if self.kept is not None:
+            positions, values = self.kept
+            picked = chosen(positions)
+            return positions[picked], values[picked]
+        assert self.positions is not None and self.freqs is not None
+        picked = chosen(self.positions)
+        where = self.positions[picked].astype(np.int64)
+        return where, contributions(self.idf, where, self.freqs[picked], norms)
 
 
 class Accumulator:
@@ -118,15 +135,13 @@ class Accumulator:
                     positions, added = positions[fresh], added[fresh]
                 marks[positions] = e + 1
                 np.add.at(sums, positions, added)
+
+                def just_found(at: npt.NDArray[np.integer], mark: int = e + 1) -> npt.NDArray[np.bool_]:
+                    picked: npt.NDArray[np.bool_] = marks[at] == mark
+                    return picked
+
                 for later in terms[e + 1 :]:  # only where the rows just found hold them
-                    if later.kept is not None:
-                        where, values = later.kept
-                        chosen = marks[where] == e + 1
-                        np.add.at(sums, where[chosen], values[chosen])
-                    else:
-                        chosen = marks[later.positions] == e + 1
-                        where = later.positions[chosen].astype(np.int64)
-                        np.add.at(sums, where, contributions(later.idf, where, later.freqs[chosen], norms))
+                    np.add.at(sums, *later.where(just_found, norms))
                 found.append(positions)
                 rows = np.concatenate(found) if e else positions
                 rest = sum(bounds[e + 1 :])

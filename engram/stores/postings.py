@@ -21,7 +21,7 @@ import itertools
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.ma  # imported lazily inside the first np.isin/np.unique otherwise: 30-90 ms of a first query
@@ -384,10 +384,11 @@ class Postings:
             return Matches(total / ideal, rows, self._rowids, self._ranks(), self._ids, bound / ideal)
 
     def _term(self, code: int, idf: float, postings: tuple[Positions, Frequencies] | None) -> Term:
-        """One term of a query: its live postings (``postings`` when read already) and contributions."""
+        """One term of a query: its kept contributions, or its live postings (``postings`` when read
+        already) to compute them from."""
         kept = self._contributions.get(code)
         if kept is not None:
             self._contributions[code] = self._contributions.pop(code)  # most recently used last
+            return Term(idf, kept, lambda: self._contribution(code, idf, None))
         live = postings if postings is not None else self._postings(code)
-        positions: npt.NDArray[np.integer[Any]] = live[0] if kept is None else kept[0]
-        return Term(positions, live[1], idf, kept, lambda: self._contribution(code, idf, live))
+        return Term(idf, None, lambda: self._contribution(code, idf, live), live[0], live[1])
