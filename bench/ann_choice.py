@@ -6,9 +6,11 @@ single-thread query latency, memory and persistence, on MiniLM-like vectors.
 The vectors are Gaussian samples with the mean and covariance of real all-MiniLM-L6-v2 embeddings
 (``--data minilm-fitted``, the default: their spectrum without their neighbourhoods, a pessimistic
 case), the ~22k real vectors themselves (``--data minilm-real``, the vectors in Engram's embedding
-cache), or synthetic topic clusters (``--data clusters``, an easy case); ``--db`` reads a benchmark
-store's vectors instead (queries: stored vectors plus a little noise). Recall@10 counts a returned row as right
-when it scores at least the exact 10th score (ties between equal vectors are not misses).
+cache), real sentence vectors searched by real questions (``--data minilm-sentences``, the dev sets'
+conversations: see :func:`minilm_sentences`), or synthetic topic clusters (``--data clusters``, an
+easy case); ``--db`` reads a benchmark store's vectors instead (queries: stored vectors plus a
+little noise). Recall@10 counts a returned row as right when it scores at least the exact 10th
+score (ties between equal vectors are not misses).
 """
 
 from __future__ import annotations
@@ -73,6 +75,35 @@ def minilm_fitted(n: int, points_seed: int) -> Matrix:
         chunk = mean + rng.standard_normal((m, len(mean))) @ root.T
         out[start : start + m] = chunk / np.linalg.norm(chunk, axis=1, keepdims=True)
     return out
+
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def minilm_sentences(n: int) -> tuple[Matrix, Matrix]:
+    """Real all-MiniLM-L6-v2 vectors of every sentence of the dev sets' conversations (LongMemEval
+    and LoCoMo, ~416k, read from ``../shared/data/``), and of their ~400 questions as the queries:
+    the realistic case, questions searched against statements. Embedded once into the embedding
+    cache (~45 min on two cores), then read from it."""
+    import gzip
+
+    from engram.embedders import default_embedder
+    from engram.eval.cached_embedder import CachedEmbedder
+    from engram.retrieve.sentences import split_sentences
+
+    if not DATA.is_dir():
+        raise SystemExit(f"--data minilm-sentences reads the dev sets from {DATA}, which is absent")
+    with gzip.open(DATA / "longmemeval_s_dev.json.gz") as handle:
+        lme = json.load(handle)
+    locomo = json.loads((DATA / "locomo_dev.json").read_text())
+    turns = [t["content"] for item in lme for session in item["haystack_sessions"] for t in session]
+    turns += [t["text"] for item in locomo for key, session in item["conversation"].items()
+              if key.startswith("session_") and isinstance(session, list) for t in session]
+    questions = [item["question"] for item in lme] + [qa["question"] for item in locomo for qa in item["qa"]]
+    sentences = list(dict.fromkeys(s for turn in turns for s in split_sentences(turn) if len(s) > 12))[:n]
+    embedder = CachedEmbedder(default_embedder())
+    vectors = np.concatenate([embedder.embed_batch(sentences[i : i + 2000]) for i in range(0, len(sentences), 2000)])
+    return vectors.astype(np.float32), embedder.embed_batch(questions).astype(np.float32)
 
 
 def store_vectors(db: Path, n: int) -> Matrix:
@@ -270,7 +301,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--methods", help="comma-separated names; all when omitted")
     parser.add_argument("--db", type=Path, help="read this benchmark store's vectors instead")
-    parser.add_argument("--data", choices=["clusters", "minilm-fitted", "minilm-real"], default="minilm-fitted")
+    parser.add_argument("--data", choices=["clusters", "minilm-fitted", "minilm-real", "minilm-sentences"],
+                        default="minilm-fitted")
     args = parser.parse_args()
     dim = 384
     if args.db:
@@ -281,6 +313,8 @@ def main() -> None:
     elif args.data == "minilm-real":  # every cached vector; the queries are held out of the data
         real = minilm_real()[np.random.default_rng(1).permutation(len(minilm_real()))]
         data, queries = real[args.queries :], real[: args.queries]
+    elif args.data == "minilm-sentences":
+        data, queries = minilm_sentences(args.n)
     elif args.data == "minilm-fitted":
         data = minilm_fitted(args.n, points_seed=1)
         queries = minilm_fitted(args.queries, points_seed=2)

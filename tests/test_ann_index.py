@@ -88,6 +88,25 @@ def test_same_top_ten_as_the_exact_index_within_recall() -> None:
             assert sa == pytest.approx(sb, abs=1e-6)
 
 
+def test_recall_holds_on_vectors_without_neighbourhoods() -> None:
+    """Anisotropic Gaussian vectors (no clusters, the hard case for an IVF index: a query's
+    neighbours spread over many lists) still find 0.98 of the exact top ten; an eighth of the
+    lists probed in int8, the previous design, found 0.87 here."""
+    rows = 12_000
+    rng = np.random.default_rng(5)
+    spread = np.diag(np.linspace(3, 0.2, DIMS))
+    data = (rng.standard_normal((rows, DIMS)) @ spread + 0.5).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    queries = (rng.standard_normal((40, DIMS)) @ spread + 0.5).astype(np.float32)
+    ids = list(range(1, rows + 1))
+    columns = (ids, [f"m{r}" for r in ids], [v.tobytes() for v in data], ["message"] * rows, ["active"] * rows)
+    exact, approx = ExactIndex.load(DIMS, *columns), AnnIndex.load(DIMS, *columns)
+    approx.attach("u", None)
+    assert approx.wait(60)
+    found = sum(len(set(_search(exact, q)) & set(_search(approx, q))) for q in queries)
+    assert found / (10 * len(queries)) >= 0.98
+
+
 def test_filters_still_return_k_rows() -> None:
     exact, approx = _both()
     assert _recall(exact, approx, kinds=("fact",)) >= 0.95
@@ -177,6 +196,20 @@ def test_a_saved_snapshot_is_opened_not_rebuilt(tmp_path: Path) -> None:
     other.attach("someone else", tmp_path)
     assert other.wait(60)
     assert len(list(tmp_path.iterdir())) == 4
+
+
+def test_a_snapshot_of_another_code_format_is_rebuilt(tmp_path: Path) -> None:
+    """An older version's saved snapshot (int8 codes, no format in its metadata) is not opened."""
+    _both(tmp_path)
+    meta_file = next(p for p in tmp_path.iterdir() if p.suffix == ".json")
+    meta = json.loads(meta_file.read_text())
+    assert meta["codes"] == ann._CODES
+    del meta["codes"]
+    meta_file.write_text(json.dumps(meta))
+    reopened = AnnIndex.load(DIMS, *_rows())
+    reopened.attach("u", tmp_path)
+    assert reopened._building is not None and reopened.wait(60)
+    assert json.loads(meta_file.read_text())["codes"] == ann._CODES  # the rebuilt one replaced it
 
 
 def test_small_users_stay_exact_and_large_ones_go_approximate(tmp_path: Path) -> None:
