@@ -56,9 +56,10 @@ EXACT_ROWS = 20_000
 _POOL_PER_RESULT = 10
 _MIN_POOL = 1000
 #: The least depth of an IVF probe, kept for the next search of the same vector: deep enough for
-#: the procedural source's (20 results, 10 candidates each, where a tenth of the rows are
-#: procedures), ~+3 ms over the semantic source's own 400 at 1M rows, where a probe of its own cost ~16.
-_SHARED_PROBE = 2000
+#: the procedural source's (20 results, 10 candidates each, where a tenth or a little less of the
+#: rows are procedures). Depth costs little: at 1M rows a probe took 3.97 ms at 2,000 deep, 4.03
+#: at 2,500, 4.4 at 4,000; a second probe of its own would cost the whole again.
+_SHARED_PROBE = 2500
 #: The snapshot's code format, saved with it: a snapshot of another (an older version's int8 codes)
 #: is rebuilt rather than opened.
 _CODES = "ivf-pq4fs"
