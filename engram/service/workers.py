@@ -83,11 +83,12 @@ def server_embedder(name: str | None) -> Embedder:
     from engram.embedders import named_embedder
     from engram.embedders.batching import batching
 
-    inner = named_embedder(name)
-    if inner is None:
+    if name in (None, "", "minilm", "minilm-int8"):
         from engram.embedders.onnx_minilm import MiniLMEmbedder
 
-        inner = MiniLMEmbedder(threads=1)
+        return batching(MiniLMEmbedder(threads=1, integer=name == "minilm-int8"))
+    inner = named_embedder(name)
+    assert inner is not None  # only the MiniLM names give None
     return batching(inner)
 
 
