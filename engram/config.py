@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from engram.errors import ConfigError
@@ -27,6 +28,7 @@ __all__ = [
     "RedactionConfig",
     "RetrievalConfig",
     "ann_above",
+    "cache_dir",
     "vector_cache_bytes",
 ]
 
@@ -68,6 +70,13 @@ def _env_number(name: str, what: str, high: float) -> float | None:
 #: ENGRAM_ANN_ABOVE (0 turns the approximate index off). Needs faiss-cpu; without it every user is
 #: searched exactly.
 ANN_ABOVE = 200_000
+
+
+def cache_dir() -> Path:
+    """Where files Engram derives and could make again are kept (the evaluation's embedding cache,
+    the ``minilm-int8`` model): ``$ENGRAM_CACHE_DIR``, else ``~/.cache/engram``."""
+    base = os.environ.get("ENGRAM_CACHE_DIR")
+    return Path(base) if base else Path.home() / ".cache" / "engram"
 
 
 def ann_above() -> int:

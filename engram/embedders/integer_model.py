@@ -21,20 +21,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from engram.config import cache_dir
 from engram.errors import EmbedderError
 
 __all__ = ["integer_model"]
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("ENGRAM_CACHE_DIR")
-    return (Path(base) if base else Path.home() / ".cache" / "engram") / "models"
-
-
 def integer_model(source: Path, digest: str) -> Path:
     """The integer-kernel rewrite of the model at ``source`` (whose sha256 is ``digest``), made on
     first need and kept in the cache directory."""
-    target = _cache_root() / f"all-MiniLM-L6-v2-dynq8-{digest[:16]}.onnx"
+    target = cache_dir() / "models" / f"all-MiniLM-L6-v2-dynq8-{digest[:16]}.onnx"
     if target.is_file():
         return target
     try:

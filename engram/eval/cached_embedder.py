@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engram.config import cache_dir
 from engram.ext import Embedder, Vector
 from engram.ingest.normalize import content_hash
 
@@ -33,9 +34,7 @@ _CHUNK = 500  # below SQLite's bound-parameter limit with room for the model id
 
 def default_cache_path() -> Path:
     """``$ENGRAM_CACHE_DIR/embeddings.sqlite``, else ``~/.cache/engram/embeddings.sqlite``."""
-    base = os.environ.get("ENGRAM_CACHE_DIR")
-    root = Path(base) if base else Path.home() / ".cache" / "engram"
-    return root / "embeddings.sqlite"
+    return cache_dir() / "embeddings.sqlite"
 
 
 class CachedEmbedder:
