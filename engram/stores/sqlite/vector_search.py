@@ -53,7 +53,6 @@ class VectorMixin:
     _indexes: UserIndexCache[ExactIndex]
     _dimensions: int | None
     _searches: ThreadPoolExecutor | None
-    _loads: ThreadPoolExecutor | None
     _searches_lock: threading.Lock
     _loader: SnapshotReader
     _saves: ThreadPoolExecutor | None
@@ -73,7 +72,7 @@ class VectorMixin:
     def _init_vectors(self, cache_bytes: int | None) -> None:
         self._indexes = UserIndexCache(vector_cache_bytes() if cache_bytes is None else cache_bytes)
         self._dimensions = None
-        self._searches = self._loads = None
+        self._searches = None
         self._searches_lock = threading.Lock()
         self._loader = SnapshotReader(self.path)
         self._ann_above = ann_above()
@@ -186,8 +185,10 @@ class VectorMixin:
         self, user_id: str, query: Vector, n: int, filters: Filters
     ) -> Callable[[], builtins.list[Hit]]:
         """:meth:`vector_search` on a worker thread, its SQL on this one; the returned call waits
-        for the hits. A user not in memory is loaded on the worker too (on its own connection), so
-        the load overlaps the retrieval's keyword and entity reads."""
+        for the hits. A user not in memory is loaded and searched here, at once: their load is a
+        small user's rows or a large one's saved file, and handing it to a worker cost more than
+        overlapping it with the keyword and entity reads saved (two cores, one interpreter lock: a
+        cold query 0.3-1 ms slower, bench/multitenant.py)."""
         self._retry(self._check_foreign_writes)
         allowed = self._allowed(user_id, filters)
 
@@ -195,26 +196,22 @@ class VectorMixin:
             index = self._cached_index(user_id)
             return index.search(query, n, statuses=filters.statuses, kinds=filters.kinds, allowed=allowed)
 
-        # A load has threads of its own: searches of users in memory never queue behind one.
-        cold = user_id not in self._indexes
-        return self._search_pool(loads=cold).submit(search).result
+        if user_id not in self._indexes:
+            hits = search()
+            return lambda: hits
+        return self._search_pool().submit(search).result
 
-    def _search_pool(self, *, loads: bool = False) -> ThreadPoolExecutor:
+    def _search_pool(self) -> ThreadPoolExecutor:
         with self._searches_lock:
-            if loads:
-                if self._loads is None:
-                    self._loads = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="engram-vector-loads")
-                return self._loads
             if self._searches is None:
                 self._searches = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="engram-vectors")
             return self._searches
 
     def _stop_searches(self) -> None:
         with self._searches_lock:
-            for pool in (self._searches, self._loads):
-                if pool is not None:
-                    pool.shutdown(wait=True)
-            self._searches = self._loads = None
+            if self._searches is not None:
+                self._searches.shutdown(wait=True)
+            self._searches = None
         with self._saved_lock:
             saves, self._saves = self._saves, None
         if saves is not None:
