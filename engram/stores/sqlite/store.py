@@ -63,7 +63,7 @@ _BUSY_TIMEOUT_MS = 10_000  # how long a statement waits for another process's lo
 _CACHE_KIB = 65_536  # the connection's page cache
 _CHECKPOINT_WAIT_MS = 250  # how long an erasing checkpoint waits for other processes (see _checkpoint)
 _READERS = 4  # read-only connections beside the writer (.readers): a server's concurrent retrievals
-_MMAP_BYTES = 1 << 30  # how much of the file the readers map
+_MMAP_BYTES = 1 << 30  # how much of the file each connection maps
 
 #: Columns of text a caller wrote, as positions in ``record_params``: the keyword-indexed ones, then
 #: the rest. Entities are left out: they are derived ids that entity backfill rewrites on many rows.
@@ -131,6 +131,10 @@ class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowl
             # 64 MiB of pages instead of 2: at 100k memories retrieval touches thousands of pages
             # spread over the file, and re-reading them from the OS cost it milliseconds.
             self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+            # Mapped like the readers': most reads run here (below), and a page read through the map
+            # is no system call and no copy (1,000 users, 100k memories: retrieve p50 -0.8 ms, CPU
+            # per query 7.4 -> 6.6 ms in the same run). Writes still go through write().
+            self._conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             # Freed pages are zeroed, so deleted and forgotten text does not linger in the file.
             self._conn.execute("PRAGMA secure_delete=ON")
             register_functions(self._conn)
