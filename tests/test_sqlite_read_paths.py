@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -146,4 +147,24 @@ def test_keyword_ranking_is_not_reused_across_writes(tmp_path: Path) -> None:
     finally:
         store.close()
         other.close()
+
+
+
+def test_the_status_check_of_keyword_search_reads_only_inactive_rows(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    records = _records("u", ["acme order shipped"] * 6)
+    records[1] = replace(records[1], status="superseded")
+    records[2] = replace(records[2], status="archived")
+    _put(store, records)
+    held_back = store._held_back("u", ("active",))
+    assert sorted(held_back.tolist()) == sorted(r[0] for r in store._read(
+        "SELECT rowid FROM memories WHERE id IN (?, ?)", (records[1].id, records[2].id)))
+    assert {h[0] for h in store.keyword_search("u", "acme", 10, Filters())} == {r.id for r in records} - {
+        records[1].id, records[2].id}
+    both = Filters(statuses=("active", "superseded"))
+    assert {h[0] for h in store.keyword_search("u", "acme", 10, both)} == {r.id for r in records} - {records[2].id}
+    plan = store._read("EXPLAIN QUERY PLAN SELECT rowid FROM memories WHERE user_id = ? AND status <> 'active' "
+                       "AND status NOT IN (?)", ("u", "superseded"))
+    assert "memories_user_inactive" in " ".join(str(row) for row in plan)  # an index of the few, not the user's rows
+    store.close()
 

@@ -22,9 +22,11 @@ A score is BM25 divided by the score of a memory of average length holding each 
 it a little above 1.
 
 The time range of the filters is applied in memory (a time-scoped query searches its keywords
-twice, in and out of its range); every other filter, status included, is checked in SQL on the
-best-scoring rows only, in rounds of growing size until enough pass, so the top ``n`` are exact
-whatever the filters reject.
+twice, in and out of its range); every other filter is checked in SQL on the best-scoring rows
+only, in rounds of growing size until enough pass, so the top ``n`` are exact whatever the filters
+reject. Statuses alone (the default: active memories) are checked against the user's few rows that
+are not active, which an index of their own holds (reading each checked row cost a retrieval
+~0.2 ms).
 """
 
 from __future__ import annotations
@@ -126,6 +128,10 @@ class KeywordMixin:
         def passing(rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
             if not params and where == SQLITE.true:
                 return None
+            if rest == Filters(statuses=rest.statuses) and "active" in rest.statuses:
+                # Only statuses, the active among them: drop the user's few other rows that are not
+                # allowed, read from the index of inactive rows, instead of reading every row checked.
+                return rowids[~np.isin(rowids, self._held_back(user_id, rest.statuses))]
             found: builtins.list[int] = []
             for start in range(0, len(rowids), _CHUNK):
                 chunk = rowids[start : start + _CHUNK].tolist()
@@ -136,6 +142,14 @@ class KeywordMixin:
 
         after, before = to_us(filters.created_after), to_us(filters.created_before)
         return exact_best(lambda depth: index.scores(terms, after, before, depth=depth), n, passing)
+
+    def _held_back(self, user_id: str, statuses: Sequence[str]) -> npt.NDArray[np.int64]:
+        """The user's rows that are not active, nor of another of ``statuses`` (migration 12's index)."""
+        others = [s for s in statuses if s != "active"]
+        also = f" AND status NOT IN ({','.join('?' * len(others))})" if others else ""
+        sql = f"SELECT rowid FROM memories WHERE user_id = ? AND status <> 'active'{also}"
+        rows = self._read(sql, (user_id, *others))
+        return np.asarray([r[0] for r in rows], dtype=np.int64)
 
     def _current_postings(self, user_id: str) -> Postings:
         return self._postings.get_or_load(

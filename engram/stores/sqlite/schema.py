@@ -224,6 +224,8 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     lambda conn: create_substring_index(conn),
     # 11: each user's counter of access writes, for the cache of whole records (engram.stores.sqlite.versions).
     lambda conn: count_access(conn),
+    # 12: the rows that are not active (superseded, archived: few), for keyword search's status check.
+    "CREATE INDEX IF NOT EXISTS memories_user_inactive ON memories (user_id, status) WHERE status <> 'active'",
 )
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.
