@@ -49,6 +49,7 @@ from engram.stores.sql.writes import WriteMixin
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword import KeywordMixin
+from engram.stores.sqlite.mapping import FileMap
 from engram.stores.sqlite.readers import ReadPool, read_only
 from engram.stores.sqlite.records import RecordsMixin
 from engram.stores.sqlite.schema import migrate, register_functions
@@ -131,10 +132,9 @@ class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowl
             # 64 MiB of pages instead of 2: at 100k memories retrieval touches thousands of pages
             # spread over the file, and re-reading them from the OS cost it milliseconds.
             self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
-            # Mapped like the readers': most reads run here (below), and a page read through the map
-            # is no system call and no copy (1,000 users, 100k memories: retrieve p50 -0.8 ms, CPU
-            # per query 7.4 -> 6.6 ms in the same run). Writes still go through write().
-            self._conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
+            # Mapped like the readers' while other processes seldom commit (.mapping): most reads
+            # run here (below). Writes still go through write().
+            self._mapping = FileMap(self._conn, _MMAP_BYTES)
             # Freed pages are zeroed, so deleted and forgotten text does not linger in the file.
             self._conn.execute("PRAGMA secure_delete=ON")
             register_functions(self._conn)
@@ -226,10 +226,12 @@ class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowl
     def _check_foreign_writes(self) -> None:
         """Have the vector indexes checked when another connection committed since we last looked."""
         version = self._read_data_version()
-        if version != self._data_version:
+        changed = version != self._data_version
+        if changed:
             self._indexes.foreign_write()
             self._postings.foreign_write()
             self._data_version = version
+        self._mapping.observe(changed)
 
     def change_token(self, user_id: str) -> str:
         """The user's write counter (:mod:`.versions`): moves with every change to what their
