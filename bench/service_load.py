@@ -18,7 +18,8 @@ warm-up of the same clients. The load generator runs in this process on the same
 client on the host would: ``--client raw`` (the default) is a lean keep-alive HTTP/1.1 client
 (``raw_http``), ``httpx`` the async httpx client, which costs ~10x the CPU a request.
 
-``--trees A,B`` starts one server per source tree (its ``PYTHONPATH``) on the same store and
+``--trees A,B`` starts one server per source tree (its ``PYTHONPATH``; ``A@NAME=value`` also sets one
+environment variable, e.g. ``.@ENGRAM_RETRIEVALS_AT_ONCE=0`` against ``.``) on the same store and
 alternates them level by level: a before/after pair measured in the same minutes of a shared machine.
 ``--repeat N`` measures each level N times, the trees alternating each time, and ends with the median
 of each tree's runs: on two cores shared with other work, one 15 s run of the same server measured
@@ -74,7 +75,10 @@ def start_server(db: Path, port: int, workers: int, embedder: str, tree: str | N
             "--workers", str(workers)]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     if tree is not None:
-        env["PYTHONPATH"] = tree
+        env["PYTHONPATH"] = tree.split("@")[0]
+        if "@" in tree:
+            k, v = tree.split("@")[1].split("=")
+            env[k] = v
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 

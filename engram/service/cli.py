@@ -50,8 +50,12 @@ def _embedder(name: str | None) -> Any:
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Server processes sharing the port; each opens the store and loads the embedder itself, "
                    "and they share one rate limit (a SQLite file in a temporary directory).")
+@click.option("--retrievals-at-once", type=click.IntRange(0, 1024), default=0, show_default=True,
+              envvar="ENGRAM_RETRIEVALS_AT_ONCE",
+              help="Retrievals each server process runs at once, the others waiting their turn (0: no bound). "
+                   "On the embedded store with a cheap embedder, 1 or 2 served more a second (docs/scaling.md).")
 def serve_command(db: str | None, host: str, port: int, rate: float, burst: float, max_body_bytes: int,
-                  log_level: str, embedder_name: str | None, workers: int) -> None:
+                  log_level: str, embedder_name: str | None, workers: int, retrievals_at_once: int) -> None:
     import uvicorn
 
     from engram.service.logs import configure_logging
@@ -62,7 +66,8 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     _embedder(embedder_name)  # a bad name fails here, once, not in every worker
     configure_logging(log_level)
     if workers == 1:
-        app, close = build_app(target, embedder_name, rate, burst, max_body_bytes, limiter_path=None)
+        app, close = build_app(target, embedder_name, rate, burst, max_body_bytes, limiter_path=None,
+                               retrievals_at_once=retrievals_at_once)
         try:
             uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
         finally:
@@ -74,7 +79,7 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
         os.environ[WORKER_ENV] = json.dumps({
             "target": target, "embedder": embedder_name, "rate": rate, "burst": burst,
             "max_body_bytes": max_body_bytes, "limiter_path": os.path.join(shared, "ratelimit.db"),
-            "log_level": log_level,
+            "log_level": log_level, "retrievals_at_once": retrievals_at_once,
         })
         # Uvicorn's workers accept on a socket that asyncio does not set TCP_NODELAY on: every response
         # then waited ~40 ms for the client's delayed ACK (Nagle). The protocol sets it itself.

@@ -55,7 +55,7 @@ def worker_app() -> Any:
     spec = json.loads(os.environ[WORKER_ENV])
     configure_logging(spec["log_level"])
     app, close = build_app(spec["target"], spec["embedder"], spec["rate"], spec["burst"], spec["max_body_bytes"],
-                           limiter_path=spec["limiter_path"])
+                           limiter_path=spec["limiter_path"], retrievals_at_once=spec["retrievals_at_once"])
     inner = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
@@ -93,9 +93,9 @@ def server_embedder(name: str | None) -> Embedder:
 
 
 def build_app(target: str, embedder_name: str | None, rate: float, burst: float, max_body_bytes: int,
-              limiter_path: str | None) -> tuple[Any, Callable[[], None]]:
+              limiter_path: str | None, retrievals_at_once: int = 0) -> tuple[Any, Callable[[], None]]:
     """The service over its own memory and key store (and a shared rate limit when ``limiter_path``
-    is given), and what closes them."""
+    is given), and what closes them. ``retrievals_at_once``: retrievals running at once (0: no bound)."""
     from engram.memory import Memory
     from engram.service.app import create_app
     from engram.service.deps import ServiceSettings
@@ -112,7 +112,9 @@ def build_app(target: str, embedder_name: str | None, rate: float, burst: float,
 
     try:
         memory.embedder  # noqa: B018 - load the model before the first request, not during it
-        app = create_app(memory, keys, ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes))
+        settings = ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes,
+                                   retrievals_at_once=retrievals_at_once or None)
+        app = create_app(memory, keys, settings)
         if limiter_path is not None:
             app.state.service.limiter = SharedRateLimiter(limiter_path, rate, burst)
     except BaseException:

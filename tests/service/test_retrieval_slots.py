@@ -1,0 +1,82 @@
+"""A server process runs at most ``retrievals_at_once`` retrievals at a time; the rest wait their turn."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from engram.embedders.fake import FakeEmbedder
+from engram.memory import Memory
+from engram.service.auth import KeyStore
+from engram.service.workers import build_app
+
+
+def _server(tmp_path: Path, bound: int) -> tuple[Any, Any, str]:
+    db = tmp_path / "svc.db"
+    with Memory(db, embedder=FakeEmbedder(16)) as memory:
+        memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
+    keys = KeyStore(db)
+    token = keys.create(["u1"])[1]
+    keys.close()
+    app, close = build_app(str(db), "hash-16", 0.0, 200.0, 1 << 20, limiter_path=None, retrievals_at_once=bound)
+    return app, close, token
+
+
+def _peak_of_concurrent_retrievals(app: Any, token: str, requests: int) -> tuple[int, list[int]]:
+    memory = app.state.service.memory
+    running, peak, lock = [0], [0], threading.Lock()
+    retrieve = memory.retrieve
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        try:
+            time.sleep(0.05)  # long enough for the other requests to arrive meanwhile
+            return retrieve(*args, **kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    memory.retrieve = counted
+
+    async def fire() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            answers = await asyncio.gather(*(
+                client.post("/v1/retrieve", headers={"Authorization": f"Bearer {token}"},
+                            json={"userId": "u1", "message": f"payment terms {i}"})
+                for i in range(requests)
+            ))
+        return [a.status_code for a in answers]
+
+    statuses = asyncio.run(fire())
+    return peak[0], statuses
+
+
+@pytest.mark.parametrize("bound", [1, 3])
+def test_no_more_retrievals_run_at_once_than_the_bound(tmp_path: Path, bound: int) -> None:
+    app, close, token = _server(tmp_path, bound)
+    try:
+        peak, statuses = _peak_of_concurrent_retrievals(app, token, 8)
+    finally:
+        close()
+    assert statuses == [200] * 8
+    assert peak == bound  # reached (the requests did overlap) and never passed
+
+
+def test_without_a_bound_they_all_run_at_once(tmp_path: Path) -> None:
+    app, close, token = _server(tmp_path, 0)
+    try:
+        assert app.state.service.settings.retrievals_at_once is None
+        peak, statuses = _peak_of_concurrent_retrievals(app, token, 8)
+    finally:
+        close()
+    assert statuses == [200] * 8 and peak > 3
+
