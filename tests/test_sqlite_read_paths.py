@@ -11,6 +11,7 @@ import pytest
 
 from engram.model import Filters, MemoryRecord
 from engram.stores.sqlite import candidates as entity_candidates
+from engram.stores.sqlite import keyword
 from engram.stores.sqlite.store import SQLiteStore
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -150,15 +151,23 @@ def test_keyword_ranking_is_not_reused_across_writes(tmp_path: Path) -> None:
 
 
 
-def test_the_status_check_of_keyword_search_reads_only_inactive_rows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("limit", [2, 256])
+def test_the_status_check_of_keyword_search_reads_only_inactive_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int,
+) -> None:
+    """Up to the limit the inactive rows are read from their index; at it, the rows searched are checked."""
+    monkeypatch.setattr(keyword, "_HELD_BACK_LIMIT", limit)
     store = SQLiteStore(tmp_path / "s.db")
     records = _records("u", ["acme order shipped"] * 6)
     records[1] = replace(records[1], status="superseded")
     records[2] = replace(records[2], status="archived")
     _put(store, records)
     held_back = store._held_back("u", ("active",))
-    assert sorted(held_back.tolist()) == sorted(r[0] for r in store._read(
-        "SELECT rowid FROM memories WHERE id IN (?, ?)", (records[1].id, records[2].id)))
+    if limit == 2:
+        assert held_back is None
+    else:
+        assert held_back is not None and sorted(held_back.tolist()) == sorted(r[0] for r in store._read(
+            "SELECT rowid FROM memories WHERE id IN (?, ?)", (records[1].id, records[2].id)))
     assert {h[0] for h in store.keyword_search("u", "acme", 10, Filters())} == {r.id for r in records} - {
         records[1].id, records[2].id}
     both = Filters(statuses=("active", "superseded"))
