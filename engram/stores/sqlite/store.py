@@ -64,7 +64,7 @@ _BUSY_TIMEOUT_MS = 10_000  # how long a statement waits for another process's lo
 _CACHE_KIB = 65_536  # the connection's page cache
 _CHECKPOINT_WAIT_MS = 250  # how long an erasing checkpoint waits for other processes (see _checkpoint)
 _READERS = 4  # read-only connections beside the writer (.readers): a server's concurrent retrievals
-_MMAP_BYTES = 1 << 30  # how much of the file each connection maps
+_MMAP_BYTES = 1 << 30  # how much of the file the writer's connection maps (.mapping)
 
 #: Columns of text a caller wrote, as positions in ``record_params``: the keyword-indexed ones, then
 #: the rest. Entities are left out: they are derived ids that entity backfill rewrites on many rows.
@@ -146,7 +146,7 @@ class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowl
             raise StoreUnavailable(f"cannot open {self.path}: {cause}") from exc
         # An in-memory database is this connection's alone: it has no readers.
         self._readers = None if self.path == ":memory:" else ReadPool(
-            read_only(self.path, _BUSY_TIMEOUT_MS, _CACHE_KIB, _MMAP_BYTES), _READERS
+            read_only(self.path, _BUSY_TIMEOUT_MS, _CACHE_KIB), _READERS
         )
         self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
         self._init_keywords(self._indexes.budget)
