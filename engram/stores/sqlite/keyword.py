@@ -129,15 +129,20 @@ class KeywordMixin:
                 return hits
             index = self._current_postings(user_id)  # waits for the build under way
 
+        # Only statuses, the active among them: the user's few other rows that are not allowed are
+        # read once from the index of inactive rows (at the first check) and left out, instead of
+        # reading every row checked.
+        statuses_only = rest == Filters(statuses=rest.statuses) and "active" in rest.statuses
+        held_back: builtins.list[npt.NDArray[np.int64] | None] = []
+
         def passing(rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
             if not params and where == SQLITE.true:
                 return None
-            if rest == Filters(statuses=rest.statuses) and "active" in rest.statuses:
-                # Only statuses, the active among them: drop the user's few other rows that are not
-                # allowed, read from the index of inactive rows, instead of reading every row checked.
-                held_back = self._held_back(user_id, rest.statuses)
-                if held_back is not None:
-                    return rowids[~np.isin(rowids, held_back)]
+            if statuses_only:
+                if not held_back:
+                    held_back.append(self._held_back(user_id, rest.statuses))
+                if held_back[0] is not None:
+                    return rowids[~np.isin(rowids, held_back[0])]
             found: builtins.list[int] = []
             for start in range(0, len(rowids), _CHUNK):
                 chunk = rowids[start : start + _CHUNK].tolist()

@@ -42,6 +42,8 @@ class FileMap:
 
     def observe(self, foreign_commit: bool) -> None:
         """After each look at the file's change counter: did another connection commit?"""
+        if not foreign_commit and self.mapped:  # the usual case, several times a retrieval
+            return
         now = self.clock()
         if foreign_commit:
             self._foreign.append(now)

@@ -132,8 +132,8 @@ class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, Knowl
             # 64 MiB of pages instead of 2: at 100k memories retrieval touches thousands of pages
             # spread over the file, and re-reading them from the OS cost it milliseconds.
             self._conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
-            # Mapped like the readers' while other processes seldom commit (.mapping): most reads
-            # run here (below). Writes still go through write().
+            # Mapped while other processes seldom commit (.mapping): most reads run here (below).
+            # Writes still go through write().
             self._mapping = FileMap(self._conn, _MMAP_BYTES)
             # Freed pages are zeroed, so deleted and forgotten text does not linger in the file.
             self._conn.execute("PRAGMA secure_delete=ON")
