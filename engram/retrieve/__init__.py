@@ -8,10 +8,12 @@ and each computed retrieval is logged for feedback (:mod:`engram.feedback`).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -73,6 +75,9 @@ class Pipeline:
     log_retrievals: bool = True
     #: Each user's entity index, read again only after a write to the user (the version below).
     entity_indexes: EntityIndexes = field(default_factory=EntityIndexes)
+    #: Retrievals ranking at once (None: no bound), the others waiting their turn; each starts
+    #: embedding its query before it waits, so a model's time overlaps the others' ranking.
+    slots: threading.BoundedSemaphore | None = None
 
     def retrieve(
         self,
@@ -136,7 +141,11 @@ class Pipeline:
                     return _mark(cached, cached=True, error=None)
             if not reads.user_exists(user_id):
                 return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
-            result = self._run(query, user_id, config, now, filters, started, as_of, (token, generation), reads)
+            embedding = self._embed(query, config)
+            with self.slots or nullcontext():
+                result = self._run(
+                    query, user_id, config, now, filters, started, as_of, (token, generation), reads, embedding
+                )
         except DeadlineExceeded as exc:
             log.warning("[MEM:RETRIEVE] %s; continuing without memory", exc)
             return self._empty(query, config, filters, started, "TIMEOUT")
@@ -155,11 +164,9 @@ class Pipeline:
     def _run(
         self, query: str, user_id: str, config: RetrievalConfig, now: datetime, filters: Filters,
         started: float, as_of: datetime | None, version: tuple[str, int], reads: RetrievalReads,
+        embedding: Future[Any] | None,
     ) -> Retrieval:
         stage_ms: dict[str, float] = {}
-
-        if config.search_type != "keyword":
-            self.embedder()  # loading the model (once per process) is set-up, not retrieval time
         deadline = None if config.timeout_ms is None else time.perf_counter() + config.timeout_ms / 1000
 
         def timed(name: str, call: Callable[[], T]) -> T:
@@ -188,8 +195,7 @@ class Pipeline:
             # The domain database is asked in parallel with memory retrieval.
             domain = self.executor.submit(self._query_domain, self.domain_source, plan)
         query_vec = None
-        if config.search_type != "keyword":
-            embedding = self.executor.submit(lambda: embed_texts(self.embedder(), [query], as_query=True)[0])
+        if embedding is not None:
             # Waited for only until the deadline: a long query on a loaded machine embeds for longer
             # than the whole retrieval may take (the work finishes on the worker, unused).
             query_vec = timed("embed", lambda: _until(embedding, deadline, config.timeout_ms))
@@ -325,6 +331,13 @@ class Pipeline:
         if self.log_retrievals and result.memories:
             self._log(user_id, result, config, weights_source)
         return result
+
+    def _embed(self, query: str, config: RetrievalConfig) -> Future[Any] | None:
+        """The query's embedding, started on the executor (None for a keyword search)."""
+        if config.search_type == "keyword":
+            return None
+        embedder = self.embedder()  # loading the model (once per process) is set-up, not retrieval time
+        return self.executor.submit(lambda: embed_texts(embedder, [query], as_query=True)[0])
 
     def _similarity_range(self, config: RetrievalConfig) -> tuple[float, float]:
         if config.search_type == "keyword":

@@ -8,7 +8,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Annotated
 
-from anyio import CapacityLimiter
 from fastapi import Depends, Query, Request
 
 from engram.config import AdminMemorySettings, RetrievalConfig
@@ -56,7 +55,7 @@ class ServiceSettings:
     max_body_bytes: int = 1_048_576
     max_ingest_bytes: int = 16_777_216
     max_query_chars: int = 4096
-    #: Retrievals one server process runs at once, the rest waiting their turn (None: no bound).
+    #: Retrievals one server process ranks at once, the rest waiting their turn (None: no bound).
     #: On the embedded store a retrieval is CPU work under one interpreter lock: eight at once cost
     #: ~50 % more CPU each than one alone (docs/scaling.md, "Several service workers").
     retrievals_at_once: int | None = None
@@ -76,19 +75,13 @@ class Service:
     limiter: RateLimiter = field(init=False)
     _admin: tuple[float, int, AdminMemorySettings | None] = (float("-inf"), 0, None)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _retrievals: CapacityLimiter | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.limiter = RateLimiter(self.settings.rate, self.settings.burst)
-
-    def retrieval_slots(self) -> CapacityLimiter | None:
-        """What bounds the retrievals running at once (None: the thread pool's own bound); made at
-        first use, inside the event loop whose tasks wait on it."""
-        if self.settings.retrievals_at_once is None:
-            return None
-        if self._retrievals is None:
-            self._retrievals = CapacityLimiter(self.settings.retrievals_at_once)
-        return self._retrievals
+        if self.settings.retrievals_at_once is not None:
+            # The bound is the memory's: a request waits for it only after its query's embedding has
+            # started, so a model that runs outside the interpreter lock keeps working meanwhile.
+            self.memory.pipeline.slots = threading.BoundedSemaphore(self.settings.retrievals_at_once)
 
     @property
     def admin(self) -> AdminMemorySettings | None:

@@ -104,9 +104,8 @@ async def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep, user_id: Us
     ``sessionId`` names the caller's chat session (logged); ``filters.sessionId`` restricts to one.
     """
     # One thread hop for the whole retrieval: declared as a plain function, FastAPI would also hop
-    # to a worker thread and back to check the answer against the response model. Requests beyond
-    # the service's bound wait here, in the event loop, not on a thread.
-    return await to_thread.run_sync(partial(_retrieve, body, key, svc, user_id), limiter=svc.retrieval_slots())
+    # to a worker thread and back to check the answer against the response model.
+    return await to_thread.run_sync(partial(_retrieve, body, key, svc, user_id))
 
 
 def _retrieve(body: RetrieveRequest, key: ApiKey, svc: Service, user_id: str | None) -> Any:

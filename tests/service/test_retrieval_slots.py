@@ -1,4 +1,5 @@
-"""A server process runs at most ``retrievals_at_once`` retrievals at a time; the rest wait their turn."""
+"""A server process ranks at most ``retrievals_at_once`` retrievals at a time; the rest wait their
+turn, their queries' embeddings already started."""
 
 from __future__ import annotations
 
@@ -28,23 +29,35 @@ def _server(tmp_path: Path, bound: int) -> tuple[Any, Any, str]:
     return app, close, token
 
 
-def _peak_of_concurrent_retrievals(app: Any, token: str, requests: int) -> tuple[int, list[int]]:
-    memory = app.state.service.memory
-    running, peak, lock = [0], [0], threading.Lock()
-    retrieve = memory.retrieve
+def _peak_of_concurrent_retrievals(app: Any, token: str, requests: int) -> tuple[int, list[int], list[int]]:
+    """The most retrievals ranking at once, the answers' statuses, and how many queries had started
+    embedding when each ranking began."""
+    pipeline = app.state.service.memory.pipeline
+    running, peak, embeds, lock = [0], [0], [0], threading.Lock()
+    embedded_at_start: list[int] = []
+    run, embed = pipeline._run, pipeline._embed
+
+    def started_embedding(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            embeds[0] += 1
+        return embed(*args, **kwargs)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
+            embedded_at_start.append(embeds[0])
         try:
             time.sleep(0.05)  # long enough for the other requests to arrive meanwhile
-            return retrieve(*args, **kwargs)
+            until = time.monotonic() + 5.0
+            while embeds[0] < requests and time.monotonic() < until:  # a slow machine: let them all arrive
+                time.sleep(0.005)
+            return run(*args, **kwargs)
         finally:
             with lock:
                 running[0] -= 1
 
-    memory.retrieve = counted
+    pipeline._run, pipeline._embed = counted, started_embedding
 
     async def fire() -> list[int]:
         transport = httpx.ASGITransport(app=app)
@@ -57,25 +70,28 @@ def _peak_of_concurrent_retrievals(app: Any, token: str, requests: int) -> tuple
         return [a.status_code for a in answers]
 
     statuses = asyncio.run(fire())
-    return peak[0], statuses
+    return peak[0], statuses, embedded_at_start
 
 
 @pytest.mark.parametrize("bound", [1, 3])
 def test_no_more_retrievals_run_at_once_than_the_bound(tmp_path: Path, bound: int) -> None:
     app, close, token = _server(tmp_path, bound)
     try:
-        peak, statuses = _peak_of_concurrent_retrievals(app, token, 8)
+        peak, statuses, embedded_at_start = _peak_of_concurrent_retrievals(app, token, 8)
     finally:
         close()
     assert statuses == [200] * 8
     assert peak == bound  # reached (the requests did overlap) and never passed
+    # The requests waiting for a turn had started their embeddings (embedding inside the turn, only
+    # the first round's would have, and the first round would have waited here in vain).
+    assert embedded_at_start[bound] == 8
 
 
 def test_without_a_bound_they_all_run_at_once(tmp_path: Path) -> None:
     app, close, token = _server(tmp_path, 0)
     try:
         assert app.state.service.settings.retrievals_at_once is None
-        peak, statuses = _peak_of_concurrent_retrievals(app, token, 8)
+        peak, statuses, _ = _peak_of_concurrent_retrievals(app, token, 8)
     finally:
         close()
     assert statuses == [200] * 8 and peak > 3
