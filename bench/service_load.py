@@ -68,6 +68,15 @@ def populate(db: Path, total: int, users: int, embedder: str) -> list[str]:
     return names
 
 
+def prepared(db: Path, total: int, users: int, embedder: str, name: str) -> tuple[list[str], str]:
+    """The store filled (once) and its users, and a new key's token for them."""
+    names = populate(db, total, users, embedder)
+    keys = KeyStore(db)
+    token = keys.create(names, name=name)[1]
+    keys.close()
+    return names, token
+
+
 def start_server(db: Path, port: int, workers: int, embedder: str, tree: str | None) -> subprocess.Popen[bytes]:
     code = "from engram.service.cli import serve_command; serve_command()"
     args = [sys.executable, "-c", code, "--db", str(db), "--host", HOST, "--port", str(port),
@@ -185,10 +194,7 @@ def main() -> None:
     queries = VARIED if args.queries == "varied" else list(QUERIES)
     with tempfile.TemporaryDirectory(prefix="engram-service-load-") as tmp:
         db = args.db or Path(tmp) / "service.db"
-        users = populate(db, args.memories, args.users, args.embedder)
-        keys = KeyStore(db)
-        token = keys.create(users, name="service_load")[1]
-        keys.close()
+        users, token = prepared(db, args.memories, args.users, args.embedder, "service_load")
         report: dict[str, Any] = {"memories": args.memories, "users": args.users, "cpus": os.cpu_count(),
                                   "embedder": args.embedder, "queries": args.queries, "client": args.client}
         for workers in (int(w) for w in args.workers.split(",")):
