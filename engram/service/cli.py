@@ -59,7 +59,7 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     import uvicorn
 
     from engram.service.logs import configure_logging
-    from engram.service.workers import WORKER_ENV, build_app
+    from engram.service.workers import WORKER_ENV, build_app, tune_collector
 
     # A new database has no keys, so a server on one could answer nothing but 401: refuse it.
     target = _db(db, create=False)
@@ -68,6 +68,7 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     if workers == 1:
         app, close = build_app(target, embedder_name, rate, burst, max_body_bytes, limiter_path=None,
                                retrievals_at_once=retrievals_at_once)
+        tune_collector()
         try:
             uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
         finally:

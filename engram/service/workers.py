@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import socket
@@ -21,13 +22,22 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from engram.ext import Embedder
 from engram.service.auth import KeyStore
 
-__all__ = ["RETRIEVAL_THREADS", "WORKER_ENV", "NoDelayHttp", "build_app", "server_embedder", "worker_app"]
+__all__ = [
+    "COLLECTOR_THRESHOLDS", "RETRIEVAL_THREADS", "WORKER_ENV", "NoDelayHttp", "build_app", "server_embedder",
+    "tune_collector", "worker_app",
+]
 
 WORKER_ENV = "ENGRAM_SERVE_WORKER"
 #: Threads of a server's retrieval executor, where each retrieval embeds its query. The library's
 #: two let at most two queries wait for the model at once, so its batches held one or two; with 16
 #: (16 retrievals in one process, MiniLM) they held ~6 and a retrieval cost 1-2 ms less CPU.
 RETRIEVAL_THREADS = 16
+#: A server process's garbage collector: young collections every 5,000 new objects instead of 700.
+#: A request allocates thousands of short-lived containers, nearly all freed by reference counting
+#: within the request; at 700 the collector ran many times a request over objects about to go.
+#: 0.34 ms less CPU a request (6.76 against 7.09 ms, bench/service_cpu.py, 4 rounds; 2,000 saved
+#: 0.25); a young collection took at most 5 ms in a cold multi-tenant run.
+COLLECTOR_THRESHOLDS = (5000, 10, 10)
 
 
 class NoDelayHttp(H11Protocol):
@@ -45,6 +55,14 @@ class NoDelayHttp(H11Protocol):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(transport)
+
+
+def tune_collector() -> None:
+    """For a process that only serves, once its app is built: what is alive then (the model, the
+    imports, the app) is frozen out of every later collection, and young collections are rarer
+    (:data:`COLLECTOR_THRESHOLDS`). Not for the library: the process is its caller's."""
+    gc.freeze()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 def worker_app() -> Any:
@@ -67,6 +85,7 @@ def worker_app() -> Any:
             close()
 
     app.router.lifespan_context = lifespan
+    tune_collector()
     return app
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import statistics
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -104,3 +106,38 @@ def test_serve_with_workers_limits_a_key_once(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+@pytest.fixture
+def restored_collector() -> Iterator[None]:
+    thresholds = gc.get_threshold()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
+def test_serve_tunes_the_collector_of_its_own_process_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          restored_collector: None) -> None:
+    import uvicorn
+    from click.testing import CliRunner
+
+    from engram.cli import cli
+    from engram.service.workers import COLLECTOR_THRESHOLDS, build_app
+
+    db = tmp_path / "svc.db"
+    with Memory(db, embedder=FakeEmbedder(16)) as memory:
+        memory.add("Acme prefers NET30 payment terms", user_id="u1")
+    keys = KeyStore(db)
+    keys.create(["u1"])
+    keys.close()
+    gc.set_threshold(700, 10, 10)
+    _, close = build_app(str(db), "hash-16", 0.0, 200.0, 1 << 20, limiter_path=None)
+    close()
+    assert gc.get_threshold() == (700, 10, 10)  # building the app (as a library caller may) leaves it alone
+    seen: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: seen.append(gc.get_threshold()))
+    result = CliRunner().invoke(cli, ["serve", "--db", str(db), "--embedder", "hash-16"])
+    assert result.exit_code == 0, result.output
+    assert seen == [COLLECTOR_THRESHOLDS] and gc.get_freeze_count() > 0
