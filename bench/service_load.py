@@ -84,10 +84,11 @@ def start_server(db: Path, port: int, workers: int, embedder: str, tree: str | N
             "--workers", str(workers)]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     if tree is not None:
-        env["PYTHONPATH"] = tree.split("@")[0]
-        if "@" in tree:
-            k, v = tree.split("@")[1].split("=")
-            env[k] = v
+        path, _, setting = tree.partition("@")
+        env["PYTHONPATH"] = path
+        if setting:
+            name, _, value = setting.partition("=")
+            env[name] = value
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 

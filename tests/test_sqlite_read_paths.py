@@ -150,7 +150,6 @@ def test_keyword_ranking_is_not_reused_across_writes(tmp_path: Path) -> None:
         other.close()
 
 
-
 @pytest.mark.parametrize("limit", [2, 256])
 def test_the_status_check_of_keyword_search_reads_only_inactive_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int,

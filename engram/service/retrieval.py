@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
-from anyio import to_thread
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from engram.config import AdminMemorySettings, RetrievalConfig
 from engram.errors import ConfigError, ValidationError
@@ -105,7 +104,7 @@ async def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep, user_id: Us
     """
     # One thread hop for the whole retrieval: declared as a plain function, FastAPI would also hop
     # to a worker thread and back to check the answer against the response model.
-    return await to_thread.run_sync(partial(_retrieve, body, key, svc, user_id))
+    return await run_in_threadpool(_retrieve, body, key, svc, user_id)
 
 
 def _retrieve(body: RetrieveRequest, key: ApiKey, svc: Service, user_id: str | None) -> Any:
