@@ -52,7 +52,8 @@ def _embedder(name: str | None) -> Any:
                    "and they share one rate limit (a SQLite file in a temporary directory).")
 @click.option("--retrievals-at-once", type=click.IntRange(0, 1024), default=0, show_default=True,
               envvar="ENGRAM_RETRIEVALS_AT_ONCE",
-              help="Retrievals each server process runs at once, the others waiting their turn (0: no bound). "
+              help="Retrievals each server process ranks at once, the others waiting their turn with their queries' "
+                   "embeddings started (0: no bound). "
                    "On the embedded store with a cheap embedder, 1 or 2 served more a second (docs/scaling.md).")
 def serve_command(db: str | None, host: str, port: int, rate: float, burst: float, max_body_bytes: int,
                   log_level: str, embedder_name: str | None, workers: int, retrievals_at_once: int) -> None:
