@@ -18,6 +18,7 @@ import numpy as np
 from engram.config import cache_dir
 from engram.ext import Embedder, Vector
 from engram.ingest.normalize import content_hash
+from engram.stores.sqlite.wal import use_wal
 
 __all__ = ["CachedEmbedder", "default_cache_path"]
 
@@ -46,7 +47,7 @@ class CachedEmbedder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0)
         # WAL lets two evaluation runs share the cache without "database is locked" on reads.
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(self._conn)
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(_SCHEMA)
         self._lock = threading.Lock()

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engram.stores.sqlite.wal import use_wal
+
 __all__ = ["RateLimiter", "SharedRateLimiter"]
 
 
@@ -73,7 +75,7 @@ class SharedRateLimiter(RateLimiter):
         super().__init__(rate, burst, clock)
         self.path = path
         self._conn = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(self._conn)  # every worker opens the new file at once
         self._conn.execute("PRAGMA synchronous=OFF")
         self._conn.execute("CREATE TABLE IF NOT EXISTS buckets (key TEXT PRIMARY KEY, tokens REAL NOT NULL, "
                            "updated REAL NOT NULL) WITHOUT ROWID")

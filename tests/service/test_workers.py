@@ -5,10 +5,12 @@ from __future__ import annotations
 import gc
 import os
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,9 +51,30 @@ def test_processes_share_one_bucket(tmp_path: Path) -> None:
         limiter = SharedRateLimiter({str(tmp_path / "rl.db")!r}, rate=1e-6, burst=7)
         print(sum(limiter.acquire("k") == 0 for _ in range(10)))
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(3)]
-    granted = [int(p.communicate(timeout=60)[0]) for p in procs]
-    assert sum(granted) == 7
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outputs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
+    assert sum(int(out) for out, _ in outputs) == 7
+
+
+def test_a_new_limiter_waits_out_another_process_creating_the_file(tmp_path: Path) -> None:
+    # SQLite turns a file to WAL only with the file to itself and fails at once, busy timeout or
+    # not, while another connection writes: what a worker meets when another creates the file.
+    path = str(tmp_path / "rl.db")
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.3, lambda: holder.execute("ROLLBACK")).start()
+    started = time.monotonic()
+    limiter = SharedRateLimiter(path, rate=1, burst=1)
+    try:
+        assert time.monotonic() - started >= 0.25  # it waited for the lock ...
+        assert limiter.acquire("k") == 0  # ... and then works, in WAL mode
+        assert limiter._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        limiter.close()
+        holder.close()
 
 
 def _free_port() -> int:
