@@ -50,6 +50,7 @@ def test_round_trip_every_field(store: Store) -> None:
     r = rec(
         "u1", "Acme prefers NET30", kind="fact", agent_id="a", session_id="s", project_id="p",
         role="assistant", subject="customer:acme", predicate="prefers", object="NET30",
+        trigger="an invoice is due", action="offer NET30", last_accessed_at=T0 + timedelta(days=1), access_count=4,
         tags=("billing", "terms"), entities=("customer:acme",), importance=0.75,
         valid_from=T0, valid_to=T0 + timedelta(days=3), metadata={"source": "chat", "n": 2},
         doc_key="k", version=3, status="archived",
