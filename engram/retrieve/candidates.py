@@ -48,14 +48,17 @@ class CandidateSet:
     def add(self, source: str, hits: list[Hit]) -> None:
         ranks = self.ranks.setdefault(source, {})
         raw = self.raw.setdefault(source, {})
+        sources, ids = self.sources, self.ids
         for position, (memory_id, score) in enumerate(hits, start=1):
-            if memory_id not in self.sources:
-                self.sources[memory_id] = []
-                self.ids.append(memory_id)
-            if source not in self.sources[memory_id]:
-                self.sources[memory_id].append(source)
-            ranks.setdefault(memory_id, position)
-            raw.setdefault(memory_id, score)
+            found_by = sources.get(memory_id)
+            if found_by is None:
+                sources[memory_id] = [source]
+                ids.append(memory_id)
+            elif source not in found_by:
+                found_by.append(source)
+            if memory_id not in ranks:  # a source's first rank and score of a memory stand
+                ranks[memory_id] = position
+                raw[memory_id] = score
 
     def best(self, n: int, rrf_k: int = 60) -> list[str]:
         """At most ``n`` ids, those the sources rank best together (reciprocal rank fusion), in

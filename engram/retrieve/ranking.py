@@ -70,11 +70,9 @@ class Ranking:
         them to the few a retrieval returns (explaining all ~70 candidates cost as much as ranking
         them)."""
         records, scores, vectors = self.records, self.scores, self.vectors
+        # By position (record, score, signals, weights, reasons, vector): ~70 of them a retrieval.
         return [
-            Scored(
-                record=(record := records[at]), score=scores[at], signals=_NONE, weights=_NONE,
-                vector=vectors.get(record.id),
-            )
+            Scored((record := records[at]), scores[at], _NONE, _NONE, (), vectors.get(record.id))
             for at in self.order
         ]
 
