@@ -139,8 +139,8 @@ def load_index(
 class AnnIndex(ExactIndex):
     """An exact index whose searches take candidates from an IVF snapshot once one is ready."""
 
-    def __init__(self, dimensions: int, capacity: int = 64) -> None:
-        super().__init__(dimensions, capacity)
+    def __init__(self, dimensions: int, capacity: int = 64, matrix: Matrix | None = None) -> None:
+        super().__init__(dimensions, capacity, matrix)
         self._ivf: Any = None
         self._hwm = -1  # rows with a rowid at most this are in the snapshot
         self._snapshot_rows = 0

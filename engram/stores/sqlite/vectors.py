@@ -76,9 +76,10 @@ class VectorIndex(Protocol):
 class ExactIndex:
     """A growable float32 matrix; removal leaves a hole that a later compaction closes."""
 
-    def __init__(self, dimensions: int, capacity: int = _SPARE) -> None:
+    def __init__(self, dimensions: int, capacity: int = _SPARE, matrix: Matrix | None = None) -> None:
         self._dim = dimensions
-        self._matrix: Matrix = np.zeros((capacity, dimensions), dtype=np.float32)
+        # A loaded index brings its matrix: zeroing one only to drop it was ~1.4% of a cold retrieval.
+        self._matrix: Matrix = np.zeros((capacity, dimensions), dtype=np.float32) if matrix is None else matrix
         self._prescan: Prescan | None = None  # built on the first large search
         self._alive = np.zeros(capacity, dtype=bool)
         # Kinds and statuses as small integer codes so filtering is one vectorized comparison.
@@ -125,8 +126,7 @@ class ExactIndex:
         """An index of these rows: ``matrix`` holds their vectors first (and may have spare rows
         after them, or none: the index grows by copying), ``kinds``/``statuses`` their codes."""
         n = len(memory_ids)
-        index = cls(dimensions, capacity=max(len(matrix), n))
-        index._matrix = matrix
+        index = cls(dimensions, capacity=max(len(matrix), n), matrix=matrix)
         index._alive[:n] = True
         index._rowids[:n] = rowids
         index._kind[:n] = kinds
