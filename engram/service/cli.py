@@ -11,6 +11,7 @@ import click
 
 from engram.cli.common import DB_HELP, db_target, existing_db
 from engram.service.auth import KeyStore
+from engram.stores.sqlite.warm import MAX_WARM_USERS
 
 __all__ = ["keys_group", "mcp_command", "serve_command"]
 
@@ -55,8 +56,14 @@ def _embedder(name: str | None) -> Any:
               help="Retrievals each server process ranks at once, the others waiting their turn with their queries' "
                    "embeddings started (0: no bound). "
                    "On the embedded store with a cheap embedder, 1 or 2 served more a second (docs/scaling.md).")
+@click.option("--warm-users", type=click.IntRange(0, MAX_WARM_USERS), default=0, show_default=True,
+              envvar="ENGRAM_WARM_USERS",
+              help="Before listening, each server process loads the vectors and keyword postings of this many users, "
+                   "those with the most memories first, while its caches hold them (embedded store only): their "
+                   "first questions then need no load, which at a million memories takes 1-3 s.")
 def serve_command(db: str | None, host: str, port: int, rate: float, burst: float, max_body_bytes: int,
-                  log_level: str, embedder_name: str | None, workers: int, retrievals_at_once: int) -> None:
+                  log_level: str, embedder_name: str | None, workers: int, retrievals_at_once: int,
+                  warm_users: int) -> None:
     import uvicorn
 
     from engram.service.logs import configure_logging
@@ -68,7 +75,7 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     configure_logging(log_level)
     if workers == 1:
         app, close = build_app(target, embedder_name, rate, burst, max_body_bytes, limiter_path=None,
-                               retrievals_at_once=retrievals_at_once)
+                               retrievals_at_once=retrievals_at_once, warm_users=warm_users)
         tune_collector()
         try:
             uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
@@ -81,7 +88,7 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
         os.environ[WORKER_ENV] = json.dumps({
             "target": target, "embedder": embedder_name, "rate": rate, "burst": burst,
             "max_body_bytes": max_body_bytes, "limiter_path": os.path.join(shared, "ratelimit.db"),
-            "log_level": log_level, "retrievals_at_once": retrievals_at_once,
+            "log_level": log_level, "retrievals_at_once": retrievals_at_once, "warm_users": warm_users,
         })
         # Uvicorn's workers accept on a socket that asyncio does not set TCP_NODELAY on: every response
         # then waited ~40 ms for the client's delayed ACK (Nagle). The protocol sets it itself.

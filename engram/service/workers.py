@@ -11,11 +11,13 @@ import asyncio
 import contextlib
 import gc
 import json
+import logging
 import os
 import socket
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -26,6 +28,8 @@ __all__ = [
     "COLLECTOR_THRESHOLDS", "RETRIEVAL_THREADS", "WORKER_ENV", "NoDelayHttp", "build_app", "server_embedder",
     "tune_collector", "worker_app",
 ]
+
+log = logging.getLogger("engram.service")
 
 WORKER_ENV = "ENGRAM_SERVE_WORKER"
 #: Threads of a server's retrieval executor, where each retrieval embeds its query. The library's
@@ -38,6 +42,13 @@ RETRIEVAL_THREADS = 16
 #: 0.34 ms less CPU a request (6.76 against 7.09 ms, bench/service_cpu.py, 4 rounds; 2,000 saved
 #: 0.25); a young collection took at most 5 ms in a cold multi-tenant run.
 COLLECTOR_THRESHOLDS = (5000, 10, 10)
+
+
+@runtime_checkable
+class Warms(Protocol):
+    """A store that can load its largest users' indexes before the first question (the embedded one)."""
+
+    def warm(self, users: int) -> list[str]: ...
 
 
 class NoDelayHttp(H11Protocol):
@@ -73,7 +84,8 @@ def worker_app() -> Any:
     spec = json.loads(os.environ[WORKER_ENV])
     configure_logging(spec["log_level"])
     app, close = build_app(spec["target"], spec["embedder"], spec["rate"], spec["burst"], spec["max_body_bytes"],
-                           limiter_path=spec["limiter_path"], retrievals_at_once=spec["retrievals_at_once"])
+                           limiter_path=spec["limiter_path"], retrievals_at_once=spec["retrievals_at_once"],
+                           warm_users=spec["warm_users"])
     inner = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
@@ -112,9 +124,12 @@ def server_embedder(name: str | None) -> Embedder:
 
 
 def build_app(target: str, embedder_name: str | None, rate: float, burst: float, max_body_bytes: int,
-              limiter_path: str | None, retrievals_at_once: int = 0) -> tuple[Any, Callable[[], None]]:
+              limiter_path: str | None, retrievals_at_once: int = 0,
+              warm_users: int = 0) -> tuple[Any, Callable[[], None]]:
     """The service over its own memory and key store (and a shared rate limit when ``limiter_path``
-    is given), and what closes them. ``retrievals_at_once``: retrievals running at once (0: no bound)."""
+    is given), and what closes them. ``retrievals_at_once``: retrievals running at once (0: no bound).
+    ``warm_users``: how many of the largest users' indexes to load first (a store that can, the
+    embedded one: PostgreSQL keeps its own caches)."""
     from engram.memory import Memory
     from engram.service.app import create_app
     from engram.service.deps import ServiceSettings
@@ -131,6 +146,10 @@ def build_app(target: str, embedder_name: str | None, rate: float, burst: float,
 
     try:
         memory.embedder  # noqa: B018 - load the model before the first request, not during it
+        if warm_users and isinstance(memory.store, Warms):
+            started = time.perf_counter()
+            warmed = memory.store.warm(warm_users)
+            log.info("warmed %d users in %.1f s", len(warmed), time.perf_counter() - started)
         settings = ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes,
                                    retrievals_at_once=retrievals_at_once or None)
         app = create_app(memory, keys, settings)

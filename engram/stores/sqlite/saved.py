@@ -20,6 +20,7 @@ kept.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import logging
 import mmap
@@ -34,7 +35,7 @@ import numpy.typing as npt
 
 from engram.stores.packing import encoded, strings
 
-__all__ = ["KINDS", "SAVE_ABOVE", "drop", "encoded", "load", "path_of", "save", "strings"]
+__all__ = ["KINDS", "SAVE_ABOVE", "drop", "encoded", "load", "path_of", "save", "strings", "user_files"]
 
 
 log = logging.getLogger("engram")
@@ -57,6 +58,17 @@ def path_of(db_path: str, kind: str, user_id: str) -> Path | None:
         return None
     digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return Path(f"{db_path}.{kind}") / f"{digest}.bin"
+
+
+def user_files(db_path: str, user_id: str) -> list[Path]:
+    """Every file kept beside the database for this user: saved indexes of each kind, approximate
+    index snapshots (all named by the same digest of the user id)."""
+    if db_path == ":memory:":
+        return []
+    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    folder = Path(db_path).parent
+    return sorted(p for side in folder.glob(f"{glob.escape(Path(db_path).name)}.*") if side.is_dir()
+                  for p in side.glob(f"{digest}.*") if p.is_file())
 
 
 def _aligned(offset: int) -> int:

@@ -55,6 +55,7 @@ from engram.stores.sqlite.records import RecordsMixin
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vector_search import VectorMixin
 from engram.stores.sqlite.versions import user_version
+from engram.stores.sqlite.warm import WarmMixin
 
 __all__ = ["SQLiteStore"]
 
@@ -94,7 +95,9 @@ def _merge_keyword_segments(c: sqlite3.Connection) -> None:
     c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
 
 
-class SQLiteStore(RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, KnowledgeMixin, WriteMixin, HistoryMixin):
+class SQLiteStore(
+    RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, KnowledgeMixin, WriteMixin, HistoryMixin, WarmMixin
+):
     """Writes go through one connection guarded by a lock, reads through a pool of read-only ones
     (:mod:`.readers`); other processes may share the file.
 
