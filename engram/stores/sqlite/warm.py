@@ -5,8 +5,8 @@ retrieval took 0.9 s with the files in the operating system's cache, building th
 saved vectors, and 3.0 s without them (after a reboot; once past the 5 s deadline, which answers
 with no memories). :meth:`WarmMixin.warm` builds the largest users' indexes and reads their saved
 files through once, so the OS holds their pages: after a reboot the first retrieval then took
-0.38 s and the next 0.08 s (0.03 s with the whole database read too, which this does not do: the
-database is every user's, and may not fit the machine's memory).
+0.43 s and the next 0.08 s (0.13 s and 0.03 s with the whole database read too, which this does
+not do: the database is every user's, and may not fit the machine's memory).
 """
 
 from __future__ import annotations
