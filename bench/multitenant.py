@@ -124,6 +124,9 @@ class Reference:
             self._users[user_id] = (matrix, [r[0] for r in rows], [Counter(index_terms(r[2], r[3])) for r in rows])
         return self._users[user_id]
 
+    def close(self) -> None:
+        self._conn.close()
+
     def exact_scan_ms(self, user_id: str, query: np.ndarray[Any, Any]) -> float:
         matrix = self.user(user_id)[0]
         started = time.perf_counter()
@@ -193,6 +196,9 @@ def measure(path: Path, users: dict[str, int], dist: str, n: int) -> dict[str, A
         held = [index for user in postings.users() if (index := postings.get(user)) is not None] if postings else []
         keyword_bytes = round(postings.nbytes / max(1, sum(len(i) for i in held))) if held and postings else None
     finally:
+        # The reference's connection first: the store's close then checkpoints the log rows this run
+        # wrote and removes the WAL, which a still-open reader would have left for the next process.
+        reference.close()
         memory.close()
 
     def summary(values: list[float]) -> dict[str, float]:
