@@ -249,7 +249,9 @@ def main() -> None:
             for repeat in range(args.repeat):
                 # Interleaved, so each tree meets the same moments of the machine, and in turn first
                 # and second: with one tree named twice, the second process of a pair was the slower
-                # in 6 of 6 pairs (sized p50 +0.07 to +1.16 ms), which a fixed order charges to one tree.
+                # in 6 of 6 pairs (sized p50 +0.07 to +1.16 ms) while each process left its WAL to the
+                # next (see measure's close); 3 of 6 once it did not. A fixed order would charge any
+                # such effect to one tree.
                 for tree in trees if repeat % 2 == 0 else trees[::-1]:
                     env = {**os.environ, "PYTHONPATH": tree} if tree else None
                     out = subprocess.run(
