@@ -20,6 +20,7 @@ from engram.validate import choice, integer, number
 __all__ = [
     "ANN_ABOVE",
     "DEFAULT_REDACTION_PATTERNS",
+    "MAX_WARM_USERS",
     "SIGNALS",
     "STRATEGY_WEIGHTS",
     "VECTOR_CACHE_BYTES",
@@ -44,6 +45,11 @@ DEFAULT_REDACTION_PATTERNS: tuple[str, ...] = (
 #: load at their next search (tens of ms per 10k vectors). Set per process with ENGRAM_VECTOR_CACHE_MB
 #: (each service worker holds its own cache) or per store (``SQLiteStore(vector_cache_bytes=...)``).
 VECTOR_CACHE_BYTES = 1 << 30
+
+
+#: The most users ``engram serve --warm-users`` may name: more than a cache budget holds at any
+#: realistic size; a bound so a typo is an error, not a scan.
+MAX_WARM_USERS = 100_000
 
 
 def vector_cache_bytes() -> int:

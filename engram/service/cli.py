@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from engram.cli.common import DB_HELP, db_target, existing_db
+from engram.config import MAX_WARM_USERS
 from engram.service.auth import KeyStore
-from engram.stores.sqlite.warm import MAX_WARM_USERS
 
 __all__ = ["keys_group", "mcp_command", "serve_command"]
 

@@ -16,14 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engram.config import MAX_WARM_USERS
 from engram.errors import ConfigError
 from engram.stores.sqlite.saved import user_files
 
-__all__ = ["MAX_WARM_USERS", "WarmMixin", "read_through"]
+__all__ = ["WarmMixin", "read_through"]
 
 _CHUNK = 8 << 20
-#: More than a cache budget holds at any realistic size; a bound so a typo is an error, not a scan.
-MAX_WARM_USERS = 100_000
 
 
 class WarmMixin:
