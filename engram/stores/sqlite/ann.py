@@ -31,7 +31,6 @@ million rows' 107 MB), so a restart does not rebuild.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import os
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engram.stores.sqlite.saved import user_digest
 from engram.stores.sqlite.vectors import ExactIndex, Matrix, ranked
 
 __all__ = ["AnnIndex", "attached", "drop_saved", "index_class", "load_index", "snapshot_dir"]
@@ -77,7 +77,7 @@ def snapshot_dir(db_path: str) -> Path | None:
 
 
 def _saved_file(directory: Path, user_id: str) -> Path:
-    return directory / f"{hashlib.sha256(user_id.encode()).hexdigest()[:32]}.ivf"
+    return directory / f"{user_digest(user_id)}.ivf"
 
 
 def drop_saved(db_path: str, user_id: str) -> None:

@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from engram.stores.packing import encoded, strings
 
-__all__ = ["KINDS", "SAVE_ABOVE", "drop", "encoded", "load", "path_of", "save", "strings", "user_files"]
+__all__ = ["KINDS", "SAVE_ABOVE", "drop", "encoded", "load", "path_of", "save", "strings", "user_digest", "user_files"]
 
 
 log = logging.getLogger("engram")
@@ -52,21 +52,24 @@ _PART = struct.Struct("<8sqqqq")  # dtype, dimensions, shape (two), offset
 _ALIGN = 64
 
 
+def user_digest(user_id: str) -> str:
+    """The name every file kept beside the database for this user starts with."""
+    return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def path_of(db_path: str, kind: str, user_id: str) -> Path | None:
     """The user's file of this kind ("vectors", "keywords"); None for an in-memory database."""
     if db_path == ":memory:":
         return None
-    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return Path(f"{db_path}.{kind}") / f"{digest}.bin"
+    return Path(f"{db_path}.{kind}") / f"{user_digest(user_id)}.bin"
 
 
 def user_files(db_path: str, user_id: str) -> list[Path]:
     """Every file kept beside the database for this user: saved indexes of each kind, approximate
-    index snapshots (all named by the same digest of the user id)."""
+    index snapshots (all named by :func:`user_digest`)."""
     if db_path == ":memory:":
         return []
-    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    folder = Path(db_path).parent
+    folder, digest = Path(db_path).parent, user_digest(user_id)
     return sorted(p for side in folder.glob(f"{glob.escape(Path(db_path).name)}.*") if side.is_dir()
                   for p in side.glob(f"{digest}.*") if p.is_file())
 
