@@ -30,9 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import NOW
-from http_load import HOST, free_port, wait_healthy
 from raw_http import RawClient
-from service_load import VARIED, cpu_seconds, prepared, start_server
+from service_load import VARIED, cpu_seconds, prepared, running
 
 
 def pin(pid: int, cpu: int) -> None:
@@ -106,21 +105,11 @@ def main() -> None:
         users, token = prepared(db, args.memories, args.users, args.embedder, "service_cpu")
         for round_ in range(args.rounds):
             order = trees if round_ % 2 == 0 else trees[::-1]
-            servers = []
-            try:
-                for tree in order:
-                    port = free_port()
-                    servers.append((tree, f"http://{HOST}:{port}",
-                                    start_server(db, port, args.workers, args.embedder, tree)))
-                for _, url, server in servers:
-                    wait_healthy(url, timeout=180)
+            with running(db, order, args.workers, args.embedder) as servers:
+                for _, _, server in servers:
                     pin_tree(server.pid, cpus[-1])
                 measured = asyncio.run(interleaved([u for _, u, _ in servers], token, users, args.clients,
                                                    args.requests, [s.pid for _, _, s in servers]))
-            finally:
-                for _, _, server in servers:
-                    server.terminate()
-                    server.wait(timeout=60)
             for (tree, _, _), figures in zip(servers, measured, strict=True):
                 row = {"round": round_, "tree": tree, "workers": args.workers, "clients": args.clients, **figures}
                 rows.append(row)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -77,7 +79,10 @@ def prepared(db: Path, total: int, users: int, embedder: str, name: str) -> tupl
     return names, token
 
 
-def start_server(db: Path, port: int, workers: int, embedder: str, tree: str | None) -> subprocess.Popen[bytes]:
+Server = subprocess.Popen[bytes]
+
+
+def start_server(db: Path, port: int, workers: int, embedder: str, tree: str | None) -> Server:
     code = "from engram.service.cli import serve_command; serve_command()"
     args = [sys.executable, "-c", code, "--db", str(db), "--host", HOST, "--port", str(port),
             "--rate", "1000000", "--burst", "1000000", "--log-level", "warning", "--embedder", embedder,
@@ -90,6 +95,23 @@ def start_server(db: Path, port: int, workers: int, embedder: str, tree: str | N
             name, _, value = setting.partition("=")
             env[name] = value
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+
+@contextlib.contextmanager
+def running(db: Path, trees: list[str], workers: int, embedder: str) -> Iterator[list[tuple[str, str, Server]]]:
+    """A server of each tree, started in this order, all healthy: (tree, url, process); stopped after."""
+    servers: list[tuple[str, str, Server]] = []
+    try:
+        for tree in trees:
+            port = free_port()
+            servers.append((tree, f"http://{HOST}:{port}", start_server(db, port, workers, embedder, tree)))
+        for _, url, _ in servers:
+            wait_healthy(url, timeout=180)
+        yield servers
+    finally:
+        for _, _, server in servers:
+            server.terminate()
+            server.wait(timeout=60)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -205,24 +227,13 @@ def main() -> None:
                     # 150 and 178 against 143 req/s, the same CPU a request): each round starts them
                     # anew, each tree first in turn, and measures them in that order.
                     order = trees if repeat % 2 == 0 else trees[::-1]
-                    servers = []
-                    try:
-                        for tree in order:
-                            port = free_port()
-                            servers.append((tree, f"http://{HOST}:{port}",
-                                            start_server(db, port, workers, args.embedder, tree)))
-                        for _, url, _ in servers:
-                            wait_healthy(url, timeout=180)
+                    with running(db, order, workers, args.embedder) as servers:
                         for tree, url, server in servers:
                             run = f"{workers}:{clients}:{repeat}"
                             row = {"workers": workers, "tree": tree,
                                    **measured(server, url, token, users, clients, args, queries, run)}
                             report.setdefault("rows", []).append(row)
                             print(json.dumps(row), flush=True)
-                    finally:
-                        for _, _, server in servers:
-                            server.terminate()
-                            server.wait(timeout=60)
     report["medians"] = medians(report.get("rows", []))
     for row in report["medians"]:
         print(json.dumps(row), flush=True)
