@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engram.config import RetrievalConfig
-from engram.retrieve.candidates import RANKED_PER_LIMIT, CandidateSet, ranked_limit
+from engram.retrieve.candidates import CandidateSet, ranked_limit
 
 
 def test_best_keeps_what_the_sources_rank_best_together_in_found_order() -> None:
@@ -16,6 +16,9 @@ def test_best_keeps_what_the_sources_rank_best_together_in_found_order() -> None
     assert found.best(10) == ["a", "b", "c", "d", "e"]
 
 
-def test_the_limit_follows_the_per_source_limit() -> None:
-    assert ranked_limit(RetrievalConfig()) == RANKED_PER_LIMIT * 50
-    assert ranked_limit(RetrievalConfig(top_k=100, overfetch=2)) == RANKED_PER_LIMIT * 200
+def test_the_limit_is_one_source_depth_plus_the_selection_pool() -> None:
+    assert ranked_limit(RetrievalConfig()) == 50 + 8 * 2
+    assert ranked_limit(RetrievalConfig(top_k=25, overfetch=2)) == 50 + 50
+    # A pool deeper than the sources deepens them too (gather asks each for top_k * overfetch).
+    assert ranked_limit(RetrievalConfig(top_k=100, overfetch=2)) == 200 + 200
+    assert ranked_limit(RetrievalConfig(candidate_limit=500)) == 500 + 16
