@@ -17,7 +17,6 @@ from engram.config import RetrievalConfig
 from engram.ext import RetrievalReads, Vector
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
-from engram.retrieve.signals import reciprocal_rank
 
 __all__ = ["CandidateSet", "gather", "matches", "ranked_limit"]
 
@@ -60,8 +59,13 @@ class CandidateSet:
         :attr:`ids` order: what ranking reads and scores in full."""
         if len(self.ids) <= n:
             return list(self.ids)
-        fused = {i: reciprocal_rank(i, self.ranks, rrf_k) for i in self.ids}
-        kept = set(sorted(self.ids, key=lambda i: -fused[i])[:n])
+        # reciprocal_rank summed source by source, in the same order: the same floats, one pass
+        # over each source's ranks instead of a look into every source for each of ~200 ids.
+        fused = dict.fromkeys(self.ids, 0.0)
+        for ranks in self.ranks.values():
+            for memory_id, position in ranks.items():
+                fused[memory_id] += 1.0 / (rrf_k + position)
+        kept = set(sorted(self.ids, key=fused.__getitem__, reverse=True)[:n])  # stable: ties in ids order
         return [i for i in self.ids if i in kept]
 
     def scores(self, *sources: str) -> dict[str, float]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 from engram.config import RetrievalConfig
 from engram.retrieve.candidates import CandidateSet, ranked_limit
+from engram.retrieve.signals import reciprocal_rank
 
 
 def test_best_keeps_what_the_sources_rank_best_together_in_found_order() -> None:
@@ -22,3 +25,16 @@ def test_the_limit_is_one_source_depth_plus_the_selection_pool() -> None:
     # A pool deeper than the sources deepens them too (gather asks each for top_k * overfetch).
     assert ranked_limit(RetrievalConfig(top_k=100, overfetch=2)) == 200 + 200
     assert ranked_limit(RetrievalConfig(candidate_limit=500)) == 500 + 16
+
+
+def test_best_is_the_reciprocal_rank_fusion_order_ties_in_found_order() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        found = CandidateSet()
+        pool = [f"m{i}" for i in range(rng.randrange(1, 40))]
+        for source in ("semantic", "keyword", "entity", "temporal")[: rng.randrange(1, 5)]:
+            found.add(source, [(m, 1.0) for m in rng.sample(pool, rng.randrange(0, len(pool) + 1))])
+        n = rng.randrange(1, 30)
+        fused = {i: reciprocal_rank(i, found.ranks, 60) for i in found.ids}
+        kept = set(sorted(found.ids, key=lambda i: -fused[i])[:n])
+        assert found.best(n) == [i for i in found.ids if i in kept]
