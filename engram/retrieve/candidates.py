@@ -95,7 +95,7 @@ def gather(
     rank best (as many as a vector source may add): reading those records then overlaps the scan
     instead of following it."""
     run = timed or (lambda _name, call: call())
-    limit = max(config.candidate_limit, config.top_k * config.overfetch)
+    limit = _source_depth(config)
     out = CandidateSet()
     lists: dict[str, list[Hit]] = {}
 
@@ -174,8 +174,12 @@ def ranked_limit(config: RetrievalConfig) -> int:
     # recall at larger k: scoring 1.5 times the depth (75 at top_k 25) took LoCoMo recall@25 from
     # 0.861 to 0.854, the depth alone LongMemEval recall@50 from 0.964 to 0.952. A pool as deep as
     # the sources needs the union beyond them.
-    pool = config.top_k * config.overfetch
-    return max(config.candidate_limit, pool) + pool
+    return _source_depth(config) + config.top_k * config.overfetch
+
+
+def _source_depth(config: RetrievalConfig) -> int:
+    """How many hits each source is asked for: its limit, or the selection pool when that is deeper."""
+    return max(config.candidate_limit, config.top_k * config.overfetch)
 
 
 @runtime_checkable
