@@ -19,6 +19,7 @@ from engram.stores.matches import Matches, best
 from engram.stores.postings import Postings
 from engram.stores.sqlite import keyword
 from engram.stores.sqlite.store import SQLiteStore
+from engram.stores.untracked import string_array
 from engram.stores.vocabulary import Vocabulary
 from engram.text import bm25, bm25_idf, memory_terms, query_terms
 
@@ -333,7 +334,7 @@ def test_best_equals_sorting_every_match(seed: int) -> None:
         ranks[order] = np.arange(m)
         rowids = rng.permutation(2 * m)[:m].astype(np.int64)
         rejected = set(rowids[rng.random(m) < rng.choice([0.0, 0.5, 0.95])].tolist())
-        matches = Matches(scores.astype(np.float64), np.arange(m, dtype=np.int64), rowids, ranks, ids)
+        matches = Matches(scores.astype(np.float64), np.arange(m, dtype=np.int64), rowids, ranks, string_array(ids))
         n = int(rng.integers(1, 60))
         got = best(matches, n, lambda r, no=rejected: np.asarray([x for x in r.tolist() if x not in no], np.int64))
         every = sorted((i for i in range(m) if int(rowids[i]) not in rejected), key=lambda i: (-scores[i], ids[i]))

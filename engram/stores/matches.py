@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import Hit
+from engram.stores.untracked import Strings
 
 __all__ = ["Matches", "best", "exact_best", "first_round"]
 
@@ -30,7 +31,7 @@ class Matches:
     positions: Ints
     _rowids: Ints
     _ranks: Ints
-    _ids: list[str]
+    _ids: Strings
     #: The most a row left out of these scores (0.0: none was left out).
     bound: float = 0.0
 
@@ -49,8 +50,8 @@ class Matches:
 
     def ids(self, selection: npt.NDArray[np.int64]) -> list[str]:
         """The memory ids of these entries."""
-        ids = self._ids
-        return [ids[i] for i in self.positions[selection].tolist()]
+        ids: list[str] = self._ids[self.positions[selection]].tolist()
+        return ids
 
 
 def _head(scores: npt.NDArray[np.float64], want: int) -> Ints | None:

@@ -30,6 +30,7 @@ import numpy.typing as npt
 from engram.stores.accumulate import PRUNE_ABOVE, Accumulator, Term, contributions
 from engram.stores.matches import Matches
 from engram.stores.packing import encoded, strings
+from engram.stores.untracked import Strings, string_array
 from engram.stores.vocabulary import Vocabulary
 from engram.text import K1, B, plan_keywords
 
@@ -71,7 +72,7 @@ class Postings:
         self._created: Ints = np.zeros(_SPARE, dtype=np.int64)
         self._lengths: Ints = np.zeros(_SPARE, dtype=np.int64)
         self._alive = np.zeros(_SPARE, dtype=bool)
-        self._ids: list[str] = []
+        self._ids: Strings = string_array([], _SPARE)
         self._where: dict[str, int] | None = None  # id -> position, built at the first removal
         # Each row's place in id order, which breaks ties between equal scores; computed at the
         # first search, kept while ids arrive in order (ULIDs do), else computed again.
@@ -118,10 +119,10 @@ class Postings:
         index._created = _grown(np.asarray(created, dtype=np.int64), n + _SPARE)
         index._lengths = _grown(lengths, n + _SPARE)
         index._alive = _grown(np.ones(n, dtype=bool), n + _SPARE)
-        index._ids = list(ids)
+        index._ids = string_array(ids, n + _SPARE)
         index._size = index._live = n
         index._total_length = int(lengths.sum())
-        index._account()
+        index._prepare()
         return index
 
     def parts(self) -> list[npt.NDArray[np.generic]]:
@@ -134,7 +135,7 @@ class Postings:
                 self._bounds, self._positions, self._freqs, self._rowids[:n].copy(), self._created[:n].copy(),
                 self._lengths[:n].copy(),
             ]
-            ids, rank, vocab = encoded(self._ids), self._ranks()[:n].copy(), self._vocab.copy()
+            ids, rank, vocab = encoded(self._ids[:n].tolist()), self._ranks()[:n].copy(), self._vocab.copy()
         terms, codes = vocab.sorted_terms()  # outside the lock: a million terms sort in about a second
         return [*arrays, encoded(terms), codes, ids, rank]
 
@@ -158,7 +159,7 @@ class Postings:
         index._created = _grown(np.asarray(created, dtype=np.int64), n + _SPARE)
         index._lengths = _grown(np.asarray(lengths, dtype=np.int64), n + _SPARE)
         index._alive = _grown(np.ones(n, dtype=bool), n + _SPARE)
-        index._ids = names
+        index._ids = string_array(names, n + _SPARE)
         # The order of ids, saved: sorting them again cost ~6 ms at 10k memories and a second at 1M.
         index._rank = _grown(np.asarray(rank, dtype=np.int64), n + _SPARE)
         if n:
@@ -166,8 +167,16 @@ class Postings:
             index._last_id, index._next_rank = names[last], int(rank[last]) + 1
         index._size = index._live = n
         index._total_length = int(index._lengths[:n].sum())
-        index._account()
+        index._prepare()
         return index
+
+    def _prepare(self) -> None:
+        """What the first search would compute, done with the load: the rows' length normalization
+        and the accumulator's arrays, their pages touched. At a million memories these took ~30 ms
+        of that search (mostly page faults), after a load of ~1 s."""
+        self._row_norms()
+        self._accumulator.ready(self._size, len(self._rowids))
+        self._account()
 
     def _set_postings(self, pairs: Ints, freqs: npt.NDArray[np.uint32], terms: int, rows: int) -> None:
         """The arrays from sorted, distinct ``term * rows + row`` pairs and their frequencies."""
@@ -203,9 +212,10 @@ class Postings:
                 capacity = self._size + max(_SPARE, self._size // 2)
                 self._rowids, self._created = _grown(self._rowids, capacity), _grown(self._created, capacity)
                 self._lengths, self._alive = _grown(self._lengths, capacity), _grown(self._alive, capacity)
+                self._ids = _grown(self._ids, capacity)
             i = self._size
             self._rowids[i], self._created[i], self._lengths[i], self._alive[i] = rowid, created, len(terms), True
-            self._ids.append(memory_id)
+            self._ids[i] = memory_id
             if self._rank is not None and memory_id > self._last_id:
                 self._rank = _grown(self._rank, len(self._rowids))
                 self._rank[i] = self._next_rank
@@ -238,7 +248,7 @@ class Postings:
     def _remove(self, memory_id: str) -> None:
         self._forget()
         if self._where is None:
-            self._where = {m: i for i, m in enumerate(self._ids) if self._alive[i]}
+            self._where = {m: i for i, m in enumerate(self._ids[: self._size].tolist()) if self._alive[i]}
         i = self._where.pop(memory_id, None)
         if i is None:
             return
@@ -270,7 +280,7 @@ class Postings:
         self._created = _grown(self._created[: self._size][alive], capacity)
         self._lengths = _grown(self._lengths[: self._size][alive], capacity)
         self._alive = _grown(np.ones(live, dtype=bool), capacity)
-        self._ids = [m for m, a in zip(self._ids, alive.tolist(), strict=True) if a]
+        self._ids = _grown(self._ids[: self._size][alive], capacity)
         self._rank = None if self._rank is None else _grown(self._rank[: self._size][alive], capacity)
         self._where = None
         self._size = self._live = live
@@ -295,10 +305,10 @@ class Postings:
 
     def _ranks(self) -> Ints:
         if self._rank is None:
-            order = np.argsort(np.array(self._ids, dtype=str), kind="stable")
+            order = np.argsort(self._ids[: self._size].astype(str), kind="stable")
             self._rank = np.zeros(len(self._rowids), dtype=np.int64)
             self._rank[order] = np.arange(self._size, dtype=np.int64)
-            self._last_id = max(self._ids, default="")
+            self._last_id = max(self._ids[: self._size].tolist(), default="")
             self._next_rank = self._size
             self._account()
         return self._rank
@@ -380,7 +390,7 @@ class Postings:
                 if before is not None:
                     inside &= created <= before
                 rows, total = rows[inside], total[inside]
-            # The id list is only appended to until a merge replaces it: these positions stay valid.
+            # Ids are only added after these positions until a merge replaces the array: they stay valid.
             return Matches(total / ideal, rows, self._rowids, self._ranks(), self._ids, bound / ideal)
 
     def _term(self, code: int, idf: float, postings: tuple[Positions, Frequencies] | None) -> Term:

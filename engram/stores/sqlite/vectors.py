@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from engram.model import KINDS, STATUSES
 from engram.stores.sqlite.prescan import POOL, Prescan
+from engram.stores.untracked import Strings, string_array
 
 __all__ = ["ExactIndex", "VectorIndex", "ranked"]
 
@@ -32,14 +33,14 @@ _PER_ROW_OBJECTS = 250
 
 
 def ranked(
-    ids: Sequence[str], rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], n: int,
+    ids: Strings, rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], n: int,
 ) -> list[tuple[str, float]]:
     """The best ``n`` of ``rows`` (positions into ``ids``, scored ``scores``) by score, then id, so
     ties come out the same on every backend: only the best n and any tied with the n-th are sorted."""
     if len(scores) > n:
         keep = scores >= np.partition(scores, len(scores) - n)[len(scores) - n]
         rows, scores = rows[keep], scores[keep]
-    best = sorted(zip((-scores).tolist(), [ids[r] for r in rows.tolist()], strict=True))[:n]
+    best = sorted(zip((-scores).tolist(), ids[rows].tolist(), strict=True))[:n]
     return [(memory_id, -negative) for negative, memory_id in best]
 
 
@@ -50,6 +51,15 @@ def _code(names: Sequence[str], name: str) -> int:
 def _codes(names: Sequence[str], values: Sequence[str]) -> npt.NDArray[np.int8]:
     table = {name: i for i, name in enumerate(names)}
     return np.fromiter((table.get(v, -1) for v in values), dtype=np.int8, count=len(values))
+
+
+def _among(codes: npt.NDArray[np.int8], wanted: Collection[int]) -> npt.NDArray[np.bool_]:
+    """Where ``codes`` is one of ``wanted``: an equality each, where ``np.isin`` took ~5 ms at a
+    million rows (a kind-filtered search's first mask) and an equality takes ~0.05."""
+    mask = np.zeros(len(codes), dtype=np.bool_)
+    for code in set(wanted):
+        mask |= codes == code
+    return mask
 
 
 Matrix = npt.NDArray[np.float32]
@@ -85,7 +95,7 @@ class ExactIndex:
         # Kinds and statuses as small integer codes so filtering is one vectorized comparison.
         self._kind = np.zeros(capacity, dtype=np.int8)
         self._status = np.zeros(capacity, dtype=np.int8)
-        self._ids: list[str] = []
+        self._ids: Strings = string_array([], capacity)
         self._rowids = np.zeros(capacity, dtype=np.int64)
         self._pos: dict[int, int] = {}
         self._rowid_of: dict[str, int] = {}
@@ -114,13 +124,13 @@ class ExactIndex:
         packed = np.array([*blobs, *[b""] * _SPARE], dtype=f"S{4 * dimensions}")
         matrix = packed.view(np.float32).reshape(n + _SPARE, dimensions)
         return cls.of_arrays(
-            dimensions, np.asarray(rowids, dtype=np.int64), list(memory_ids), matrix,
+            dimensions, np.asarray(rowids, dtype=np.int64), memory_ids, matrix,
             _codes(KINDS, kinds), _codes(STATUSES, statuses),
         )
 
     @classmethod
     def of_arrays(
-        cls, dimensions: int, rowids: npt.NDArray[np.int64], memory_ids: list[str], matrix: Matrix,
+        cls, dimensions: int, rowids: npt.NDArray[np.int64], memory_ids: Sequence[str], matrix: Matrix,
         kinds: npt.NDArray[np.int8], statuses: npt.NDArray[np.int8],
     ) -> Self:
         """An index of these rows: ``matrix`` holds their vectors first (and may have spare rows
@@ -131,7 +141,7 @@ class ExactIndex:
         index._rowids[:n] = rowids
         index._kind[:n] = kinds
         index._status[:n] = statuses
-        index._ids = memory_ids
+        index._ids = string_array(memory_ids, len(index._matrix))
         keys = rowids.tolist()
         index._pos = dict(zip(keys, range(n), strict=True))
         index._rowid_of = dict(zip(memory_ids, keys, strict=True))
@@ -142,7 +152,7 @@ class ExactIndex:
         """Copies of the live rows' ids, vectors and codes, as :meth:`of_arrays` takes them."""
         with self._lock:
             live = np.flatnonzero(self._alive[: self._size])
-            return (self._rowids[live].copy(), [self._ids[i] for i in live.tolist()], self._matrix[live].copy(),
+            return (self._rowids[live].copy(), self._ids[live].tolist(), self._matrix[live].copy(),
                     self._kind[live].copy(), self._status[live].copy())
 
     def __len__(self) -> int:
@@ -169,7 +179,8 @@ class ExactIndex:
         kind[: self._size] = self._kind[: self._size]
         status = np.zeros(capacity, dtype=np.int8)
         status[: self._size] = self._status[: self._size]
-        self._matrix, self._alive, self._rowids = matrix, alive, rowids
+        ids = string_array(self._ids[: self._size], capacity)
+        self._matrix, self._alive, self._rowids, self._ids = matrix, alive, rowids, ids
         self._kind, self._status = kind, status
         if self._prescan is not None:
             self._prescan.resize(capacity)
@@ -193,7 +204,7 @@ class ExactIndex:
         if self._ascending and i and rowid <= self._rowids[i - 1]:
             self._ascending = False  # a rowid reused, or rows copied out of order
         self._rowids[i] = rowid
-        self._ids.append(memory_id)
+        self._ids[i] = memory_id
         self._kind[i] = _code(KINDS, kind)
         self._status[i] = _code(STATUSES, status)
         self._pos[rowid] = i
@@ -237,7 +248,8 @@ class ExactIndex:
         if self._prescan is not None:
             self._prescan.move(keep)
         self._rowids[: len(keep)] = self._rowids[keep]
-        self._ids = [self._ids[i] for i in keep]
+        self._ids[: len(keep)] = self._ids[keep]
+        self._ids[len(keep) : self._size] = None  # the removed rows' ids are not held
         self._kind[: len(keep)] = self._kind[keep]
         self._status[: len(keep)] = self._status[keep]
         self._alive[:] = False
@@ -273,9 +285,9 @@ class ExactIndex:
         cached = self._masks.get(key)
         if cached is not None:
             return cached
-        mask &= np.isin(self._status[: self._size], [_code(STATUSES, s) for s in statuses])
+        mask &= _among(self._status[: self._size], [_code(STATUSES, s) for s in statuses])
         if kinds is not None:
-            mask &= np.isin(self._kind[: self._size], [_code(KINDS, k) for k in kinds])
+            mask &= _among(self._kind[: self._size], [_code(KINDS, k) for k in kinds])
         if len(self._masks) > 16:
             self._masks.clear()
         self._masks[key] = mask
@@ -350,4 +362,5 @@ class ExactIndex:
         return {memory_id: rows[j] for j, (memory_id, _) in enumerate(found)}
 
     def ids(self) -> Sequence[str]:
-        return [self._ids[i] for i in range(self._size) if self._alive[i]]
+        ids: list[str] = self._ids[: self._size][self._alive[: self._size]].tolist()
+        return ids
