@@ -1,13 +1,17 @@
 """One user with a million memories: retrieve latency and the vector source's recall against a
 numpy exact scan of the same vectors, in the same run.
 
-    python bench/million.py [--n 1000000] [--db /tmp/ann-1m/million.db] [--rounds 200]
+    python bench/million.py [--n 1000000] [--db /tmp/ann-1m/million.db] [--rounds 200] [--writes 0]
 
 Building the store is resumable: a store holding the first k memories of the corpus gets the
 rest (``bench/corpus.py`` yields the same prefix for every n, so a copy of the 100k store of
 ``bench/retrieve_latency.py`` is a head start). Vectors come from the hashing FakeEmbedder, as in
 ``bench/retrieve_latency.py``; the query's embedding time is excluded from the figures. The keyword
 source's top 10 is checked against scoring every posting of the query's terms.
+
+``--writes N`` ends the run with N rounds of an add followed by a retrieval (an agent storing each
+turn), timed apart from the plain retrievals, then deletes what it added. The user's saved indexes
+are then behind the store, so the next run's first process builds them again.
 """
 
 from __future__ import annotations
@@ -141,6 +145,27 @@ def measure(memory: Memory, texts: list[str], rounds: int) -> dict[str, Any]:
             "stages_p95_ms": {k: percentiles(v)["p95_ms"] for k, v in sorted(stages.items())}}
 
 
+def writes(memory: Memory, texts: list[str], rounds: int) -> dict[str, Any]:
+    """Each round adds one memory, then retrieves: every search follows a change to the user."""
+    config = RetrievalConfig(cache_ttl=0)
+    added: list[str] = []
+    add_ms: list[float] = []
+    after_ms: list[float] = []
+    try:
+        for i in range(rounds):
+            started = time.perf_counter()
+            added.append(memory.add(f"Note {i} of the write rounds: {CUSTOMERS[i % len(CUSTOMERS)]} asked about "
+                                    f"{PRODUCTS[i % len(PRODUCTS)]}", user_id=USER).id)
+            add_ms.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            result = memory.retrieve(texts[i % len(texts)], user_id=USER, now=NOW, config=config)
+            after_ms.append((time.perf_counter() - started) * 1000 - result.metadata.stage_ms.get("embed", 0.0))
+    finally:
+        for memory_id in added:
+            memory.delete(memory_id, user_id=USER)
+    return {"writes": {"rounds": rounds, "add": percentiles(add_ms), "retrieve_after_add": percentiles(after_ms)}}
+
+
 def vector_recall(memory: Memory, texts: list[str], k: int = 10) -> dict[str, Any]:
     """The store's vector source against a numpy exact scan of the same vectors, and both timed."""
     store: Any = memory.store
@@ -211,6 +236,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--out", default="bench/results/million.json")
     parser.add_argument("--bulk", action="store_true", help="reach --n by copying rows in SQL (see bulk_fill)")
+    parser.add_argument("--writes", type=int, default=0, help="rounds of an add then a retrieval, at the end")
     args = parser.parse_args()
     args.db.parent.mkdir(parents=True, exist_ok=True)
     memory = Memory(args.db, embedder=FakeEmbedder(384))
@@ -232,6 +258,8 @@ def main() -> None:
                 row.update(measure(memory, texts, args.rounds))
                 row.update(vector_recall(memory, texts))
                 row.update(keyword_agreement(memory, texts))
+                if args.writes:
+                    row.update(writes(memory, texts, args.writes))
                 print(json.dumps(row), flush=True)
             report[phase] = row
         finally:

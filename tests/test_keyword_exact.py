@@ -275,7 +275,7 @@ def test_saved_parts_keep_the_id_order_of_ties() -> None:
     docs = [" tea"] * 4
     built = Postings.build([1, 2, 3, 4], ids, [0] * 4, docs)
     loaded = Postings.of_parts(built.parts())
-    assert loaded is not None and loaded._rank is not None  # carried, not sorted again
+    assert loaded is not None and loaded._order.rank is not None  # carried, not sorted again
 
     def top(p: Postings, n: int) -> list[str]:
         found = p.scores(["tea"])
@@ -284,8 +284,8 @@ def test_saved_parts_keep_the_id_order_of_ties() -> None:
 
     assert top(loaded, 4) == top(built, 4) == ["m2", "m4", "m7", "m9"]
     for p in (built, loaded):
-        p.add(5, "m8", ["tea"], 0)  # older than the last id: the order is computed again
-        p.add(6, "z1", ["tea"], 0)  # newer than every id: appended to the order
+        p.add(5, "m8", ["tea"], 0)  # older than the last id: without a place, compared by id
+        p.add(6, "z1", ["tea"], 0)  # after an unplaced row: compared by id too
     assert top(loaded, 6) == top(built, 6) == ["m2", "m4", "m7", "m8", "m9", "z1"]
     assert Postings.of_parts(built.parts()[:9]) is None  # a file of an older layout: built again
 
@@ -334,7 +334,11 @@ def test_best_equals_sorting_every_match(seed: int) -> None:
         ranks[order] = np.arange(m)
         rowids = rng.permutation(2 * m)[:m].astype(np.int64)
         rejected = set(rowids[rng.random(m) < rng.choice([0.0, 0.5, 0.95])].tolist())
-        matches = Matches(scores.astype(np.float64), np.arange(m, dtype=np.int64), rowids, ranks, string_array(ids))
+        # Rows from ``placed`` on have no place (added out of id order): their ranks are not read.
+        placed = m if trial % 4 == 0 else int(rng.integers(0, m + 1))
+        ranks[placed:] = -1
+        matches = Matches(scores.astype(np.float64), np.arange(m, dtype=np.int64), rowids, ranks, placed,
+                          string_array(ids))
         n = int(rng.integers(1, 60))
         got = best(matches, n, lambda r, no=rejected: np.asarray([x for x in r.tolist() if x not in no], np.int64))
         every = sorted((i for i in range(m) if int(rowids[i]) not in rejected), key=lambda i: (-scores[i], ids[i]))

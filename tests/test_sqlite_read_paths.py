@@ -176,3 +176,19 @@ def test_the_status_check_of_keyword_search_reads_only_inactive_rows(
     assert "memories_user_inactive" in " ".join(str(row) for row in plan)  # an index of the few, not the user's rows
     store.close()
 
+
+
+def test_stored_vectors_are_found_by_the_users_content_hashes(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        _put(store, _records("u", ["espresso order", "decaf"]) + _records("v", ["espresso order"]))
+        sent: list[str] = []
+        store._conn.set_trace_callback(sent.append)  # the statement as run, its values in place
+        found = store.cached_vectors("u", "any", ["u0", "u1", "v0", "missing"])
+        store._conn.set_trace_callback(None)
+        assert sorted(found) == ["u0", "u1"]  # never another user's
+        [sql] = [s for s in sent if "content_hash IN" in s]
+        plan = " ".join(str(row) for row in store._read("EXPLAIN QUERY PLAN " + sql))
+        assert "memories_user_hash" in plan, plan  # the user's rows with those hashes, not all the user's rows
+    finally:
+        store.close()

@@ -23,6 +23,8 @@ class Matches:
     """A search's matching rows, unordered: entry ``i`` is the postings' row ``positions[i]``,
     scored ``scores[i]``. Row ids and places in id order are read only for the entries asked
     about: a common term matches a third of a million rows, and :func:`best` looks at tens.
+    Rows ``[0, placed)`` have a place in id order (``_ranks``, :mod:`engram.stores.id_order`);
+    later ones are compared by their ids.
 
     The postings' arrays are held as they were: later writes add rows after these positions, and a
     merge replaces the arrays, so the positions keep naming the same rows."""
@@ -31,6 +33,7 @@ class Matches:
     positions: Ints
     _rowids: Ints
     _ranks: Ints
+    _placed: int
     _ids: Strings
     #: The most a row left out of these scores (0.0: none was left out).
     bound: float = 0.0
@@ -44,9 +47,28 @@ class Matches:
         """The rowids of these entries."""
         return self._rowids[self.positions[selection]]
 
-    def ranks_of(self, selection: npt.NDArray[np.int64]) -> Ints:
-        """The places in id order of these entries."""
-        return self._ranks[self.positions[selection]]
+    def first_by_id(self, selection: npt.NDArray[np.int64], k: int) -> Ints:
+        """The ``k`` of these entries with the smallest ids, as indices into ``selection``."""
+        positions = self.positions[selection]
+        placed = positions < self._placed
+        if placed.all():
+            return np.argpartition(self._ranks[positions], k - 1)[:k]
+        # The k first of the placed ones by place, beside every unplaced one, compared by id.
+        inside = np.flatnonzero(placed)
+        if len(inside) > k:
+            inside = inside[np.argpartition(self._ranks[positions[inside]], k - 1)[:k]]
+        candidates = np.concatenate([inside, np.flatnonzero(~placed)])
+        ids = self._ids[positions[candidates]].tolist()
+        return candidates[sorted(range(len(candidates)), key=ids.__getitem__)[:k]]
+
+    def by_score_then_id(self, selection: npt.NDArray[np.int64]) -> Ints:
+        """These entries by score, best first, then by id."""
+        positions = self.positions[selection]
+        scores = self.scores[selection]
+        if not len(positions) or int(positions.max()) < self._placed:
+            return selection[np.lexsort((self._ranks[positions], -scores))]
+        keys = list(zip((-scores).tolist(), self._ids[positions].tolist(), strict=True))
+        return selection[sorted(range(len(keys)), key=keys.__getitem__)]
 
     def ids(self, selection: npt.NDArray[np.int64]) -> list[str]:
         """The memory ids of these entries."""
@@ -116,14 +138,14 @@ def best(
             tied = np.flatnonzero(remaining == cut)
             need = want - int(chosen.sum())
             if need < len(tied):
-                tied = tied[np.argpartition(matches.ranks_of(pool[tied]), need - 1)[:need]]
+                tied = tied[matches.first_by_id(pool[tied], need)]
             chosen[tied] = True
             take = pool[chosen]
         else:
             take = pool
         taken[take] = True
         left -= len(take)
-        take = take[np.lexsort((matches.ranks_of(take), -scores[take]))]
+        take = matches.by_score_then_id(take)
         allowed = passing(matches.rowids_of(take))
         checked += len(take)
         if allowed is not None:  # a set, not np.isin: these are tens of rows, where isin's sorts cost more

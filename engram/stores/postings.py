@@ -28,6 +28,7 @@ import numpy.ma  # imported lazily inside the first np.isin/np.unique otherwise:
 import numpy.typing as npt
 
 from engram.stores.accumulate import PRUNE_ABOVE, Accumulator, Term, contributions
+from engram.stores.id_order import IdOrder
 from engram.stores.matches import Matches
 from engram.stores.packing import encoded, strings
 from engram.stores.untracked import Strings, string_array
@@ -74,11 +75,9 @@ class Postings:
         self._alive = np.zeros(_SPARE, dtype=bool)
         self._ids: Strings = string_array([], _SPARE)
         self._where: dict[str, int] | None = None  # id -> position, built at the first removal
-        # Each row's place in id order, which breaks ties between equal scores; computed at the
-        # first search, kept while ids arrive in order (ULIDs do), else computed again.
-        self._rank: Ints | None = None
-        self._last_id = ""
-        self._next_rank = 0
+        # Each row's place in id order, which breaks ties between equal scores (computed at the
+        # first search).
+        self._order = IdOrder()
         # BM25's length normalization of every row, for the user's average length when computed.
         self._norms: tuple[tuple[int, int, int], npt.NDArray[np.float64], float] | None = None
         self._size = 0
@@ -135,7 +134,8 @@ class Postings:
                 self._bounds, self._positions, self._freqs, self._rowids[:n].copy(), self._created[:n].copy(),
                 self._lengths[:n].copy(),
             ]
-            ids, rank, vocab = encoded(self._ids[:n].tolist()), self._ranks()[:n].copy(), self._vocab.copy()
+            rank = self._order.complete(self._ids, n, len(self._rowids))[:n].copy()
+            ids, vocab = encoded(self._ids[:n].tolist()), self._vocab.copy()
         terms, codes = vocab.sorted_terms()  # outside the lock: a million terms sort in about a second
         return [*arrays, encoded(terms), codes, ids, rank]
 
@@ -161,10 +161,7 @@ class Postings:
         index._alive = _grown(np.ones(n, dtype=bool), n + _SPARE)
         index._ids = string_array(names, n + _SPARE)
         # The order of ids, saved: sorting them again cost ~6 ms at 10k memories and a second at 1M.
-        index._rank = _grown(np.asarray(rank, dtype=np.int64), n + _SPARE)
-        if n:
-            last = int(np.argmax(rank))
-            index._last_id, index._next_rank = names[last], int(rank[last]) + 1
+        index._order = IdOrder.loaded(rank, names, n + _SPARE)  # type: ignore[arg-type]
         index._size = index._live = n
         index._total_length = int(index._lengths[:n].sum())
         index._prepare()
@@ -193,7 +190,7 @@ class Postings:
 
     def _account(self) -> None:
         arrays = (self._bounds, self._positions, self._freqs, self._rowids, self._created, self._lengths, self._alive,
-                  self._rank, None if self._norms is None else self._norms[1])
+                  self._order.rank, None if self._norms is None else self._norms[1])
         self.nbytes = (sum(a.nbytes for a in arrays if a is not None) + _PER_ROW_OBJECTS * self._size
                        + _PER_TERM_OBJECTS * len(self._vocab) + _PER_EXTRA_POSTING * self._extra_count
                        + (0 if self._where is None else _PER_WHERE_ENTRY * len(self._where))
@@ -216,13 +213,7 @@ class Postings:
             i = self._size
             self._rowids[i], self._created[i], self._lengths[i], self._alive[i] = rowid, created, len(terms), True
             self._ids[i] = memory_id
-            if self._rank is not None and memory_id > self._last_id:
-                self._rank = _grown(self._rank, len(self._rowids))
-                self._rank[i] = self._next_rank
-                self._next_rank += 1
-                self._last_id = memory_id
-            else:
-                self._rank = None
+            self._order.added(i, memory_id, len(self._rowids))
             if self._where is not None:
                 self._where[memory_id] = i
             for term, count in Counter(terms).items():
@@ -276,12 +267,14 @@ class Postings:
         order = np.argsort(pairs)  # distinct: an added row holds each of its terms once
         self._set_postings(pairs[order], freqs[keep][order], terms, live)
         capacity = live + _SPARE
+        if self._order.rank is not None:  # placed before the rows close up, while ids and places agree
+            self._order.complete(self._ids, self._size, len(self._rowids))
         self._rowids = _grown(self._rowids[: self._size][alive], capacity)
         self._created = _grown(self._created[: self._size][alive], capacity)
         self._lengths = _grown(self._lengths[: self._size][alive], capacity)
         self._alive = _grown(np.ones(live, dtype=bool), capacity)
         self._ids = _grown(self._ids[: self._size][alive], capacity)
-        self._rank = None if self._rank is None else _grown(self._rank[: self._size][alive], capacity)
+        self._order.compacted(alive, capacity)
         self._where = None
         self._size = self._live = live
         self._holes = 0
@@ -302,16 +295,6 @@ class Postings:
     def _shortest_norm(self) -> float:
         self._row_norms()
         return 0.0 if self._norms is None else self._norms[2]
-
-    def _ranks(self) -> Ints:
-        if self._rank is None:
-            order = np.argsort(self._ids[: self._size].astype(str), kind="stable")
-            self._rank = np.zeros(len(self._rowids), dtype=np.int64)
-            self._rank[order] = np.arange(self._size, dtype=np.int64)
-            self._last_id = max(self._ids[: self._size].tolist(), default="")
-            self._next_rank = self._size
-            self._account()
-        return self._rank
 
     def _postings(self, code: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32]]:
         """The term's live positions and frequencies: views of the arrays unless rows were added or
@@ -391,7 +374,11 @@ class Postings:
                     inside &= created <= before
                 rows, total = rows[inside], total[inside]
             # Ids are only added after these positions until a merge replaces the array: they stay valid.
-            return Matches(total / ideal, rows, self._rowids, self._ranks(), self._ids, bound / ideal)
+            held = self._order.rank
+            ranks = self._order.ranks(self._ids, self._size, len(self._rowids))
+            if ranks is not held:
+                self._account()
+            return Matches(total / ideal, rows, self._rowids, ranks, self._order.placed, self._ids, bound / ideal)
 
     def _term(self, code: int, idf: float, postings: tuple[Positions, Frequencies] | None) -> Term:
         """One term of a query: its kept contributions, or its live postings (``postings`` when read

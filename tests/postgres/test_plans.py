@@ -20,6 +20,7 @@ from engram.stores.copy import copy_store
 from engram.stores.postgres.candidates import exact_sql, hnsw_sql
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.postgres.keyword import TERMS_VERSION, USER_TERMS, passing_sql
+from engram.stores.postgres.store import CACHED_VECTORS
 from engram.stores.sqlite.store import SQLiteStore
 
 pytestmark = pytest.mark.postgres
@@ -68,6 +69,15 @@ def test_a_small_users_exact_search_reads_only_their_rows(loaded: tuple[Any, np.
     plan = _plan(store, exact_sql(POSTGRES.true), (vectors[0], "small-3", DIM, 10))
     assert "Seq Scan on engram_memories" not in plan, plan
     assert "Index Cond: (user_id = 'small-3'::text)" in plan, plan
+
+
+def test_an_adds_lookup_of_stored_vectors_reads_the_users_rows_with_those_hashes(
+    loaded: tuple[Any, np.ndarray],
+) -> None:
+    store, _ = loaded
+    plan = _plan(store, CACHED_VECTORS.replace("%s", "?"), ("heavy", ["heavy-3", "heavy-1500"], ["user"]))
+    assert "engram_memories_user_hash" in plan, plan
+    assert store.cached_vectors("heavy", "any", ["heavy-3", "small-1-3"]).keys() == {"heavy-3"}
 
 
 @pytest.mark.parametrize("user", ["heavy", "small-3"])

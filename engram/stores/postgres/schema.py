@@ -227,6 +227,12 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     lambda conn: _count_term_changes(conn),
     # 10: the substring index of keyword search (as SQLite's 10; engram.stores.postgres.substrings).
     lambda conn: create_substring_index(conn),
+    # 11: an add's lookup of the user's stored vectors by content hash reads the user's rows with those
+    # hashes (as SQLite's 13), not every user's copies of common text through a hash-only index.
+    """
+    CREATE INDEX IF NOT EXISTS engram_memories_user_hash ON engram_memories (user_id, content_hash);
+    DROP INDEX IF EXISTS engram_memories_hash;
+    """,
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes

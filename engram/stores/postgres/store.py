@@ -46,12 +46,18 @@ from engram.stores.sql.rows import COLUMNS, row_to_record
 from engram.stores.sql.writes import WriteMixin
 from engram.text import ROLE_WORDS
 
-__all__ = ["PostgresStore"]
+__all__ = ["CACHED_VECTORS", "PostgresStore"]
 
 Conn = psycopg.Connection[Any]
 T = TypeVar("T")
 #: Rows inserted by one store before it runs ANALYZE itself (see PostgresStore._note_growth).
 _ANALYZE_AFTER = 1_000
+#: A user's stored vectors by content hash (migration 11's index), one row per hash.
+CACHED_VECTORS = (
+    "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM engram_memories "
+    "WHERE user_id = %s AND content_hash = ANY(%s::text[]) AND embedding IS NOT NULL "
+    "AND (role IS NULL OR lower(btrim(role)) = ANY(%s::text[])) ORDER BY content_hash"
+)
 
 
 class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, HistoryMixin):
@@ -160,12 +166,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
         unique = list(dict.fromkeys(content_hashes))
         if not unique:
             return {}
-        rows = self._read(
-            "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM engram_memories "
-            "WHERE user_id = %s AND content_hash = ANY(%s::text[]) AND embedding IS NOT NULL "
-            "AND (role IS NULL OR lower(btrim(role)) = ANY(%s::text[])) ORDER BY content_hash",
-            (user_id, unique, sorted(ROLE_WORDS)),
-        )
+        rows = self._read(CACHED_VECTORS, (user_id, unique, sorted(ROLE_WORDS)))
         return {digest: schema.to_array(vec) for digest, vec in rows}
 
     def _ensure_hnsw(self, dimensions: int) -> None:

@@ -226,6 +226,14 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     lambda conn: count_access(conn),
     # 12: the rows that are not active (superseded, archived: few), for keyword search's status check.
     "CREATE INDEX IF NOT EXISTS memories_user_inactive ON memories (user_id, status) WHERE status <> 'active'",
+    # 13: a user's stored vectors found by content hash (an add reuses them instead of embedding again)
+    # through the user's own rows: the planner read every row of the user through another user-leading
+    # index (~0.7 s an add at a million memories); a hash alone would read every user's copies of
+    # common text ("ok", "thanks").
+    """
+    CREATE INDEX IF NOT EXISTS memories_user_hash ON memories (user_id, content_hash);
+    DROP INDEX IF EXISTS memories_hash;
+    """,
 )
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.
