@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -86,22 +87,97 @@ def test_a_new_process_loads_the_saved_vectors(path: Path, monkeypatch: pytest.M
         store.close()
 
 
-def test_a_write_since_the_save_makes_the_file_stale(path: Path) -> None:
+def _reads(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL each of the store's loaders runs from now on (the vector and keyword loads)."""
+    sent: list[str] = []
+    for loader in (store._loader, store._postings_loader):
+        def read(user_id: str, sql: str, params: object, real: Any = loader.read) -> Any:
+            sent.append(sql)
+            return real(user_id, sql, params)
+
+        monkeypatch.setattr(loader, "read", read)
+    return sent
+
+
+Answers = tuple[list[list[str]], list[list[tuple[str, float]]]]
+
+
+def _answers(store: SQLiteStore) -> Answers:
+    vectors = [_top(store, m, 5) for m in ("m0003", "m0042", "m0121", "m0124")]
+    vectors.append([m for m, _ in store.vector_search("u", _vector(1), 1000, Filters())])
+    words = [store.keyword_search("u", q, 10, Filters()) for q in ("note 42", "note 122", "note", "note 7 124")]
+    return vectors, words
+
+
+def _fresh_answers(path: Path, monkeypatch: pytest.MonkeyPatch) -> Answers:
+    """What a process answers that reads every row from SQL (saved files ignored)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(saved, "load", lambda *_args: None)
+        patch.setattr(saved, "SAVE_ABOVE", 10**9)
+        store = SQLiteStore(path)
+        try:
+            return _answers(store)
+        finally:
+            store.close()
+
+
+def test_inserts_since_the_save_are_read_alone_and_added(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process adds rows: the file is behind by inserts only, so a new process maps it and
+    reads the rows after its last one, and answers as a process that read every row does."""
     writer = SQLiteStore(path)
-    _put(writer, ROWS, 5)  # another process adds: the user's version moves
+    _put(writer, ROWS, 5)  # the user's version moves; their removals do not
+    writer.close()
+    want = _fresh_answers(path, monkeypatch)
+    reader = SQLiteStore(path)
+    try:
+        sent = _reads(reader, monkeypatch)
+        assert _answers(reader) == want
+        assert sent and all("rowid > ?" in sql for sql in sent), sent  # never every row
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("change", ["delete", "status", "content"])
+def test_a_removal_since_the_save_makes_the_file_stale(
+    path: Path, monkeypatch: pytest.MonkeyPatch, change: str,
+) -> None:
+    """A delete or a change in place that left the files behind (another process's, before it
+    erased them; a crash in between): the count of removals moved, and the load reads every row."""
+    writer = SQLiteStore(path)
+    _put(writer, ROWS, 5)
+    statement = {
+        "delete": "DELETE FROM memories WHERE id = 'm0042'",
+        "status": "UPDATE memories SET status = 'archived' WHERE id = 'm0042'",
+        "content": "UPDATE memories SET content = 'kettle' WHERE id = 'm0042'",
+    }[change]
+    writer._write(lambda c: c.execute(statement))  # the files are not erased
+    writer.close()
+    assert _saved(path) and _saved(path, "keywords")
+    want = _fresh_answers(path, monkeypatch)
+    reader = SQLiteStore(path)
+    try:
+        sent = _reads(reader, monkeypatch)
+        got = _answers(reader)
+        assert got == want
+        assert all(m != "m0042" for m, _ in got[1][0])  # "note 42" no longer finds it
+        assert change == "content" or "m0042" not in got[0][1]  # its vector stays only if it stays
+        assert any("rowid > ?" not in sql for sql in sent)  # every row read again
+    finally:
+        reader.close()
+
+
+def test_changes_the_indexes_do_not_hold_leave_the_file_usable(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = SQLiteStore(path)
+    writer._write(lambda c: c.execute("UPDATE memories SET importance = 0.9, access_count = 3 WHERE id = 'm0042'"))
     writer.close()
     reader = SQLiteStore(path)
     try:
-        assert _top(reader, "m0122") == ["m0122"]  # read from SQL: the file did not hold it
-        _settle(reader)
-        assert len(_saved(path)) == 1  # saved again, at the new version
+        sent = _reads(reader, monkeypatch)
+        assert _top(reader, "m0042") == ["m0042"]
+        assert reader.keyword_search("u", "note 42", 1, Filters())[0][0] == "m0042"
+        assert all("rowid > ?" in sql for sql in sent), sent
     finally:
         reader.close()
-    again = SQLiteStore(path)
-    try:
-        assert _top(again, "m0123") == ["m0123"]
-    finally:
-        again.close()
 
 
 @pytest.mark.parametrize("erase", ["delete", "forget", "replace"])

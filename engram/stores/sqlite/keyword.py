@@ -74,6 +74,10 @@ _USER_DOCUMENTS = (
     "SELECT m.rowid, m.id, m.created_at, coalesce(replace(' ' || nullif(c.c0, ''), ' ' || ?, ' '), '') "
     "FROM memories m LEFT JOIN keyword_fts_content c ON c.id = m.rowid WHERE m.user_id = ?"
 )
+#: The user's rows inserted after saved postings' last one (see engram.stores.sqlite.saved).
+_DOCUMENTS_AFTER = _USER_DOCUMENTS + " AND m.rowid > ?"
+#: Saved postings caught up by this share of their rows or more are saved again.
+_RESAVE_SHARE = 0.05
 _CHUNK = 900  # rowids per IN list: under SQLite's oldest limit of 999 parameters
 #: Up to this many memories a user's postings are built by the search that needs them (~10 ms per
 #: 1,000 on a busy core); a larger user's are built on a thread of their own while searches read
@@ -107,7 +111,8 @@ class KeywordMixin:
 
         def _vectors_held(self, user_id: str) -> bool: ...
 
-        def _save(self, user_id: str, kind: str, version: int, parts: list[Any]) -> None: ...
+        def _save(self, user_id: str, kind: str, version: int, parts: list[Any], removed: int,
+                  last_rowid: int) -> None: ...
 
     def _init_keywords(self, vector_budget: int) -> None:
         self._postings = UserIndexCache(int(vector_budget * KEYWORD_CACHE_SHARE))
@@ -197,27 +202,51 @@ class KeywordMixin:
         return None
 
     def _saved_postings(self, user_id: str) -> tuple[Postings, int] | None:
-        """The user's saved postings and version, while that is the user's version."""
+        """The user's saved postings and their version, brought up to date by the rows inserted
+        since they were saved (:mod:`.saved`); None when there are none, or when rows were removed
+        or changed since."""
         current = self._user_version(user_id)
-        parts = None if current is None else saved.load(self.path, "keywords", user_id, current)
-        index = None if parts is None else Postings.of_parts(parts)
-        return None if index is None or current is None else (index, current)
+        found = None if current is None else saved.load(self.path, "keywords", user_id)
+        if found is None or (found.version != current and found.removed is None):
+            return None
+        added: list[Any] = []
+        version = found.version
+        if found.version != current:
+            added, read_version, removed = self._postings_loader.read(
+                user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, found.last_rowid))
+            if read_version is None or removed != found.removed:
+                return None
+            version = read_version
+        index = Postings.of_parts(found.parts)
+        if index is None:
+            return None
+        for rowid, memory_id, created, document in sorted(added):
+            index.add(rowid, memory_id, document.split(), created)
+        if len(added) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(index)) and found.removed is not None:
+            self._save_postings(user_id, index, version, found.removed)  # the next load reads less
+        return index, version
+
+    def _save_postings(self, user_id: str, index: Postings, version: int, removed: int) -> None:
+        parts = index.parts()
+        rowids = parts[3]
+        self._save(user_id, "keywords", version, parts, removed, int(rowids.max()) if len(rowids) else -1)
 
     def _load_postings(self, user_id: str) -> tuple[Postings, int | None]:
         """The user's postings and their version: saved ones while current, else read in one SQL
         snapshot (and saved for the next process when the user is large)."""
         if self.path == ":memory:":  # no second connection sees this database
             rows = self._read(_USER_DOCUMENTS, (user_key(user_id), user_id))
-            version = self._user_version(user_id)
+            version, removed = self._user_version(user_id), None
         else:
             found = self._saved_postings(user_id)
             if found is not None:
                 return found
-            rows, version = self._postings_loader.read(user_id, _USER_DOCUMENTS, (user_key(user_id), user_id))
+            rows, version, removed = self._postings_loader.read(
+                user_id, _USER_DOCUMENTS, (user_key(user_id), user_id))
         rowids, ids, created, documents = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 4
         index = Postings.build(rowids, ids, created, documents)
-        if version is not None and len(ids) >= saved.SAVE_ABOVE and self.path != ":memory:":
-            self._save(user_id, "keywords", version, index.parts())
+        if version is not None and removed is not None and len(ids) >= saved.SAVE_ABOVE:
+            self._save_postings(user_id, index, version, removed)
         return index, version
 
     def _stop_keywords(self) -> None:

@@ -4,14 +4,18 @@ from one file instead of rebuilding them from every row in SQL.
 A user's rows are spread over the file among other users' rows: loading 10k vectors read ~15 MB
 scattered over it and building their keyword postings read every row's terms (150-300 ms each on two
 busy cores), most of what a tenant's first query cost after a restart. A saved file holds the arrays
-an index is built from and the user's version when its rows were read (in one SQL snapshot); it is
-used only while the user's version is still that one, and mapped copy-on-write, not read: pages
-come in as the first search touches them, and an index that changes a row in place changes only
-its own copy.
+an index is built from, the user's version and count of removals when its rows were read (in one
+SQL snapshot), and the largest rowid among them. It is mapped copy-on-write, not read: pages come in
+as the first search touches them, and an index that changes a row in place changes only its own
+copy. While the user's version is the one saved, the file is the index; while only their version
+moved, not their removals (:data:`~.versions.USER_REMOVED`: deletes and changes in place), every
+change since was an insert, of a row after the largest saved one, and the loader reads those rows
+alone and adds them (at a million memories, rebuilding from every row took 16-28 s).
 
-Layout: a header (magic, the user's version, the number of arrays), one descriptor per array (dtype,
-shape, offset), then the arrays, each aligned to 64 bytes. Lists of strings are stored as one
-UTF-8 array of newline-joined items.
+Layout: a header (magic, the user's version, the number of arrays, the count of removals, the
+largest rowid), one descriptor per array (dtype, shape, offset), then the arrays, each aligned to 64
+bytes. Lists of strings are stored as one UTF-8 array of newline-joined items. Files of the first
+layout (no count of removals) are used only at their version.
 
 Erasure: the files hold vectors and words of the user's memories, so every delete, replace or
 forget erases them (see the store's module docstring); a save under way when that happens is not
@@ -28,6 +32,7 @@ import os
 import struct
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +40,10 @@ import numpy.typing as npt
 
 from engram.stores.packing import encoded, strings
 
-__all__ = ["KINDS", "SAVE_ABOVE", "drop", "encoded", "load", "path_of", "save", "strings", "user_digest", "user_files"]
+__all__ = [
+    "KINDS", "SAVE_ABOVE", "Saved", "drop", "encoded", "load", "path_of", "save", "strings", "user_digest",
+    "user_files",
+]
 
 
 log = logging.getLogger("engram")
@@ -46,10 +54,21 @@ log = logging.getLogger("engram")
 SAVE_ABOVE = 100
 #: What is saved, each in ``<db>.<kind>/``.
 KINDS = ("vectors", "keywords")
-_MAGIC = b"ENGSAVE1"
-_HEADER = struct.Struct("<8sqq")  # magic, the user's version, arrays
+_MAGIC, _MAGIC_FIRST = b"ENGSAVE2", b"ENGSAVE1"
+_HEADER = struct.Struct("<8sqqqq")  # magic, the user's version, arrays, removals, largest rowid
+_HEADER_FIRST = struct.Struct("<8sqq")  # magic, the user's version, arrays
 _PART = struct.Struct("<8sqqqq")  # dtype, dimensions, shape (two), offset
 _ALIGN = 64
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A saved index's arrays and when its rows were read."""
+
+    parts: list[npt.NDArray[np.generic]]
+    version: int
+    removed: int | None  # None: a file of the first layout, used only at its version
+    last_rowid: int  # the largest rowid among its rows (-1: none)
 
 
 def user_digest(user_id: str) -> str:
@@ -80,7 +99,7 @@ def _aligned(offset: int) -> int:
 
 def save(
     db_path: str, kind: str, user_id: str, version: int, parts: Sequence[npt.NDArray[np.generic]],
-    *, publish: Callable[[], bool], lock: threading.Lock,
+    *, removed: int, last_rowid: int, publish: Callable[[], bool], lock: threading.Lock,
 ) -> None:
     """Write the file whole under a temporary name, then rename it (a reader sees all or nothing),
     under ``lock`` and only if ``publish()`` says so, asked again after the rename: an erasure of
@@ -99,7 +118,7 @@ def save(
             descriptors.append(_PART.pack(part.dtype.str.encode(), part.ndim, rows, columns, offset))
             offset = _aligned(offset + part.nbytes)
         with open(partial, "wb") as out:
-            out.write(_HEADER.pack(_MAGIC, version, len(parts)))
+            out.write(_HEADER.pack(_MAGIC, version, len(parts), removed, last_rowid))
             out.write(b"".join(descriptors))
             for part, descriptor in zip(parts, descriptors, strict=True):
                 out.seek(_PART.unpack(descriptor)[4])
@@ -115,8 +134,8 @@ def save(
         partial.unlink(missing_ok=True)
 
 
-def load(db_path: str, kind: str, user_id: str, version: int) -> list[npt.NDArray[np.generic]] | None:
-    """The arrays saved for the user at ``version``, as views of a copy-on-write map; else None."""
+def load(db_path: str, kind: str, user_id: str) -> Saved | None:
+    """The arrays saved for the user, as views of a copy-on-write map, and when they were read."""
     path = path_of(db_path, kind, user_id)
     if path is None:
         return None
@@ -124,12 +143,18 @@ def load(db_path: str, kind: str, user_id: str, version: int) -> list[npt.NDArra
         # mmap itself, not np.memmap: that resolves the path first, a third of a small user's load.
         with open(path, "rb") as file:
             mapped = np.frombuffer(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY), dtype=np.uint8)
-        magic, saved, count = _HEADER.unpack(mapped[: _HEADER.size].tobytes())
-        if magic != _MAGIC or saved != version:
+        magic = mapped[:8].tobytes()
+        if magic == _MAGIC:
+            _, version, count, removed, last_rowid = _HEADER.unpack(mapped[: _HEADER.size].tobytes())
+            header = _HEADER.size
+        elif magic == _MAGIC_FIRST:
+            _, version, count = _HEADER_FIRST.unpack(mapped[: _HEADER_FIRST.size].tobytes())
+            removed, last_rowid, header = None, -1, _HEADER_FIRST.size
+        else:
             return None
         parts: list[npt.NDArray[np.generic]] = []
         for i in range(count):
-            start = _HEADER.size + i * _PART.size
+            start = header + i * _PART.size
             dtype, ndim, rows, columns, offset = _PART.unpack(mapped[start : start + _PART.size].tobytes())
             kind_of = np.dtype(dtype.rstrip(b"\0").decode())
             shape = (rows,) if ndim == 1 else (rows, columns)
@@ -137,7 +162,7 @@ def load(db_path: str, kind: str, user_id: str, version: int) -> list[npt.NDArra
             parts.append(np.asarray(mapped[offset : offset + size]).view(kind_of).reshape(shape))
     except (OSError, ValueError, TypeError, struct.error):
         return None
-    return parts
+    return Saved(parts, version, removed, last_rowid)
 
 
 def drop(db_path: str, kind: str, user_id: str) -> None:

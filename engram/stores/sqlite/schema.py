@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from engram.model import Entity
 from engram.stores.sqlite.substrings import create_substring_index
-from engram.stores.sqlite.versions import count_access, create_user_versions
+from engram.stores.sqlite.versions import count_access, count_removals, create_user_versions
 from engram.text import memory_terms
 
 __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
@@ -234,6 +234,9 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     CREATE INDEX IF NOT EXISTS memories_user_hash ON memories (user_id, content_hash);
     DROP INDEX IF EXISTS memories_hash;
     """,
+    # 14: each user's count of deleted or changed memories, which lets a saved index stale only by
+    # inserts catch up instead of being rebuilt (engram.stores.sqlite.versions, .saved).
+    lambda conn: count_removals(conn),
 )
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.

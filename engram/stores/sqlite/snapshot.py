@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.errors import StoreError
+from engram.stores.sqlite.versions import USER_REMOVED
 
 __all__ = ["USER_VERSION", "SnapshotReader"]
 
@@ -25,8 +26,9 @@ class SnapshotReader:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
-    def read(self, user_id: str, sql: str, params: Sequence[Any]) -> tuple[list[Any], int | None]:
-        """The rows of ``sql`` and the user's version (None when they have none), as of one moment."""
+    def read(self, user_id: str, sql: str, params: Sequence[Any]) -> tuple[list[Any], int | None, int | None]:
+        """The rows of ``sql``, the user's version and their count of removals
+        (:data:`~.versions.USER_REMOVED`; each None when they have none), as of one moment."""
         with self._lock:
             try:
                 if self._conn is None:
@@ -35,12 +37,13 @@ class SnapshotReader:
                 self._conn.execute("BEGIN")
                 try:
                     found = self._conn.execute(USER_VERSION, (user_id,)).fetchone()
+                    removed = self._conn.execute(USER_REMOVED, (user_id,)).fetchone()
                     rows = self._conn.execute(sql, params).fetchall()
                 finally:
                     self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise StoreError(f"sqlite: {exc}") from exc
-        return rows, None if found is None else int(found[0])
+        return rows, None if found is None else int(found[0]), None if removed is None else int(removed[0])
 
     def close(self) -> None:
         with self._lock:

@@ -16,11 +16,20 @@ from __future__ import annotations
 import sqlite3
 
 __all__ = [
-    "ACCESS_COLUMNS", "VERSIONED_TABLES", "count_access", "create_user_versions", "record_version", "user_version",
+    "ACCESS_COLUMNS", "INDEXED_COLUMNS", "USER_REMOVED", "VERSIONED_TABLES", "count_access", "count_removals",
+    "create_user_versions", "record_version", "user_version",
 ]
 
 #: Written by retrievals that track access: not a change of what a retrieval would find.
 ACCESS_COLUMNS = frozenset({"access_count", "last_accessed_at"})
+#: The user's count of memories deleted or changed in place (migration 14): while it stands still, a
+#: saved index plus the rows inserted after it is the user's index (engram.stores.sqlite.saved).
+USER_REMOVED = "SELECT removed FROM user_versions WHERE user_id = ?"
+#: What the in-memory indexes hold of a memory: the vectors' (id, embedding, kind, status) and the
+#: keyword postings' (id, creation time, the texts their terms come from). Changing another column in
+#: place (importance, entities, access counts) leaves the counter.
+INDEXED_COLUMNS = ("id", "user_id", "embedding", "kind", "status", "created_at", "content", "role", "subject",
+                   "predicate", "object", "trigger_text", "action_text")
 #: Every table whose rows change what a user's retrieval finds, each led by ``user_id``.
 VERSIONED_TABLES = ("memories", "links", "entities", "entity_ontology", "entity_relations")
 
@@ -66,6 +75,23 @@ def count_access(conn: sqlite3.Connection) -> None:
         "ON memories BEGIN INSERT INTO user_versions (user_id, version, accessed) "
         "VALUES (new.user_id, abs(random() / 2), 1) ON CONFLICT (user_id) DO UPDATE SET accessed = accessed + 1; END"
     )
+
+
+def count_removals(conn: sqlite3.Connection) -> None:
+    """Migration 14: each user's ``removed`` counter, moved by every delete of one of their memories
+    and every change in place to what the indexes hold of one (a replace deletes and inserts; a
+    fact's status changes beside a delete). Inserts leave it: they add rows after those a saved
+    index holds."""
+    columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(user_versions)")}
+    if "removed" not in columns:
+        conn.execute("ALTER TABLE user_versions ADD COLUMN removed INTEGER NOT NULL DEFAULT 0")
+    changed = ", ".join(INDEXED_COLUMNS)
+    upsert = ("INSERT INTO user_versions (user_id, version, removed) VALUES ({row}.user_id, abs(random() / 2), 1) "
+              "ON CONFLICT (user_id) DO UPDATE SET removed = removed + 1;")
+    for name, event, row in (("user_removed_memories", "DELETE", "old"),
+                             ("user_changed_memories", f"UPDATE OF {changed}", "new")):
+        conn.execute(f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON memories BEGIN "
+                     f"{upsert.format(row=row)} END")
 
 
 def record_version(rows: list[tuple[int, int]]) -> tuple[int, int]:
