@@ -77,9 +77,14 @@ def test_a_new_process_loads_the_saved_vectors(path: Path, monkeypatch: pytest.M
 
         monkeypatch.setattr(store._loader, "read", no_sql)
         assert _top(store, "m0042") == ["m0042"]
-        # Writes reach an index mapped from the file (copy-on-write: the file is left as it was).
+        # Writes reach an index mapped from the file (copy-on-write: the file is left as it was),
+        # into the saved matrix's spare rows while they last: not a copy of the whole matrix.
         before = _saved(path)[0].read_bytes()
-        _put(store, ROWS, 80)
+        mapped = store._indexes.get("u")._matrix  # type: ignore[union-attr]
+        assert len(mapped) >= ROWS + 64
+        _put(store, ROWS, 64)
+        assert store._indexes.get("u")._matrix is mapped  # type: ignore[union-attr]
+        _put(store, ROWS + 64, 16)
         assert _top(store, "m0150") == ["m0150"] and _top(store, "m0003") == ["m0003"]
         assert len(store.vector_search("u", _vector(1), ROWS + 80, Filters())) == ROWS + 80
         assert _saved(path)[0].read_bytes() == before

@@ -49,6 +49,8 @@ _USER_VECTORS = (
 _VECTORS_AFTER = _USER_VECTORS + " AND rowid > ?"
 #: A saved index caught up by this share of its rows or more is saved again.
 _RESAVE_SHARE = 0.05
+#: A saved matrix has a spare row for every this many rows.
+_SPARE_SHARE = 20
 
 
 class VectorMixin:
@@ -133,7 +135,10 @@ class VectorMixin:
         return index, version
 
     def _save_vectors(self, user_id: str, index: ExactIndex, version: int, removed: int) -> None:
-        rowids, ids, matrix, kinds, statuses = index.arrays()  # copies: writes may follow
+        # Copies (writes may follow), the matrix with spare rows: an index mapped from the file takes
+        # its first inserts there, where growing would copy the whole matrix (1.2 s and 2.25 GB of
+        # private memory at a million rows, in every process that loaded it).
+        rowids, ids, matrix, kinds, statuses = index.arrays(spare=max(64, len(index) // _SPARE_SHARE))
         last = int(rowids.max()) if len(rowids) else -1
         self._save(user_id, "vectors", version, [matrix, rowids, kinds, statuses, saved.encoded(ids)], removed, last)
 

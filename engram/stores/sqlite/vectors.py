@@ -148,11 +148,16 @@ class ExactIndex:
         index._size = n
         return index
 
-    def arrays(self) -> tuple[npt.NDArray[np.int64], list[str], Matrix, npt.NDArray[np.int8], npt.NDArray[np.int8]]:
-        """Copies of the live rows' ids, vectors and codes, as :meth:`of_arrays` takes them."""
+    def arrays(
+        self, spare: int = 0,
+    ) -> tuple[npt.NDArray[np.int64], list[str], Matrix, npt.NDArray[np.int8], npt.NDArray[np.int8]]:
+        """Copies of the live rows' ids, vectors and codes, as :meth:`of_arrays` takes them; the
+        matrix has ``spare`` zero rows after them."""
         with self._lock:
             live = np.flatnonzero(self._alive[: self._size])
-            return (self._rowids[live].copy(), self._ids[live].tolist(), self._matrix[live].copy(),
+            matrix = np.zeros((len(live) + spare, self._dim), dtype=np.float32)
+            matrix[: len(live)] = self._matrix[live]
+            return (self._rowids[live].copy(), self._ids[live].tolist(), matrix,
                     self._kind[live].copy(), self._status[live].copy())
 
     def __len__(self) -> int:
