@@ -245,3 +245,51 @@ def test_a_save_overtaken_by_an_erasure_is_not_kept(path: Path) -> None:
     finally:
         gate.set()
         store.close()
+
+
+def test_files_that_outlived_a_forget_are_not_used_for_the_user_written_again(path: Path) -> None:
+    """Forgetting a user starts their counters anew, at random: files left behind (a crash between
+    the forget and their erasure) cannot pass for the new user's, who reuses the freed rowids."""
+    backup = {kind: [(p, p.read_bytes()) for p in _saved(path, kind)] for kind in ("vectors", "keywords")}
+    store = SQLiteStore(path)
+    try:
+        assert store.forget_user("u") == ROWS
+    finally:
+        store.close()
+    for files in backup.values():
+        for file, data in files:
+            file.parent.mkdir(exist_ok=True)
+            file.write_bytes(data)  # as if the erasure had not happened
+    writer = SQLiteStore(path)
+    _put(writer, 0, 5)  # the same ids again, new vectors' rows
+    writer.close()
+    reader = SQLiteStore(path)
+    try:
+        assert len(reader.vector_search("u", _vector(1), 50, Filters())) == 5
+        assert len(reader.keyword_search("u", "note", 50, Filters())) == 5
+    finally:
+        reader.close()
+
+
+def test_a_write_during_a_load_from_the_file_is_not_lost(path: Path) -> None:
+    """A large user's postings mapped from their file are a load the cache knows of: a delete this
+    process commits meanwhile makes that load stale instead of missing from the index for good."""
+    writer = SQLiteStore(path)
+    _put(writer, ROWS, 3)  # the file is behind by inserts: the load catches it up
+    writer.close()
+    store = SQLiteStore(path)
+    store.keyword_build_inline = 50  # a user past the inline build, whose postings come from the file
+    real = store._saved_postings
+
+    def deleting_meanwhile(user_id: str) -> Any:
+        found = real(user_id)
+        assert store.delete("u", "m0121")
+        return found
+
+    try:
+        store._saved_postings = deleting_meanwhile  # type: ignore[method-assign]
+        store.keyword_search("u", "note 121", 5, Filters())
+        store._saved_postings = real  # type: ignore[method-assign]
+        assert "m0121" not in [m for m, _ in store.keyword_search("u", "note 121", 5, Filters())]
+    finally:
+        store.close()

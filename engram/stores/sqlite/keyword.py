@@ -32,6 +32,7 @@ are not active, which an index of their own holds (reading each checked row cost
 from __future__ import annotations
 
 import builtins
+import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -89,6 +90,10 @@ SCAN_LIMIT = 10_000
 _VECTORS_WAIT_S = 1.0  # at most this long a build waits for the user's vectors to be loaded
 
 
+class _NoSavedFile(Exception):
+    """A large user has no saved postings to load: they are built on a thread instead."""
+
+
 class KeywordMixin:
     """Methods of :class:`~engram.stores.sqlite.store.SQLiteStore`."""
 
@@ -108,6 +113,8 @@ class KeywordMixin:
         def _check_foreign_writes(self) -> None: ...
 
         def _user_version(self, user_id: str) -> int | None: ...
+
+        def _removed(self, user_id: str) -> int | None: ...
 
         def _vectors_held(self, user_id: str) -> bool: ...
 
@@ -184,9 +191,17 @@ class KeywordMixin:
         size = self._read("SELECT docs FROM keyword_stats WHERE user_id = ?", (user_id,))
         if not size or int(size[0][0]) <= self.keyword_build_inline:
             return self._current_postings(user_id)
-        found = self._saved_postings(user_id) if self.path != ":memory:" else None
-        if found is not None:  # mapped from its file in a moment: no SQL scan, no build
-            return self._postings.get_or_load(user_id, lambda: found, lambda: self._user_version(user_id))
+        if self.path != ":memory:":
+            # Mapped from its file in a moment (no SQL scan, no build), as a load the cache knows
+            # of: a write landing meanwhile marks it stale instead of being missed for good.
+            def from_file() -> tuple[Postings, int]:
+                found = self._saved_postings(user_id)
+                if found is None:
+                    raise _NoSavedFile
+                return found
+
+            with contextlib.suppress(_NoSavedFile):
+                return self._postings.get_or_load(user_id, from_file, lambda: self._user_version(user_id))
 
         def build() -> None:
             # A cold user's vectors are loading for the same retrieval, on its critical path:
@@ -209,6 +224,8 @@ class KeywordMixin:
         found = None if current is None else saved.load(self.path, "keywords", user_id)
         if found is None or (found.version != current and found.removed is None):
             return None
+        if found.version == current and found.removed is not None and self._removed(user_id) != found.removed:
+            return None  # changed in place without a new version: not a change any write makes today
         added: list[Any] = []
         version = found.version
         if found.version != current:

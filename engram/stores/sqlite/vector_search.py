@@ -33,6 +33,7 @@ from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.snapshot import USER_VERSION, SnapshotReader
 from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
+from engram.stores.sqlite.versions import USER_REMOVED
 from engram.text import ROLE_WORDS
 
 __all__ = ["VectorMixin"]
@@ -111,6 +112,11 @@ class VectorMixin:
             return None
         return int(rows[0][0]) if rows else None
 
+    def _removed(self, user_id: str) -> int | None:
+        """The user's count of removals (:data:`~.versions.USER_REMOVED`), None when they have none."""
+        rows = self._read(USER_REMOVED, (user_id,))
+        return int(rows[0][0]) if rows else None
+
     def _load_index(self, user_id: str) -> tuple[ExactIndex, int | None]:
         """The user's index and their version: from their saved vectors while those are current (or
         behind by inserts alone: the rows after them are read and added), else read in one SQL
@@ -155,6 +161,8 @@ class VectorMixin:
         found = None if current is None else saved.load(self.path, "vectors", user_id)
         if found is None or len(found.parts) != 5 or (found.version != current and found.removed is None):
             return None
+        if found.version == current and found.removed is not None and self._removed(user_id) != found.removed:
+            return None  # changed in place without a new version: not a change any write makes today
         added: list[Any] = []
         version = found.version
         if found.version != current:

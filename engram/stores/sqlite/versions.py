@@ -92,6 +92,11 @@ def count_removals(conn: sqlite3.Connection) -> None:
                              ("user_changed_memories", f"UPDATE OF {changed}", "new")):
         conn.execute(f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON memories BEGIN "
                      f"{upsert.format(row=row)} END")
+    # A user's counters start anew when forgetting them removes their row: the count of removals
+    # starts at random, as the version does, so a saved file that outlived the forget (a crash
+    # before its erasure) never matches the user written again.
+    conn.execute("CREATE TRIGGER IF NOT EXISTS user_removed_start AFTER INSERT ON user_versions BEGIN "
+                 "UPDATE user_versions SET removed = abs(random() / 2) WHERE user_id = new.user_id; END")
 
 
 def record_version(rows: list[tuple[int, int]]) -> tuple[int, int]:
