@@ -10,8 +10,9 @@ rest (``bench/corpus.py`` yields the same prefix for every n, so a copy of the 1
 source's top 10 is checked against scoring every posting of the query's terms.
 
 ``--writes N`` ends the run with N rounds of an add followed by a retrieval (an agent storing each
-turn), timed apart from the plain retrievals, then deletes what it added. The user's saved indexes
-are then behind the store, so the next run's first process builds them again.
+turn), timed apart from the plain retrievals. The added memories stay: deleting them would erase the
+user's saved indexes (as every delete does) and make the next run rebuild them, where inserts leave
+files that the next load catches up.
 """
 
 from __future__ import annotations
@@ -148,21 +149,16 @@ def measure(memory: Memory, texts: list[str], rounds: int) -> dict[str, Any]:
 def writes(memory: Memory, texts: list[str], rounds: int) -> dict[str, Any]:
     """Each round adds one memory, then retrieves: every search follows a change to the user."""
     config = RetrievalConfig(cache_ttl=0)
-    added: list[str] = []
     add_ms: list[float] = []
     after_ms: list[float] = []
-    try:
-        for i in range(rounds):
-            started = time.perf_counter()
-            added.append(memory.add(f"Note {i} of the write rounds: {CUSTOMERS[i % len(CUSTOMERS)]} asked about "
-                                    f"{PRODUCTS[i % len(PRODUCTS)]}", user_id=USER).id)
-            add_ms.append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            result = memory.retrieve(texts[i % len(texts)], user_id=USER, now=NOW, config=config)
-            after_ms.append((time.perf_counter() - started) * 1000 - result.metadata.stage_ms.get("embed", 0.0))
-    finally:
-        for memory_id in added:
-            memory.delete(memory_id, user_id=USER)
+    for i in range(rounds):
+        started = time.perf_counter()
+        memory.add(f"Note {i} of the write rounds: {CUSTOMERS[i % len(CUSTOMERS)]} asked about "
+                   f"{PRODUCTS[i % len(PRODUCTS)]}", user_id=USER)
+        add_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        result = memory.retrieve(texts[i % len(texts)], user_id=USER, now=NOW, config=config)
+        after_ms.append((time.perf_counter() - started) * 1000 - result.metadata.stage_ms.get("embed", 0.0))
     return {"writes": {"rounds": rounds, "add": percentiles(add_ms), "retrieve_after_add": percentiles(after_ms)}}
 
 
