@@ -293,3 +293,30 @@ def test_a_write_during_a_load_from_the_file_is_not_lost(path: Path) -> None:
         assert "m0121" not in [m for m, _ in store.keyword_search("u", "note 121", 5, Filters())]
     finally:
         store.close()
+
+
+def test_a_held_index_takes_another_processs_inserts_in_place(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes on one file: one inserts, the other's held indexes take the new rows in place
+    (no load again); its own writes meanwhile are kept, and a delete makes it load again."""
+    reader, writer = SQLiteStore(path), SQLiteStore(path)
+    try:
+        reader.keyword_build_inline = 10**9
+        _answers(reader)  # both indexes held
+        vectors, postings = reader._indexes.get("u"), reader._postings.get("u")
+        _put(writer, ROWS, 3)
+        _put(reader, ROWS + 3, 2)  # a write of its own, applied to the held indexes at once
+        _put(writer, ROWS + 5, 2)
+        want = _fresh_answers(path, monkeypatch)
+        sent = _reads(reader, monkeypatch)
+        assert _answers(reader) == want
+        assert all("rowid > ?" in sql for sql in sent), sent
+        assert reader._indexes.get("u") is vectors and reader._postings.get("u") is postings
+        assert len(reader.vector_search("u", _vector(1), 1000, Filters())) == ROWS + 7
+        assert writer.delete("u", "m0121")
+        after_delete = _answers(reader)
+        assert reader._indexes.get("u") is not vectors  # loaded again: the count of removals moved
+    finally:
+        reader.close()
+        writer.close()
+    assert after_delete == _fresh_answers(path, monkeypatch)
+    assert all(m != "m0121" for m, _ in after_delete[1][1])

@@ -35,6 +35,7 @@ import builtins
 import contextlib
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -124,6 +125,8 @@ class KeywordMixin:
     def _init_keywords(self, vector_budget: int) -> None:
         self._postings = UserIndexCache(int(vector_budget * KEYWORD_CACHE_SHARE))
         self._postings_loader = SnapshotReader(self.path)
+        # Per index: the user's count of removals when its rows were read, and its largest rowid.
+        self._postings_marks: weakref.WeakKeyDictionary[Postings, tuple[int, int]] = weakref.WeakKeyDictionary()
         self._postings_builds = Builds("engram-keyword-builds")
         self.keyword_build_inline = BUILD_INLINE
 
@@ -178,8 +181,28 @@ class KeywordMixin:
 
     def _current_postings(self, user_id: str) -> Postings:
         return self._postings.get_or_load(
-            user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id)
+            user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id),
+            lambda held: self._postings_caught_up(user_id, held),
         )
+
+    def _postings_caught_up(self, user_id: str, index: Postings) -> tuple[Postings, int] | None:
+        """``index`` (held, out of date) with the user's rows inserted after the last it was read
+        with, while none was removed or changed since; None when it must be loaded again (as
+        :meth:`~.vector_search.VectorMixin._caught_up`)."""
+        mark = self._postings_marks.get(index)
+        if mark is None:
+            return None
+        removed, last = mark
+        rows, version, now_removed = self._postings_loader.read(
+            user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, last))
+        if version is None or now_removed != removed:
+            return None
+        held = index.rowids_after(last)  # rows this process wrote since: applied already
+        for rowid, memory_id, created, document in sorted(rows):
+            if rowid not in held:  # an id after the last row read is new (a replace moves the count)
+                index.add(rowid, memory_id, document.split(), created, new=True)
+        self._postings_marks[index] = (removed, max([last, *(int(r[0]) for r in rows)]))
+        return index, version
 
     def _held_postings(self, user_id: str) -> Postings | None:
         """The user's postings when held, or loaded here when small; None while a larger user's are
@@ -201,7 +224,10 @@ class KeywordMixin:
                 return found
 
             with contextlib.suppress(_NoSavedFile):
-                return self._postings.get_or_load(user_id, from_file, lambda: self._user_version(user_id))
+                return self._postings.get_or_load(
+                    user_id, from_file, lambda: self._user_version(user_id),
+                    lambda held: self._postings_caught_up(user_id, held),
+                )
 
         def build() -> None:
             # A cold user's vectors are loading for the same retrieval, on its critical path:
@@ -238,9 +264,11 @@ class KeywordMixin:
         if index is None:
             return None
         for rowid, memory_id, created, document in sorted(added):
-            index.add(rowid, memory_id, document.split(), created)
-        if len(added) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(index)) and found.removed is not None:
-            self._save_postings(user_id, index, version, found.removed)  # the next load reads less
+            index.add(rowid, memory_id, document.split(), created, new=True)  # after every saved row
+        if found.removed is not None:
+            self._postings_marks[index] = (found.removed, max([found.last_rowid, *(int(r[0]) for r in added)]))
+            if len(added) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(index)):
+                self._save_postings(user_id, index, version, found.removed)  # the next load reads less
         return index, version
 
     def _save_postings(self, user_id: str, index: Postings, version: int, removed: int) -> None:
@@ -262,8 +290,10 @@ class KeywordMixin:
                 user_id, _USER_DOCUMENTS, (user_key(user_id), user_id))
         rowids, ids, created, documents = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 4
         index = Postings.build(rowids, ids, created, documents)
-        if version is not None and removed is not None and len(ids) >= saved.SAVE_ABOVE:
-            self._save_postings(user_id, index, version, removed)
+        if version is not None and removed is not None:
+            self._postings_marks[index] = (removed, max(rowids, default=-1))
+            if len(ids) >= saved.SAVE_ABOVE:
+                self._save_postings(user_id, index, version, removed)
         return index, version
 
     def _stop_keywords(self) -> None:

@@ -119,16 +119,22 @@ class UserIndexCache(Generic[Index]):
 
     def get_or_load(
         self, user_id: str, load: Callable[[], tuple[Index, int | None]], version: Callable[[], int | None],
+        refresh: Callable[[Index], tuple[Index, int | None] | None] | None = None,
     ) -> Index:
         """The user's index, loaded by ``load`` (with the user's version) when not held or out of
-        date, once whoever else asks meanwhile; ``version`` reads the user's version now."""
+        date, once whoever else asks meanwhile; ``version`` reads the user's version now.
+
+        ``refresh`` may bring an out-of-date index up to date in place instead (returning it and
+        the version it is now current at, or None to have ``load`` run). It runs as a load does:
+        a write committing meanwhile makes what it returns answer this search only."""
         while True:
             held: int | None = None
+            previous: Index | None = None  # held, but out of date or not known to be current
             with self._lock:
                 index = self._entries.get(user_id)
                 if index is not None and user_id in self._unchecked:
                     held = self._versions.get(user_id)
-                    index = None
+                    previous, index = index, None
             if held is not None:
                 current = version()  # outside the lock: it reads SQL
                 with self._lock:
@@ -137,6 +143,7 @@ class UserIndexCache(Generic[Index]):
                         if current == held:
                             self._unchecked.discard(user_id)
                         else:
+                            previous = index
                             self._drop(user_id)
                             index = None
             with self._lock:
@@ -152,7 +159,8 @@ class UserIndexCache(Generic[Index]):
                 break
             pending.done.wait()  # then look again: it is held, or was stale and is loaded anew
         try:
-            index, loaded_version = load()
+            found = None if refresh is None or previous is None else refresh(previous)
+            index, loaded_version = found if found is not None else load()
         finally:
             with self._lock:
                 del self._loads[user_id]
