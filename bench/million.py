@@ -10,7 +10,8 @@ rest (``bench/corpus.py`` yields the same prefix for every n, so a copy of the 1
 source's top 10 is checked against scoring every posting of the query's terms.
 
 ``--writes N`` ends the run with N rounds of an add followed by a retrieval (an agent storing each
-turn), timed apart from the plain retrievals. The added memories stay: deleting them would erase the
+turn), timed apart from the plain retrievals, then N rounds where a second store on the file (another
+service worker) adds. The added memories stay: deleting them would erase the
 user's saved indexes (as every delete does) and make the next run rebuild them, where inserts leave
 files that the next load catches up.
 """
@@ -146,20 +147,25 @@ def measure(memory: Memory, texts: list[str], rounds: int) -> dict[str, Any]:
             "stages_p95_ms": {k: percentiles(v)["p95_ms"] for k, v in sorted(stages.items())}}
 
 
-def writes(memory: Memory, texts: list[str], rounds: int) -> dict[str, Any]:
-    """Each round adds one memory, then retrieves: every search follows a change to the user."""
+def writes(memory: Memory, other: Memory, texts: list[str], rounds: int) -> dict[str, Any]:
+    """Each round adds one memory, then retrieves: every search follows a change to the user. Then
+    as many rounds where ``other`` (a second store on the file: another service worker) adds."""
     config = RetrievalConfig(cache_ttl=0)
-    add_ms: list[float] = []
-    after_ms: list[float] = []
-    for i in range(rounds):
-        started = time.perf_counter()
-        memory.add(f"Note {i} of the write rounds: {CUSTOMERS[i % len(CUSTOMERS)]} asked about "
-                   f"{PRODUCTS[i % len(PRODUCTS)]}", user_id=USER)
-        add_ms.append((time.perf_counter() - started) * 1000)
-        started = time.perf_counter()
-        result = memory.retrieve(texts[i % len(texts)], user_id=USER, now=NOW, config=config)
-        after_ms.append((time.perf_counter() - started) * 1000 - result.metadata.stage_ms.get("embed", 0.0))
-    return {"writes": {"rounds": rounds, "add": percentiles(add_ms), "retrieve_after_add": percentiles(after_ms)}}
+    out: dict[str, Any] = {"rounds": rounds}
+    for name, writer in (("", memory), ("_by_another_process", other)):
+        add_ms: list[float] = []
+        after_ms: list[float] = []
+        for i in range(rounds):
+            started = time.perf_counter()
+            writer.add(f"Note {i}{name} of the write rounds: {CUSTOMERS[i % len(CUSTOMERS)]} asked about "
+                       f"{PRODUCTS[i % len(PRODUCTS)]}", user_id=USER)
+            add_ms.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            result = memory.retrieve(texts[i % len(texts)], user_id=USER, now=NOW, config=config)
+            after_ms.append((time.perf_counter() - started) * 1000 - result.metadata.stage_ms.get("embed", 0.0))
+        out[f"add{name}"] = percentiles(add_ms)
+        out[f"retrieve_after_add{name}"] = percentiles(after_ms)
+    return {"writes": out}
 
 
 def vector_recall(memory: Memory, texts: list[str], k: int = 10) -> dict[str, Any]:
@@ -255,7 +261,11 @@ def main() -> None:
                 row.update(vector_recall(memory, texts))
                 row.update(keyword_agreement(memory, texts))
                 if args.writes:
-                    row.update(writes(memory, texts, args.writes))
+                    other = Memory(args.db, embedder=FakeEmbedder(384))
+                    try:
+                        row.update(writes(memory, other, texts, args.writes))
+                    finally:
+                        other.close()
                 print(json.dumps(row), flush=True)
             report[phase] = row
         finally:

@@ -187,7 +187,7 @@ def test_concurrent_first_searches_of_one_user_load_it_once(store: SQLiteStore) 
     assert len(results) == 4 and all(r is results[0] for r in results)
 
 
-def test_another_process_logging_a_retrieval_keeps_the_index_and_its_write_reloads_it(tmp_path: Path) -> None:
+def test_another_process_logging_a_retrieval_keeps_the_index_and_its_writes_reach_it(tmp_path: Path) -> None:
     here, there = SQLiteStore(tmp_path / "v.db"), SQLiteStore(tmp_path / "v.db")
     try:
         _put(here, "a", 20)
@@ -198,10 +198,11 @@ def test_another_process_logging_a_retrieval_keeps_the_index_and_its_write_reloa
         assert _top(here, "a", "a-4") == "a-4"
         assert here._indexes.get("a") is held  # checked against the user's version, kept
         _put(there, "a", 1, start=20)
-        assert _top(here, "a", "a-20") == "a-20"  # the version moved: loaded again
-        assert here._indexes.get("a") is not held
+        assert _top(here, "a", "a-20") == "a-20"  # the version moved by an insert: its row added in place
+        assert here._indexes.get("a") is held
         assert there.delete("a", "a-5")
-        assert _top(here, "a", "a-5") != "a-5"
+        assert _top(here, "a", "a-5") != "a-5"  # a delete: loaded again
+        assert here._indexes.get("a") is not held
     finally:
         here.close()
         there.close()
