@@ -320,3 +320,42 @@ def test_a_held_index_takes_another_processs_inserts_in_place(path: Path, monkey
         writer.close()
     assert after_delete == _fresh_answers(path, monkeypatch)
     assert all(m != "m0121" for m, _ in after_delete[1][1])
+
+
+def test_a_write_of_this_process_during_a_refresh_is_held_once(tmp_path: Path) -> None:
+    """This process commits a row while its held postings take another process's rows in place: the
+    row is held once, so a later delete of it leaves no copy behind."""
+    here, there = SQLiteStore(tmp_path / "r.db"), SQLiteStore(tmp_path / "r.db")
+    for store in (here, there):
+        store.bind_embedder("m", DIMS)
+        store.keyword_build_inline = 10**9
+
+    def put(store: SQLiteStore, memory_id: str, text: str) -> None:
+        record = MemoryRecord(id=memory_id, user_id="u", content=text, kind="message", content_hash=memory_id,
+                              created_at=NOW, recorded_at=NOW, importance=0.5)
+        store.put_many([record], np.stack([_vector(zlib.crc32(memory_id.encode()))]))
+
+    try:
+        for i in range(5):
+            put(here, f"m{i}", "alpha")
+        assert len(here.keyword_search("u", "alpha", 50, Filters())) == 5  # held
+        put(here, "local0", "alpha")
+        put(there, "foreign1", "alpha")
+        real, fired = here._postings_loader.read, []
+
+        def read(*args: Any) -> Any:
+            out = real(*args)
+            if not fired:  # right after the refresh's snapshot, a write of this process commits
+                fired.append(1)
+                put(here, "local2", "zebra")
+            return out
+
+        here._postings_loader.read = read  # type: ignore[method-assign]
+        here.keyword_search("u", "alpha", 50, Filters())
+        put(there, "foreign3", "alpha")  # the next search refreshes again
+        assert [m for m, _ in here.keyword_search("u", "zebra", 50, Filters())] == ["local2"]
+        assert here.delete("u", "local2")
+        assert here.keyword_search("u", "zebra", 50, Filters()) == []
+    finally:
+        here.close()
+        there.close()

@@ -266,3 +266,20 @@ def test_rowids_find_their_positions_as_the_dict_does() -> None:
             assert sorted(index._positions_of(asked).tolist()) == by_dict
             modes.add(index._ascending)
     assert modes == {True, False}  # both ways were checked: a reused rowid, then compactions
+
+
+def test_an_index_of_no_rows_loads_again_for_vectors_of_another_size(tmp_path: Path) -> None:
+    """A store never told its dimensions holds a user of no rows as a one-dimensional index; another
+    process's insert of longer vectors cannot go into it in place: the user is loaded again."""
+    here, there = SQLiteStore(tmp_path / "v.db"), SQLiteStore(tmp_path / "v.db")
+    try:
+        record = MemoryRecord(id="x", user_id="u", content="alpha", kind="message", content_hash="x",
+                              created_at=NOW, recorded_at=NOW, importance=0.5)
+        there.put_many([record], np.ones((1, 4), dtype=np.float32))
+        assert there.delete("u", "x")
+        assert here.vector_search("u", np.ones(4, dtype=np.float32), 5, Filters()) == []
+        there.put_many([dataclasses.replace(record, id="y", content_hash="y")], np.ones((1, 4), dtype=np.float32))
+        assert [m for m, _ in here.vector_search("u", np.ones(4, dtype=np.float32), 5, Filters())] == ["y"]
+    finally:
+        here.close()
+        there.close()

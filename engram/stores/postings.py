@@ -232,16 +232,18 @@ class Postings:
                 self._merge()
             self._account()
 
-    def rowids_after(self, rowid: int) -> set[int]:
-        """The live rows' rowids above ``rowid`` that were added after the load: they come last."""
+    def add_missing(self, rows: Sequence[tuple[int, str, int, str]], after: int) -> None:
+        """Add those of ``rows`` (rowid, id, creation time, document as :meth:`build` takes it), all
+        with a rowid above ``after`` and a new id, that no live row holds yet: this process's own
+        writes may have added some already. One look and the adds under the lock, so a write
+        landing meanwhile is either seen here or removes the row added here before adding its own."""
         with self._lock:
-            found: set[int] = set()
-            i = self._size
-            while i > 0 and self._rowids[i - 1] > rowid:
-                i -= 1
-                if self._alive[i]:
-                    found.add(int(self._rowids[i]))
-            return found
+            size = self._size
+            above = (self._rowids[:size] > after) & self._alive[:size]
+            held = set(self._rowids[:size][above].tolist())
+            for rowid, memory_id, created, document in sorted(rows):
+                if rowid not in held:
+                    self.add(rowid, memory_id, document.split(), created, new=True)
 
     def remove(self, memory_id: str) -> None:
         with self._lock:

@@ -197,10 +197,9 @@ class KeywordMixin:
             user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, last))
         if version is None or now_removed != removed:
             return None
-        held = index.rowids_after(last)  # rows this process wrote since: applied already
-        for rowid, memory_id, created, document in sorted(rows):
-            if rowid not in held:  # an id after the last row read is new (a replace moves the count)
-                index.add(rowid, memory_id, document.split(), created, new=True)
+        # An id after the last row read is new (a replace moves the count); some may be this
+        # process's own writes, applied already.
+        index.add_missing(rows, last)
         self._postings_marks[index] = (removed, max([last, *(int(r[0]) for r in rows)]))
         return index, version
 

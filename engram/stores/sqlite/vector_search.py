@@ -115,8 +115,8 @@ class VectorMixin:
             return None
         removed, last = mark
         rows, version, now_removed = self._loader.read(user_id, _VECTORS_AFTER, (user_id, last))
-        if version is None or now_removed != removed:
-            return None
+        if version is None or now_removed != removed or any(len(r[2]) != 4 * index.dimensions for r in rows):
+            return None  # removed or changed since; or vectors of another size (an index of no rows)
         for rowid, memory_id, blob, kind, status in sorted(rows):  # those this process wrote: again
             index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
         self._vector_marks[index] = (removed, max([last, *(int(r[0]) for r in rows)]))

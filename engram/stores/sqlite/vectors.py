@@ -164,6 +164,10 @@ class ExactIndex:
         return self._size - self._holes
 
     @property
+    def dimensions(self) -> int:
+        return self._dim
+
+    @property
     def nbytes(self) -> int:
         """Memory held by the arrays (what a cache of indexes budgets), ids and maps estimated."""
         with self._lock:
