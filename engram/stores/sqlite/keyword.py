@@ -193,10 +193,11 @@ class KeywordMixin:
         if mark is None:
             return None
         removed, last = mark
-        rows, version, now_removed = self._postings_loader.read(
-            user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, last))
-        if version is None or now_removed != removed:
+        since = self._postings_loader.inserted_since(
+            user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, last), removed)
+        if since is None:
             return None
+        rows, version = since
         # An id after the last row read is new (a replace moves the count); some may be this
         # process's own writes, applied already.
         index.add_missing(rows, last)
@@ -247,18 +248,12 @@ class KeywordMixin:
         or changed since."""
         current = self._user_version(user_id)
         found = None if current is None else saved.load(self.path, "keywords", user_id)
-        if found is None or (found.version != current and found.removed is None):
+        since = saved.behind(found, current, lambda: self._removed(user_id), lambda last, removed: (
+            self._postings_loader.inserted_since(user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, last),
+                                                 removed)))
+        if found is None or since is None:
             return None
-        if found.version == current and found.removed is not None and self._removed(user_id) != found.removed:
-            return None  # changed in place without a new version: not a change any write makes today
-        added: list[Any] = []
-        version = found.version
-        if found.version != current:
-            added, read_version, removed = self._postings_loader.read(
-                user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, found.last_rowid))
-            if read_version is None or removed != found.removed:
-                return None
-            version = read_version
+        added, version = since
         index = Postings.of_parts(found.parts)
         if index is None:
             return None

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,8 +42,8 @@ import numpy.typing as npt
 from engram.stores.packing import encoded, strings
 
 __all__ = [
-    "KINDS", "SAVE_ABOVE", "Saved", "drop", "encoded", "load", "path_of", "save", "strings", "user_digest",
-    "user_files",
+    "KINDS", "SAVE_ABOVE", "Saved", "behind", "drop", "encoded", "load", "path_of", "save", "strings",
+    "user_digest", "user_files",
 ]
 
 
@@ -163,6 +164,22 @@ def load(db_path: str, kind: str, user_id: str) -> Saved | None:
     except (OSError, ValueError, TypeError, struct.error):
         return None
     return Saved(parts, version, removed, last_rowid)
+
+
+def behind(
+    found: Saved | None, current: int | None, removed: Callable[[], int | None],
+    inserted: Callable[[int, int], tuple[list[Any], int] | None],
+) -> tuple[list[Any], int] | None:
+    """The rows a saved file lacks and the user's version with them (none when it is current at
+    ``current``): ``inserted(last_rowid, removed)`` reads the rows after the file's last while the
+    user's count of removals is the file's. None when the file cannot serve: none, a file of the
+    first layout behind the user, or one whose count of removals moved (``removed`` reads it now)."""
+    if found is None or current is None:
+        return None
+    if found.version == current:
+        # A count moved without a new version: a change in place that no write makes today.
+        return ([], current) if found.removed is None or removed() == found.removed else None
+    return None if found.removed is None else inserted(found.last_rowid, found.removed)
 
 
 def drop(db_path: str, kind: str, user_id: str) -> None:

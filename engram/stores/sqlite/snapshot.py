@@ -45,6 +45,15 @@ class SnapshotReader:
                 raise StoreError(f"sqlite: {exc}") from exc
         return rows, None if found is None else int(found[0]), None if removed is None else int(removed[0])
 
+    def inserted_since(
+        self, user_id: str, sql: str, params: Sequence[Any], removed: int,
+    ) -> tuple[list[Any], int] | None:
+        """The rows of ``sql`` (the user's rows after a rowid) and the user's version, while their
+        count of removals is still ``removed``: every change since was then an insert, of a row
+        after the ones an index read before holds (:mod:`.saved`). None otherwise."""
+        rows, version, now = self.read(user_id, sql, params)
+        return None if version is None or now != removed else (rows, version)
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:

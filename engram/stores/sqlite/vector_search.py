@@ -114,9 +114,12 @@ class VectorMixin:
         if mark is None:
             return None
         removed, last = mark
-        rows, version, now_removed = self._loader.read(user_id, _VECTORS_AFTER, (user_id, last))
-        if version is None or now_removed != removed or any(len(r[2]) != 4 * index.dimensions for r in rows):
-            return None  # removed or changed since; or vectors of another size (an index of no rows)
+        since = self._loader.inserted_since(user_id, _VECTORS_AFTER, (user_id, last), removed)
+        if since is None:
+            return None
+        rows, version = since
+        if any(len(r[2]) != 4 * index.dimensions for r in rows):
+            return None  # vectors of another size than an index of no rows holds
         for rowid, memory_id, blob, kind, status in sorted(rows):  # those this process wrote: again
             index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
         self._vector_marks[index] = (removed, max([last, *(int(r[0]) for r in rows)]))
@@ -182,17 +185,11 @@ class VectorMixin:
         it was saved; None when there is none, or when rows were removed or changed since."""
         current = self._user_version(user_id)
         found = None if current is None else saved.load(self.path, "vectors", user_id)
-        if found is None or len(found.parts) != 5 or (found.version != current and found.removed is None):
+        since = saved.behind(found, current, lambda: self._removed(user_id), lambda last, removed: (
+            self._loader.inserted_since(user_id, _VECTORS_AFTER, (user_id, last), removed)))
+        if found is None or since is None or len(found.parts) != 5:
             return None
-        if found.version == current and found.removed is not None and self._removed(user_id) != found.removed:
-            return None  # changed in place without a new version: not a change any write makes today
-        added: list[Any] = []
-        version = found.version
-        if found.version != current:
-            added, read_version, removed = self._loader.read(user_id, _VECTORS_AFTER, (user_id, found.last_rowid))
-            if read_version is None or removed != found.removed:
-                return None
-            version = read_version
+        added, version = since
         matrix, rowids, kinds, statuses, names = found.parts
         ids = saved.strings(names, len(rowids))  # type: ignore[arg-type]
         if ids is None or (self._dimensions is not None and matrix.shape[1] != self._dimensions):
