@@ -8,6 +8,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import numpy.typing as npt
 import pytest
 
 from engram.model import Filters, MemoryRecord
-from engram.stores.sqlite import keyword, saved
+from engram.stores.sqlite import keyword, saved, snapshot
 from engram.stores.sqlite.store import SQLiteStore
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -93,14 +94,20 @@ def test_a_new_process_loads_the_saved_vectors(path: Path, monkeypatch: pytest.M
 
 
 def _reads(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The SQL each of the store's loaders runs from now on (the vector and keyword loads)."""
+    """What the store's loaders (the vector and keyword loads) read from now on: each whole read's
+    SQL, and ``"changes"`` for each read of the changes since an index's rows were read."""
     sent: list[str] = []
     for loader in (store._loader, store._postings_loader):
         def read(user_id: str, sql: str, params: object, real: Any = loader.read) -> Any:
             sent.append(sql)
             return real(user_id, sql, params)
 
+        def changed_since(*args: Any, real: Any = loader.changed_since, **kwargs: Any) -> Any:
+            sent.append("changes")
+            return real(*args, **kwargs)
+
         monkeypatch.setattr(loader, "read", read)
+        monkeypatch.setattr(loader, "changed_since", changed_since)
     return sent
 
 
@@ -137,25 +144,31 @@ def test_inserts_since_the_save_are_read_alone_and_added(path: Path, monkeypatch
     try:
         sent = _reads(reader, monkeypatch)
         assert _answers(reader) == want
-        assert sent and all("rowid > ?" in sql for sql in sent), sent  # never every row
+        assert sent and all(sql == "changes" for sql in sent), sent  # never every row
     finally:
         reader.close()
 
 
+_CHANGES = {
+    "delete": "DELETE FROM memories WHERE id = 'm0042'",
+    "status": "UPDATE memories SET status = 'archived' WHERE id = 'm0042'",
+    "content": "UPDATE memories SET content = 'kettle' WHERE id = 'm0042'",
+}
+
+
+@pytest.mark.parametrize("lost", [False, True])
 @pytest.mark.parametrize("change", ["delete", "status", "content"])
-def test_a_removal_since_the_save_makes_the_file_stale(
-    path: Path, monkeypatch: pytest.MonkeyPatch, change: str,
+def test_a_removal_since_the_save_is_caught_up(
+    path: Path, monkeypatch: pytest.MonkeyPatch, change: str, lost: bool,
 ) -> None:
     """A delete or a change in place that left the files behind (another process's, before it
-    erased them; a crash in between): the count of removals moved, and the load reads every row."""
+    erased them; a crash in between): the load removes the row the removal counted and reads it
+    again, never every row, unless the record of which row it was is gone."""
     writer = SQLiteStore(path)
     _put(writer, ROWS, 5)
-    statement = {
-        "delete": "DELETE FROM memories WHERE id = 'm0042'",
-        "status": "UPDATE memories SET status = 'archived' WHERE id = 'm0042'",
-        "content": "UPDATE memories SET content = 'kettle' WHERE id = 'm0042'",
-    }[change]
-    writer._write(lambda c: c.execute(statement))  # the files are not erased
+    writer._write(lambda c: c.execute(_CHANGES[change]))  # the files are not erased
+    if lost:
+        writer._write(lambda c: c.execute("DELETE FROM memory_removals"))
     writer.close()
     assert _saved(path) and _saved(path, "keywords")
     want = _fresh_answers(path, monkeypatch)
@@ -166,7 +179,7 @@ def test_a_removal_since_the_save_makes_the_file_stale(
         assert got == want
         assert all(m != "m0042" for m, _ in got[1][0])  # "note 42" no longer finds it
         assert change == "content" or "m0042" not in got[0][1]  # its vector stays only if it stays
-        assert any("rowid > ?" not in sql for sql in sent)  # every row read again
+        assert any(sql != "changes" for sql in sent) == lost  # every row read again only then
     finally:
         reader.close()
 
@@ -180,7 +193,7 @@ def test_changes_the_indexes_do_not_hold_leave_the_file_usable(path: Path, monke
         sent = _reads(reader, monkeypatch)
         assert _top(reader, "m0042") == ["m0042"]
         assert reader.keyword_search("u", "note 42", 1, Filters())[0][0] == "m0042"
-        assert all("rowid > ?" in sql for sql in sent), sent
+        assert all(sql == "changes" for sql in sent), sent
     finally:
         reader.close()
 
@@ -297,7 +310,7 @@ def test_a_write_during_a_load_from_the_file_is_not_lost(path: Path) -> None:
 
 def test_a_held_index_takes_another_processs_inserts_in_place(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two processes on one file: one inserts, the other's held indexes take the new rows in place
-    (no load again); its own writes meanwhile are kept, and a delete makes it load again."""
+    (no load again); its own writes meanwhile are kept."""
     reader, writer = SQLiteStore(path), SQLiteStore(path)
     try:
         reader.keyword_build_inline = 10**9
@@ -309,17 +322,96 @@ def test_a_held_index_takes_another_processs_inserts_in_place(path: Path, monkey
         want = _fresh_answers(path, monkeypatch)
         sent = _reads(reader, monkeypatch)
         assert _answers(reader) == want
-        assert all("rowid > ?" in sql for sql in sent), sent
+        assert sent and all(sql == "changes" for sql in sent), sent
         assert reader._indexes.get("u") is vectors and reader._postings.get("u") is postings
         assert len(reader.vector_search("u", _vector(1), 1000, Filters())) == ROWS + 7
-        assert writer.delete("u", "m0121")
-        after_delete = _answers(reader)
-        assert reader._indexes.get("u") is not vectors  # loaded again: the count of removals moved
     finally:
         reader.close()
         writer.close()
-    assert after_delete == _fresh_answers(path, monkeypatch)
-    assert all(m != "m0121" for m, _ in after_delete[1][1])
+
+
+@pytest.mark.parametrize("change", ["delete", "replace", "status", "content", "own delete"])
+def test_a_held_index_takes_another_processs_removals_in_place(
+    path: Path, monkeypatch: pytest.MonkeyPatch, change: str,
+) -> None:
+    """Another process deletes or changes a row in place: the held indexes remove that row and read
+    it again (at a million memories a load again took 25-40 s), and answer as a fresh process."""
+    reader, writer = SQLiteStore(path), SQLiteStore(path)
+    try:
+        reader.keyword_build_inline = 10**9
+        _answers(reader)
+        vectors, postings = reader._indexes.get("u"), reader._postings.get("u")
+        _put(writer, ROWS, 2)
+        if change == "delete":
+            assert writer.delete("u", "m0121")
+        elif change == "own delete":  # this process's, applied at once; another's insert after it
+            assert reader.delete("u", "m0121")
+            _put(writer, ROWS + 2, 1)
+        elif change == "replace":
+            record = writer.get("u", "m0121")
+            assert record is not None
+            writer.replace(replace(record, content="kettle"), _vector(7))
+        else:
+            writer._write(lambda c: c.execute(_CHANGES[change].replace("m0042", "m0121")))
+        _put(writer, ROWS + 3, 1)
+        want = _fresh_answers(path, monkeypatch)
+        sent = _reads(reader, monkeypatch)
+        got = _answers(reader)
+        assert got == want
+        assert sent and all(sql == "changes" for sql in sent), sent
+        assert reader._indexes.get("u") is vectors and reader._postings.get("u") is postings
+        assert all(m != "m0121" for m, _ in got[1][1])  # "note 122" ranks no deleted or changed row
+        assert ("m0121" in got[0][2]) == (change == "content")  # its vector stays only then
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_an_index_behind_by_more_removals_than_are_kept_loads_again(
+    path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(snapshot, "REMOVALS_KEPT", 3)
+    reader, writer = SQLiteStore(path), SQLiteStore(path)
+    try:
+        _answers(reader)
+        vectors = reader._indexes.get("u")
+        assert writer.delete_many("u", ["m0001", "m0002", "m0003", "m0004"]) == 4
+        want = _fresh_answers(path, monkeypatch)
+        sent = _reads(reader, monkeypatch)
+        assert _answers(reader) == want
+        assert any(sql != "changes" for sql in sent)
+        assert reader._indexes.get("u") is not vectors
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_the_record_of_removals_is_pruned_and_forgotten_with_the_user(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "p.db")
+    try:
+        for user in ("u", "w"):
+            records = [MemoryRecord(id=f"{user}{i}", user_id=user, content="x", kind="message", content_hash=f"h{i}",
+                                    created_at=NOW, recorded_at=NOW, importance=0.5) for i in range(600)]
+            store.put_many(records, np.stack([_vector(i) for i in range(600)]))
+        assert store.delete_many("u", [f"u{i}" for i in range(600)]) == 600
+
+        def rows(user: str) -> int:
+            return int(store._read("SELECT count(*) FROM memory_removals WHERE user_id = ?", (user,))[0][0])
+
+        assert rows("u") == 600  # all within the newest REMOVALS_KEPT
+        # As if 5,000 more removals had happened since: their rows are past the newest kept.
+        store._write(lambda c: c.execute("UPDATE user_versions SET removed = removed + 5000 WHERE user_id = 'u'"))
+        records = [MemoryRecord(id=f"v{i}", user_id="u", content="x", kind="message", content_hash=f"v{i}",
+                                created_at=NOW, recorded_at=NOW, importance=0.5) for i in range(300)]
+        store.put_many(records, np.stack([_vector(i) for i in range(300)]))
+        assert store.delete_many("u", [f"v{i}" for i in range(300)]) == 300
+        assert rows("u") <= 300 + 255  # those 5,000 counts back are pruned at a 256th removal
+        assert store.delete("w", "w0")
+        assert rows("w") == 1
+        store.forget_user("u")
+        assert rows("u") == 0 and rows("w") == 1
+    finally:
+        store.close()
 
 
 def test_a_write_of_this_process_during_a_refresh_is_held_once(tmp_path: Path) -> None:
@@ -341,19 +433,20 @@ def test_a_write_of_this_process_during_a_refresh_is_held_once(tmp_path: Path) -
         assert len(here.keyword_search("u", "alpha", 50, Filters())) == 5  # held
         put(here, "local0", "alpha")
         put(there, "foreign1", "alpha")
-        real, fired = here._postings_loader.read, []
+        real, fired = here._postings_loader.changed_since, []
 
-        def read(*args: Any) -> Any:
-            out = real(*args)
+        def changed_since(*args: Any, **kwargs: Any) -> Any:
+            out = real(*args, **kwargs)
             if not fired:  # right after the refresh's snapshot, a write of this process commits
                 fired.append(1)
                 put(here, "local2", "zebra")
             return out
 
-        here._postings_loader.read = read  # type: ignore[method-assign]
+        here._postings_loader.changed_since = changed_since  # type: ignore[method-assign]
         here.keyword_search("u", "alpha", 50, Filters())
         put(there, "foreign3", "alpha")  # the next search refreshes again
         assert [m for m, _ in here.keyword_search("u", "zebra", 50, Filters())] == ["local2"]
+        assert fired
         assert here.delete("u", "local2")
         assert here.keyword_search("u", "zebra", 50, Filters()) == []
     finally:

@@ -232,18 +232,27 @@ class Postings:
                 self._merge()
             self._account()
 
-    def add_missing(self, rows: Sequence[tuple[int, str, int, str]], after: int) -> None:
-        """Add those of ``rows`` (rowid, id, creation time, document as :meth:`build` takes it), all
-        with a rowid above ``after`` and a new id, that no live row holds yet: this process's own
-        writes may have added some already. One look and the adds under the lock, so a write
-        landing meanwhile is either seen here or removes the row added here before adding its own."""
+    def catch_up(self, removed: Sequence[int], rows: Sequence[tuple[int, str, int, str]], after: int) -> None:
+        """Another process's changes: the rows of rowids ``removed`` leave, then those of ``rows``
+        (rowid, id, creation time, document as :meth:`build` takes it; each inserted after rowid
+        ``after`` or one of ``removed`` read again) that no live row holds yet are added: this
+        process's own writes may have applied some already. One look and the changes under the
+        lock, so a write landing meanwhile is either seen here or removes the row added here before
+        adding its own."""
         with self._lock:
             size = self._size
+            if len(removed):
+                for i in np.flatnonzero(np.isin(self._rowids[:size], np.asarray(removed, dtype=np.int64))
+                                        & self._alive[:size]).tolist():
+                    self._remove_at(i)
             above = (self._rowids[:size] > after) & self._alive[:size]
             held = set(self._rowids[:size][above].tolist())
             for rowid, memory_id, created, document in sorted(rows):
                 if rowid not in held:
                     self.add(rowid, memory_id, document.split(), created, new=True)
+            if self._holes > max(1024, self._size // 4):
+                self._merge()
+            self._account()
 
     def remove(self, memory_id: str) -> None:
         with self._lock:
@@ -257,8 +266,15 @@ class Postings:
         if self._where is None:
             self._where = {m: i for i, m in enumerate(self._ids[: self._size].tolist()) if self._alive[i]}
         i = self._where.pop(memory_id, None)
-        if i is None:
+        if i is not None:
+            self._remove_at(i)
+
+    def _remove_at(self, i: int) -> None:
+        self._forget()
+        if not self._alive[i]:
             return
+        if self._where is not None and self._where.get(memory_id := str(self._ids[i])) == i:
+            del self._where[memory_id]
         self._alive[i] = False
         self._live -= 1
         self._holes += 1

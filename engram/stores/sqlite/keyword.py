@@ -52,7 +52,7 @@ from engram.stores.sqlite import saved
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
 from engram.stores.sqlite.schema import user_key
-from engram.stores.sqlite.snapshot import SnapshotReader
+from engram.stores.sqlite.snapshot import Changes, SnapshotReader
 from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.text import memory_terms, query_terms
 
@@ -74,10 +74,11 @@ _USER_DOCUMENTS = (
     # The user's key is taken off each term here ("KEYa KEYb" -> " a b"), in C: in Python it cost a
     # fifth of building the index. Only where a term starts: a term may itself begin like a key.
     "SELECT m.rowid, m.id, m.created_at, coalesce(replace(' ' || nullif(c.c0, ''), ' ' || ?, ' '), '') "
-    "FROM memories m LEFT JOIN keyword_fts_content c ON c.id = m.rowid WHERE m.user_id = ?"
+    "FROM memories m LEFT JOIN keyword_fts_content c ON c.id = m.rowid WHERE "
 )
-#: The user's rows inserted after saved postings' last one (see engram.stores.sqlite.saved).
-_DOCUMENTS_AFTER = _USER_DOCUMENTS + " AND m.rowid > ?"
+#: Some of the user's rows, by rowid: looked up one by one (the user's index would read all of theirs).
+_DOCUMENTS_OF_ROWS = _USER_DOCUMENTS + "m.rowid IN ({rows}) AND +m.user_id = ?"
+_USER_DOCUMENTS += "m.user_id = ?"
 #: Saved postings caught up by this share of their rows or more are saved again.
 _RESAVE_SHARE = 0.05
 _CHUNK = 900  # rowids per IN list: under SQLite's oldest limit of 999 parameters
@@ -186,23 +187,29 @@ class KeywordMixin:
         )
 
     def _postings_caught_up(self, user_id: str, index: Postings) -> tuple[Postings, int] | None:
-        """``index`` (held, out of date) with the user's rows inserted after the last it was read
-        with, while none was removed or changed since; None when it must be loaded again (as
-        :meth:`~.vector_search.VectorMixin._caught_up`)."""
+        """``index`` (held, out of date) with the changes since it was read; None when it must be
+        loaded again (as :meth:`~.vector_search.VectorMixin._caught_up`)."""
         mark = self._postings_marks.get(index)
         if mark is None:
             return None
         removed, last = mark
-        since = self._postings_loader.inserted_since(
-            user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, last), removed)
-        if since is None:
+        changes = self._keyword_changes(user_id, last, removed)
+        if changes is None:
             return None
-        rows, version = since
-        # An id after the last row read is new (a replace moves the count); some may be this
-        # process's own writes, applied already.
-        index.add_missing(rows, last)
-        self._postings_marks[index] = (removed, max([last, *(int(r[0]) for r in rows)]))
-        return index, version
+        # Some may be this process's own writes, applied already.
+        index.catch_up(changes.removed, changes.rows, last)
+        self._postings_marks[index] = (removed if changes.count is None else changes.count,
+                                       max([last, *(int(r[0]) for r in changes.rows)]))
+        return index, changes.version
+
+    def _keyword_changes(self, user_id: str, last: int, removed: int) -> Changes | None:
+        key = user_key(user_id)
+
+        def rows(rowids: Sequence[int]) -> tuple[str, Sequence[Any]]:
+            return _DOCUMENTS_OF_ROWS.format(rows=",".join("?" * len(rowids))), (key, *rowids, user_id)
+
+        return self._postings_loader.changed_since(
+            user_id, _USER_DOCUMENTS, (key, user_id), last=last, removed=removed, rowid="m.rowid", rows=rows)
 
     def _held_postings(self, user_id: str) -> Postings | None:
         """The user's postings when held, or loaded here when small; None while a larger user's are
@@ -243,27 +250,23 @@ class KeywordMixin:
         return None
 
     def _saved_postings(self, user_id: str) -> tuple[Postings, int] | None:
-        """The user's saved postings and their version, brought up to date by the rows inserted
-        since they were saved (:mod:`.saved`); None when there are none, or when rows were removed
-        or changed since."""
+        """The user's saved postings and their version, brought up to date by the changes since
+        they were saved (:mod:`.saved`); None when there are none, or when they are too far behind."""
         current = self._user_version(user_id)
         found = None if current is None else saved.load(self.path, "keywords", user_id)
-        since = saved.behind(found, current, lambda: self._removed(user_id), lambda last, removed: (
-            self._postings_loader.inserted_since(user_id, _DOCUMENTS_AFTER, (user_key(user_id), user_id, last),
-                                                 removed)))
-        if found is None or since is None:
+        changes = saved.behind(found, current, lambda: self._removed(user_id),
+                               lambda last, removed: self._keyword_changes(user_id, last, removed))
+        if found is None or changes is None:
             return None
-        added, version = since
         index = Postings.of_parts(found.parts)
         if index is None:
             return None
-        for rowid, memory_id, created, document in sorted(added):
-            index.add(rowid, memory_id, document.split(), created, new=True)  # after every saved row
-        if found.removed is not None:
-            self._postings_marks[index] = (found.removed, max([found.last_rowid, *(int(r[0]) for r in added)]))
-            if len(added) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(index)):
-                self._save_postings(user_id, index, version, found.removed)  # the next load reads less
-        return index, version
+        index.catch_up(changes.removed, changes.rows, found.last_rowid)
+        if changes.count is not None:
+            self._postings_marks[index] = (changes.count, max([found.last_rowid, *(int(r[0]) for r in changes.rows)]))
+            if len(changes.rows) + len(changes.removed) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(index)):
+                self._save_postings(user_id, index, changes.version, changes.count)  # the next load reads less
+        return index, changes.version
 
     def _save_postings(self, user_id: str, index: Postings, version: int, removed: int) -> None:
         parts = index.parts()

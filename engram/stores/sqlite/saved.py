@@ -7,10 +7,10 @@ busy cores), most of what a tenant's first query cost after a restart. A saved f
 an index is built from, the user's version and count of removals when its rows were read (in one
 SQL snapshot), and the largest rowid among them. It is mapped copy-on-write, not read: pages come in
 as the first search touches them, and an index that changes a row in place changes only its own
-copy. While the user's version is the one saved, the file is the index; while only their version
-moved, not their removals (:data:`~.versions.USER_REMOVED`: deletes and changes in place), every
-change since was an insert, of a row after the largest saved one, and the loader reads those rows
-alone and adds them (at a million memories, rebuilding from every row took 16-28 s).
+copy. While the user's version is the one saved, the file is the index; when it moved, the loader
+reads what changed since (:meth:`~.snapshot.SnapshotReader.changed_since`: the rows after the
+largest saved one, and the rows the user's removals since counted) and applies it (at a million
+memories, rebuilding from every row took 16-28 s).
 
 Layout: a header (magic, the user's version, the number of arrays, the count of removals, the
 largest rowid), one descriptor per array (dtype, shape, offset), then the arrays, each aligned to 64
@@ -34,12 +34,12 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from engram.stores.packing import encoded, strings
+from engram.stores.sqlite.snapshot import Changes
 
 __all__ = [
     "KINDS", "SAVE_ABOVE", "Saved", "behind", "drop", "encoded", "load", "path_of", "save", "strings",
@@ -168,18 +168,20 @@ def load(db_path: str, kind: str, user_id: str) -> Saved | None:
 
 def behind(
     found: Saved | None, current: int | None, removed: Callable[[], int | None],
-    inserted: Callable[[int, int], tuple[list[Any], int] | None],
-) -> tuple[list[Any], int] | None:
-    """The rows a saved file lacks and the user's version with them (none when it is current at
-    ``current``): ``inserted(last_rowid, removed)`` reads the rows after the file's last while the
-    user's count of removals is the file's. None when the file cannot serve: none, a file of the
-    first layout behind the user, or one whose count of removals moved (``removed`` reads it now)."""
+    changes: Callable[[int, int], Changes | None],
+) -> Changes | None:
+    """What a saved file lacks (nothing when it is current at ``current``): ``changes(last_rowid,
+    removed)`` reads the user's changes since its rows were read. None when the file cannot serve:
+    none, or a file of the first layout behind the user. ``removed`` reads the user's count of
+    removals now, for a file at the user's version."""
     if found is None or current is None:
         return None
     if found.version == current:
         # A count moved without a new version: a change in place that no write makes today.
-        return ([], current) if found.removed is None or removed() == found.removed else None
-    return None if found.removed is None else inserted(found.last_rowid, found.removed)
+        if found.removed is None or removed() == found.removed:
+            return Changes([], [], current, found.removed)
+        return None
+    return None if found.removed is None else changes(found.last_rowid, found.removed)
 
 
 def drop(db_path: str, kind: str, user_id: str) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from engram.model import Entity
 from engram.stores.sqlite.substrings import create_substring_index
-from engram.stores.sqlite.versions import count_access, count_removals, create_user_versions
+from engram.stores.sqlite.versions import count_access, count_removals, create_user_versions, log_removals
 from engram.text import memory_terms
 
 __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
@@ -241,6 +241,9 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # (engram.stores.sqlite.saved): through the other user-leading indexes that read every entry of the
     # user, ~0.15 s at a million memories for a few new rows.
     "CREATE INDEX IF NOT EXISTS memories_user_rowid ON memories (user_id)",
+    # 16: which rows each user's removals counted, for held indexes to catch up on deletes and
+    # changes in place as on inserts (engram.stores.sqlite.versions).
+    lambda conn: log_removals(conn),
 )
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.

@@ -388,6 +388,7 @@ class SQLiteStore(
         c.execute("DELETE FROM keyword_stats WHERE user_id = ?", (user_id,))
         # The id must not outlive the user; a later write starts the counter at a random value again.
         c.execute("DELETE FROM user_versions WHERE user_id = ?", (user_id,))
+        c.execute("DELETE FROM memory_removals WHERE user_id = ?", (user_id,))
         _merge_keyword_segments(c)
 
     def forget_user(self, user_id: str) -> int:

@@ -31,7 +31,7 @@ from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.ann import attached, drop_saved, index_class, load_index
 from engram.stores.sqlite.dialect import SQLITE
-from engram.stores.sqlite.snapshot import USER_VERSION, SnapshotReader
+from engram.stores.sqlite.snapshot import USER_VERSION, Changes, SnapshotReader
 from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.stores.sqlite.versions import USER_REMOVED
@@ -47,12 +47,27 @@ _USER_VECTORS = (
     "SELECT rowid, id, embedding, kind, status FROM memories "
     "WHERE user_id = ? AND embedding IS NOT NULL"  # in any order: sorting the rows cost 40-80 ms at 10k
 )
-#: The user's rows inserted after a saved index's last one (see engram.stores.sqlite.saved).
-_VECTORS_AFTER = _USER_VECTORS + " AND rowid > ?"
+#: Some of the user's rows, by rowid: looked up one by one (the user's index would read all of theirs).
+_VECTORS_OF_ROWS = (
+    "SELECT rowid, id, embedding, kind, status FROM memories "
+    "WHERE rowid IN ({rows}) AND +user_id = ? AND embedding IS NOT NULL"
+)
 #: A saved index caught up by this share of its rows or more is saved again.
 _RESAVE_SHARE = 0.05
 #: A saved matrix has a spare row for every this many rows.
 _SPARE_SHARE = 20
+
+
+def _applied(index: ExactIndex, changes: Changes) -> bool:
+    """Apply a user's changes to ``index``; False (nothing applied) when a row holds a vector of
+    another size than the index's (an index of no rows holds)."""
+    if any(len(r[2]) != 4 * index.dimensions for r in changes.rows):
+        return False
+    for rowid in changes.removed:
+        index.remove(rowid)
+    for rowid, memory_id, blob, kind, status in sorted(changes.rows):  # those this process wrote: again
+        index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
+    return True
 
 
 class VectorMixin:
@@ -106,24 +121,26 @@ class VectorMixin:
         )
 
     def _caught_up(self, user_id: str, index: ExactIndex) -> tuple[ExactIndex, int] | None:
-        """``index`` (held, out of date: another process wrote to the user) with the user's rows
-        inserted after the last it was read with, while none was removed or changed since (the same
-        test as a saved file's, :mod:`.saved`); None when it must be loaded again. At a million
-        memories a load took 1.35 s, this a few milliseconds."""
+        """``index`` (held, out of date: another process wrote to the user) with the changes since
+        it was read (:meth:`~.snapshot.SnapshotReader.changed_since`: the rows inserted after it,
+        those removed or changed since); None when it must be loaded again. At a million memories a
+        load took 25-40 s, this a few milliseconds."""
         mark = self._vector_marks.get(index)
         if mark is None:
             return None
         removed, last = mark
-        since = self._loader.inserted_since(user_id, _VECTORS_AFTER, (user_id, last), removed)
-        if since is None:
+        changes = self._changes(user_id, last, removed)
+        if changes is None or not _applied(index, changes):
             return None
-        rows, version = since
-        if any(len(r[2]) != 4 * index.dimensions for r in rows):
-            return None  # vectors of another size than an index of no rows holds
-        for rowid, memory_id, blob, kind, status in sorted(rows):  # those this process wrote: again
-            index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
-        self._vector_marks[index] = (removed, max([last, *(int(r[0]) for r in rows)]))
-        return index, version
+        self._vector_marks[index] = (removed if changes.count is None else changes.count,
+                                     max([last, *(int(r[0]) for r in changes.rows)]))
+        return index, changes.version
+
+    def _changes(self, user_id: str, last: int, removed: int) -> Changes | None:
+        def rows(rowids: Sequence[int]) -> tuple[str, Sequence[Any]]:
+            return _VECTORS_OF_ROWS.format(rows=",".join("?" * len(rowids))), (*rowids, user_id)
+
+        return self._loader.changed_since(user_id, _USER_VECTORS, (user_id,), last=last, removed=removed, rows=rows)
 
     def _user_version(self, user_id: str) -> int | None:
         """Moves with every change to the user's vectors, kinds or statuses: each is a transaction
@@ -181,28 +198,27 @@ class VectorMixin:
         return self._indexes.is_current(user_id, index, lambda: self._user_version(user_id))
 
     def _saved_index(self, user_id: str) -> tuple[ExactIndex, int] | None:
-        """The user's saved index and their version, brought up to date by the rows inserted since
-        it was saved; None when there is none, or when rows were removed or changed since."""
+        """The user's saved index and their version, brought up to date by the changes since it was
+        saved; None when there is none, or when it is too far behind to catch up."""
         current = self._user_version(user_id)
         found = None if current is None else saved.load(self.path, "vectors", user_id)
-        since = saved.behind(found, current, lambda: self._removed(user_id), lambda last, removed: (
-            self._loader.inserted_since(user_id, _VECTORS_AFTER, (user_id, last), removed)))
-        if found is None or since is None or len(found.parts) != 5:
+        changes = saved.behind(found, current, lambda: self._removed(user_id),
+                               lambda last, removed: self._changes(user_id, last, removed))
+        if found is None or changes is None or len(found.parts) != 5:
             return None
-        added, version = since
         matrix, rowids, kinds, statuses, names = found.parts
         ids = saved.strings(names, len(rowids))  # type: ignore[arg-type]
         if ids is None or (self._dimensions is not None and matrix.shape[1] != self._dimensions):
             return None
-        cls = index_class(len(ids) + len(added), self._ann_above)
+        cls = index_class(len(ids) + len(changes.rows), self._ann_above)
         index = cls.of_arrays(matrix.shape[1], rowids, ids, matrix, kinds, statuses)  # type: ignore[arg-type]
-        for rowid, memory_id, blob, kind, status in sorted(added):
-            index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
-        if found.removed is not None:
-            self._vector_marks[index] = (found.removed, max([found.last_rowid, *(int(r[0]) for r in added)]))
-            if len(added) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(ids)):
-                self._save_vectors(user_id, index, version, found.removed)  # the next load reads less
-        return index, version
+        if not _applied(index, changes):
+            return None
+        if changes.count is not None:
+            self._vector_marks[index] = (changes.count, max([found.last_rowid, *(int(r[0]) for r in changes.rows)]))
+            if len(changes.rows) + len(changes.removed) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(ids)):
+                self._save_vectors(user_id, index, changes.version, changes.count)  # the next load reads less
+        return index, changes.version
 
     def _save(self, user_id: str, kind: str, version: int, parts: list[Any], removed: int, last_rowid: int) -> None:
         """Save a just-loaded index's arrays (read at ``version`` and ``removed``, the largest rowid
