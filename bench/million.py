@@ -11,9 +11,10 @@ source's top 10 is checked against scoring every posting of the query's terms.
 
 ``--writes N`` ends the run with N rounds of an add followed by a retrieval (an agent storing each
 turn), timed apart from the plain retrievals, then N rounds where a second store on the file (another
-service worker) adds. The added memories stay: deleting them would erase the
-user's saved indexes (as every delete does) and make the next run rebuild them, where inserts leave
-files that the next load catches up.
+service worker) adds, then N rounds where it deletes one of the memories it added, each followed by
+a retrieval. The deletes erase the user's saved indexes; the store holding them saves them again
+when it closes (timed), so the next run maps them instead of rebuilding. The memories this store
+added stay.
 """
 
 from __future__ import annotations
@@ -152,19 +153,33 @@ def writes(memory: Memory, other: Memory, texts: list[str], rounds: int) -> dict
     as many rounds where ``other`` (a second store on the file: another service worker) adds."""
     config = RetrievalConfig(cache_ttl=0)
     out: dict[str, Any] = {"rounds": rounds}
+    added: list[str] = []
     for name, writer in (("", memory), ("_by_another_process", other)):
         add_ms: list[float] = []
         after_ms: list[float] = []
         for i in range(rounds):
             started = time.perf_counter()
-            writer.add(f"Note {i}{name} of the write rounds: {CUSTOMERS[i % len(CUSTOMERS)]} asked about "
-                       f"{PRODUCTS[i % len(PRODUCTS)]}", user_id=USER)
+            record = writer.add(f"Note {i}{name} of the write rounds: {CUSTOMERS[i % len(CUSTOMERS)]} asked "
+                                f"about {PRODUCTS[i % len(PRODUCTS)]}", user_id=USER)
             add_ms.append((time.perf_counter() - started) * 1000)
+            if writer is other:
+                added.append(record.id)
             started = time.perf_counter()
             result = memory.retrieve(texts[i % len(texts)], user_id=USER, now=NOW, config=config)
             after_ms.append((time.perf_counter() - started) * 1000 - result.metadata.stage_ms.get("embed", 0.0))
         out[f"add{name}"] = percentiles(add_ms)
         out[f"retrieve_after_add{name}"] = percentiles(after_ms)
+    delete_ms: list[float] = []
+    after_ms = []
+    for i, memory_id in enumerate(added):
+        started = time.perf_counter()
+        other.delete(memory_id, user_id=USER)
+        delete_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        result = memory.retrieve(texts[i % len(texts)], user_id=USER, now=NOW, config=config)
+        after_ms.append((time.perf_counter() - started) * 1000 - result.metadata.stage_ms.get("embed", 0.0))
+    out["delete_by_another_process"] = percentiles(delete_ms)
+    out["retrieve_after_delete_by_another_process"] = percentiles(after_ms)
     return {"writes": out}
 
 
@@ -269,7 +284,10 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
             report[phase] = row
         finally:
+            started = time.perf_counter()
             memory.close()
+            if phase == "restarted process" and args.writes:
+                report[phase]["close_s"] = round(time.perf_counter() - started, 2)  # saves what deletes erased
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -339,3 +340,39 @@ def test_a_build_overtaken_by_another_process_delete_is_not_saved(
     meta = json.loads(Path(f"{store.path}.ann").joinpath(next(
         p.name for p in Path(f"{store.path}.ann").iterdir() if p.suffix == ".json")).read_text())
     assert meta["rows"] == ROWS - 1
+
+
+def _wait_for(check: Any, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_delete_saves_the_snapshot_again_without_the_row(store: SQLiteStore, tmp_path: Path) -> None:
+    """The erased snapshot is saved again from the held one, less the deleted row (a rebuild would
+    take a minute of both cores at a million rows), and a new process opens it."""
+    store._resaves.quiet = 0.01
+    store.vector_search("u", QUERIES[0], 10, Filters())
+    index = store._indexes.get("u")
+    assert isinstance(index, AnnIndex) and index.wait(60)
+    built = index._ivf
+    assert store.delete("u", "m5") and store.delete("u", "m9")
+    assert _wait_for(lambda: _saved(store) == [".ivf", ".json"])
+    assert index._ivf is built  # saved again, not rebuilt
+    directory = Path(f"{store.path}.ann")
+    meta = json.loads(next(p for p in directory.iterdir() if p.suffix == ".json").read_text())
+    assert meta["rows"] == ROWS - 2
+    faiss = ann._faiss()
+    held = ann._ids_of(faiss.read_index(str(next(p for p in directory.iterdir() if p.suffix == ".ivf"))))
+    assert len(held) == ROWS - 2 and 5 not in held and 9 not in held
+    store._stop_searches()  # the saved vectors are written
+    fresh = SQLiteStore(tmp_path / "v.db")
+    try:
+        assert next(m for m, _ in fresh.vector_search("u", DATA[4], 3, Filters())) != "m5"
+        again = fresh._indexes.get("u")
+        assert isinstance(again, AnnIndex) and again.ready and again._snapshot_rows == ROWS - 2  # opened
+    finally:
+        fresh.close()

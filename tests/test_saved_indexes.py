@@ -5,6 +5,7 @@ forget, and the index loaded from it answers as one read from SQL does."""
 from __future__ import annotations
 
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -180,6 +181,9 @@ def test_a_removal_since_the_save_is_caught_up(
         assert all(m != "m0042" for m, _ in got[1][0])  # "note 42" no longer finds it
         assert change == "content" or "m0042" not in got[0][1]  # its vector stays only if it stays
         assert any(sql != "changes" for sql in sent) == lost  # every row read again only then
+        _settle(reader)
+        if change == "delete":  # the files are saved again, without the row
+            assert all(data and b"m0042" not in data for data in _files(path).values())
     finally:
         reader.close()
 
@@ -452,3 +456,97 @@ def test_a_write_of_this_process_during_a_refresh_is_held_once(tmp_path: Path) -
     finally:
         here.close()
         there.close()
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    return {kind: b"".join(p.read_bytes() for p in _saved(path, kind)) for kind in ("vectors", "keywords")}
+
+
+@pytest.mark.parametrize("who", ["this process", "another process"])
+def test_files_a_removal_erased_are_saved_again_from_the_held_indexes(
+    path: Path, monkeypatch: pytest.MonkeyPatch, who: str,
+) -> None:
+    """A delete erases the files; the process holding the user's indexes saves them again once the
+    user's removals pause (a burst saves once), without the deleted rows, and a new process maps them
+    instead of reading every row (at a million memories, 25-70 s)."""
+    holder, other = SQLiteStore(path), SQLiteStore(path)
+    saves: list[str] = []
+    real = holder._save
+
+    def counted(user_id: str, kind: str, *args: Any, **kwargs: Any) -> None:
+        saves.append(kind)
+        real(user_id, kind, *args, **kwargs)
+
+    try:
+        holder.keyword_build_inline = 10**9
+        holder._save = counted  # type: ignore[method-assign]
+        holder._resaves.quiet = 0.3
+        _answers(holder)  # both indexes held
+        deleter = holder if who == "this process" else other
+        for memory_id in ("m0042", "m0043", "m0044"):
+            assert deleter.delete("u", memory_id)
+        assert _saved(path) == [] and _saved(path, "keywords") == []
+        if who == "another process":
+            _answers(holder)  # takes the deletes, and learns the files are gone
+        deadline = time.monotonic() + 30
+        while len(saves) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        _settle(holder)
+        assert sorted(saves) == ["keywords", "vectors"]  # once each for the burst
+        files = _files(path)
+        assert files["vectors"] and files["keywords"]
+        assert all(b"m0042" not in data and b"m0044" not in data for data in files.values())
+    finally:
+        holder.close()
+        other.close()
+    want = _fresh_answers(path, monkeypatch)
+    reader = SQLiteStore(path)
+    try:
+        sent = _reads(reader, monkeypatch)
+        assert _answers(reader) == want
+        assert sent == [], sent  # mapped, nothing read
+    finally:
+        reader.close()
+
+
+def test_close_saves_what_waits_to_be_saved_again(path: Path) -> None:
+    store = SQLiteStore(path)
+    try:
+        store._resaves.quiet = 3600
+        _answers(store)
+        assert store.delete("u", "m0042")
+        assert store._resaves.pending() == ["u"] and _saved(path) == []
+    finally:
+        store.close()
+    assert _saved(path) and _saved(path, "keywords")
+    assert all(b"m0042" not in data for data in _files(path).values())
+
+
+def test_a_gathered_matrix_is_written_as_its_rows_and_not_kept_past_a_compaction(tmp_path: Path) -> None:
+    """The saved matrix is gathered from the index as it is written (no copy of the whole): the file
+    holds exactly the live rows then the spare zero rows, and a compaction meanwhile (rows moved)
+    cancels it."""
+    from engram.stores.sqlite.vectors import ExactIndex
+
+    rows = 40_000  # more than one chunk of rows
+    matrix = np.random.default_rng(3).standard_normal((rows, DIMS)).astype(np.float32)
+    index = ExactIndex.load(DIMS, list(range(1, rows + 1)), [f"m{i}" for i in range(rows)],
+                            [v.tobytes() for v in matrix], ["message"] * rows, ["active"] * rows)
+    for rowid in range(10_001, rows + 1, 7):
+        index.remove(rowid)  # holes, fewer than a compaction waits for
+    db = str(tmp_path / "g.db")
+    lock = threading.Lock()
+    rowids, _, gathered, _, _ = index.arrays(spare=5)
+    saved.save(db, "vectors", "u", 1, [gathered, rowids], removed=0, last_rowid=rows, publish=lambda: True, lock=lock)
+    found = saved.load(db, "vectors", "u")
+    assert found is not None
+    live = rowids - 1
+    assert np.array_equal(found.parts[0][: len(live)], matrix[live]) and not found.parts[0][len(live):].any()
+    assert found.parts[0].shape == (len(live) + 5, DIMS)
+    saved.drop(db, "vectors", "u")
+    rowids, _, gathered, _, _ = index.arrays(spare=5)
+    for rowid in range(1, 10_001):
+        index.remove(rowid)  # past a quarter of the rows: the index compacts
+    assert index._compactions == 1 and not gathered.current()
+    saved.save(db, "vectors", "u", 1, [gathered, rowids], removed=0, last_rowid=rows, publish=lambda: True, lock=lock)
+    assert saved.load(db, "vectors", "u") is None

@@ -51,6 +51,7 @@ from engram.stores.sql.rows import filter_sql, record_params
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
+from engram.stores.sqlite.resaves import Resaves
 from engram.stores.sqlite.schema import user_key
 from engram.stores.sqlite.snapshot import Changes, SnapshotReader
 from engram.stores.sqlite.user_cache import UserIndexCache
@@ -102,6 +103,7 @@ class KeywordMixin:
     _postings: UserIndexCache[Postings]
     _postings_loader: SnapshotReader
     _postings_builds: Builds
+    _resaves: Resaves
     keyword_build_inline: int
 
     if TYPE_CHECKING:
@@ -119,6 +121,8 @@ class KeywordMixin:
         def _removed(self, user_id: str) -> int | None: ...
 
         def _vectors_held(self, user_id: str) -> bool: ...
+
+        def _resave_later(self, user_id: str) -> None: ...
 
         def _save(self, user_id: str, kind: str, version: int, parts: list[Any], removed: int,
                   last_rowid: int) -> None: ...
@@ -186,7 +190,9 @@ class KeywordMixin:
             lambda held: self._postings_caught_up(user_id, held),
         )
 
-    def _postings_caught_up(self, user_id: str, index: Postings) -> tuple[Postings, int] | None:
+    def _postings_caught_up(
+        self, user_id: str, index: Postings, *, resave: bool = True,
+    ) -> tuple[Postings, int] | None:
         """``index`` (held, out of date) with the changes since it was read; None when it must be
         loaded again (as :meth:`~.vector_search.VectorMixin._caught_up`)."""
         mark = self._postings_marks.get(index)
@@ -200,7 +206,27 @@ class KeywordMixin:
         index.catch_up(changes.removed, changes.rows, last)
         self._postings_marks[index] = (removed if changes.count is None else changes.count,
                                        max([last, *(int(r[0]) for r in changes.rows)]))
+        if changes.removed and resave:
+            self._resave_later(user_id)
         return index, changes.version
+
+    def _resave_postings(self, user_id: str) -> None:
+        """Save the user's held postings again, brought up to date first (:mod:`.resaves`)."""
+        if not self._postings.holds(user_id):
+            return
+        caught: list[tuple[Postings, int] | None] = []
+
+        def refresh(held: Postings) -> tuple[Postings, int] | None:
+            caught.append(self._postings_caught_up(user_id, held, resave=False))
+            return caught[-1]
+
+        self._retry(self._check_foreign_writes)
+        index = self._postings.get_or_load(
+            user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id), refresh, force=True)
+        found = caught[-1] if caught else None  # else loaded whole, and saved by the load
+        if found is None or found[0] is not index or len(index) < saved.SAVE_ABOVE:
+            return
+        self._save_postings(user_id, index, found[1], self._postings_marks[index][0])
 
     def _keyword_changes(self, user_id: str, last: int, removed: int) -> Changes | None:
         key = user_key(user_id)
@@ -264,7 +290,8 @@ class KeywordMixin:
         index.catch_up(changes.removed, changes.rows, found.last_rowid)
         if changes.count is not None:
             self._postings_marks[index] = (changes.count, max([found.last_rowid, *(int(r[0]) for r in changes.rows)]))
-            if len(changes.rows) + len(changes.removed) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(index)):
+            # A file behind by many rows, or one that outlived a removal (it holds what was removed).
+            if changes.removed or len(changes.rows) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(index)):
                 self._save_postings(user_id, index, changes.version, changes.count)  # the next load reads less
         return index, changes.version
 

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from engram.stores.packing import encoded, strings
+from engram.stores.packing import Gathered, encoded, strings, write_part
 from engram.stores.sqlite.snapshot import Changes
 
 __all__ = [
@@ -99,7 +99,7 @@ def _aligned(offset: int) -> int:
 
 
 def save(
-    db_path: str, kind: str, user_id: str, version: int, parts: Sequence[npt.NDArray[np.generic]],
+    db_path: str, kind: str, user_id: str, version: int, parts: Sequence[npt.NDArray[np.generic] | Gathered],
     *, removed: int, last_rowid: int, publish: Callable[[], bool], lock: threading.Lock,
 ) -> None:
     """Write the file whole under a temporary name, then rename it (a reader sees all or nothing),
@@ -123,9 +123,9 @@ def save(
             out.write(b"".join(descriptors))
             for part, descriptor in zip(parts, descriptors, strict=True):
                 out.seek(_PART.unpack(descriptor)[4])
-                out.write(np.ascontiguousarray(part).tobytes())
+                write_part(out, part)
         with lock:
-            if publish():
+            if publish() and all(p.current() for p in parts if isinstance(p, Gathered)):
                 os.replace(partial, path)
                 if not publish():  # another process erased the user between that look and the rename
                     path.unlink(missing_ok=True)

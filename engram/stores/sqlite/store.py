@@ -52,6 +52,7 @@ from engram.stores.sqlite.keyword import KeywordMixin
 from engram.stores.sqlite.mapping import FileMap
 from engram.stores.sqlite.readers import ReadPool, read_only
 from engram.stores.sqlite.records import RecordsMixin
+from engram.stores.sqlite.resaves import Resaves
 from engram.stores.sqlite.schema import migrate, register_functions
 from engram.stores.sqlite.vector_search import VectorMixin
 from engram.stores.sqlite.versions import user_version
@@ -153,6 +154,7 @@ class SQLiteStore(
         )
         self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
         self._init_keywords(self._indexes.budget)
+        self._resaves = Resaves(self._resave)
         self._init_records(self._indexes.budget)
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
 
@@ -246,7 +248,12 @@ class SQLiteStore(
 
         return self._retry(look)
 
+    def _resave(self, user_id: str) -> None:
+        self._resave_vectors(user_id)
+        self._resave_postings(user_id)
+
     def close(self) -> None:
+        self._resaves.close()  # first: it reads and saves through what the rest stops
         self._stop_searches()
         self._stop_keywords()
         if self._readers is not None:

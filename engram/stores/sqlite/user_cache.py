@@ -85,6 +85,11 @@ class UserIndexCache(Generic[Index]):
         with self._lock:
             return None if user_id in self._unchecked else self._entries.get(user_id)
 
+    def peek(self, user_id: str) -> Index | None:
+        """The user's index if one is in memory, current or not; never loads, never counts as a use."""
+        with self._lock:
+            return self._entries.get(user_id)
+
     def written(self, user_id: str) -> Index | None:
         """A write to this user committed here: the index to apply it to, if one is held."""
         with self._lock:
@@ -119,14 +124,15 @@ class UserIndexCache(Generic[Index]):
 
     def get_or_load(
         self, user_id: str, load: Callable[[], tuple[Index, int | None]], version: Callable[[], int | None],
-        refresh: Callable[[Index], tuple[Index, int | None] | None] | None = None,
+        refresh: Callable[[Index], tuple[Index, int | None] | None] | None = None, *, force: bool = False,
     ) -> Index:
         """The user's index, loaded by ``load`` (with the user's version) when not held or out of
         date, once whoever else asks meanwhile; ``version`` reads the user's version now.
 
         ``refresh`` may bring an out-of-date index up to date in place instead (returning it and
         the version it is now current at, or None to have ``load`` run). It runs as a load does:
-        a write committing meanwhile makes what it returns answer this search only."""
+        a write committing meanwhile makes what it returns answer this search only. ``force``
+        runs it on a held index even when known current (searches go on using it meanwhile)."""
         while True:
             held: int | None = None
             previous: Index | None = None  # held, but out of date or not known to be current
@@ -134,6 +140,8 @@ class UserIndexCache(Generic[Index]):
                 index = self._entries.get(user_id)
                 if index is not None and user_id in self._unchecked:
                     held = self._versions.get(user_id)
+                    previous, index = index, None
+                elif index is not None and force:
                     previous, index = index, None
             if held is not None:
                 current = version()  # outside the lock: it reads SQL

@@ -29,8 +29,9 @@ from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite import saved
-from engram.stores.sqlite.ann import attached, drop_saved, index_class, load_index
+from engram.stores.sqlite.ann import AnnIndex, attached, drop_saved, index_class, load_index
 from engram.stores.sqlite.dialect import SQLITE
+from engram.stores.sqlite.resaves import Resaves
 from engram.stores.sqlite.snapshot import USER_VERSION, Changes, SnapshotReader
 from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
@@ -81,6 +82,8 @@ class VectorMixin:
     _saves: ThreadPoolExecutor | None
     _saved_lock: threading.Lock
     _erasures: dict[str, int]
+    _resaves: Resaves
+    _postings: UserIndexCache[Any]
 
     if TYPE_CHECKING:
         path: str
@@ -120,11 +123,12 @@ class VectorMixin:
             lambda held: self._caught_up(user_id, held),
         )
 
-    def _caught_up(self, user_id: str, index: ExactIndex) -> tuple[ExactIndex, int] | None:
+    def _caught_up(self, user_id: str, index: ExactIndex, *, resave: bool = True) -> tuple[ExactIndex, int] | None:
         """``index`` (held, out of date: another process wrote to the user) with the changes since
         it was read (:meth:`~.snapshot.SnapshotReader.changed_since`: the rows inserted after it,
         those removed or changed since); None when it must be loaded again. At a million memories a
-        load took 25-40 s, this a few milliseconds."""
+        load took 25-40 s, this a few milliseconds. A removal erased the user's files: ``resave``
+        has them saved again from here (:mod:`.resaves`)."""
         mark = self._vector_marks.get(index)
         if mark is None:
             return None
@@ -134,7 +138,29 @@ class VectorMixin:
             return None
         self._vector_marks[index] = (removed if changes.count is None else changes.count,
                                      max([last, *(int(r[0]) for r in changes.rows)]))
+        if changes.removed and resave:
+            self._resave_later(user_id)
         return index, changes.version
+
+    def _resave_vectors(self, user_id: str) -> None:
+        """Save the user's held vectors (and approximate index) again, brought up to date first."""
+        if not self._indexes.holds(user_id):
+            return
+        caught: list[tuple[ExactIndex, int] | None] = []
+
+        def refresh(held: ExactIndex) -> tuple[ExactIndex, int] | None:
+            caught.append(self._caught_up(user_id, held, resave=False))
+            return caught[-1]
+
+        self._retry(self._check_foreign_writes)
+        index = self._indexes.get_or_load(
+            user_id, lambda: self._load_index(user_id), lambda: self._user_version(user_id), refresh, force=True)
+        found = caught[-1] if caught else None  # else loaded whole, and saved by the load
+        if found is None or found[0] is not index or len(index) < saved.SAVE_ABOVE:
+            return
+        self._save_vectors(user_id, index, found[1], self._vector_marks[index][0])
+        if isinstance(index, AnnIndex):
+            index.save_again()
 
     def _changes(self, user_id: str, last: int, removed: int) -> Changes | None:
         def rows(rowids: Sequence[int]) -> tuple[str, Sequence[Any]]:
@@ -216,7 +242,8 @@ class VectorMixin:
             return None
         if changes.count is not None:
             self._vector_marks[index] = (changes.count, max([found.last_rowid, *(int(r[0]) for r in changes.rows)]))
-            if len(changes.rows) + len(changes.removed) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(ids)):
+            # A file behind by many rows, or one that outlived a removal (it holds what was removed).
+            if changes.removed or len(changes.rows) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(ids)):
                 self._save_vectors(user_id, index, changes.version, changes.count)  # the next load reads less
         return index, changes.version
 
@@ -237,12 +264,22 @@ class VectorMixin:
 
     def _erase_saved(self, user_id: str) -> None:
         """Erase the user's files beside the database (a delete, replace or forget just erased rows
-        they may hold) and cancel a save of them under way."""
+        they may hold) and cancel a save of them under way; indexes held here are saved again."""
         with self._saved_lock:
             self._erasures[user_id] = self._erasures.get(user_id, 0) + 1
             for kind in saved.KINDS:
                 saved.drop(self.path, kind, user_id)
         drop_saved(self.path, user_id)
+        self._resave_later(user_id)
+
+    def _resave_later(self, user_id: str) -> None:
+        """Have the user's files saved again (:mod:`.resaves`) if an index held here is large enough
+        to have had them."""
+        if self.path != ":memory:" and any(
+            index is not None and len(index) >= saved.SAVE_ABOVE
+            for index in (self._indexes.peek(user_id), self._postings.peek(user_id))
+        ):
+            self._resaves.schedule(user_id)
 
     def _allowed(self, user_id: str, filters: Filters) -> set[int] | None:
         """The rows the filters allow, or None when the index can tell itself (kinds, statuses)."""

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import KINDS, STATUSES
+from engram.stores.packing import Gathered
 from engram.stores.sqlite.prescan import POOL, Prescan
 from engram.stores.untracked import Strings, string_array
 
@@ -106,6 +107,7 @@ class ExactIndex:
         self._ascending: bool | None = None
         self._size = 0
         self._holes = 0
+        self._compactions = 0  # rows moved so far
         self._lock = threading.RLock()
         # The last query's scores: the procedural source asks again with the same vector.
         self._last: tuple[bytes, npt.NDArray[np.float32]] | None = None
@@ -150,14 +152,16 @@ class ExactIndex:
 
     def arrays(
         self, spare: int = 0,
-    ) -> tuple[npt.NDArray[np.int64], list[str], Matrix, npt.NDArray[np.int8], npt.NDArray[np.int8]]:
-        """Copies of the live rows' ids, vectors and codes, as :meth:`of_arrays` takes them; the
-        matrix has ``spare`` zero rows after them."""
+    ) -> tuple[npt.NDArray[np.int64], list[str], Gathered, npt.NDArray[np.int8], npt.NDArray[np.int8]]:
+        """Copies of the live rows' ids and codes, and their vectors to gather as they are written,
+        with ``spare`` zero rows after them: as :meth:`of_arrays` takes them once read back. A row
+        never changes in place (a write appends; growing copies into a new matrix) until a
+        compaction, which the gathered matrix's ``current`` tells of."""
         with self._lock:
             live = np.flatnonzero(self._alive[: self._size])
-            matrix = np.zeros((len(live) + spare, self._dim), dtype=np.float32)
-            matrix[: len(live)] = self._matrix[live]
-            return (self._rowids[live].copy(), self._ids[live].tolist(), matrix,
+            compactions, matrix = self._compactions, self._matrix
+            return (self._rowids[live].copy(), self._ids[live].tolist(),
+                    Gathered(matrix, live, spare, lambda: self._compactions == compactions),
                     self._kind[live].copy(), self._status[live].copy())
 
     def __len__(self) -> int:
@@ -265,6 +269,7 @@ class ExactIndex:
         self._alive[: len(keep)] = True
         self._size = len(keep)
         self._holes = 0
+        self._compactions += 1
         self._pos = {int(r): i for i, r in enumerate(self._rowids[: self._size])}
         self._ascending = None
 
