@@ -51,7 +51,7 @@ from engram.stores.sql.rows import filter_sql, record_params
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
-from engram.stores.sqlite.resaves import Resaves
+from engram.stores.sqlite.resaves import Resaves, caught_up_held
 from engram.stores.sqlite.schema import user_key
 from engram.stores.sqlite.snapshot import Changes, SnapshotReader
 from engram.stores.sqlite.user_cache import UserIndexCache
@@ -212,21 +212,14 @@ class KeywordMixin:
 
     def _resave_postings(self, user_id: str) -> None:
         """Save the user's held postings again, brought up to date first (:mod:`.resaves`)."""
-        if not self._postings.holds(user_id):
-            return
-        caught: list[tuple[Postings, int] | None] = []
-
-        def refresh(held: Postings) -> tuple[Postings, int] | None:
-            caught.append(self._postings_caught_up(user_id, held, resave=False))
-            return caught[-1]
-
         self._retry(self._check_foreign_writes)
-        index = self._postings.get_or_load(
-            user_id, lambda: self._load_postings(user_id), lambda: self._user_version(user_id), refresh, force=True)
-        found = caught[-1] if caught else None  # else loaded whole, and saved by the load
-        if found is None or found[0] is not index or len(index) < saved.SAVE_ABOVE:
-            return
-        self._save_postings(user_id, index, found[1], self._postings_marks[index][0])
+        found = caught_up_held(
+            self._postings, user_id, load=lambda: self._load_postings(user_id),
+            version=lambda: self._user_version(user_id),
+            caught_up=lambda held: self._postings_caught_up(user_id, held, resave=False))
+        if found is not None:
+            index, version = found
+            self._save_postings(user_id, index, version, self._postings_marks[index][0])
 
     def _keyword_changes(self, user_id: str, last: int, removed: int) -> Changes | None:
         key = user_key(user_id)

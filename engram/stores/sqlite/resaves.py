@@ -14,7 +14,10 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["QUIET_S", "Resaves"]
+from engram.stores.sqlite.saved import SAVE_ABOVE
+from engram.stores.sqlite.user_cache import Index, UserIndexCache
+
+__all__ = ["QUIET_S", "Resaves", "caught_up_held"]
 
 log = logging.getLogger("engram")
 
@@ -81,3 +84,25 @@ class Resaves:
             thread.join()
         for user in pending:
             self._save_one(user)
+
+
+def caught_up_held(
+    cache: UserIndexCache[Index], user_id: str, *, load: Callable[[], tuple[Index, int | None]],
+    version: Callable[[], int | None], caught_up: Callable[[Index], tuple[Index, int] | None],
+) -> tuple[Index, int] | None:
+    """The user's held index brought up to date in place (``caught_up``, as a refresh the cache
+    knows of) and the version it is current at, when it is large enough to be saved; None when none
+    is held, or it had to be loaded whole (a load saves what it read)."""
+    if not cache.holds(user_id):
+        return None
+    caught: list[tuple[Index, int] | None] = []
+
+    def refresh(held: Index) -> tuple[Index, int] | None:
+        caught.append(caught_up(held))
+        return caught[-1]
+
+    index = cache.get_or_load(user_id, load, version, refresh, force=True)
+    found = caught[-1] if caught else None
+    if found is None or found[0] is not index or len(index) < SAVE_ABOVE:
+        return None
+    return found

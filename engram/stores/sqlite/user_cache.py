@@ -20,6 +20,8 @@ class _Sized(Protocol):
     @property
     def nbytes(self) -> int: ...
 
+    def __len__(self) -> int: ...
+
 
 #: What a cache holds per user: vectors in :mod:`.vector_search`, keyword postings in :mod:`.keyword`.
 Index = TypeVar("Index", bound=_Sized)

@@ -31,7 +31,7 @@ from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.ann import AnnIndex, attached, drop_saved, index_class, load_index
 from engram.stores.sqlite.dialect import SQLITE
-from engram.stores.sqlite.resaves import Resaves
+from engram.stores.sqlite.resaves import Resaves, caught_up_held
 from engram.stores.sqlite.snapshot import USER_VERSION, Changes, SnapshotReader
 from engram.stores.sqlite.user_cache import UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
@@ -144,23 +144,15 @@ class VectorMixin:
 
     def _resave_vectors(self, user_id: str) -> None:
         """Save the user's held vectors (and approximate index) again, brought up to date first."""
-        if not self._indexes.holds(user_id):
-            return
-        caught: list[tuple[ExactIndex, int] | None] = []
-
-        def refresh(held: ExactIndex) -> tuple[ExactIndex, int] | None:
-            caught.append(self._caught_up(user_id, held, resave=False))
-            return caught[-1]
-
         self._retry(self._check_foreign_writes)
-        index = self._indexes.get_or_load(
-            user_id, lambda: self._load_index(user_id), lambda: self._user_version(user_id), refresh, force=True)
-        found = caught[-1] if caught else None  # else loaded whole, and saved by the load
-        if found is None or found[0] is not index or len(index) < saved.SAVE_ABOVE:
-            return
-        self._save_vectors(user_id, index, found[1], self._vector_marks[index][0])
-        if isinstance(index, AnnIndex):
-            index.save_again()
+        found = caught_up_held(
+            self._indexes, user_id, load=lambda: self._load_index(user_id), version=lambda: self._user_version(user_id),
+            caught_up=lambda held: self._caught_up(user_id, held, resave=False))
+        if found is not None:
+            index, version = found
+            self._save_vectors(user_id, index, version, self._vector_marks[index][0])
+            if isinstance(index, AnnIndex):
+                index.save_again()
 
     def _changes(self, user_id: str, last: int, removed: int) -> Changes | None:
         def rows(rowids: Sequence[int]) -> tuple[str, Sequence[Any]]:
