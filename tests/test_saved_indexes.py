@@ -20,7 +20,9 @@ import pytest
 
 from engram.model import Filters, MemoryRecord
 from engram.stores.sqlite import keyword, saved, snapshot
+from engram.stores.sqlite.resaves import Resaves
 from engram.stores.sqlite.store import SQLiteStore
+from tests.waiting import until
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DIMS = 16
@@ -467,8 +469,8 @@ def test_files_a_removal_erased_are_saved_again_from_the_held_indexes(
     path: Path, monkeypatch: pytest.MonkeyPatch, who: str,
 ) -> None:
     """A delete erases the files; the process holding the user's indexes saves them again once the
-    user's removals pause (a burst saves once), without the deleted rows, and a new process maps them
-    instead of reading every row (at a million memories, 25-70 s)."""
+    user's removals pause, without the deleted rows, and a new process maps them instead of reading
+    every row (at a million memories, 25-70 s)."""
     holder, other = SQLiteStore(path), SQLiteStore(path)
     saves: list[str] = []
     real = holder._save
@@ -480,7 +482,7 @@ def test_files_a_removal_erased_are_saved_again_from_the_held_indexes(
     try:
         holder.keyword_build_inline = 10**9
         holder._save = counted  # type: ignore[method-assign]
-        holder._resaves.quiet = 0.3
+        holder._resaves.quiet = 0.2
         _answers(holder)  # both indexes held
         deleter = holder if who == "this process" else other
         for memory_id in ("m0042", "m0043", "m0044"):
@@ -488,11 +490,9 @@ def test_files_a_removal_erased_are_saved_again_from_the_held_indexes(
         assert _saved(path) == [] and _saved(path, "keywords") == []
         if who == "another process":
             _answers(holder)  # takes the deletes, and learns the files are gone
-        deadline = time.monotonic() + 30
-        while len(saves) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        assert until(lambda: len(set(saves)) == 2)
         _settle(holder)
-        assert sorted(saves) == ["keywords", "vectors"]  # once each for the burst
+        assert "keywords" in saves and "vectors" in saves
         files = _files(path)
         assert files["vectors"] and files["keywords"]
         assert all(b"m0042" not in data and b"m0044" not in data for data in files.values())
@@ -550,3 +550,22 @@ def test_a_gathered_matrix_is_written_as_its_rows_and_not_kept_past_a_compaction
     assert index._compactions == 1 and not gathered.current()
     saved.save(db, "vectors", "u", 1, [gathered, rowids], removed=0, last_rowid=rows, publish=lambda: True, lock=lock)
     assert saved.load(db, "vectors", "u") is None
+
+
+def test_a_burst_of_removals_saves_once_after_the_last() -> None:
+    saved_users: list[str] = []
+    resaves = Resaves(saved_users.append, quiet=0.3)
+    try:
+        for _ in range(5):
+            resaves.schedule("u")  # each puts it off again
+            time.sleep(0.05)
+        resaves.schedule("w")
+        assert saved_users == []
+        assert until(lambda: len(saved_users) == 2)
+        assert sorted(saved_users) == ["u", "w"]
+        resaves.schedule("u")
+    finally:
+        resaves.close()  # saves what still waits
+    assert sorted(saved_users) == ["u", "u", "w"]
+    resaves.schedule("x")  # after close: nothing
+    assert resaves.pending() == []

@@ -360,16 +360,20 @@ class AnnIndex(ExactIndex):
             return
         faiss = _faiss()
         with self._lock:
-            ivf, hwm, rows, removals = self._ivf, self._hwm, self._snapshot_rows, self._removals
+            ivf, hwm, removals = self._ivf, self._hwm, self._removals
             live = self._rowids[: self._size][self._alive[: self._size]]
             live = live[live <= hwm].copy()
             dirty = np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty))
+            rewritten = np.asarray([r for r in self._dirty if r in self._pos], dtype=np.int64)
+            vectors = self._matrix[[self._pos[r] for r in rewritten.tolist()]].copy()
         copy = faiss.clone_index(ivf)
         held = _ids_of(copy)
         gone = held[~np.isin(held, live) | np.isin(held, dirty)]
         if len(gone):
             copy.remove_ids(faiss.IDSelectorBatch(gone))
-        self._save(copy, hwm, rows - len(gone), removals)
+        if len(rewritten):  # at or below the mark: a loader would look for them in the snapshot
+            copy.add_with_ids(vectors, rewritten)
+        self._save(copy, hwm, int(copy.ntotal), removals)
 
     def _save(self, ivf: Any, hwm: int, rows: int, removals: int) -> None:
         """Save the snapshot unless a row it holds was removed meanwhile: the file would keep what a

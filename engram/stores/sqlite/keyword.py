@@ -34,9 +34,10 @@ from __future__ import annotations
 import builtins
 import contextlib
 import sqlite3
+import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -104,6 +105,7 @@ class KeywordMixin:
     _postings_loader: SnapshotReader
     _postings_builds: Builds
     _resaves: Resaves
+    _applying: threading.RLock
     keyword_build_inline: int
 
     if TYPE_CHECKING:
@@ -122,7 +124,7 @@ class KeywordMixin:
 
         def _vectors_held(self, user_id: str) -> bool: ...
 
-        def _resave_later(self, user_id: str) -> None: ...
+        def _resave_later(self, user_id: str, index: Sized | None = None) -> None: ...
 
         def _save(self, user_id: str, kind: str, version: int, parts: list[Any], removed: int,
                   last_rowid: int) -> None: ...
@@ -199,23 +201,23 @@ class KeywordMixin:
         if mark is None:
             return None
         removed, last = mark
-        changes = self._keyword_changes(user_id, last, removed)
-        if changes is None:
-            return None
-        # Some may be this process's own writes, applied already.
-        index.catch_up(changes.removed, changes.rows, last)
-        self._postings_marks[index] = (removed if changes.count is None else changes.count,
-                                       max([last, *(int(r[0]) for r in changes.rows)]))
+        with self._applying:  # this process's writes wait: see SQLiteStore.__init__
+            changes = self._keyword_changes(user_id, last, removed)
+            if changes is None:
+                return None
+            # Some may be this process's own writes, applied already.
+            index.catch_up(changes.removed, changes.rows, last)
+            self._postings_marks[index] = (removed if changes.count is None else changes.count,
+                                           max([last, *(int(r[0]) for r in changes.rows)]))
         if changes.removed and resave:
-            self._resave_later(user_id)
+            self._resave_later(user_id, index)  # not held while it is caught up
         return index, changes.version
 
     def _resave_postings(self, user_id: str) -> None:
         """Save the user's held postings again, brought up to date first (:mod:`.resaves`)."""
         self._retry(self._check_foreign_writes)
         found = caught_up_held(
-            self._postings, user_id, load=lambda: self._load_postings(user_id),
-            version=lambda: self._user_version(user_id),
+            self._postings, user_id, version=lambda: self._user_version(user_id),
             caught_up=lambda held: self._postings_caught_up(user_id, held, resave=False))
         if found is not None:
             index, version = found

@@ -86,23 +86,34 @@ class Resaves:
             self._save_one(user)
 
 
+class _NotHeld(Exception):
+    """The held index could not be brought up to date in place: nothing to save from here."""
+
+
 def caught_up_held(
-    cache: UserIndexCache[Index], user_id: str, *, load: Callable[[], tuple[Index, int | None]],
-    version: Callable[[], int | None], caught_up: Callable[[Index], tuple[Index, int] | None],
+    cache: UserIndexCache[Index], user_id: str, *, version: Callable[[], int | None],
+    caught_up: Callable[[Index], tuple[Index, int] | None],
 ) -> tuple[Index, int] | None:
     """The user's held index brought up to date in place (``caught_up``, as a refresh the cache
     knows of) and the version it is current at, when it is large enough to be saved; None when none
-    is held, or it had to be loaded whole (a load saves what it read)."""
-    if not cache.holds(user_id):
+    is held, or it cannot be caught up (too far behind): never a load of the whole user here."""
+    held = cache.peek(user_id)
+    if held is None or len(held) < SAVE_ABOVE:
         return None
     caught: list[tuple[Index, int] | None] = []
 
-    def refresh(held: Index) -> tuple[Index, int] | None:
-        caught.append(caught_up(held))
+    def refresh(index: Index) -> tuple[Index, int] | None:
+        caught.append(caught_up(index))
         return caught[-1]
 
-    index = cache.get_or_load(user_id, load, version, refresh, force=True)
+    def load() -> tuple[Index, int | None]:
+        raise _NotHeld
+
+    try:
+        index = cache.get_or_load(user_id, load, version, refresh, force=True)
+    except _NotHeld:
+        return None
     found = caught[-1] if caught else None
-    if found is None or found[0] is not index or len(index) < SAVE_ABOVE:
+    if found is None or found[0] is not index:
         return None
     return found

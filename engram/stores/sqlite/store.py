@@ -152,6 +152,10 @@ class SQLiteStore(
         self._readers = None if self.path == ":memory:" else ReadPool(
             read_only(self.path, _BUSY_TIMEOUT_MS, _CACHE_KIB), _READERS
         )
+        # This process's writes (commit, then their changes to the held indexes) and an index's
+        # catch-up on what was committed (read, then applied in place) take turns: a delete landing
+        # between a catch-up's read and its apply would see its row put back.
+        self._applying = threading.RLock()
         self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
         self._init_keywords(self._indexes.budget)
         self._resaves = Resaves(self._resave)
@@ -320,6 +324,10 @@ class SQLiteStore(
     def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
         if len(records) != len(vectors):
             raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+        with self._applying:
+            self._put_many(records, vectors)
+
+    def _put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
 
         def op(c: sqlite3.Connection) -> list[int]:
             rowids = [self._insert(c, r, v) for r, v in zip(records, vectors, strict=True)]
@@ -342,6 +350,10 @@ class SQLiteStore(
     def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
         """Overwrite a row. Old text is erased from the file before this returns (see Erasure in the
         module docstring): from the keyword index too when content or role changed."""
+        with self._applying:
+            self._replace(record, vector)
+
+    def _replace(self, record: MemoryRecord, vector: Vector | None) -> None:
 
         def op(c: sqlite3.Connection) -> tuple[int, Vector | None, _Erasure] | None:
             row = c.execute(
@@ -398,7 +410,15 @@ class SQLiteStore(
         c.execute("DELETE FROM memory_removals WHERE user_id = ?", (user_id,))
         _merge_keyword_segments(c)
 
+    def delete_many(self, user_id: str, memory_ids: Sequence[str]) -> int:
+        with self._applying:
+            return super().delete_many(user_id, memory_ids)
+
     def forget_user(self, user_id: str) -> int:
+        with self._applying:
+            return self._forget_user(user_id)
+
+    def _forget_user(self, user_id: str) -> int:
         count = super().forget_user(user_id)
         self._indexes.pop(user_id, None)
         self._postings.pop(user_id, None)

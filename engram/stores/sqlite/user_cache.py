@@ -143,8 +143,6 @@ class UserIndexCache(Generic[Index]):
                 if index is not None and user_id in self._unchecked:
                     held = self._versions.get(user_id)
                     previous, index = index, None
-                elif index is not None and force:
-                    previous, index = index, None
             if held is not None:
                 current = version()  # outside the lock: it reads SQL
                 with self._lock:
@@ -156,6 +154,8 @@ class UserIndexCache(Generic[Index]):
                             previous = index
                             self._drop(user_id)
                             index = None
+            if force and index is not None:  # known current: refreshed all the same
+                previous, index = index, None
             with self._lock:
                 if index is not None:
                     self._entries.move_to_end(user_id)
@@ -171,11 +171,15 @@ class UserIndexCache(Generic[Index]):
         try:
             found = None if refresh is None or previous is None else refresh(previous)
             index, loaded_version = found if found is not None else load()
-        finally:
+        except BaseException:
             with self._lock:
                 del self._loads[user_id]
                 mine.done.set()
+            raise
+        # In the same hold of the lock as the load ends: a write landing between the two would
+        # find neither the load to mark stale nor the index to apply itself to.
         with self._lock:
+            del self._loads[user_id]
             if not mine.stale:
                 self._entries[user_id] = index
                 self._versions[user_id] = loaded_version
@@ -183,6 +187,7 @@ class UserIndexCache(Generic[Index]):
                 if self._foreign != foreign:  # read before or after that commit: check at next use
                     self._unchecked.add(user_id)
                 self._account(user_id, index)
+            mine.done.set()
         return index
 
     def _account(self, user_id: str, index: Index) -> None:

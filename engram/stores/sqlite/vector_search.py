@@ -17,7 +17,7 @@ import builtins
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -66,8 +66,12 @@ def _applied(index: ExactIndex, changes: Changes) -> bool:
         return False
     for rowid in changes.removed:
         index.remove(rowid)
-    for rowid, memory_id, blob, kind, status in sorted(changes.rows):  # those this process wrote: again
-        index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
+    removed = set(changes.removed)
+    for rowid, memory_id, blob, kind, status in sorted(changes.rows):
+        # Rows this process inserted are held already, as they are: added again, each would leave a
+        # hole (and at a million rows a rebuild of the approximate index).
+        if rowid in removed or not index.holds(rowid, memory_id):
+            index.add(rowid, memory_id, np.frombuffer(blob, dtype=np.float32), kind, status)
     return True
 
 
@@ -84,6 +88,7 @@ class VectorMixin:
     _erasures: dict[str, int]
     _resaves: Resaves
     _postings: UserIndexCache[Any]
+    _applying: threading.RLock
 
     if TYPE_CHECKING:
         path: str
@@ -133,20 +138,21 @@ class VectorMixin:
         if mark is None:
             return None
         removed, last = mark
-        changes = self._changes(user_id, last, removed)
-        if changes is None or not _applied(index, changes):
-            return None
-        self._vector_marks[index] = (removed if changes.count is None else changes.count,
-                                     max([last, *(int(r[0]) for r in changes.rows)]))
+        with self._applying:  # this process's writes wait: see SQLiteStore.__init__
+            changes = self._changes(user_id, last, removed)
+            if changes is None or not _applied(index, changes):
+                return None
+            self._vector_marks[index] = (removed if changes.count is None else changes.count,
+                                         max([last, *(int(r[0]) for r in changes.rows)]))
         if changes.removed and resave:
-            self._resave_later(user_id)
+            self._resave_later(user_id, index)  # not held while it is caught up
         return index, changes.version
 
     def _resave_vectors(self, user_id: str) -> None:
         """Save the user's held vectors (and approximate index) again, brought up to date first."""
         self._retry(self._check_foreign_writes)
         found = caught_up_held(
-            self._indexes, user_id, load=lambda: self._load_index(user_id), version=lambda: self._user_version(user_id),
+            self._indexes, user_id, version=lambda: self._user_version(user_id),
             caught_up=lambda held: self._caught_up(user_id, held, resave=False))
         if found is not None:
             index, version = found
@@ -264,12 +270,12 @@ class VectorMixin:
         drop_saved(self.path, user_id)
         self._resave_later(user_id)
 
-    def _resave_later(self, user_id: str) -> None:
-        """Have the user's files saved again (:mod:`.resaves`) if an index held here is large enough
-        to have had them."""
+    def _resave_later(self, user_id: str, index: Sized | None = None) -> None:
+        """Have the user's files saved again (:mod:`.resaves`) if ``index`` (one being caught up), or
+        one held here, is large enough to have had them."""
         if self.path != ":memory:" and any(
-            index is not None and len(index) >= saved.SAVE_ABOVE
-            for index in (self._indexes.peek(user_id), self._postings.peek(user_id))
+            held is not None and len(held) >= saved.SAVE_ABOVE
+            for held in (index, self._indexes.peek(user_id), self._postings.peek(user_id))
         ):
             self._resaves.schedule(user_id)
 

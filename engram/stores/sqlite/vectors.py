@@ -240,6 +240,12 @@ class ExactIndex:
         if self._holes > 1024 and self._holes > self._size // 4:
             self._compact()
 
+    def holds(self, rowid: int, memory_id: str) -> bool:
+        """Whether the row of ``rowid`` is held, under ``memory_id``."""
+        with self._lock:
+            i = self._pos.get(rowid)
+            return i is not None and self._ids[i] == memory_id
+
     def remove_by_id(self, memory_id: str) -> None:
         with self._lock:
             rowid = self._rowid_of.get(memory_id)

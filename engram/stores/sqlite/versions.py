@@ -108,7 +108,8 @@ def log_removals(conn: sqlite3.Connection) -> None:
     moved the user's removals to, the rowid), so that an index another process holds, or one
     behind by a few deletes, removes and reads again those rows instead of every row of the user
     (at a million memories, 25-40 s). Rowids, not ids: a deleted memory's id does not stay in the
-    file. The newest :data:`REMOVALS_KEPT` of each user are kept, pruned every 256th removal."""
+    file. The newest :data:`REMOVALS_KEPT` of each user are kept, pruned every 256th removal. An
+    insert that reuses a freed rowid is logged as a change of that row (below)."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_removals (user_id TEXT NOT NULL, seq INTEGER NOT NULL, "
         "row INTEGER NOT NULL, PRIMARY KEY (user_id, seq)) WITHOUT ROWID"
@@ -120,6 +121,20 @@ def log_removals(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
         conn.execute(f"CREATE TRIGGER {name} AFTER {event} ON memories BEGIN "
                      f"{_COUNT_REMOVAL.format(row=row)} {logged.format(row=row)} END")
+    # A new row takes the highest rowid plus one: after the top rows are deleted, a rowid an index
+    # already read past, which it would never read (``rowid > last``). An insert at or below the
+    # highest rowid ever given counts as a change of that row, logged as a removal is, so that
+    # the index reads it again. One trigger: the look and the raise of the mark in this order.
+    conn.execute("CREATE TABLE IF NOT EXISTS memory_rowid_high (h INTEGER NOT NULL)")
+    conn.execute("INSERT INTO memory_rowid_high SELECT coalesce(max(rowid), 0) FROM memories "
+                 "WHERE NOT EXISTS (SELECT 1 FROM memory_rowid_high)")
+    reused = "new.rowid <= (SELECT h FROM memory_rowid_high)"
+    conn.execute("CREATE TRIGGER IF NOT EXISTS memory_rowid_reused AFTER INSERT ON memories BEGIN "
+                 "INSERT INTO user_versions (user_id, version, removed) SELECT new.user_id, abs(random() / 2), 1 "
+                 f"WHERE {reused} ON CONFLICT (user_id) DO UPDATE SET removed = removed + 1; "
+                 "INSERT OR REPLACE INTO memory_removals (user_id, seq, row) SELECT user_id, removed, new.rowid "
+                 f"FROM user_versions WHERE user_id = new.user_id AND {reused}; "
+                 "UPDATE memory_rowid_high SET h = new.rowid WHERE h < new.rowid; END")
     conn.execute(
         "CREATE TRIGGER IF NOT EXISTS memory_removals_pruned AFTER INSERT ON memory_removals "
         f"WHEN new.seq % 256 = 0 BEGIN DELETE FROM memory_removals WHERE user_id = new.user_id "
