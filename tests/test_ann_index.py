@@ -397,3 +397,25 @@ def test_a_row_changed_in_place_is_in_the_snapshot_saved_again(store: SQLiteStor
         assert isinstance(again, AnnIndex) and again.ready and again._snapshot_rows == ROWS - 1 and not again._dirty
     finally:
         fresh.close()
+
+
+def test_a_rowid_freed_before_the_snapshot_was_saved_again_is_searched(store: SQLiteStore, tmp_path: Path) -> None:
+    """The newest rows deleted, the snapshot saved again, and a new row takes a freed rowid: a new
+    process searches it beside the snapshot, whose mark fell to the newest row it holds."""
+    store._resaves.quiet = 0.05
+    store.vector_search("u", QUERIES[0], 10, Filters())
+    index = store._indexes.get("u")
+    assert isinstance(index, AnnIndex) and index.wait(60)
+    assert store.delete("u", f"m{ROWS}") and store.delete("u", f"m{ROWS - 1}")
+    assert until(lambda: _saved(store) == [".ivf", ".json"])
+    new = MemoryRecord(id="new", user_id="u", content="new note", kind="message", content_hash="new",
+                       created_at=NOW, recorded_at=NOW, importance=0.5)
+    store.put_many([new], QUERIES[7][None, :])  # the rowid m2999 had
+    store._stop_searches()  # the saved vectors are written
+    fresh = SQLiteStore(tmp_path / "v.db")
+    try:
+        assert fresh.vector_search("u", QUERIES[7], 1, Filters())[0][0] == "new"
+        again = fresh._indexes.get("u")
+        assert isinstance(again, AnnIndex) and again.ready and again._hwm == ROWS - 2
+    finally:
+        fresh.close()

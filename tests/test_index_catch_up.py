@@ -19,6 +19,8 @@ import pytest
 from engram.model import Filters, MemoryRecord
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.store import SQLiteStore
+from engram.stores.sqlite.user_cache import Turns
+from engram.stores.sqlite.versions import log_removals
 from tests.waiting import until
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -129,6 +131,10 @@ def test_random_writes_of_both_processes(pair: tuple[SQLiteStore, SQLiteStore, P
                 assert _held(reader, who) == (sorted(live[who]),) * 2 == _fresh(path, who), (seed, step, who)
 
 
+def _stripe(user_id: str) -> int:
+    return zlib.crc32(user_id.encode()) % Turns.STRIPES
+
+
 @pytest.fixture
 def large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteStore]:
     """A store holding a user of 150 memories (above the size whose indexes are saved)."""
@@ -145,7 +151,7 @@ def test_a_delete_waits_for_a_catch_up_between_its_read_and_its_apply(large: SQL
     between would see its row put back by the apply. It waits for the catch-up instead."""
     _put(large, "x1")  # this process's insert after the load: in the catch-up's read
     paused, go = threading.Event(), threading.Event()
-    real = large._loader.changed_since
+    real = large._changes_reader.changed_since
 
     def pausing(*args: Any, **kwargs: Any) -> Any:
         found = real(*args, **kwargs)
@@ -154,7 +160,7 @@ def test_a_delete_waits_for_a_catch_up_between_its_read_and_its_apply(large: SQL
             assert go.wait(20)
         return found
 
-    large._loader.changed_since = pausing  # type: ignore[method-assign]
+    large._changes_reader.changed_since = pausing  # type: ignore[method-assign]
     large._resaves.quiet = 0.01
     assert large.delete("u", "m0")  # erases the files: the saving again starts with a catch-up
     assert paused.wait(20)
@@ -162,6 +168,11 @@ def test_a_delete_waits_for_a_catch_up_between_its_read_and_its_apply(large: SQL
     deleting.start()
     deleting.join(0.3)
     assert deleting.is_alive()  # waits for the catch-up to apply what it read
+    other = next(f"w{i}" for i in range(100) if _stripe(f"w{i}") != _stripe("u"))
+    writing = threading.Thread(target=lambda: _put(large, "y1", other))
+    writing.start()
+    writing.join(10)
+    assert not writing.is_alive()  # another user's write does not wait
     go.set()
     deleting.join(20)
     assert "x1" not in _held(large)[0] and "x1" not in _held(large)[1]
@@ -179,3 +190,15 @@ def test_saving_again_leaves_this_processs_own_rows_in_place(large: SQLiteStore)
                               saved.load(large.path, "vectors", "u") is not None))
     index = large._indexes.peek("u")
     assert index is not None and index._holes == 1 and len(index) == 189
+
+
+def test_the_record_of_reused_rowids_runs_again_unchanged(tmp_path: Path) -> None:
+    """The migration runs again on a store whose version was set back: one mark, the highest rowid."""
+    store = _open(tmp_path / "m.db")
+    try:
+        _put(store, "a1")
+        _put(store, "a2")
+        store._write(lambda c: log_removals(c))
+        assert store._read("SELECT h FROM memory_rowid_high") == [(2,)]
+    finally:
+        store.close()

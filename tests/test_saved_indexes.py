@@ -97,20 +97,23 @@ def test_a_new_process_loads_the_saved_vectors(path: Path, monkeypatch: pytest.M
 
 
 def _reads(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """What the store's loaders (the vector and keyword loads) read from now on: each whole read's
-    SQL, and ``"changes"`` for each read of the changes since an index's rows were read."""
+    """What the store reads to load or catch up its indexes from now on: each whole read's SQL (the
+    vector and keyword loads), and ``"changes"`` for each read of the changes since an index's rows
+    were read."""
     sent: list[str] = []
     for loader in (store._loader, store._postings_loader):
         def read(user_id: str, sql: str, params: object, real: Any = loader.read) -> Any:
             sent.append(sql)
             return real(user_id, sql, params)
 
-        def changed_since(*args: Any, real: Any = loader.changed_since, **kwargs: Any) -> Any:
-            sent.append("changes")
-            return real(*args, **kwargs)
-
         monkeypatch.setattr(loader, "read", read)
-        monkeypatch.setattr(loader, "changed_since", changed_since)
+    real_changes = store._changes_reader.changed_since
+
+    def changed_since(*args: Any, **kwargs: Any) -> Any:
+        sent.append("changes")
+        return real_changes(*args, **kwargs)
+
+    monkeypatch.setattr(store._changes_reader, "changed_since", changed_since)
     return sent
 
 
@@ -439,7 +442,7 @@ def test_a_write_of_this_process_during_a_refresh_is_held_once(tmp_path: Path) -
         assert len(here.keyword_search("u", "alpha", 50, Filters())) == 5  # held
         put(here, "local0", "alpha")
         put(there, "foreign1", "alpha")
-        real, fired = here._postings_loader.changed_since, []
+        real, fired = here._changes_reader.changed_since, []
 
         def changed_since(*args: Any, **kwargs: Any) -> Any:
             out = real(*args, **kwargs)
@@ -448,7 +451,7 @@ def test_a_write_of_this_process_during_a_refresh_is_held_once(tmp_path: Path) -
                 put(here, "local2", "zebra")
             return out
 
-        here._postings_loader.changed_since = changed_since  # type: ignore[method-assign]
+        here._changes_reader.changed_since = changed_since  # type: ignore[method-assign]
         here.keyword_search("u", "alpha", 50, Filters())
         put(there, "foreign3", "alpha")  # the next search refreshes again
         assert [m for m, _ in here.keyword_search("u", "zebra", 50, Filters())] == ["local2"]

@@ -206,9 +206,8 @@ def test_an_index_catching_up_reads_the_removed_rows_by_rowid(tmp_path: Path) ->
         assert writer.delete_many("u", ["u-1", "u-2", "u-3", "u-4", "u-5", "u-6"]) == 6
         writer._write(lambda c: c.execute("UPDATE memories SET content = 'decaf' WHERE id IN ('u-7', 'u-8')"))
         sent: list[str] = []
-        for loader in (reader._loader, reader._postings_loader):
-            assert loader._conn is not None
-            loader._conn.set_trace_callback(sent.append)
+        with reader._changes_reader._snapshot() as conn:  # its connection, opened at first use
+            conn.set_trace_callback(sent.append)
         hits = reader.vector_search("u", np.ones(4, dtype=np.float32), 50, Filters())
         assert len(hits) == 34
         assert [m for m, _ in reader.keyword_search("u", "decaf", 5, Filters())] == ["u-7", "u-8"]

@@ -360,7 +360,7 @@ class AnnIndex(ExactIndex):
             return
         faiss = _faiss()
         with self._lock:
-            ivf, hwm, removals = self._ivf, self._hwm, self._removals
+            ivf, hwm, removals = self._ivf, self._hwm, self._removals  # hwm: which rows it holds
             live = self._rowids[: self._size][self._alive[: self._size]]
             live = live[live <= hwm].copy()
             dirty = np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty))
@@ -373,7 +373,10 @@ class AnnIndex(ExactIndex):
             copy.remove_ids(faiss.IDSelectorBatch(gone))
         if len(rewritten):  # at or below the mark: a loader would look for them in the snapshot
             copy.add_with_ids(vectors, rewritten)
-        self._save(copy, hwm, int(copy.ntotal), removals)
+        # The mark falls to the newest row the copy holds: a row inserted later at a rowid the
+        # removed rows freed is then in a loader's tail, not taken for one of the snapshot's.
+        ids = _ids_of(copy)
+        self._save(copy, int(ids.max()) if len(ids) else -1, int(copy.ntotal), removals)
 
     def _save(self, ivf: Any, hwm: int, rows: int, removals: int) -> None:
         """Save the snapshot unless a row it holds was removed meanwhile: the file would keep what a

@@ -34,7 +34,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import sqlite3
-import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence, Sized
@@ -55,7 +54,7 @@ from engram.stores.sqlite.keyword_scan import scan_hits
 from engram.stores.sqlite.resaves import Resaves, caught_up_held
 from engram.stores.sqlite.schema import user_key
 from engram.stores.sqlite.snapshot import Changes, SnapshotReader
-from engram.stores.sqlite.user_cache import UserIndexCache
+from engram.stores.sqlite.user_cache import Turns, UserIndexCache
 from engram.text import memory_terms, query_terms
 
 __all__ = ["KEYWORD_CACHE_SHARE", "KeywordMixin"]
@@ -105,7 +104,8 @@ class KeywordMixin:
     _postings_loader: SnapshotReader
     _postings_builds: Builds
     _resaves: Resaves
-    _applying: threading.RLock
+    _turns: Turns
+    _changes_reader: SnapshotReader
     keyword_build_inline: int
 
     if TYPE_CHECKING:
@@ -201,7 +201,7 @@ class KeywordMixin:
         if mark is None:
             return None
         removed, last = mark
-        with self._applying:  # this process's writes wait: see SQLiteStore.__init__
+        with self._turns.of(user_id):  # this process's writes to the user wait (see Turns)
             changes = self._keyword_changes(user_id, last, removed)
             if changes is None:
                 return None
@@ -229,7 +229,7 @@ class KeywordMixin:
         def rows(rowids: Sequence[int]) -> tuple[str, Sequence[Any]]:
             return _DOCUMENTS_OF_ROWS.format(rows=",".join("?" * len(rowids))), (key, *rowids, user_id)
 
-        return self._postings_loader.changed_since(
+        return self._changes_reader.changed_since(
             user_id, _USER_DOCUMENTS, (key, user_id), last=last, removed=removed, rowid="m.rowid", rows=rows)
 
     def _held_postings(self, user_id: str) -> Postings | None:

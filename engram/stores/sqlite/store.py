@@ -54,6 +54,7 @@ from engram.stores.sqlite.readers import ReadPool, read_only
 from engram.stores.sqlite.records import RecordsMixin
 from engram.stores.sqlite.resaves import Resaves
 from engram.stores.sqlite.schema import migrate, register_functions
+from engram.stores.sqlite.user_cache import Turns
 from engram.stores.sqlite.vector_search import VectorMixin
 from engram.stores.sqlite.versions import user_version
 from engram.stores.sqlite.warm import WarmMixin
@@ -152,10 +153,7 @@ class SQLiteStore(
         self._readers = None if self.path == ":memory:" else ReadPool(
             read_only(self.path, _BUSY_TIMEOUT_MS, _CACHE_KIB), _READERS
         )
-        # This process's writes (commit, then their changes to the held indexes) and an index's
-        # catch-up on what was committed (read, then applied in place) take turns: a delete landing
-        # between a catch-up's read and its apply would see its row put back.
-        self._applying = threading.RLock()
+        self._turns = Turns()  # this process's writes and catch-ups of the held indexes, by user
         self._init_vectors(vector_cache_bytes)  # None: the configured budget (engram.config)
         self._init_keywords(self._indexes.budget)
         self._resaves = Resaves(self._resave)
@@ -324,7 +322,7 @@ class SQLiteStore(
     def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
         if len(records) != len(vectors):
             raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
-        with self._applying:
+        with self._turns.of(*{r.user_id for r in records}):
             self._put_many(records, vectors)
 
     def _put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
@@ -350,7 +348,7 @@ class SQLiteStore(
     def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
         """Overwrite a row. Old text is erased from the file before this returns (see Erasure in the
         module docstring): from the keyword index too when content or role changed."""
-        with self._applying:
+        with self._turns.of(record.user_id):
             self._replace(record, vector)
 
     def _replace(self, record: MemoryRecord, vector: Vector | None) -> None:
@@ -411,11 +409,11 @@ class SQLiteStore(
         _merge_keyword_segments(c)
 
     def delete_many(self, user_id: str, memory_ids: Sequence[str]) -> int:
-        with self._applying:
+        with self._turns.of(user_id):
             return super().delete_many(user_id, memory_ids)
 
     def forget_user(self, user_id: str) -> int:
-        with self._applying:
+        with self._turns.of(user_id):
             return self._forget_user(user_id)
 
     def _forget_user(self, user_id: str) -> int:

@@ -33,7 +33,7 @@ from engram.stores.sqlite.ann import AnnIndex, attached, drop_saved, index_class
 from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.resaves import Resaves, caught_up_held
 from engram.stores.sqlite.snapshot import USER_VERSION, Changes, SnapshotReader
-from engram.stores.sqlite.user_cache import UserIndexCache
+from engram.stores.sqlite.user_cache import Turns, UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.stores.sqlite.versions import USER_REMOVED
 from engram.text import ROLE_WORDS
@@ -88,7 +88,7 @@ class VectorMixin:
     _erasures: dict[str, int]
     _resaves: Resaves
     _postings: UserIndexCache[Any]
-    _applying: threading.RLock
+    _turns: Turns
 
     if TYPE_CHECKING:
         path: str
@@ -106,6 +106,9 @@ class VectorMixin:
         self._searches = None
         self._searches_lock = threading.Lock()
         self._loader = SnapshotReader(self.path)
+        # Catch-ups read a few rows, under the user's turn (Turns): behind a cold user's whole load
+        # on the loaders' connections they held up this process's writes for that load's length.
+        self._changes_reader = SnapshotReader(self.path)
         self._ann_above = ann_above()
         self._saves: ThreadPoolExecutor | None = None
         self._saved_lock = threading.Lock()
@@ -138,7 +141,7 @@ class VectorMixin:
         if mark is None:
             return None
         removed, last = mark
-        with self._applying:  # this process's writes wait: see SQLiteStore.__init__
+        with self._turns.of(user_id):  # this process's writes to the user wait (see Turns)
             changes = self._changes(user_id, last, removed)
             if changes is None or not _applied(index, changes):
                 return None
@@ -164,7 +167,8 @@ class VectorMixin:
         def rows(rowids: Sequence[int]) -> tuple[str, Sequence[Any]]:
             return _VECTORS_OF_ROWS.format(rows=",".join("?" * len(rowids))), (*rowids, user_id)
 
-        return self._loader.changed_since(user_id, _USER_VECTORS, (user_id,), last=last, removed=removed, rows=rows)
+        return self._changes_reader.changed_since(
+            user_id, _USER_VECTORS, (user_id,), last=last, removed=removed, rows=rows)
 
     def _user_version(self, user_id: str) -> int | None:
         """Moves with every change to the user's vectors, kinds or statuses: each is a transaction
@@ -329,6 +333,7 @@ class VectorMixin:
         if saves is not None:
             saves.shutdown(wait=True)
         self._loader.close()
+        self._changes_reader.close()
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         ids = list(dict.fromkeys(memory_ids))

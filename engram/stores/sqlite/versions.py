@@ -126,7 +126,7 @@ def log_removals(conn: sqlite3.Connection) -> None:
     # highest rowid ever given counts as a change of that row, logged as a removal is, so that
     # the index reads it again. One trigger: the look and the raise of the mark in this order.
     conn.execute("CREATE TABLE IF NOT EXISTS memory_rowid_high (h INTEGER NOT NULL)")
-    conn.execute("INSERT INTO memory_rowid_high SELECT coalesce(max(rowid), 0) FROM memories "
+    conn.execute("INSERT INTO memory_rowid_high SELECT (SELECT coalesce(max(rowid), 0) FROM memories) "
                  "WHERE NOT EXISTS (SELECT 1 FROM memory_rowid_high)")
     reused = "new.rowid <= (SELECT h FROM memory_rowid_high)"
     conn.execute("CREATE TRIGGER IF NOT EXISTS memory_rowid_reused AFTER INSERT ON memories BEGIN "
