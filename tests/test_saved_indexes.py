@@ -139,20 +139,26 @@ def _fresh_answers(path: Path, monkeypatch: pytest.MonkeyPatch) -> Answers:
             store.close()
 
 
+def _new_process_reads(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What a new process reads (:func:`_reads`) to answer as a process that read every row does."""
+    want = _fresh_answers(path, monkeypatch)
+    reader = SQLiteStore(path)
+    try:
+        sent = _reads(reader, monkeypatch)
+        assert _answers(reader) == want
+        return sent
+    finally:
+        reader.close()
+
+
 def test_inserts_since_the_save_are_read_alone_and_added(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another process adds rows: the file is behind by inserts only, so a new process maps it and
     reads the rows after its last one, and answers as a process that read every row does."""
     writer = SQLiteStore(path)
     _put(writer, ROWS, 5)  # the user's version moves; their removals do not
     writer.close()
-    want = _fresh_answers(path, monkeypatch)
-    reader = SQLiteStore(path)
-    try:
-        sent = _reads(reader, monkeypatch)
-        assert _answers(reader) == want
-        assert sent and all(sql == "changes" for sql in sent), sent  # never every row
-    finally:
-        reader.close()
+    sent = _new_process_reads(path, monkeypatch)
+    assert sent and all(sql == "changes" for sql in sent), sent  # never every row
 
 
 _CHANGES = {
@@ -502,14 +508,7 @@ def test_files_a_removal_erased_are_saved_again_from_the_held_indexes(
     finally:
         holder.close()
         other.close()
-    want = _fresh_answers(path, monkeypatch)
-    reader = SQLiteStore(path)
-    try:
-        sent = _reads(reader, monkeypatch)
-        assert _answers(reader) == want
-        assert sent == [], sent  # mapped, nothing read
-    finally:
-        reader.close()
+    assert _new_process_reads(path, monkeypatch) == []  # mapped, nothing read
 
 
 def test_close_saves_what_waits_to_be_saved_again(path: Path) -> None:

@@ -262,7 +262,6 @@ class Postings:
             self._account()
 
     def _remove(self, memory_id: str) -> None:
-        self._forget()
         if self._where is None:
             self._where = {m: i for i, m in enumerate(self._ids[: self._size].tolist()) if self._alive[i]}
         i = self._where.pop(memory_id, None)

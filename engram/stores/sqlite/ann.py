@@ -368,15 +368,15 @@ class AnnIndex(ExactIndex):
             vectors = self._matrix[[self._pos[r] for r in rewritten.tolist()]].copy()
         copy = faiss.clone_index(ivf)
         held = _ids_of(copy)
-        gone = held[~np.isin(held, live) | np.isin(held, dirty)]
-        if len(gone):
-            copy.remove_ids(faiss.IDSelectorBatch(gone))
+        dropped = ~np.isin(held, live) | np.isin(held, dirty)
+        if dropped.any():
+            copy.remove_ids(faiss.IDSelectorBatch(held[dropped]))
         if len(rewritten):  # at or below the mark: a loader would look for them in the snapshot
             copy.add_with_ids(vectors, rewritten)
         # The mark falls to the newest row the copy holds: a row inserted later at a rowid the
         # removed rows freed is then in a loader's tail, not taken for one of the snapshot's.
-        ids = _ids_of(copy)
-        self._save(copy, int(ids.max()) if len(ids) else -1, int(copy.ntotal), removals)
+        kept = np.concatenate([held[~dropped], rewritten])
+        self._save(copy, int(kept.max()) if len(kept) else -1, int(copy.ntotal), removals)
 
     def _save(self, ivf: Any, hwm: int, rows: int, removals: int) -> None:
         """Save the snapshot unless a row it holds was removed meanwhile: the file would keep what a

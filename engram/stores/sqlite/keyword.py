@@ -53,7 +53,7 @@ from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.keyword_scan import scan_hits
 from engram.stores.sqlite.resaves import Resaves, caught_up_held
 from engram.stores.sqlite.schema import user_key
-from engram.stores.sqlite.snapshot import Changes, SnapshotReader
+from engram.stores.sqlite.snapshot import Changes, Marks, SnapshotReader, catch_up
 from engram.stores.sqlite.user_cache import Turns, UserIndexCache
 from engram.text import memory_terms, query_terms
 
@@ -132,8 +132,7 @@ class KeywordMixin:
     def _init_keywords(self, vector_budget: int) -> None:
         self._postings = UserIndexCache(int(vector_budget * KEYWORD_CACHE_SHARE))
         self._postings_loader = SnapshotReader(self.path)
-        # Per index: the user's count of removals when its rows were read, and its largest rowid.
-        self._postings_marks: weakref.WeakKeyDictionary[Postings, tuple[int, int]] = weakref.WeakKeyDictionary()
+        self._postings_marks: Marks = weakref.WeakKeyDictionary()
         self._postings_builds = Builds("engram-keyword-builds")
         self.keyword_build_inline = BUILD_INLINE
 
@@ -197,18 +196,15 @@ class KeywordMixin:
     ) -> tuple[Postings, int] | None:
         """``index`` (held, out of date) with the changes since it was read; None when it must be
         loaded again (as :meth:`~.vector_search.VectorMixin._caught_up`)."""
-        mark = self._postings_marks.get(index)
-        if mark is None:
+        def apply(changes: Changes, last: int) -> bool:
+            index.catch_up(changes.removed, changes.rows, last)  # some may be this process's own writes
+            return True
+
+        changes = catch_up(index, self._postings_marks,
+                           lambda last, removed: self._keyword_changes(user_id, last, removed), apply,
+                           self._turns.of(user_id))
+        if changes is None:
             return None
-        removed, last = mark
-        with self._turns.of(user_id):  # this process's writes to the user wait (see Turns)
-            changes = self._keyword_changes(user_id, last, removed)
-            if changes is None:
-                return None
-            # Some may be this process's own writes, applied already.
-            index.catch_up(changes.removed, changes.rows, last)
-            self._postings_marks[index] = (removed if changes.count is None else changes.count,
-                                           max([last, *(int(r[0]) for r in changes.rows)]))
         if changes.removed and resave:
             self._resave_later(user_id, index)  # not held while it is caught up
         return index, changes.version
@@ -284,7 +280,7 @@ class KeywordMixin:
             return None
         index.catch_up(changes.removed, changes.rows, found.last_rowid)
         if changes.count is not None:
-            self._postings_marks[index] = (changes.count, max([found.last_rowid, *(int(r[0]) for r in changes.rows)]))
+            self._postings_marks[index] = (changes.count, changes.after(found.last_rowid))
             # A file behind by many rows, or one that outlived a removal (it holds what was removed).
             if changes.removed or len(changes.rows) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(index)):
                 self._save_postings(user_id, index, changes.version, changes.count)  # the next load reads less

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from engram.errors import StoreError
 from engram.stores.sqlite.versions import REMOVALS_KEPT, USER_REMOVED
 
-__all__ = ["USER_VERSION", "Changes", "SnapshotReader"]
+__all__ = ["USER_VERSION", "Changes", "Marks", "SnapshotReader", "catch_up"]
 
 USER_VERSION = "SELECT version FROM keyword_stats WHERE user_id = ?"
 _REMOVALS = "SELECT row FROM memory_removals WHERE user_id = ? AND seq > ? AND seq <= ?"
@@ -35,6 +36,34 @@ class Changes:
     version: int
     #: The user's count of removals now (None: not known, from a file of the first layout).
     count: int | None
+
+    def after(self, last: int) -> int:
+        """The largest rowid an index that held every row up to ``last`` holds with these applied."""
+        return max([last, *(int(r[0]) for r in self.rows)])
+
+
+#: Per index: the user's count of removals when its rows were read, and its largest rowid.
+Marks = weakref.WeakKeyDictionary[Any, tuple[int, int]]
+
+
+def catch_up(
+    index: Any, marks: Marks, read: Callable[[int, int], Changes | None],
+    apply: Callable[[Changes, int], bool], turn: AbstractContextManager[Any],
+) -> Changes | None:
+    """Bring a held ``index`` up to date in place: ``read(last, removed)`` reads the changes since its
+    mark, ``apply(changes, last)`` applies them (False: it cannot), both in ``turn`` (this process's
+    writes to the user wait: :class:`~.user_cache.Turns`), and its mark moves. None when it has no
+    mark or cannot be caught up (it must be loaded again)."""
+    mark = marks.get(index)
+    if mark is None:
+        return None
+    removed, last = mark
+    with turn:
+        changes = read(last, removed)
+        if changes is None or not apply(changes, last):
+            return None
+        marks[index] = (removed if changes.count is None else changes.count, changes.after(last))
+    return changes
 
 
 class SnapshotReader:

@@ -32,7 +32,7 @@ from engram.stores.sqlite import saved
 from engram.stores.sqlite.ann import AnnIndex, attached, drop_saved, index_class, load_index
 from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.resaves import Resaves, caught_up_held
-from engram.stores.sqlite.snapshot import USER_VERSION, Changes, SnapshotReader
+from engram.stores.sqlite.snapshot import USER_VERSION, Changes, Marks, SnapshotReader, catch_up
 from engram.stores.sqlite.user_cache import Turns, UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
 from engram.stores.sqlite.versions import USER_REMOVED
@@ -113,8 +113,7 @@ class VectorMixin:
         self._saves: ThreadPoolExecutor | None = None
         self._saved_lock = threading.Lock()
         self._erasures: dict[str, int] = {}
-        # Per index: the user's count of removals when its rows were read, and its largest rowid.
-        self._vector_marks: weakref.WeakKeyDictionary[ExactIndex, tuple[int, int]] = weakref.WeakKeyDictionary()
+        self._vector_marks: Marks = weakref.WeakKeyDictionary()
 
     def _vectors_held(self, user_id: str) -> bool:
         """Whether the user's vectors are in memory (their load, if any, is done)."""
@@ -137,16 +136,10 @@ class VectorMixin:
         those removed or changed since); None when it must be loaded again. At a million memories a
         load took 25-40 s, this a few milliseconds. A removal erased the user's files: ``resave``
         has them saved again from here (:mod:`.resaves`)."""
-        mark = self._vector_marks.get(index)
-        if mark is None:
+        changes = catch_up(index, self._vector_marks, lambda last, removed: self._changes(user_id, last, removed),
+                           lambda found, _last: _applied(index, found), self._turns.of(user_id))
+        if changes is None:
             return None
-        removed, last = mark
-        with self._turns.of(user_id):  # this process's writes to the user wait (see Turns)
-            changes = self._changes(user_id, last, removed)
-            if changes is None or not _applied(index, changes):
-                return None
-            self._vector_marks[index] = (removed if changes.count is None else changes.count,
-                                         max([last, *(int(r[0]) for r in changes.rows)]))
         if changes.removed and resave:
             self._resave_later(user_id, index)  # not held while it is caught up
         return index, changes.version
@@ -243,7 +236,7 @@ class VectorMixin:
         if not _applied(index, changes):
             return None
         if changes.count is not None:
-            self._vector_marks[index] = (changes.count, max([found.last_rowid, *(int(r[0]) for r in changes.rows)]))
+            self._vector_marks[index] = (changes.count, changes.after(found.last_rowid))
             # A file behind by many rows, or one that outlived a removal (it holds what was removed).
             if changes.removed or len(changes.rows) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(ids)):
                 self._save_vectors(user_id, index, changes.version, changes.count)  # the next load reads less
