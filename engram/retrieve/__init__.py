@@ -118,7 +118,9 @@ class Pipeline:
         except StoreError as exc:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
             return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
-        key = make_key(user_id, query, config, filters, now_bucket(now), as_of, token)
+        # Only a cached answer needs the key (~0.1 ms over a config and its filters).
+        key = make_key(user_id, query, config, filters, now_bucket(now), as_of, token) \
+            if rate_limited or config.cache_ttl > 0 else ""
         generation = self.cache.generation(user_id)
         if rate_limited:
             cached = self.cache.get(user_id, key)
@@ -292,10 +294,11 @@ class Pipeline:
         if config.track_access and selection.entries:
             timed("track_access", lambda: reads.record_access(user_id, [e.id for e in selection.entries], now))
         suppressed = 0
-        if not config.include_superseded and as_of is None and selection.entries:
-            # How many older versions of the returned facts current truth held back.
-            older = reads.by_links(user_id, [e.id for e in selection.entries], 1000, ["supersedes"])
-            suppressed = len(older)
+        versioned = [e.id for e in selection.entries if e.record is not None and e.record.kind in truth.VERSIONED_KINDS]
+        if not config.include_superseded and as_of is None and versioned:
+            # How many older versions of the returned facts and documents current truth held back
+            # (only those kinds have versions: the read is spared when none is returned).
+            suppressed = len(reads.by_links(user_id, versioned, 1000, ["supersedes"]))
         applied = list(filters.describe())
         if as_of is not None:
             applied.append("as_of")
