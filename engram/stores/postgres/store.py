@@ -12,7 +12,7 @@ tie-breaks: score descending then id ascending). Two candidate sources are compu
   stemmed terms both backends index), with N, average length and document frequencies taken over
   the user's own memories: the same hits and scores as SQLite's (see keyword.py).
 
-Erasure. Unlike SQLite (see :mod:`engram.stores.sqlite.store`), a delete does not erase the bytes:
+Erasure. Unlike SQLite (see :mod:`engram.stores.sqlite.erasure`), a delete does not erase the bytes:
 no query sees a deleted row once the call returns, but it stays in its table and index pages
 until (auto)VACUUM prunes them and the space is reused, and in WAL segments, archives and backups
 per the server's retention. Erasure on disk is the database operator's business (VACUUM, WAL and
