@@ -1,13 +1,17 @@
 """A large user's exact vector search scans int8 codes of leading principal components first, then
-re-scores a pool in float32: the results must match an exact float32 scan, also after writes."""
+re-scores a pool in float32: the results must match an exact float32 scan, also after writes. The
+codes are fitted on a background thread after the first large search, which scans float32."""
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
+from engram.stores.sqlite import vectors as vectors_module
 from engram.stores.sqlite.prescan import Prescan
 from engram.stores.sqlite.vectors import QUANTIZE_ABOVE, ExactIndex
+from tests.waiting import until
 
 DIMS = 384
 ROWS = QUANTIZE_ABOVE + 5_000
@@ -35,6 +39,15 @@ def _search(index: ExactIndex, query: npt.NDArray[np.float32], n: int = K) -> li
     return index.search(query, n, statuses=("active",), kinds=None, allowed=None)
 
 
+def _fitted(index: ExactIndex, query: npt.NDArray[np.float32]) -> ExactIndex:
+    """The index once the fit its first search started is done."""
+    assert index._prescan is None
+    exact = _search(index, query)  # scans float32 while the codes are fitted
+    assert until(lambda: index._prescan is not None)
+    assert _search(index, query) == exact
+    return index
+
+
 def _recall(
     index: ExactIndex, vectors: npt.NDArray[np.float32], ids: list[str], queries: npt.NDArray[np.float32]
 ) -> float:
@@ -52,10 +65,9 @@ def _recall(
 
 def test_large_search_matches_an_exact_scan() -> None:
     vectors = _clustered(ROWS, 1)
-    index = _index(vectors)
     queries = _clustered(40, 2)
+    index = _fitted(_index(vectors), queries[1])  # the pre-scan runs: this is the path under test
     assert _recall(index, vectors, [f"m{i:06d}" for i in range(ROWS)], queries) >= 0.99
-    assert index._prescan is not None  # the pre-scan ran: this is the path under test
     # Scores are the float32 ones, best first.
     found = _search(index, queries[0])
     assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
@@ -64,26 +76,24 @@ def test_large_search_matches_an_exact_scan() -> None:
 
 def test_rows_written_after_the_fit_are_found() -> None:
     vectors = _clustered(ROWS, 3)
-    index = _index(vectors)
-    _search(index, vectors[0])  # fits the pre-scan
-    assert index._prescan is not None
+    index = _fitted(_index(vectors), vectors[0])
     extra = _clustered(3_000, 4)  # more than the spare rows: the index grows
     for i, v in enumerate(extra):
         index.add(ROWS + 1 + i, f"x{i:06d}", v, "message", "active")
     for i in (0, 1_500, 2_999):
         assert _search(index, extra[i], 1)[0][0] == f"x{i:06d}"
     # Removing most of the old rows compacts the index; the survivors are still found.
-    for rowid in range(1, 20_001):
+    for rowid in range(1, ROWS - 2_000):
         index.remove(rowid)
-    assert index._holes < 20_000  # compacted at least once
-    assert _search(index, vectors[22_000], 1)[0][0] == "m022000"
+    assert index._holes < ROWS - 2_001  # compacted at least once
+    assert _search(index, vectors[ROWS - 1_000], 1)[0][0] == f"m{ROWS - 1_000:06d}"
     assert _search(index, extra[7], 1)[0][0] == "x000007"
 
 
 def test_ties_at_the_cut_keep_the_id_order() -> None:
     vectors = _clustered(ROWS, 5)
     vectors[100:160] = vectors[100]  # sixty equal rows: the top 50 cut falls among them
-    index = _index(vectors)
+    index = _fitted(_index(vectors), vectors[7])
     found = _search(index, vectors[100])
     assert [m for m, _ in found] == [f"m{i:06d}" for i in range(100, 150)]
 
@@ -97,3 +107,48 @@ def test_codes_follow_the_leading_directions() -> None:
     assert np.corrcoef(approx, exact)[0, 1] > 0.8  # 128 of 384 directions: an estimate, not the score
     pool = set(np.argpartition(-approx, 1000)[:1000].tolist())
     assert set(np.argpartition(-exact, 10)[:10].tolist()) <= pool
+
+
+def _fit_with(monkeypatch: pytest.MonkeyPatch, index: ExactIndex, meanwhile: object) -> None:
+    """Run the index's fit here, calling ``meanwhile()`` once the codes are computed, before they
+    are installed: as a write landing while the background thread fits."""
+
+    class Interrupted(Prescan):
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)  # type: ignore[arg-type]
+            meanwhile()  # type: ignore[operator]
+
+    monkeypatch.setattr(vectors_module, "Prescan", Interrupted)
+    index._fitting = True
+    index._fit()
+    assert not index._fitting
+
+
+def test_rows_written_while_the_codes_are_fitted_are_coded(monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors = _clustered(ROWS, 7)
+    index = _index(vectors)
+    extra = _clustered(200, 8)
+
+    def write() -> None:
+        for i, v in enumerate(extra):
+            index.add(ROWS + 1 + i, f"x{i:06d}", v, "message", "active")
+
+    _fit_with(monkeypatch, index, write)
+    assert index._prescan is not None
+    for i in (0, 99, 199):  # found through the codes: a row left uncoded would score zero there
+        assert _search(index, extra[i], 1)[0][0] == f"x{i:06d}"
+
+
+def test_a_fit_that_a_compaction_overtook_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors = _clustered(ROWS, 9)
+    index = _index(vectors)
+
+    def compact() -> None:  # a quarter of the rows gone compacts; the rest stay above the threshold
+        for rowid in range(1, ROWS // 4 + 100):
+            index.remove(rowid)
+
+    _fit_with(monkeypatch, index, compact)
+    assert index._compactions > 0 and index._prescan is None  # its codes were of rows since moved
+    monkeypatch.undo()
+    index = _fitted(index, vectors[ROWS - 10])
+    assert _search(index, vectors[ROWS - 10], 1)[0][0] == f"m{ROWS - 10:06d}"

@@ -345,6 +345,9 @@ class AnnIndex(ExactIndex):
             self._changed -= changed  # what changed during the build is still not in it
         return ivf, hwm, len(positions), removals
 
+    def _wants_prescan(self) -> bool:
+        return self._ivf is None  # the exact search before the approximate index is ready
+
     def _install(self, ivf: Any, hwm: int, rows: int) -> None:
         self._ivf, self._hwm, self._snapshot_rows = ivf, hwm, rows
         self._last_probe = None

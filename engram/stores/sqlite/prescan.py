@@ -12,10 +12,13 @@ vectors; all 384 int8 dimensions with a 256-row pool scored 1.0 at 1.5x the time
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["COMPONENTS", "POOL", "Prescan"]
+__all__ = ["COMPONENTS", "POOL", "Prescan", "fitter"]
 
 Matrix = npt.NDArray[np.float32]
 
@@ -29,6 +32,18 @@ _SAMPLE = 8192
 _COVERED = 99.99
 
 
+_FITTER: list[ThreadPoolExecutor] = []
+_FITTER_LOCK = threading.Lock()
+
+
+def fitter() -> ThreadPoolExecutor:
+    """The one thread that fits pre-scans, for every index of the process (one fit at a time)."""
+    with _FITTER_LOCK:
+        if not _FITTER:
+            _FITTER.append(ThreadPoolExecutor(1, thread_name_prefix="engram-prescan"))
+        return _FITTER[0]
+
+
 class Prescan:
     """Codes for rows ``[0, len)`` of a matrix, fitted once on a sample of its rows; rows written
     later are coded with the same directions (they move little as a user's memories grow)."""
@@ -37,9 +52,11 @@ class Prescan:
         rows = matrix[:size]
         if size > _SAMPLE:
             rows = rows[np.random.default_rng(0).choice(size, _SAMPLE, replace=False)]
-        sample = rows.astype(np.float64)
+        sample = np.asarray(rows, dtype=np.float32)
         centred = sample - sample.mean(axis=0)
-        _, vectors = np.linalg.eigh(centred.T @ centred)
+        # The covariance in float32 (float64 took 0.11 s of a 14k-row fit, float32 0.07, the same
+        # recall on real MiniLM vectors at 14k, 100k and 200k rows); its eigenvectors in float64.
+        _, vectors = np.linalg.eigh((centred.T @ centred).astype(np.float64))
         components = min(COMPONENTS, matrix.shape[1])
         # eigh orders by ascending eigenvalue: the last columns are the leading directions.
         self._basis: Matrix = np.ascontiguousarray(vectors[:, ::-1][:, :components], dtype=np.float32)

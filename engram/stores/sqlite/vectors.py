@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from engram.model import KINDS, STATUSES
 from engram.stores.packing import Gathered
-from engram.stores.sqlite.prescan import POOL, Prescan
+from engram.stores.sqlite.prescan import POOL, Prescan, fitter
 from engram.stores.untracked import Strings, string_array
 
 __all__ = ["ExactIndex", "VectorIndex", "ranked"]
@@ -23,8 +23,11 @@ __all__ = ["ExactIndex", "VectorIndex", "ranked"]
 #: Above this many vectors a user's search first scans int8 codes of the rows' leading principal
 #: components (:mod:`engram.stores.sqlite.prescan`: a twelfth of the memory traffic, which is what
 #: bounds a brute-force scan), then re-scores a generous pool of the best rows in float32. Below it
-#: every search is exact float32.
-QUANTIZE_ABOVE = 20_000
+#: every search is exact float32. Where many users share a process, a large user's matrix is no
+#: longer in the processor's cache at their next question: over 1,000 users the heaviest (13.9k
+#: rows) waited 1.8 ms for a float32 scan and 0.57 for the pre-scan; users of 2-5k rows were
+#: slower with it (re-scoring the pool is a fixed cost), 6.9k and 10k about even.
+QUANTIZE_ABOVE = 10_000
 #: Below one row in this many allowed, a search partitions the allowed rows' scores alone.
 SPARSE_SHARE = 8
 #: Free rows an index starts with beyond what it holds, and the least it grows by.
@@ -91,7 +94,8 @@ class ExactIndex:
         self._dim = dimensions
         # A loaded index brings its matrix: zeroing one only to drop it was ~1.3% of a cold retrieval.
         self._matrix: Matrix = np.zeros((capacity, dimensions), dtype=np.float32) if matrix is None else matrix
-        self._prescan: Prescan | None = None  # built on the first large search
+        self._prescan: Prescan | None = None  # fitted after the first large search (_prescanned)
+        self._fitting = False
         self._alive = np.zeros(capacity, dtype=bool)
         # Kinds and statuses as small integer codes so filtering is one vectorized comparison.
         self._kind = np.zeros(capacity, dtype=np.int8)
@@ -336,7 +340,7 @@ class ExactIndex:
         if self._size == 0 or n <= 0:
             return []
         query = np.ascontiguousarray(query, dtype=np.float32)
-        quantized = self._size > QUANTIZE_ABOVE
+        quantized = self._size > QUANTIZE_ABOVE and self._prescanned()
         scores = self._scores(query, quantized)
         mask = self._mask(statuses, kinds, allowed)
         live = int(mask.sum())
@@ -365,14 +369,40 @@ class ExactIndex:
         key = query.tobytes()
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        if quantized:
-            if self._prescan is None:
-                self._prescan = Prescan(self._matrix, self._size, len(self._matrix))
+        if quantized and self._prescan is not None:
             scores = self._prescan.scores(query, self._size)
         else:
             scores = self._matrix[: self._size] @ query
         self._last = (key, scores)
         return scores
+
+    def _prescanned(self) -> bool:
+        """Whether the pre-scan is ready; if not, it is fitted on a background thread (0.1 s at 14k
+        rows, 1.5 s at a million: not inside a retrieval) and searches scan float32 meanwhile."""
+        if self._prescan is not None:
+            return True
+        if not self._fitting and self._wants_prescan():
+            self._fitting = True
+            fitter().submit(self._fit)
+        return False
+
+    def _wants_prescan(self) -> bool:
+        return True
+
+    def _fit(self) -> None:
+        try:
+            with self._lock:
+                matrix, size, compactions = self._matrix, self._size, self._compactions
+            # Rows [0, size) of this array stay as they are until a compaction moves them.
+            prescan = Prescan(matrix, size, size)
+            with self._lock:
+                if self._compactions == compactions and self._wants_prescan():
+                    prescan.resize(len(self._matrix))
+                    for i in range(size, self._size):  # rows written while it was fitted
+                        prescan.set(i, self._matrix[i])
+                    self._prescan = prescan
+        finally:
+            self._fitting = False
 
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, Matrix]:
         """Copies of these memories' vectors: rows of one new matrix (one copy, not one per row)."""
