@@ -19,7 +19,7 @@ import pytest
 from engram.config import ANN_ABOVE, ann_above
 from engram.errors import ConfigError
 from engram.model import Filters, MemoryRecord
-from engram.stores.sqlite import ann
+from engram.stores.sqlite import ann, vectors
 from engram.stores.sqlite.ann import AnnIndex, load_index
 from engram.stores.sqlite.store import SQLiteStore
 from engram.stores.sqlite.vectors import ExactIndex
@@ -419,3 +419,17 @@ def test_a_rowid_freed_before_the_snapshot_was_saved_again_is_searched(store: SQ
         assert isinstance(again, AnnIndex) and again.ready and again._hwm == ROWS - 2
     finally:
         fresh.close()
+
+
+def test_the_exact_search_pre_scan_is_only_fitted_until_the_approximate_index_is_ready(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(vectors, "QUANTIZE_ABOVE", 1000)  # so the test size is pre-scanned
+    building = AnnIndex.load(DIMS, *_rows())
+    building._fit()  # before the approximate index: its exact searches use the codes
+    assert building._prescan is not None
+    ready = _both()[1]
+    ready._fit()  # a fit finishing after the approximate index came in: its codes are not kept
+    assert ready._prescan is None
+    building.attach("u", None)
+    assert building.wait(60) and building._prescan is None  # dropped when the index came in

@@ -4,12 +4,15 @@ codes are fitted on a background thread after the first large search, which scan
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 
+from engram.stores.sqlite import prescan
 from engram.stores.sqlite import vectors as vectors_module
-from engram.stores.sqlite.prescan import Prescan
+from engram.stores.sqlite.prescan import Fitting, Prescan
 from engram.stores.sqlite.vectors import QUANTIZE_ABOVE, ExactIndex
 from tests.waiting import until
 
@@ -40,11 +43,13 @@ def _search(index: ExactIndex, query: npt.NDArray[np.float32], n: int = K) -> li
 
 
 def _fitted(index: ExactIndex, query: npt.NDArray[np.float32]) -> ExactIndex:
-    """The index once the fit its first search started is done."""
+    """The index once the fit its first search started is done; its top ten for ``query``, found
+    through the codes, are the float32 scan's."""
     assert index._prescan is None
-    exact = _search(index, query)  # scans float32 while the codes are fitted
+    exact = _search(index, query, 10)  # scans float32 while the codes are fitted
     assert until(lambda: index._prescan is not None)
-    assert _search(index, query) == exact
+    index._last = None  # not the float32 scores kept from the scan
+    assert _search(index, query, 10) == exact
     return index
 
 
@@ -119,9 +124,7 @@ def _fit_with(monkeypatch: pytest.MonkeyPatch, index: ExactIndex, meanwhile: obj
             meanwhile()  # type: ignore[operator]
 
     monkeypatch.setattr(vectors_module, "Prescan", Interrupted)
-    index._fitting = True
     index._fit()
-    assert not index._fitting
 
 
 def test_rows_written_while_the_codes_are_fitted_are_coded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,3 +155,37 @@ def test_a_fit_that_a_compaction_overtook_is_dropped(monkeypatch: pytest.MonkeyP
     monkeypatch.undo()
     index = _fitted(index, vectors[ROWS - 10])
     assert _search(index, vectors[ROWS - 10], 1)[0][0] == f"m{ROWS - 10:06d}"
+
+
+def test_a_failed_fit_is_logged_and_not_tried_again(caplog: pytest.LogCaptureFixture) -> None:
+    fitting, calls = Fitting(), []
+
+    def fit() -> None:
+        calls.append(1)
+        raise MemoryError("no room for the codes")
+
+    fitting.start(fit)
+    assert until(lambda: fitting._pid is None)
+    assert fitting.failed and "pre-scan failed" in caplog.text
+    fitting.start(fit)
+    assert until(lambda: fitting._pid is None) and calls == [1]
+
+
+def test_a_fit_that_cannot_start_leaves_the_search_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped = ThreadPoolExecutor(1)
+    stopped.shutdown()  # as at interpreter exit: submit raises
+    monkeypatch.setattr(prescan, "fitter", lambda: stopped)
+    vectors = _clustered(ROWS, 11)
+    index = _index(vectors)
+    assert _search(index, vectors[5], 1)[0][0] == "m000005"
+    assert index._prescan is None and index._fitting._pid is None  # may start once the pool is back
+    monkeypatch.undo()
+    _fitted(index, vectors[6])
+
+
+def test_a_forked_child_fits_on_a_thread_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    parent = prescan.fitter()
+    monkeypatch.setattr(prescan.os, "getpid", lambda: -1)  # another process, which holds the parent's pool
+    child = prescan.fitter()
+    assert child is not parent
+    assert child.submit(lambda: 7).result(timeout=10) == 7

@@ -12,13 +12,16 @@ vectors; all 384 int8 dimensions with a 256-row pool scored 1.0 at 1.5x the time
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["COMPONENTS", "POOL", "Prescan", "fitter"]
+__all__ = ["COMPONENTS", "POOL", "Fitting", "Prescan", "fitter"]
 
 Matrix = npt.NDArray[np.float32]
 
@@ -32,16 +35,46 @@ _SAMPLE = 8192
 _COVERED = 99.99
 
 
-_FITTER: list[ThreadPoolExecutor] = []
+_FITTER: list[tuple[int, ThreadPoolExecutor]] = []
 _FITTER_LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def fitter() -> ThreadPoolExecutor:
-    """The one thread that fits pre-scans, for every index of the process (one fit at a time)."""
+    """The one thread that fits pre-scans, for every index of this process (one fit at a time). A
+    forked child makes its own: it inherits the parent's pool but not the pool's thread."""
     with _FITTER_LOCK:
-        if not _FITTER:
-            _FITTER.append(ThreadPoolExecutor(1, thread_name_prefix="engram-prescan"))
-        return _FITTER[0]
+        if not _FITTER or _FITTER[0][0] != os.getpid():
+            _FITTER[:] = [(os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="engram-prescan"))]
+        return _FITTER[0][1]
+
+
+class Fitting:
+    """An index's fit in the background: at most one at a time in this process, none again after
+    one failed (its searches stay exact), and a fit the process could not start is not waited for."""
+
+    def __init__(self) -> None:
+        self._pid: int | None = None  # the process a fit is queued or running in
+        self.failed = False
+
+    def start(self, fit: Callable[[], None]) -> None:
+        """Queue ``fit`` unless one is under way here or one failed."""
+        if self.failed or self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
+        try:
+            fitter().submit(self._run, fit)
+        except RuntimeError:  # the interpreter is exiting: searches scan float32
+            self._pid = None
+
+    def _run(self, fit: Callable[[], None]) -> None:
+        try:
+            fit()
+        except Exception as exc:  # memory, most likely: the exact scan still answers
+            self.failed = True
+            log.warning("[MEM:VECTORS] fitting a vector pre-scan failed; searching float32: %r", exc)
+        finally:
+            self._pid = None
 
 
 class Prescan:
@@ -78,6 +111,13 @@ class Prescan:
 
     def set(self, i: int, vector: Matrix) -> None:
         self._codes[i] = self._code(vector[None, :])[0]
+
+    def extend(self, matrix: Matrix, start: int, end: int) -> None:
+        """Code rows ``[start, end)`` of ``matrix`` (written while these codes were fitted), with
+        room for all of its rows."""
+        self.resize(len(matrix))
+        if end > start:
+            self._codes[start:end] = self._code(matrix[start:end])
 
     def move(self, keep: npt.NDArray[np.int64]) -> None:
         """Rows ``keep`` become rows ``[0, len(keep))`` (a compaction)."""
