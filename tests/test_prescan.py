@@ -182,10 +182,3 @@ def test_a_fit_that_cannot_start_leaves_the_search_exact(monkeypatch: pytest.Mon
     monkeypatch.undo()
     _fitted(index, vectors[6])
 
-
-def test_a_forked_child_fits_on_a_thread_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    parent = prescan.fitter()
-    monkeypatch.setattr(prescan.os, "getpid", lambda: -1)  # another process, which holds the parent's pool
-    child = prescan.fitter()
-    assert child is not parent
-    assert child.submit(lambda: 7).result(timeout=10) == 7

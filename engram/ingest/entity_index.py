@@ -32,6 +32,7 @@ from rapidfuzz import fuzz, process
 
 from engram.errors import DeadlineExceeded
 from engram.model import Entity
+from engram.pools import process_pool
 
 if TYPE_CHECKING:
     from engram.ext import Store
@@ -198,15 +199,9 @@ class _Entry(NamedTuple):
     ready: Future[tuple[list[Entity], EntityIndex]]
 
 
-_POOL: list[ThreadPoolExecutor] = []  # one worker pool for every EntityIndexes, made on first use
-_POOL_LOCK = threading.Lock()
-
-
 def _pool() -> ThreadPoolExecutor:
-    with _POOL_LOCK:
-        if not _POOL:
-            _POOL.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-entities"))
-        return _POOL[0]
+    """One worker pool for every EntityIndexes of the process."""
+    return process_pool("engram-entities", 2)
 
 
 class EntityIndexes:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
+
+from engram.pools import process_pool
 
 __all__ = ["COMPONENTS", "POOL", "Fitting", "Prescan", "fitter"]
 
@@ -35,18 +36,12 @@ _SAMPLE = 8192
 _COVERED = 99.99
 
 
-_FITTER: list[tuple[int, ThreadPoolExecutor]] = []
-_FITTER_LOCK = threading.Lock()
 log = logging.getLogger(__name__)
 
 
 def fitter() -> ThreadPoolExecutor:
-    """The one thread that fits pre-scans, for every index of this process (one fit at a time). A
-    forked child makes its own: it inherits the parent's pool but not the pool's thread."""
-    with _FITTER_LOCK:
-        if not _FITTER or _FITTER[0][0] != os.getpid():
-            _FITTER[:] = [(os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="engram-prescan"))]
-        return _FITTER[0][1]
+    """The one thread that fits pre-scans, for every index of this process (one fit at a time)."""
+    return process_pool("engram-prescan", 1)
 
 
 class Fitting:
