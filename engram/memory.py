@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -31,6 +30,7 @@ from engram.model import Entity, Filters, HistoryEvent, Link, MemoryChanges, Mem
 from engram.ontology import EntitiesAccessor, EntityRelation, RelationType
 from engram.ontology import define_relation as define_ontology_relation
 from engram.ontology import relate as relate_entities
+from engram.pools import PerProcess
 from engram.recall_types import ByKindKwargs, ContradictionKwargs, LinkedKwargs, Recall, RecallKwargs, TemporalKwargs
 from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
@@ -38,6 +38,7 @@ from engram.salience import memory_salience
 from engram.stores.open import open_store
 from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport, tune_user
 from engram.validate import as_filters, integer, to_utc, top_k_shortcut, user_id, validate_id
+from engram.wiring import Wiring, reopened, wire
 
 __all__ = ["Memory", "open_store"]
 
@@ -64,35 +65,48 @@ class Memory:
         domain_source: DomainSource | None = None,
         log_retrievals: bool = True,
     ) -> None:
-        self.store: Store = store if store is not None else open_store(path_or_url)
         self.config = config or RetrievalConfig()
         self.limits = limits or Limits()
         self.metrics: Metrics = metrics or InMemoryMetrics()
         self._embedder = embedder
-        self._bound = False
-        self._lock = threading.Lock()
-        self.caches = Caches(self.store)
-        self.context = Context(
-            store=self.store, embedder=self._get_embedder, limits=self.limits, metrics=self.metrics,
-            caches=self.caches, config=lambda: self.config,
+        first = wire(
+            store if store is not None else open_store(path_or_url),
+            None if store is not None else lambda: open_store(path_or_url),
+            embedder=self._get_embedder, limits=self.limits, metrics=self.metrics, config=lambda: self.config,
+            domain_source=domain_source, log_retrievals=log_retrievals,
         )
-        self.pipeline = Pipeline(
-            store=self.store, embedder=self._get_embedder, metrics=self.metrics, cache=self.caches.retrievals,
-            weights_by_strategy=self.caches.weights, domain_source=domain_source, log_retrievals=log_retrievals,
-            entity_indexes=self.caches.entity_indexes,
-        )
+        # Each process's own: a forked child opens the store again on first use (engram.wiring).
+        self._wiring: PerProcess[Wiring] = PerProcess(lambda parent: first if parent is None else reopened(parent))
+        self._wiring.get()
+
+    @property
+    def store(self) -> Store:
+        return self._wiring.get().store
+
+    @property
+    def caches(self) -> Caches:
+        return self._wiring.get().caches
+
+    @property
+    def context(self) -> Context:
+        return self._wiring.get().context
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self._wiring.get().pipeline
 
     # -- wiring ---------------------------------------------------------------------------------------
     def _get_embedder(self) -> Embedder:
         """Load the model on first need, and bind the store to it (refusing to mix models)."""
-        with self._lock:
+        wiring = self._wiring.get()
+        with wiring.lock:
             if self._embedder is None:
                 from engram.embedders import default_embedder
 
                 self._embedder = default_embedder()
-            if not self._bound:
-                self.store.bind_embedder(self._embedder.model_id, self._embedder.dimensions)
-                self._bound = True
+            if not wiring.bound:
+                wiring.store.bind_embedder(self._embedder.model_id, self._embedder.dimensions)
+                wiring.bound = True
             return self._embedder
 
     @property

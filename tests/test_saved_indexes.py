@@ -8,7 +8,6 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -54,9 +53,7 @@ def _saved(path: Path, kind: str = "vectors") -> list[Path]:
 
 def _settle(store: SQLiteStore) -> None:
     """Wait for the saves under way (the store's own pool)."""
-    saves = store._saves
-    if saves is not None:
-        saves.submit(lambda: None).result()
+    store._saves.get().submit(lambda: None).result()
 
 
 @pytest.fixture
@@ -262,8 +259,7 @@ def test_a_save_overtaken_by_an_erasure_is_not_kept(path: Path) -> None:
     gate = threading.Event()
     try:
         store._erase_saved("u")
-        store._saves = ThreadPoolExecutor(1)
-        store._saves.submit(gate.wait)  # the save queues behind this
+        store._saves.get().submit(gate.wait)  # the save queues behind this
         index = store._cached_index("u")  # loads from SQL and queues a save
         store._erase_saved("u")  # before the save runs
         gate.set()

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from engram.pools import PerProcess
+
 __all__ = ["Builds"]
 
 
@@ -18,32 +20,31 @@ class Builds:
     """At most one build per user queued or running, on a thread started at the first build."""
 
     def __init__(self, thread_name: str) -> None:
-        self._thread_name = thread_name
-        self._building: set[str] = set()
-        self._pool: ThreadPoolExecutor | None = None
+        # A forked child's builds are its own: the parent's queued ones never run there.
+        self._state: PerProcess[tuple[set[str], ThreadPoolExecutor]] = PerProcess(
+            lambda _: (set(), ThreadPoolExecutor(1, thread_name_prefix=thread_name))
+        )
         self._lock = threading.Lock()
 
     def __contains__(self, user_id: str) -> bool:
         """Whether a build of the user is queued or running."""
         with self._lock:
-            return user_id in self._building
+            return user_id in self._state.get()[0]
 
     def start(self, user_id: str, build: Callable[[], object]) -> bool:
         """Queue ``build`` unless one of the user is queued or running; whether it was queued."""
         with self._lock:
-            if user_id in self._building:
+            building, pool = self._state.get()
+            if user_id in building:
                 return False
-            self._building.add(user_id)
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix=self._thread_name)
-            pool = self._pool
+            building.add(user_id)
 
         def run() -> None:
             try:
                 build()
             finally:
                 with self._lock:
-                    self._building.discard(user_id)
+                    building.discard(user_id)
 
         pool.submit(run)
         return True
@@ -51,6 +52,6 @@ class Builds:
     def close(self) -> None:
         """Drop the queued builds and wait for the running one."""
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            state = self._state.pop()
+        if state is not None:
+            state[1].shutdown(wait=True, cancel_futures=True)

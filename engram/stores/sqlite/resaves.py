@@ -42,7 +42,7 @@ class Resaves:
             if self._closed:
                 return
             self._due[user_id] = time.monotonic() + self.quiet
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():  # a forked child has none running
                 self._thread = threading.Thread(target=self._run, name="engram-index-resaves", daemon=True)
                 self._thread.start()
             self._cond.notify()

@@ -27,6 +27,7 @@ from engram.config import ann_above, vector_cache_bytes
 from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
+from engram.pools import PerProcess
 from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.ann import AnnIndex, attached, drop_saved, index_class, load_index
@@ -80,10 +81,9 @@ class VectorMixin:
 
     _indexes: UserIndexCache[ExactIndex]
     _dimensions: int | None
-    _searches: ThreadPoolExecutor | None
-    _searches_lock: threading.Lock
+    _searches: PerProcess[ThreadPoolExecutor]
     _loader: SnapshotReader
-    _saves: ThreadPoolExecutor | None
+    _saves: PerProcess[ThreadPoolExecutor]
     _saved_lock: threading.Lock
     _erasures: dict[str, int]
     _resaves: Resaves
@@ -103,14 +103,13 @@ class VectorMixin:
     def _init_vectors(self, cache_bytes: int | None) -> None:
         self._indexes = UserIndexCache(vector_cache_bytes() if cache_bytes is None else cache_bytes)
         self._dimensions = None
-        self._searches = None
-        self._searches_lock = threading.Lock()
+        self._searches = PerProcess(lambda _: ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="engram-vectors"))
         self._loader = SnapshotReader(self.path)
         # Catch-ups read a few rows, under the user's turn (Turns): behind a cold user's whole load
         # on the loaders' connections they held up this process's writes for that load's length.
         self._changes_reader = SnapshotReader(self.path)
         self._ann_above = ann_above()
-        self._saves: ThreadPoolExecutor | None = None
+        self._saves = PerProcess(lambda _: ThreadPoolExecutor(1, thread_name_prefix="engram-index-saves"))
         self._saved_lock = threading.Lock()
         self._erasures: dict[str, int] = {}
         self._vector_marks: Marks = weakref.WeakKeyDictionary()
@@ -247,9 +246,7 @@ class VectorMixin:
         ``last_rowid``) on a thread; an erasure of the user meanwhile cancels it."""
         with self._saved_lock:
             erasures = self._erasures.get(user_id, 0)
-            if self._saves is None:
-                self._saves = ThreadPoolExecutor(1, thread_name_prefix="engram-index-saves")
-            saves = self._saves
+            saves = self._saves.get()
 
         def publish() -> bool:  # called under _saved_lock, before and after the file replaces any other
             return self._erasures.get(user_id, 0) == erasures and self._user_version(user_id) == version
@@ -311,20 +308,12 @@ class VectorMixin:
         return self._search_pool().submit(search).result
 
     def _search_pool(self) -> ThreadPoolExecutor:
-        with self._searches_lock:
-            if self._searches is None:
-                self._searches = ThreadPoolExecutor(_SEARCH_THREADS, thread_name_prefix="engram-vectors")
-            return self._searches
+        return self._searches.get()
 
     def _stop_searches(self) -> None:
-        with self._searches_lock:
-            if self._searches is not None:
-                self._searches.shutdown(wait=True)
-            self._searches = None
-        with self._saved_lock:
-            saves, self._saves = self._saves, None
-        if saves is not None:
-            saves.shutdown(wait=True)
+        for pool in (self._searches.pop(), self._saves.pop()):
+            if pool is not None:
+                pool.shutdown(wait=True)
         self._loader.close()
         self._changes_reader.close()
 
