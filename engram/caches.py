@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from engram.ingest.entity_index import EntityIndex, EntityIndexes
-from engram.retrieve.cache import RetrievalCache
+from engram.retrieve.cache import RetrievalCache, retrieval_bytes
 
 if TYPE_CHECKING:
     from engram.ext import Store
@@ -71,7 +71,7 @@ class Caches:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self.retrievals: RetrievalCache[Retrieval] = RetrievalCache(ttl=60.0)
+        self.retrievals: RetrievalCache[Retrieval] = RetrievalCache(ttl=60.0, sizeof=retrieval_bytes)
         # Keyword results are typed by their feature (engram.keyword_search), which sits above this layer.
         self.keywords: RetrievalCache[Any] = RetrievalCache(max_entries=KEYWORD_CACHE_ENTRIES, ttl=KEYWORD_CACHE_TTL)
         self.entity_indexes = EntityIndexes()

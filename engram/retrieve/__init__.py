@@ -29,7 +29,7 @@ from engram.ingest.entities import speaker_entity
 from engram.ingest.entity_index import EntityIndexes
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
-from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
+from engram.retrieve.cache import RetrievalCache, make_key, now_bucket, retrieval_bytes
 from engram.retrieve.candidates import gather, matches, ranked_limit
 from engram.retrieve.columns import Known
 from engram.retrieve.hop import HOP_LIMIT, HOP_SEEDS, bridge_entities, bridged
@@ -65,7 +65,7 @@ class Pipeline:
     store: Store
     embedder: Callable[[], Embedder]
     metrics: Metrics
-    cache: RetrievalCache[Retrieval] = field(default_factory=lambda: RetrievalCache(ttl=60.0))
+    cache: RetrievalCache[Retrieval] = field(default_factory=lambda: RetrievalCache(ttl=60.0, sizeof=retrieval_bytes))
     weights_by_strategy: Callable[[str], Mapping[str, Mapping[str, float]] | None] = lambda _u: None
     executor: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(max_workers=2, thread_name_prefix="engram-candidates")

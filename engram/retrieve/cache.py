@@ -23,11 +23,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engram.errors import ConfigError, ValidationError
 
-__all__ = ["DEFAULT_MAX_BYTES", "RetrievalCache", "approx_size", "make_key", "now_bucket"]
+if TYPE_CHECKING:
+    from engram.retrieve.types import Retrieval
+
+__all__ = ["DEFAULT_MAX_BYTES", "RetrievalCache", "approx_size", "make_key", "now_bucket", "retrieval_bytes"]
 
 T = TypeVar("T")
 
@@ -140,6 +143,30 @@ def approx_size(value: Any) -> int:
             else:
                 nbytes = getattr(item, "nbytes", None)  # numpy arrays
                 total += _CONTAINER_BYTES + (nbytes if isinstance(nbytes, int) else 0)
+    return total
+
+
+#: A returned memory's bytes beyond its texts, signals and reasons, its record's included (what
+#: :func:`approx_size` counts for one: ~2 KB).
+_ENTRY_BYTES = 2_000
+_SIGNAL_BYTES = 120  # a signal's or weight's name and value in a dict
+
+
+def retrieval_bytes(result: Retrieval) -> int:
+    """:func:`approx_size` of a retrieval without walking its memories: their texts, signals,
+    reasons and metadata are counted, the rest is a fixed amount each (within 5% of the walk on
+    real retrievals; the walk took ~0.15 ms of each retrieval the cache keeps, ~900 objects)."""
+    total = approx_size((result.query, result.metadata, result.domain_rows))
+    for entry in result.memories:
+        total += (
+            _ENTRY_BYTES + sys.getsizeof(entry.content) + _SIGNAL_BYTES * (len(entry.signals) + len(entry.weights))
+            + sum(sys.getsizeof(reason) for reason in entry.reasons)
+        )
+        record = entry.record
+        if record is not None:  # its whole text (a document's can be 200 KB), where the entry's may be clipped
+            total += sys.getsizeof(record.content) + (approx_size(record.metadata) if record.metadata else 0)
+        if entry.metadata:
+            total += approx_size(entry.metadata)
     return total
 
 

@@ -4,6 +4,7 @@ import hashlib
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 from engram.config import RetrievalConfig
 from engram.errors import ValidationError
 from engram.model import Filters
-from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
+from engram.retrieve.cache import RetrievalCache, approx_size, make_key, now_bucket, retrieval_bytes
+from engram.retrieve.types import Retrieval
 
 NOW = datetime(2024, 2, 15, 10, 30, 12, tzinfo=UTC)
 
@@ -258,7 +260,8 @@ def test_cache_bounded_by_bytes_not_only_entries() -> None:
     assert cache.stats()["bytes"] == 0
 
 
-def test_cache_byte_bound_counts_a_retrievals_records() -> None:
+@pytest.mark.parametrize("sizeof", [approx_size, retrieval_bytes])
+def test_cache_byte_bound_counts_a_retrievals_records(sizeof: Any) -> None:
     # A retrieval's records carry their full content (documents can be 200 KB): what the observed
     # ~4 MB per cached retrieval was made of, and what the estimate must see.
     from engram.model import MemoryRecord
@@ -278,7 +281,7 @@ def test_cache_byte_bound_counts_a_retrievals_records() -> None:
         return Retrieval(query="q", memories=tuple(entries), metadata=meta)
 
     assert RetrievalCache().max_bytes == 64 * 1024 * 1024
-    cache: RetrievalCache[Retrieval] = RetrievalCache(max_bytes=2_000_000, clock=FakeClock())
+    cache: RetrievalCache[Retrieval] = RetrievalCache(max_bytes=2_000_000, clock=FakeClock(), sizeof=sizeof)
     for i in range(10):
         cache.put("u1", f"k{i}", retrieval(i))
     stats = cache.stats()
@@ -290,3 +293,22 @@ def test_cache_rejects_bad_max_bytes() -> None:
     for bad in (-1, 1.5, True):
         with pytest.raises(ValidationError):
             RetrievalCache(max_bytes=bad)  # type: ignore[arg-type]
+
+
+def test_the_retrieval_estimate_is_close_to_the_walk_it_saves(tmp_path: Any) -> None:
+    from engram import Memory
+    from engram.embedders.fake import FakeEmbedder
+
+    with Memory(tmp_path / "size.db", embedder=FakeEmbedder(64)) as memory:
+        for i in range(30):
+            memory.add(f"Acme ordered {i} widgets; the invoice {i} is due in March " + "and more words " * (i % 7),
+                       user_id="u1", metadata={"source": "crm", "n": i} if i % 3 == 0 else None)
+        memory.add("A long document about widgets and invoices. " * 400, user_id="u1", kind="document")
+        result = memory.retrieve("What did Acme order, and which invoice is due?", user_id="u1",
+                                 config=RetrievalConfig(cache_ttl=0, min_score=0.0))
+    assert len(result.memories) >= 5 and any(e.metadata for e in result.memories)
+    assert 0.85 <= retrieval_bytes(result) / approx_size(result) <= 1.2
+    # Each returned memory's bytes count: one more of them moves the estimate as much as the walk.
+    fewer = Retrieval(query=result.query, memories=result.memories[:-1], metadata=result.metadata)
+    walked = approx_size(result) - approx_size(fewer)
+    assert 0.7 <= (retrieval_bytes(result) - retrieval_bytes(fewer)) / walked <= 1.4
