@@ -35,7 +35,7 @@ from engram.recall_types import ByKindKwargs, ContradictionKwargs, LinkedKwargs,
 from engram.retrieve import Pipeline
 from engram.retrieve.types import Retrieval
 from engram.salience import memory_salience
-from engram.stores.open import open_store
+from engram.stores.open import open_store, store_target
 from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport, tune_user
 from engram.validate import as_filters, integer, to_utc, top_k_shortcut, user_id, validate_id
 from engram.wiring import Wiring, reopened, wire
@@ -69,9 +69,10 @@ class Memory:
         self.limits = limits or Limits()
         self.metrics: Metrics = metrics or InMemoryMetrics()
         self._embedder = embedder
+        target = store_target(path_or_url)  # a child reopens this, whatever its directory or environment
         first = wire(
-            store if store is not None else open_store(path_or_url),
-            None if store is not None else lambda: open_store(path_or_url),
+            store if store is not None else open_store(target),
+            None if store is not None else lambda: open_store(target),
             embedder=self._get_embedder, limits=self.limits, metrics=self.metrics, config=lambda: self.config,
             domain_source=domain_source, log_retrievals=log_retrievals,
         )
@@ -117,9 +118,12 @@ class Memory:
         return user_id(value, self.limits)
 
     def close(self) -> None:
-        """Close the store and stop the pipeline's worker threads (a retrieval still running finishes)."""
-        self.pipeline.executor.shutdown(wait=False)
-        self.store.close()
+        """Close the store and stop the pipeline's worker threads (a retrieval still running finishes).
+        A forked child that never used this Memory has nothing of its own to close."""
+        wiring = self._wiring.current()
+        if wiring is not None:
+            wiring.pipeline.executor.shutdown(wait=False)
+            wiring.store.close()
 
     def __enter__(self) -> Memory:
         return self

@@ -44,6 +44,17 @@ _id_lock = threading.Lock()
 _last_id: list[int] = [0, 0]  # last millisecond, last random part
 
 
+def _forked() -> None:
+    # A parent's thread may have held the lock; and parent and child bumping the same random
+    # part within one millisecond would make the same ids.
+    global _id_lock
+    _id_lock = threading.Lock()
+    _last_id[:] = [0, 0]
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def new_id() -> str:
     """A ULID: 26 characters that sort by creation time, monotonic within one process."""
     with _id_lock:

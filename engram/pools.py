@@ -1,11 +1,12 @@
-"""What a process makes for itself: worker threads, and the count of forks that tells a forked child
-from the process that made something.
+"""What a process makes for itself: worker threads, and values that hold threads, connections or
+locks, each made again in a forked child.
 
 A forked child inherits the parent's objects but not their threads, and a thread pool never starts
 another thread for work it thinks its (vanished) idle workers will take: work handed to it waits
 forever. Locks a parent's thread held at the fork stay held in the child. Each process therefore
 makes its own pools, and whatever holds threads, connections or locks is made again in a child
-(:class:`PerProcess`; ``Memory`` reopens its store).
+(:class:`PerProcess`; ``Memory`` reopens its store). A child is told by its process id, not by
+``os.register_at_fork``: a server that forks in C (uWSGI's default) runs no Python fork hooks.
 """
 
 from __future__ import annotations
@@ -16,35 +17,24 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["PerProcess", "forks", "process_pool"]
+__all__ = ["PerProcess", "process_pool"]
 
 T = TypeVar("T")
 
-_POOLS: dict[str, tuple[int, ThreadPoolExecutor]] = {}
-_LOCK = threading.RLock()  # a value made under it may make a pool
-_FORKS = 0
 
+class _ProcessLock:
+    """A lock of this process's own: a child's first look makes another, since a parent's thread
+    may have held the inherited one at the fork. Only the forking thread runs in a new child, so
+    the first look is its, unless the child starts threads before any look."""
 
-def _forked() -> None:
-    global _FORKS, _LOCK
-    _FORKS += 1
-    _LOCK = threading.RLock()  # a parent's thread may have held it at the fork
+    def __init__(self) -> None:
+        self._held = (os.getpid(), threading.RLock())
 
-
-os.register_at_fork(after_in_child=_forked)
-
-
-def forks() -> int:
-    """How many forks led to this process: 0 in a process started anew, one more in each forked child."""
-    return _FORKS
-
-
-def process_pool(name: str, workers: int) -> ThreadPoolExecutor:
-    """This process's pool ``name`` (its threads' name prefix), of ``workers`` threads."""
-    with _LOCK:
-        held = _POOLS.get(name)
-        if held is None or held[0] != _FORKS:
-            held = _POOLS[name] = (_FORKS, ThreadPoolExecutor(workers, thread_name_prefix=name))
+    def get(self) -> threading.RLock:
+        pid = os.getpid()
+        held = self._held
+        if held[0] != pid:
+            held = self._held = (pid, threading.RLock())
         return held[1]
 
 
@@ -55,22 +45,42 @@ class PerProcess(Generic[T]):
     def __init__(self, make: Callable[[T | None], T]) -> None:
         self._make = make
         self._held: tuple[int, T] | None = None
+        # Its own lock, not one for every value: a child reopening a store holds it for a while.
+        self._lock = _ProcessLock()
 
     def get(self) -> T:
+        pid = os.getpid()
         held = self._held
-        if held is not None and held[0] == _FORKS:
+        if held is not None and held[0] == pid:
             return held[1]
-        with _LOCK:
+        with self._lock.get():  # reentrant: a value made under it may make a pool
             held = self._held
-            if held is None or held[0] != _FORKS:
-                held = self._held = (_FORKS, self._make(None if held is None else held[1]))
+            if held is None or held[0] != pid:
+                held = self._held = (pid, self._make(None if held is None else held[1]))
             return held[1]
+
+    def current(self) -> T | None:
+        """This process's value if it was made here, else None (nothing is made)."""
+        held = self._held
+        return held[1] if held is not None and held[0] == os.getpid() else None
 
     def pop(self) -> T | None:
         """This process's value, if made, no longer held (the next :meth:`get` makes another)."""
-        with _LOCK:
-            held = self._held
-            if held is None or held[0] != _FORKS:
-                return None
-            self._held = None
-            return held[1]
+        with self._lock.get():
+            value = self.current()
+            if value is not None:
+                self._held = None
+            return value
+
+
+_POOLS: dict[str, PerProcess[ThreadPoolExecutor]] = {}
+_POOLS_LOCK = _ProcessLock()
+
+
+def process_pool(name: str, workers: int) -> ThreadPoolExecutor:
+    """This process's pool ``name`` (its threads' name prefix), of ``workers`` threads."""
+    with _POOLS_LOCK.get():
+        pool = _POOLS.get(name)
+        if pool is None:
+            pool = _POOLS[name] = PerProcess(lambda _: ThreadPoolExecutor(workers, thread_name_prefix=name))
+    return pool.get()

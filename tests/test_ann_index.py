@@ -19,7 +19,7 @@ import pytest
 from engram.config import ANN_ABOVE, ann_above
 from engram.errors import ConfigError
 from engram.model import Filters, MemoryRecord
-from engram.stores.sqlite import ann, vectors
+from engram.stores.sqlite import ann, faiss_ivf, vectors
 from engram.stores.sqlite.ann import AnnIndex, load_index
 from engram.stores.sqlite.store import SQLiteStore
 from engram.stores.sqlite.vectors import ExactIndex
@@ -356,8 +356,8 @@ def test_a_delete_saves_the_snapshot_again_without_the_row(store: SQLiteStore, t
     directory = Path(f"{store.path}.ann")
     meta = json.loads(next(p for p in directory.iterdir() if p.suffix == ".json").read_text())
     assert meta["rows"] == ROWS - 2
-    faiss = ann._faiss()
-    held = ann._ids_of(faiss.read_index(str(next(p for p in directory.iterdir() if p.suffix == ".ivf"))))
+    faiss = faiss_ivf.faiss_module()
+    held = faiss_ivf.ids_of(faiss.read_index(str(next(p for p in directory.iterdir() if p.suffix == ".ivf"))))
     assert len(held) == ROWS - 2 and 5 not in held and 9 not in held
     store._stop_searches()  # the saved vectors are written
     fresh = SQLiteStore(tmp_path / "v.db")

@@ -3,7 +3,10 @@ answers there as in the parent: it opens its store again instead of waiting on t
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -13,8 +16,9 @@ from typing import Any
 import pytest
 
 from engram import Memory, RetrievalConfig
+from engram.embedders.batching import batching
 from engram.embedders.fake import FakeEmbedder
-from engram.pools import PerProcess, forks, process_pool
+from engram.pools import PerProcess, process_pool
 from engram.stores.builds import Builds
 from engram.stores.open import open_store
 
@@ -79,9 +83,65 @@ def test_a_forked_child_retrieves_writes_and_the_parent_sees_its_write(memory: M
 
 def test_a_grandchild_opens_its_own_store_too(memory: Memory) -> None:
     def grandchild() -> list[str]:
+        memory.add("Written in the grandchild", user_id="u1")
         return contents(memory, "What did Alice order?")
 
-    assert in_child(lambda: in_child(grandchild)) == ["Alice ordered three widgets from Acme"]
+    def child() -> tuple[list[str], list[str]]:
+        memory.add("Written in the child", user_id="u1")  # the child's own store, then forked again
+        return contents(memory, "What did Alice order?"), in_child(grandchild)
+
+    mine, theirs = in_child(child)
+    assert "Alice ordered three widgets from Acme" in mine and "Alice ordered three widgets from Acme" in theirs
+    assert {"Written in the child", "Written in the grandchild"} <= {r.content for r in memory.list(user_id="u1")}
+
+
+def test_a_child_reopens_the_same_file_whatever_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    with Memory("relative.db", embedder=FakeEmbedder(64)) as m:
+        m.add("Gina asked for a refund", user_id="u1")
+
+        def work() -> list[str]:
+            os.chdir(tmp_path / "b")
+            return contents(m, "Who asked for a refund?")
+
+        assert in_child(work) == ["Gina asked for a refund"]
+    assert not (tmp_path / "b" / "relative.db").exists()
+
+
+def test_closing_in_a_child_that_never_used_it_opens_nothing(memory: Memory) -> None:
+    def work() -> bool:
+        memory.close()
+        return memory._wiring.current() is None
+
+    assert in_child(work)
+    assert contents(memory, "What did Alice order?")  # the parent's store is still open
+
+
+def test_a_child_forked_while_the_parent_embeds_embeds_on_its_own(tmp_path: Path) -> None:
+    entered, release, parent = threading.Event(), threading.Event(), os.getpid()
+
+    class Slow(FakeEmbedder):
+        def embed_batch(self, texts: Any) -> Any:
+            if "block me" in texts[0] and os.getpid() == parent:
+                entered.set()
+                release.wait(30)
+            return super().embed_batch(texts)
+
+    with Memory(tmp_path / "busy.db", embedder=batching(Slow(64))) as m:
+        m.add("Hank booked the venue", user_id="u1")
+        busy = threading.Thread(target=lambda: m.retrieve("block me", user_id="u1", config=CONFIG))
+        busy.start()
+        try:
+            assert entered.wait(10)  # the parent is mid-embedding at the fork
+            found, error = in_child(lambda: (
+                contents(m, "Who booked the venue?"), m.retrieve("venue", user_id="u1", config=CONFIG).metadata.error,
+            ))
+        finally:
+            release.set()
+            busy.join(10)
+    assert found == ["Hank booked the venue"] and error is None
 
 
 def test_an_in_memory_store_is_kept_in_the_child_with_its_rows() -> None:
@@ -94,8 +154,8 @@ def test_an_in_memory_store_is_kept_in_the_child_with_its_rows() -> None:
     assert found == ["Carol prefers email over phone calls"]
 
 
-def test_a_store_passed_in_is_kept_and_the_pipeline_is_the_childs_own(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "given.db")
+def test_a_store_passed_in_is_kept_and_the_pipeline_is_the_childs_own() -> None:
+    store = open_store(":memory:")  # a file's connection must not be used across a fork
     with Memory(store=store, embedder=FakeEmbedder(64)) as m:
         m.add("Dave renewed the support contract", user_id="u1")
         executor = m.pipeline.executor
@@ -112,28 +172,57 @@ def test_a_store_passed_in_is_kept_and_the_pipeline_is_the_childs_own(tmp_path: 
 def test_per_process_values_are_made_again_after_a_fork() -> None:
     made: list[Any] = []
     value = PerProcess(lambda parent: made.append(parent) or len(made))
-    assert value.get() == 1 and value.get() == 1 and made == [None]
-    assert in_child(lambda: (forks(), value.get(), value.get(), made)) == (forks() + 1, 2, 2, [None, 1])
+    assert value.current() is None
+    assert value.get() == 1 and value.get() == 1 and value.current() == 1 and made == [None]
+    assert in_child(lambda: (value.current(), value.get(), value.get(), made)) == (None, 2, 2, [None, 1])
     assert value.get() == 1  # the parent keeps its own
     assert value.pop() == 1 and value.pop() is None
     assert in_child(lambda: value.pop()) is None  # a child pops nothing of the parent's
+
+
+def test_a_child_forked_in_c_without_pythons_fork_hooks_makes_its_own_pool() -> None:
+    # uWSGI forks its workers so by default: os.register_at_fork hooks never run in them.
+    pool = process_pool("engram-test-cfork", 1)
+    assert pool.submit(lambda: 1).result(5) == 1
+    receive, send = os.pipe()
+    pid = ctypes.CDLL(None, use_errno=True).fork()
+    if pid == 0:
+        try:
+            mine = process_pool("engram-test-cfork", 1)
+            answer = f"{mine is pool} {mine.submit(lambda: 7).result(5)}"
+        except BaseException as exc:
+            answer = repr(exc)
+        os.write(send, answer.encode())
+        os._exit(0)
+    os.close(send)
+    try:
+        answer = os.read(receive, 200).decode()
+    finally:
+        os.close(receive)
+        os.waitpid(pid, 0)
+    assert answer == "False 7"
 
 
 def test_pools_and_builds_run_work_in_a_forked_child() -> None:
     pool = process_pool("engram-test-fork", 1)
     assert pool.submit(lambda: 1).result(5) == 1
     builds = Builds("engram-test-builds")
-    assert builds.start("u1", lambda: None)
+    running, release = threading.Event(), threading.Event()
+    assert builds.start("u1", lambda: (running.set(), release.wait(30)))
+    assert running.wait(10) and "u1" in builds  # the parent's build runs at the fork, and never ends there
 
-    def work() -> tuple[bool, int, bool]:
+    def work() -> tuple[bool, int, bool, bool]:
         child_pool = process_pool("engram-test-fork", 1)
         ran: list[int] = []
         started = builds.start("u1", lambda: ran.append(1))
-        builds.close()  # waits for the build
-        return child_pool is pool, child_pool.submit(lambda: 2).result(5), started and ran == [1]
+        builds.close()  # waits for the child's build
+        return child_pool is pool, child_pool.submit(lambda: 2).result(5), started, ran == [1]
 
-    assert in_child(work) == (False, 2, True)
-    builds.close()
+    try:
+        assert in_child(work) == (False, 2, True, True)
+    finally:
+        release.set()
+        builds.close()
     assert isinstance(process_pool("engram-test-fork", 1), ThreadPoolExecutor)
 
 

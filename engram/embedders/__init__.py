@@ -3,6 +3,7 @@ word-hashing one; :func:`named_embedder` picks one by the name a command's ``--e
 
 from __future__ import annotations
 
+import os
 import threading
 
 from engram.errors import ValidationError
@@ -12,6 +13,14 @@ __all__ = ["EMBEDDER_NAMES", "default_embedder", "named_embedder"]
 
 _default: list[Embedder] = []
 _lock = threading.Lock()
+
+
+def _forked() -> None:
+    global _lock
+    _lock = threading.Lock()  # a parent's thread may have held it, loading the model
+
+
+os.register_at_fork(after_in_child=_forked)
 
 #: The names ``--embedder`` and ``$ENGRAM_EMBEDDER`` accept. ``minilm-int8`` is MiniLM on integer
 #: kernels (half the CPU a query, slightly other vectors: :mod:`.integer_model`). ``hash-N`` hashes

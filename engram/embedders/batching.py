@@ -13,6 +13,7 @@ for that text (a test checks MiniLM's batched rows against its single ones).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 
@@ -44,6 +45,10 @@ class _Queue:
     def __init__(self, run: Callable[[list[str]], Vector], max_batch: int = MAX_BATCH) -> None:
         self._run = run
         self._max = max_batch
+        self._start()
+
+    def _start(self) -> None:
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._waiting: list[_Call] = []
         self._busy = False
@@ -52,6 +57,8 @@ class _Queue:
         call = _Call(list(texts))
         if len(call.texts) > self._max:
             return self._run(call.texts)
+        if self._pid != os.getpid():  # forked while a parent's call ran: it never ends here
+            self._start()
         with self._lock:
             self._waiting.append(call)
             lead = not self._busy

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engram.ext import Store
 
-__all__ = ["DEFAULT_PATH", "open_store"]
+__all__ = ["DEFAULT_PATH", "open_store", "store_target"]
 
 DEFAULT_PATH = "engram.db"
 
@@ -15,7 +15,7 @@ DEFAULT_PATH = "engram.db"
 def open_store(path_or_url: str | os.PathLike[str] | None) -> Store:
     """A store for a file path (SQLite) or a ``postgresql://`` URL; None reads ``$ENGRAM_DB``, else
     ``./engram.db``. Each backend is imported only when named (psycopg is an optional extra)."""
-    target = os.fspath(path_or_url) if path_or_url is not None else os.environ.get("ENGRAM_DB", DEFAULT_PATH)
+    target = store_target(path_or_url)
     if target.startswith(("postgresql://", "postgres://")):
         from engram.stores.postgres.store import PostgresStore
 
@@ -23,3 +23,12 @@ def open_store(path_or_url: str | os.PathLike[str] | None) -> Store:
     from engram.stores.sqlite.store import SQLiteStore
 
     return SQLiteStore(Path(target) if target != ":memory:" else target)
+
+
+def store_target(path_or_url: str | os.PathLike[str] | None) -> str:
+    """The URL, ``:memory:`` or the absolute path :func:`open_store` opens for ``path_or_url``, as
+    of now: the same store whatever the working directory or ``$ENGRAM_DB`` later."""
+    target = os.fspath(path_or_url) if path_or_url is not None else os.environ.get("ENGRAM_DB", DEFAULT_PATH)
+    if target == ":memory:" or target.startswith(("postgresql://", "postgres://")):
+        return target
+    return os.path.abspath(target)

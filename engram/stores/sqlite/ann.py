@@ -30,7 +30,6 @@ million rows' 107 MB), so a restart does not rebuild.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -42,7 +41,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engram.stores.sqlite.saved import user_digest
+from engram.stores.sqlite.faiss_ivf import (
+    code_bytes,
+    drop_saved,
+    faiss_module,
+    ids_of,
+    nprobe,
+    saved_file,
+    snapshot_dir,
+    subquantizers,
+)
 from engram.stores.sqlite.vectors import ExactIndex, Matrix, ranked
 
 __all__ = ["AnnIndex", "attached", "drop_saved", "index_class", "load_index", "snapshot_dir"]
@@ -71,44 +79,19 @@ _TRAINING_ROWS = 65_536
 _builds = threading.Semaphore(1)  # one build at a time per process: each holds a copy of its rows
 
 
-def snapshot_dir(db_path: str) -> Path | None:
-    """Where a database's snapshots live; None for an in-memory database."""
-    return None if db_path == ":memory:" else Path(f"{db_path}.ann")
+def _forked() -> None:
+    global _builds
+    _builds = threading.Semaphore(1)  # a parent's build held it: it never ends here
 
 
-def _saved_file(directory: Path, user_id: str) -> Path:
-    return directory / f"{user_digest(user_id)}.ivf"
-
-
-def drop_saved(db_path: str, user_id: str) -> None:
-    """Erase the user's saved snapshot, if any: it holds (quantized) vectors of rows a delete,
-    replace or forget just erased from the database. The next build saves a current one."""
-    directory = snapshot_dir(db_path)
-    if directory is None:
-        return
-    saved = _saved_file(directory, user_id)
-    for path in (saved, saved.with_suffix(".json")):
-        try:
-            path.unlink(missing_ok=True)
-        except OSError:
-            log.warning("could not erase the saved vector index %s", path, exc_info=True)
-
-
-@functools.cache
-def _faiss() -> Any:
-    try:
-        import faiss
-    except ImportError:
-        return None
-    faiss.omp_set_num_threads(1)  # a search is one core's work; concurrent retrievals use the rest
-    return faiss
+os.register_at_fork(after_in_child=_forked)
 
 
 def index_class(rows: int, ann_above: int) -> type[ExactIndex]:
     """Exact up to ``ann_above`` rows (or when faiss is absent), approximate above."""
     if rows <= ann_above or ann_above <= 0:
         return ExactIndex
-    if _faiss() is None:
+    if faiss_module() is None:
         log.warning("faiss is not installed: user with %d vectors searched exactly", rows)
         return ExactIndex
     return AnnIndex
@@ -161,7 +144,7 @@ class AnnIndex(ExactIndex):
         self._user_id = user_id
         self._current = current
         if directory is not None:
-            self._file = _saved_file(directory, user_id)
+            self._file = saved_file(directory, user_id)
             if self._open_saved(user_id):
                 return
         self.rebuild()
@@ -173,7 +156,7 @@ class AnnIndex(ExactIndex):
             meta = json.loads(meta_file.read_text())
             if meta.get("user_id") != user_id or meta.get("dimensions") != self._dim or meta.get("codes") != _CODES:
                 return False
-            faiss = _faiss()
+            faiss = faiss_module()
             ivf = faiss.read_index(str(self._file), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
         except (OSError, ValueError, RuntimeError):
             return False
@@ -198,7 +181,7 @@ class AnnIndex(ExactIndex):
 
     @property
     def nbytes(self) -> int:
-        extra = 0 if self._ivf is None else self._snapshot_rows * (_code_bytes(self._dim) + 8)
+        extra = 0 if self._ivf is None else self._snapshot_rows * (code_bytes(self._dim) + 8)
         return super().nbytes + extra
 
     # Writes: the matrix is current at once; the snapshot learns of them through the tail.
@@ -276,9 +259,9 @@ class AnnIndex(ExactIndex):
         return last[1][:pool]
 
     def _params(self) -> Any:
-        faiss = _faiss()
+        faiss = faiss_module()
         nlist = int(self._ivf.nlist)
-        return faiss.SearchParametersIVF(nprobe=self.nprobe or _nprobe(nlist))
+        return faiss.SearchParametersIVF(nprobe=self.nprobe or nprobe(nlist))
 
     def _ranked(self, query: Matrix, rows: npt.NDArray[np.int64], n: int) -> list[tuple[str, float]]:
         if len(rows) == 0:
@@ -310,7 +293,7 @@ class AnnIndex(ExactIndex):
             self._save(*built)
 
     def _train_and_fill(self) -> tuple[Any, int, int, int] | None:
-        faiss = _faiss()
+        faiss = faiss_module()
         with self._lock:
             removals = self._removals
             positions = np.flatnonzero(self._alive[: self._size])
@@ -324,7 +307,7 @@ class AnnIndex(ExactIndex):
             return None
         hwm = int(rowids.max())
         ivf = faiss.index_factory(
-            self._dim, f"IVF{nlist},PQ{_subquantizers(self._dim)}x4fs", faiss.METRIC_INNER_PRODUCT
+            self._dim, f"IVF{nlist},PQ{subquantizers(self._dim)}x4fs", faiss.METRIC_INNER_PRODUCT
         )
         # Centroids only route queries: a rough clustering loses little recall.
         faiss.extract_index_ivf(ivf).cp.niter = 10
@@ -361,7 +344,7 @@ class AnnIndex(ExactIndex):
         million rows, this a copy and a pass over its lists)."""
         if self._ivf is None or self._file is None:
             return
-        faiss = _faiss()
+        faiss = faiss_module()
         with self._lock:
             ivf, hwm, removals = self._ivf, self._hwm, self._removals  # hwm: which rows it holds
             live = self._rowids[: self._size][self._alive[: self._size]]
@@ -370,7 +353,7 @@ class AnnIndex(ExactIndex):
             rewritten = np.asarray([r for r in self._dirty if r in self._pos], dtype=np.int64)
             vectors = self._matrix[[self._pos[r] for r in rewritten.tolist()]].copy()
         copy = faiss.clone_index(ivf)
-        held = _ids_of(copy)
+        held = ids_of(copy)
         dropped = ~np.isin(held, live) | np.isin(held, dirty)
         if dropped.any():
             copy.remove_ids(faiss.IDSelectorBatch(held[dropped]))
@@ -389,7 +372,7 @@ class AnnIndex(ExactIndex):
         the files replace any others and again after, when they are removed if it no longer holds."""
         if self._file is None:
             return
-        faiss = _faiss()
+        faiss = faiss_module()
         partial = self._file.with_suffix(".ivf.partial")
         partial_meta = self._file.with_suffix(".json.partial")
         current = self._current or (lambda: True)
@@ -413,28 +396,3 @@ class AnnIndex(ExactIndex):
         finally:
             partial.unlink(missing_ok=True)
             partial_meta.unlink(missing_ok=True)
-
-
-def _ids_of(ivf: Any) -> npt.NDArray[np.int64]:
-    """Every id an IVF index holds, list by list."""
-    faiss = _faiss()
-    lists = faiss.extract_index_ivf(ivf).invlists
-    parts = [faiss.rev_swig_ptr(lists.get_ids(i), size).copy()
-             for i in range(lists.nlist) if (size := lists.list_size(i))]
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
-
-
-def _subquantizers(dimensions: int) -> int:
-    """Product-quantizer codes of two dimensions each (of one where the count is odd)."""
-    return dimensions // 2 if dimensions % 2 == 0 else dimensions
-
-
-def _code_bytes(dimensions: int) -> int:
-    return (_subquantizers(dimensions) + 1) // 2  # 4 bits per sub-quantizer
-
-
-def _nprobe(nlist: int) -> int:
-    """Lists probed per query: half. At 1M rows of Gaussian vectors with MiniLM's covariance (the
-    hard case: no neighbourhoods) a quarter found 0.966 of the exact top 10, three eighths 0.988,
-    half 0.995; the fast-scan codes of half the lists cost about what int8 codes of an eighth did."""
-    return max(16, nlist // 2)
