@@ -51,7 +51,8 @@ from engram.stores.sqlite.faiss_ivf import (
     snapshot_dir,
     subquantizers,
 )
-from engram.stores.sqlite.vectors import ExactIndex, Matrix, ranked
+from engram.stores.sqlite.row_codes import ranked
+from engram.stores.sqlite.vectors import ExactIndex, Matrix
 
 __all__ = ["AnnIndex", "attached", "drop_saved", "index_class", "load_index", "snapshot_dir"]
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from engram.model import KINDS, STATUSES
 from engram.stores.packing import Gathered
 from engram.stores.sqlite.prescan import POOL, Fitting, Prescan
+from engram.stores.sqlite.row_codes import among, code, codes, ranked
 from engram.stores.untracked import Strings, string_array
 
 __all__ = ["ExactIndex", "VectorIndex", "ranked"]
@@ -38,40 +39,10 @@ _SPARE = 64
 _PER_ROW_OBJECTS = 250
 
 
-def ranked(
-    ids: Strings, rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], n: int,
-) -> list[tuple[str, float]]:
-    """The best ``n`` of ``rows`` (positions into ``ids``, scored ``scores``) by score, then id, so
-    ties come out the same on every backend: only the best n and any tied with the n-th are sorted."""
-    if len(scores) > n:
-        keep = scores >= np.partition(scores, len(scores) - n)[len(scores) - n]
-        rows, scores = rows[keep], scores[keep]
-    best = sorted(zip((-scores).tolist(), ids[rows].tolist(), strict=True))[:n]
-    return [(memory_id, -negative) for negative, memory_id in best]
-
-
 def _fit(index: weakref.ref[ExactIndex]) -> None:
     held = index()
     if held is not None:
         held._fit()
-
-
-def _code(names: Sequence[str], name: str) -> int:
-    return names.index(name) if name in names else -1
-
-
-def _codes(names: Sequence[str], values: Sequence[str]) -> npt.NDArray[np.int8]:
-    table = {name: i for i, name in enumerate(names)}
-    return np.fromiter((table.get(v, -1) for v in values), dtype=np.int8, count=len(values))
-
-
-def _among(codes: npt.NDArray[np.int8], wanted: Collection[int]) -> npt.NDArray[np.bool_]:
-    """Where ``codes`` is one of ``wanted``: an equality each, where ``np.isin`` took ~5 ms at a
-    million rows (a kind-filtered search's first mask) and an equality takes ~0.05."""
-    mask = np.zeros(len(codes), dtype=np.bool_)
-    for code in set(wanted):
-        mask |= codes == code
-    return mask
 
 
 Matrix = npt.NDArray[np.float32]
@@ -139,7 +110,7 @@ class ExactIndex:
         matrix = packed.view(np.float32).reshape(n + _SPARE, dimensions)
         return cls.of_arrays(
             dimensions, np.asarray(rowids, dtype=np.int64), memory_ids, matrix,
-            _codes(KINDS, kinds), _codes(STATUSES, statuses),
+            codes(KINDS, kinds), codes(STATUSES, statuses),
         )
 
     @classmethod
@@ -230,8 +201,8 @@ class ExactIndex:
             self._ascending = False  # a rowid reused, or rows copied out of order
         self._rowids[i] = rowid
         self._ids[i] = memory_id
-        self._kind[i] = _code(KINDS, kind)
-        self._status[i] = _code(STATUSES, status)
+        self._kind[i] = code(KINDS, kind)
+        self._status[i] = code(STATUSES, status)
         self._pos[rowid] = i
         self._rowid_of[memory_id] = rowid
         self._size += 1
@@ -270,7 +241,7 @@ class ExactIndex:
         with self._lock:
             i = self._pos.get(rowid)
             if i is not None:
-                self._status[i] = _code(STATUSES, status)
+                self._status[i] = code(STATUSES, status)
                 self._masks.clear()
 
     def _compact(self) -> None:
@@ -317,9 +288,9 @@ class ExactIndex:
         cached = self._masks.get(key)
         if cached is not None:
             return cached
-        mask &= _among(self._status[: self._size], [_code(STATUSES, s) for s in statuses])
+        mask &= among(self._status[: self._size], [code(STATUSES, s) for s in statuses])
         if kinds is not None:
-            mask &= _among(self._kind[: self._size], [_code(KINDS, k) for k in kinds])
+            mask &= among(self._kind[: self._size], [code(KINDS, k) for k in kinds])
         if len(self._masks) > 16:
             self._masks.clear()
         self._masks[key] = mask
