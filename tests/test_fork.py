@@ -131,7 +131,9 @@ def test_a_child_forked_while_the_parent_embeds_embeds_on_its_own(tmp_path: Path
 
     with Memory(tmp_path / "busy.db", embedder=batching(Slow(64))) as m:
         m.add("Hank booked the venue", user_id="u1")
-        busy = threading.Thread(target=lambda: m.retrieve("block me", user_id="u1", config=CONFIG))
+        # The embedder alone: a parent's thread inside SQLite at the fork could leave SQLite's own
+        # mutexes held in the child, which no Python code can undo (forks happen at idle points).
+        busy = threading.Thread(target=lambda: m.embedder.embed_batch(["block me"]))
         busy.start()
         try:
             assert entered.wait(10)  # the parent is mid-embedding at the fork
