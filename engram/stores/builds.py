@@ -29,7 +29,8 @@ class Builds:
     def __contains__(self, user_id: str) -> bool:
         """Whether a build of the user is queued or running."""
         with self._lock:
-            return user_id in self._state.get()[0]
+            state = self._state.current()  # asking makes no pool
+            return state is not None and user_id in state[0]
 
     def start(self, user_id: str, build: Callable[[], object]) -> bool:
         """Queue ``build`` unless one of the user is queued or running; whether it was queued."""
