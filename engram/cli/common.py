@@ -33,8 +33,10 @@ def existing_db(db: str | None) -> str:
     already exist. Opening one creates it, so a mistyped path would otherwise answer from a new,
     empty database and exit 0; only commands that write (add, import, ingest, keys create, mcp)
     create one."""
+    from engram.stores.open import is_url  # the engine only once a command runs
+
     target = db_target(db)
-    if target == ":memory:" or target.startswith(("postgresql://", "postgres://")):
+    if target == ":memory:" or is_url(target):
         return target
     if not os.path.isfile(target):
         raise click.ClickException(

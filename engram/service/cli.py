@@ -174,12 +174,13 @@ Examples:
 def mcp_command(db: str | None, user_id: str, embedder_name: str | None, transport: str, host: str, port: int,
                 token: str | None) -> None:
     from engram.mcp import is_loopback, serve
+    from engram.stores.open import is_url
 
     if transport == "http" and not token and not is_loopback(host):
         raise click.UsageError(f"--host {host} would serve {user_id}'s memory to anyone who can reach it: "
                                "give --token (or $ENGRAM_MCP_TOKEN), or listen on loopback")
     target = _db(db, create=True)
-    if not target.startswith(("postgresql://", "postgres://")) and target != ":memory:" and not os.path.exists(target):
+    if not is_url(target) and target != ":memory:" and not os.path.exists(target):
         # The agent's memory starts empty here; say so (on stderr: stdout is the protocol).
         click.echo(f"engram mcp: no database at {target}; creating a new, empty one", err=True)
     serve(target, user_id, _embedder(embedder_name), transport="http" if transport == "http" else "stdio",

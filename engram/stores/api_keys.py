@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import StoreError, StoreUnavailable, ValidationError
+from engram.stores.open import is_url
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.sql.dialect import Dialect
 from engram.stores.sqlite.dialect import SQLITE
@@ -73,7 +74,7 @@ class KeyTable:
         if target == ":memory:":
             raise ValidationError("path", "API keys need a persistent store, not :memory:")
         try:
-            if target.startswith(("postgresql://", "postgres://")):
+            if is_url(target):
                 import psycopg
 
                 self._conn = psycopg.connect(target, autocommit=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engram.ext import Store
 
-__all__ = ["DEFAULT_PATH", "open_store", "store_target"]
+__all__ = ["DEFAULT_PATH", "is_url", "open_store", "store_target"]
 
 DEFAULT_PATH = "engram.db"
 
@@ -16,7 +16,7 @@ def open_store(path_or_url: str | os.PathLike[str] | None) -> Store:
     """A store for a file path (SQLite) or a ``postgresql://`` URL; None reads ``$ENGRAM_DB``, else
     ``./engram.db``. Each backend is imported only when named (psycopg is an optional extra)."""
     target = store_target(path_or_url)
-    if target.startswith(("postgresql://", "postgres://")):
+    if is_url(target):
         from engram.stores.postgres.store import PostgresStore
 
         return PostgresStore(target)
@@ -29,6 +29,11 @@ def store_target(path_or_url: str | os.PathLike[str] | None) -> str:
     """The URL, ``:memory:`` or the absolute path :func:`open_store` opens for ``path_or_url``, as
     of now: the same store whatever the working directory or ``$ENGRAM_DB`` later."""
     target = os.fspath(path_or_url) if path_or_url is not None else os.environ.get("ENGRAM_DB", DEFAULT_PATH)
-    if target == ":memory:" or target.startswith(("postgresql://", "postgres://")):
+    if target == ":memory:" or is_url(target):
         return target
     return os.path.abspath(target)
+
+
+def is_url(target: str) -> bool:
+    """Whether a store target names PostgreSQL (a URL) rather than a SQLite file."""
+    return target.startswith(("postgresql://", "postgres://"))
