@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from typing import Any
@@ -14,6 +15,8 @@ from engram.config import MAX_WARM_USERS
 from engram.service.auth import KeyStore
 
 __all__ = ["keys_group", "mcp_command", "serve_command"]
+
+log = logging.getLogger("engram.service")
 
 
 def _db(db: str | None, *, create: bool) -> str:
@@ -92,9 +95,30 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
         })
         # Uvicorn's workers accept on a socket that asyncio does not set TCP_NODELAY on: every response
         # then waited ~40 ms for the client's delayed ACK (Nagle). The protocol sets it itself.
-        uvicorn.run("engram.service.workers:worker_app", factory=True, workers=workers, host=host, port=port,
-                    http="engram.service.workers:NoDelayHttp", log_config=None, access_log=False,
-                    log_level=log_level)
+        config = uvicorn.Config("engram.service.workers:worker_app", factory=True, workers=workers, host=host,
+                                port=port, http="engram.service.workers:NoDelayHttp", log_config=None,
+                                access_log=False, log_level=log_level)
+        _supervise(config)
+
+
+def _supervise(config: Any) -> None:
+    """Run uvicorn's worker processes, each on a socket of its own where the kernel spreads
+    connections over them (``engram.service.listen``), else on the one socket uvicorn binds."""
+    from uvicorn.supervisors import Multiprocess
+
+    from engram.service.listen import SPREADS, WorkerSockets, reserve_port
+
+    if not SPREADS:
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+        return
+    try:
+        held = reserve_port(config.host, config.port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
+    with held:
+        sockets = WorkerSockets(config.host, held.getsockname()[1])
+        log.info("listening on http://%s:%d with %d workers", config.host, sockets.port, config.workers)
+        Multiprocess(config, sockets=sockets).run()
 
 
 @click.group(name="keys", help="Create, list and revoke API keys of `engram serve`.")

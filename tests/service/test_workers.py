@@ -1,4 +1,5 @@
-"""``engram serve --workers N``: one rate limit for the whole server, whichever process answers."""
+"""``engram serve --workers N``: one rate limit for the whole server, whichever process answers, and
+connections spread over the workers."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import pytest
 from engram.embedders.fake import FakeEmbedder
 from engram.memory import Memory
 from engram.service.auth import KeyStore
+from engram.service.listen import SPREADS
 from engram.service.ratelimit import SharedRateLimiter
 
 HOST = "127.0.0.1"
@@ -84,6 +86,57 @@ def _free_port() -> int:
         return port
 
 
+def _server_sockets(port: int) -> dict[str, str]:
+    """Inode -> TCP state of the sockets on this port's server side ("0A" listening, "01" connected)."""
+    states = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                states[fields[9]] = fields[3]
+    return states
+
+
+def _connections_by_worker(server: int, port: int) -> list[int]:
+    """How many connections each worker process of ``server`` holds on ``port``, most first."""
+    connected = {inode for inode, state in _server_sockets(port).items() if state == "01"}
+    counts = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) != server:
+                continue
+            links = [os.readlink(fd) for fd in Path(f"/proc/{entry}/fd").iterdir()]
+        except OSError:
+            continue
+        held = sum(link.startswith("socket:[") and link[8:-1] in connected for link in links)
+        if held:
+            counts.append(held)
+    return sorted(counts, reverse=True)
+
+
+def _assert_connections_spread(server: int, port: int) -> None:
+    """A client pool's 16 connections, opened at once, reach both workers: on one shared socket
+    the worker awake when they came accepted all 16 in most tries, the other idle meanwhile."""
+    deadline = time.monotonic() + 90
+    while sum(state == "0A" for state in _server_sockets(port).values()) < 2:  # both workers listen
+        assert time.monotonic() < deadline, "the second worker did not start"
+        time.sleep(0.2)
+    request = f"GET /healthz HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
+    for _ in range(4):  # a round lands on one worker with odds 2 ** -15 when the kernel spreads them
+        clients = [socket.create_connection((HOST, port), timeout=10) for _ in range(16)]
+        try:
+            for client in clients:
+                client.sendall(request)
+            for client in clients:
+                assert client.recv(4096).startswith(b"HTTP/1.1 200")  # accepted, answered, still open
+            assert len(_connections_by_worker(server, port)) == 2
+        finally:
+            for client in clients:
+                client.close()
+
+
 def test_serve_with_workers_limits_a_key_once(tmp_path: Path) -> None:
     db = tmp_path / "svc.db"
     with Memory(db, embedder=FakeEmbedder(16)) as memory:
@@ -110,7 +163,10 @@ def test_serve_with_workers_limits_a_key_once(tmp_path: Path) -> None:
             assert server.poll() is None, server.stderr.read() if server.stderr else ""
             assert time.monotonic() < deadline, "server did not start"
             time.sleep(0.2)
-        time.sleep(1.0)  # both workers up (healthz answered by the first)
+        if SPREADS:
+            _assert_connections_spread(server.pid, port)
+        else:
+            time.sleep(1.0)  # both workers up (healthz answered by the first)
         statuses = []
         for _ in range(20):  # a new connection each: the kernel hands them to either worker
             with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as client:
@@ -164,3 +220,44 @@ def test_serve_tunes_the_collector_of_its_own_process_only(tmp_path: Path, monke
     result = CliRunner().invoke(cli, ["serve", "--db", str(db), "--embedder", "hash-16"])
     assert result.exit_code == 0, result.output
     assert seen == [COLLECTOR_THRESHOLDS] and gc.get_freeze_count() > 0
+
+
+@pytest.mark.skipif(not SPREADS, reason="the kernel spreads connections over sockets sharing a port on Linux only")
+def test_each_worker_unpickles_a_socket_of_its_own_on_the_held_port() -> None:
+    import pickle
+
+    from engram.service.listen import WorkerSockets, reserve_port
+
+    with reserve_port(HOST, 0) as held:
+        port = held.getsockname()[1]
+        with pytest.raises(OSError):  # a second server on the port is refused, not given half its connections
+            reserve_port(HOST, port)
+        handed = WorkerSockets(HOST, port)
+        assert handed == []  # the supervisor holds no listening socket
+        first, second = pickle.loads(pickle.dumps(handed)), pickle.loads(pickle.dumps(handed))
+        try:
+            assert first[0].fileno() != second[0].fileno()
+            assert first[0].getsockname() == second[0].getsockname() == (HOST, port)
+            first[0].listen()
+            second[0].listen()
+        finally:
+            first[0].close()
+            second[0].close()
+
+
+def test_serve_refuses_a_port_in_use(tmp_path: Path) -> None:
+    db = tmp_path / "svc.db"
+    with Memory(db, embedder=FakeEmbedder(16)) as memory:
+        memory.add("Acme prefers NET30 payment terms", user_id="u1", kind="fact")
+    KeyStore(db).close()
+    with socket.socket() as taken:
+        taken.bind((HOST, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = "from engram.service.cli import serve_command; serve_command()"
+        done = subprocess.run(
+            [sys.executable, "-c", code, "--db", str(db), "--host", HOST, "--port", str(port), "--workers", "2",
+             "--embedder", "hash-16", "--log-level", "warning"],
+            capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert f"cannot listen on {HOST}:{port}" in done.stderr or not SPREADS
