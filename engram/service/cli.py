@@ -103,22 +103,29 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
 
 def _supervise(config: Any) -> None:
     """Run uvicorn's worker processes, each on a socket of its own where the kernel spreads
-    connections over them (``engram.service.listen``), else on the one socket uvicorn binds."""
+    connections over them (``engram.service.listen``), else on the one socket uvicorn binds; exit
+    as uvicorn does (3) when a worker failed to start."""
+    from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
-    from engram.service.listen import SPREADS, WorkerSockets, reserve_port
+    from engram.service.listen import SPREADS, WorkerSockets, address, reserve_port
 
     if not SPREADS:
-        Multiprocess(config, sockets=[config.bind_socket()]).run()
-        return
-    try:
-        held = reserve_port(config.host, config.port)
-    except OSError as exc:
-        raise click.ClickException(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
-    with held:
-        sockets = WorkerSockets(config.host, held.getsockname()[1])
-        log.info("listening on http://%s:%d with %d workers", config.host, sockets.port, config.workers)
-        Multiprocess(config, sockets=sockets).run()
+        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor.run()
+    else:
+        try:
+            held = reserve_port(config.host, config.port)
+        except OSError as exc:
+            where = address(config.host, config.port)
+            raise click.ClickException(f"cannot listen on {where}: {exc.strerror}") from None
+        with held:
+            sockets = WorkerSockets(config.host, held.getsockname()[1])
+            log.info("starting %d workers on http://%s", config.workers, address(config.host, sockets.port))
+            supervisor = Multiprocess(config, sockets=sockets)
+            supervisor.run()
+    if any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
+        raise SystemExit(STARTUP_FAILURE)
 
 
 @click.group(name="keys", help="Create, list and revoke API keys of `engram serve`.")

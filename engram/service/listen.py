@@ -11,11 +11,15 @@ With a socket each, the kernel picks a worker by a hash of each connection's add
 
 from __future__ import annotations
 
+import errno
+import logging
 import socket
 import sys
 from typing import Any
 
-__all__ = ["SPREADS", "WorkerSockets", "listening_socket", "reserve_port"]
+from uvicorn.config import STARTUP_FAILURE
+
+__all__ = ["SPREADS", "WorkerSockets", "address", "listening_socket", "reserve_port"]
 
 #: Whether this platform spreads connections over sockets sharing a port. BSD and macOS accept
 #: ``SO_REUSEPORT`` but hand every connection to one socket; Windows has no such option.
@@ -57,7 +61,23 @@ class WorkerSockets(list[socket.socket]):
         self.host, self.port = host, port
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return listening_socket, (self.host, self.port)
+        return _worker_socket, (self.host, self.port)
+
+
+def _worker_socket(host: str, port: int) -> list[socket.socket]:
+    """:func:`listening_socket` in a worker starting. A worker that cannot bind (the address left
+    the host) exits as one that failed to start, so the supervisor stops instead of restarting it
+    twice a second for as long as the address is gone."""
+    try:
+        return listening_socket(host, port)
+    except OSError as exc:
+        logging.getLogger("uvicorn.error").error("a worker cannot listen on %s: %s", address(host, port), exc)
+        sys.exit(STARTUP_FAILURE)
+
+
+def address(host: str, port: int) -> str:
+    """``host:port``, an IPv6 host in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
@@ -73,5 +93,12 @@ def reserve_port(host: str, port: int) -> socket.socket:
         alone.bind((host, port))
         port = alone.getsockname()[1]
     # Without SO_REUSEADDR: Linux lets two sockets that both have it bind one port while neither
-    # listens, so another server's check above would pass while this one holds the port.
-    return _shared(host, port, reuse_address=False)
+    # listens, so another server's check above would pass while this one holds the port. But then a
+    # connection in TIME_WAIT from a server without SO_REUSEPORT (a single-process `engram serve`
+    # that closed it first) refuses the bind for a minute; nothing listens there (the check passed).
+    try:
+        return _shared(host, port, reuse_address=False)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        return _shared(host, port, reuse_address=True)

@@ -124,7 +124,7 @@ def _assert_connections_spread(server: int, port: int) -> None:
         assert time.monotonic() < deadline, "the second worker did not start"
         time.sleep(0.2)
     request = f"GET /healthz HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
-    for _ in range(4):  # a round lands on one worker with odds 2 ** -15 when the kernel spreads them
+    for _ in range(2):  # a round lands on one worker with odds 2 ** -15 when the kernel spreads them
         clients = [socket.create_connection((HOST, port), timeout=10) for _ in range(16)]
         try:
             for client in clients:
@@ -261,3 +261,38 @@ def test_serve_refuses_a_port_in_use(tmp_path: Path) -> None:
             capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert f"cannot listen on {HOST}:{port}" in done.stderr or not SPREADS
+
+
+@pytest.mark.skipif(not SPREADS, reason="the kernel spreads connections over sockets sharing a port on Linux only")
+def test_the_port_is_held_over_a_time_wait_left_by_a_server_without_shared_ports() -> None:
+    from engram.service.listen import reserve_port
+
+    with socket.socket() as plain:  # a single-process server, as uvicorn binds it
+        plain.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        plain.bind((HOST, 0))
+        plain.listen()
+        port = plain.getsockname()[1]
+        with socket.create_connection((HOST, port)) as client:
+            accepted, _ = plain.accept()
+            accepted.close()  # the server closes first (a keep-alive timeout): its side waits in TIME_WAIT
+            client.recv(1)
+    assert "06" in _server_sockets(port).values()  # TIME_WAIT
+    with reserve_port(HOST, port) as held:
+        assert held.getsockname()[1] == port
+
+
+@pytest.mark.skipif(not SPREADS, reason="the kernel spreads connections over sockets sharing a port on Linux only")
+def test_a_worker_that_cannot_bind_exits_as_failed_to_start() -> None:
+    import pickle
+
+    from uvicorn.config import STARTUP_FAILURE
+
+    from engram.service.listen import WorkerSockets
+
+    with socket.socket() as plain:
+        plain.bind((HOST, 0))
+        plain.listen()
+        handed = pickle.dumps(WorkerSockets(HOST, plain.getsockname()[1]))
+        with pytest.raises(SystemExit) as exited:  # not restarted twice a second by the supervisor
+            pickle.loads(handed)
+    assert exited.value.code == STARTUP_FAILURE
