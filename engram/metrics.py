@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from engram.errors import ValidationError
+from engram.pools import ProcessLock
 
 __all__ = [
     "QUANTILES",
@@ -115,14 +115,15 @@ class InMemoryMetrics:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # A forked child makes its own: a parent thread may have held this one at the fork.
+        self._lock = ProcessLock()
         self._counters: dict[_Series, float] = {}
         self._summaries: dict[_Series, _Summary] = {}
 
     def observe(self, name: str, value: float, **labels: str) -> None:
         number = _finite("value", value)
         series = (name, _labels_key(labels))
-        with self._lock:
+        with self._lock.get():
             summary = self._summaries.get(series)
             if summary is None:
                 summary = self._summaries[series] = _Summary()
@@ -134,23 +135,23 @@ class InMemoryMetrics:
             # Prometheus counters only go up; a decrease reads as a process restart downstream.
             raise ValidationError("amount", f"a counter cannot decrease, got {amount!r}")
         series = (name, _labels_key(labels))
-        with self._lock:
+        with self._lock.get():
             self._counters[series] = self._counters.get(series, 0.0) + number
 
     # -- reading ------------------------------------------------------------------------------
 
     def counter(self, name: str, **labels: str) -> float:
-        with self._lock:
+        with self._lock.get():
             return self._counters.get((name, _labels_key(labels)), 0.0)
 
     def summary(self, name: str, **labels: str) -> dict[str, float] | None:
-        with self._lock:
+        with self._lock.get():
             found = self._summaries.get((name, _labels_key(labels)))
             return None if found is None else found.to_dict()
 
     def snapshot(self) -> dict[str, Any]:
         """``{"counters": {name: [{labels, value}]}, "summaries": {name: [{labels, count, ...}]}}``."""
-        with self._lock:
+        with self._lock.get():
             counters = sorted(self._counters.items())
             summaries = [(series, s.to_dict()) for series, s in sorted(self._summaries.items())]
         out: dict[str, Any] = {"counters": {}, "summaries": {}}
@@ -161,13 +162,13 @@ class InMemoryMetrics:
         return out
 
     def reset(self) -> None:
-        with self._lock:
+        with self._lock.get():
             self._counters.clear()
             self._summaries.clear()
 
     def to_prometheus(self) -> str:
         """Prometheus text exposition format 0.0.4; names as :func:`prometheus_name` makes them."""
-        with self._lock:
+        with self._lock.get():
             counters = sorted(self._counters.items())
             summaries = [(series, s.to_dict()) for series, s in sorted(self._summaries.items())]
         lines: list[str] = []

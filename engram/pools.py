@@ -17,12 +17,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["PerProcess", "process_pool"]
+__all__ = ["PerProcess", "ProcessLock", "process_pool"]
 
 T = TypeVar("T")
 
 
-class _ProcessLock:
+class ProcessLock:
     """A lock of this process's own: a child's first look makes another, since a parent's thread
     may have held the inherited one at the fork. Only the forking thread runs in a new child, so
     the first look is its, unless the child starts threads before any look."""
@@ -46,7 +46,7 @@ class PerProcess(Generic[T]):
         self._make = make
         self._held: tuple[int, T] | None = None
         # Its own lock, not one for every value: a child reopening a store holds it for a while.
-        self._lock = _ProcessLock()
+        self._lock = ProcessLock()
 
     def get(self) -> T:
         pid = os.getpid()
@@ -74,7 +74,7 @@ class PerProcess(Generic[T]):
 
 
 _POOLS: dict[str, PerProcess[ThreadPoolExecutor]] = {}
-_POOLS_LOCK = _ProcessLock()
+_POOLS_LOCK = ProcessLock()
 
 
 def process_pool(name: str, workers: int) -> ThreadPoolExecutor:

@@ -18,6 +18,7 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.embedders.batching import batching
 from engram.embedders.fake import FakeEmbedder
+from engram.metrics import InMemoryMetrics
 from engram.pools import PerProcess, process_pool
 from engram.stores.builds import Builds
 from engram.stores.open import open_store
@@ -226,6 +227,32 @@ def test_pools_and_builds_run_work_in_a_forked_child() -> None:
         release.set()
         builds.close()
     assert isinstance(process_pool("engram-test-fork", 1), ThreadPoolExecutor)
+
+
+def test_metrics_a_parent_thread_held_at_the_fork_count_in_the_child() -> None:
+    metrics = InMemoryMetrics()
+    metrics.increment("retrieval.cache_misses")
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with metrics._lock.get():  # a retrieval counting at the moment of the fork
+            holding.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(10)
+
+        def count() -> float:
+            metrics.increment("retrieval.cache_misses")
+            return metrics.counter("retrieval.cache_misses")
+
+        assert in_child(count) == 2.0  # the parent's count, and the child's own
+    finally:
+        release.set()
+        thread.join(10)
+    assert metrics.counter("retrieval.cache_misses") == 1.0
 
 
 @pytest.mark.postgres
