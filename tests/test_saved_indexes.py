@@ -567,3 +567,32 @@ def test_a_burst_of_removals_saves_once_after_the_last() -> None:
     assert sorted(saved_users) == ["u", "u", "w"]
     resaves.schedule("x")  # after close: nothing
     assert resaves.pending() == []
+
+
+def test_a_vector_load_from_sql_has_the_postings_built_and_saved_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process whose first retrieval of a large user runs out of time on the vectors never asks
+    for keywords: the postings are built and saved all the same, for the next process."""
+    monkeypatch.setattr(saved, "SAVE_ABOVE", 100)
+    db = tmp_path / "v.db"
+    store = SQLiteStore(db)
+    store.keyword_build_inline = 50
+    _put(store, 0, ROWS)
+    try:
+        assert _top(store, "m0007") == ["m0007"]  # vectors only
+        assert until(lambda: store._postings.holds("u"), timeout=20)
+        _settle(store)
+    finally:
+        store.close()
+    assert len(_saved(db, "keywords")) == 1
+    again = SQLiteStore(db)
+    try:
+        def no_sql(*_args: object) -> None:
+            raise AssertionError("postings read from SQL although saved")
+
+        monkeypatch.setattr(again._postings_loader, "read", no_sql)
+        again.keyword_build_inline = 50
+        assert again.keyword_search("u", "note 42", 1, Filters())[0][0] == "m0042"
+    finally:
+        again.close()

@@ -253,6 +253,10 @@ class KeywordMixin:
                     lambda held: self._postings_caught_up(user_id, held),
                 )
 
+        self._build_postings_later(user_id)
+        return None
+
+    def _build_postings_later(self, user_id: str) -> None:
         def build() -> None:
             # A cold user's vectors are loading for the same retrieval, on its critical path:
             # building beside them doubled that load (one process, shared cores); searches read
@@ -264,7 +268,14 @@ class KeywordMixin:
             self._current_postings(user_id)
 
         self._postings_builds.start(user_id, build)
-        return None
+
+    def _postings_due(self, user_id: str, size: int) -> None:
+        """A large user's vectors were just read from SQL (no current saved file): have their postings
+        built (and saved) too, unless held or under way. A process whose first retrieval of the user
+        ran out of time on those vectors never asks for keywords, and at a million memories left the
+        build (~15 s) to the next process's first retrieval, which waited for it past its deadline."""
+        if size > self.keyword_build_inline and not self._postings.holds(user_id):
+            self._build_postings_later(user_id)  # a no-op while one is under way
 
     def _saved_postings(self, user_id: str) -> tuple[Postings, int] | None:
         """The user's saved postings and their version, brought up to date by the changes since

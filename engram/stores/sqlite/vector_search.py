@@ -100,6 +100,8 @@ class VectorMixin:
 
         def _check_foreign_writes(self) -> None: ...
 
+        def _postings_due(self, user_id: str, size: int) -> None: ...
+
     def _init_vectors(self, cache_bytes: int | None) -> None:
         self._indexes = UserIndexCache(vector_cache_bytes() if cache_bytes is None else cache_bytes)
         self._dimensions = None
@@ -201,6 +203,7 @@ class VectorMixin:
             self._vector_marks[index] = (removed, max(rowids, default=-1))
             if len(rowids) >= saved.SAVE_ABOVE:
                 self._save_vectors(user_id, index, version, removed)
+            self._postings_due(user_id, len(rowids))
         return index, version
 
     def _save_vectors(self, user_id: str, index: ExactIndex, version: int, removed: int) -> None:
