@@ -96,12 +96,17 @@ def test_huge_tag_and_entity_lists_are_refused() -> None:
 
 def test_huge_distinct_tag_list_is_refused_in_linear_time() -> None:
     """Duplicates are found with a dict and the refusal comes as soon as max_tags distinct ones are
-    exceeded, not after scanning a list for each of 12,000 tags (~72M comparisons)."""
-    started = time.perf_counter()
-    with pytest.raises(ValidationError):
-        normalize({"user_id": "u", "content": "c", "tags": [f"t{i}" for i in range(12_000)]}, limits=Limits(),
-                  now=NOW)
-    assert time.perf_counter() - started < 0.25
+    exceeded, not after scanning a list for each of 12,000 tags (~72M comparisons). Judged by the
+    least of three attempts' CPU time on this thread (as the worst-case queries below): a stall of
+    the shared machine once took 0.55 s of wall time in CI; the quadratic scan costs every attempt."""
+    tags = [f"t{i}" for i in range(12_000)]
+    attempts = []
+    for _ in range(3):
+        started = time.thread_time()
+        with pytest.raises(ValidationError):
+            normalize({"user_id": "u", "content": "c", "tags": tags}, limits=Limits(), now=NOW)
+        attempts.append(time.thread_time() - started)
+    assert min(attempts) < 0.25
 
 
 def test_long_ids_are_refused() -> None:
