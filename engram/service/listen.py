@@ -19,7 +19,7 @@ from typing import Any
 
 from uvicorn.config import STARTUP_FAILURE
 
-__all__ = ["SPREADS", "WorkerSockets", "address", "listening_socket", "reserve_port"]
+__all__ = ["SPREADS", "WorkerSockets", "address", "reserve_port"]
 
 #: Whether this platform spreads connections over sockets sharing a port. BSD and macOS accept
 #: ``SO_REUSEPORT`` but hand every connection to one socket; Windows has no such option.
@@ -43,17 +43,12 @@ def _shared(host: str, port: int, *, reuse_address: bool) -> socket.socket:
     return sock
 
 
-def listening_socket(host: str, port: int) -> list[socket.socket]:
-    """A new socket bound to ``(host, port)`` beside the others sharing it; the server listens on it."""
-    return [_shared(host, port, reuse_address=True)]
-
-
 class WorkerSockets(list[socket.socket]):
     """The sockets uvicorn's supervisor hands each worker it starts, made in the worker itself.
 
     The supervisor pickles its sockets into every worker process it starts (and restarts). This
     list pickles as its address alone, and unpickles, in the worker, as a socket of the worker's own
-    bound to it (:func:`listening_socket`). In the supervisor it is empty.
+    bound to it, beside the others sharing it. In the supervisor it is empty.
     """
 
     def __init__(self, host: str, port: int) -> None:
@@ -65,11 +60,11 @@ class WorkerSockets(list[socket.socket]):
 
 
 def _worker_socket(host: str, port: int) -> list[socket.socket]:
-    """:func:`listening_socket` in a worker starting. A worker that cannot bind (the address left
-    the host) exits as one that failed to start, so the supervisor stops instead of restarting it
-    twice a second for as long as the address is gone."""
+    """The socket a worker starting listens on. A worker that cannot bind (the address left the
+    host) exits as one that failed to start, so the supervisor stops instead of restarting it twice
+    a second for as long as the address is gone."""
     try:
-        return listening_socket(host, port)
+        return [_shared(host, port, reuse_address=True)]
     except OSError as exc:
         logging.getLogger("uvicorn.error").error("a worker cannot listen on %s: %s", address(host, port), exc)
         sys.exit(STARTUP_FAILURE)
