@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from engram.model import MemoryRecord
 from engram.stores.sql.reads import ReadMixin
 from engram.stores.sqlite.versions import record_version
+from engram.stores.untracked import untrack
 
 __all__ = ["RECORD_CACHE_SHARE", "RecordCache", "RecordsMixin"]
 
@@ -86,6 +87,8 @@ class RecordCache:
                 self._drop(user_id)
                 entry = self._users[user_id] = (counters, {})
             added = sum(record_bytes(r) for r in records if r.id not in entry[1])
+            # Held for long: out of the collector's full walks (engram.stores.untracked).
+            untrack(records)
             entry[1].update((r.id, r) for r in records)
             self._users.move_to_end(user_id)
             self._bytes[user_id] = self._bytes.get(user_id, 0) + added
