@@ -33,6 +33,11 @@ copy of the stores: ``--db-dir`` then takes one folder per tree, comma-separated
 
 ``--repeat`` runs each (scenario, distribution) in that many fresh processes and reports every run's
 p50/p95/p99 and the quietest (lowest p95): on a shared machine the others mostly measure other work.
+
+A fresh process still reads the store through the operating system's page cache (:mod:`page_cache`):
+each run reports the share of the store resident when it started (``resident``). ``--os-cache
+evicted`` drops the store's pages before every run, the worst case (every page from disk, as after a
+reboot); the default takes the cache as the previous run and the host's reclaim left it.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import NOW, QUERIES, memories
+from page_cache import evict, resident_share
 from retrieve_latency import percentile
 
 from engram import Memory, RetrievalConfig
@@ -234,6 +240,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="fresh processes per case; the quietest is kept")
     parser.add_argument("--out", default="bench/results/multitenant.json")
     parser.add_argument("--trees", default="", help="engram source trees (PYTHONPATH) to compare, comma-separated")
+    parser.add_argument("--os-cache", choices=("as-found", "evicted"), default="as-found",
+                        help="evicted: drop the store's pages from the OS page cache before each run")
     parser.add_argument("--measure", nargs=2, metavar=("SCENARIO", "DIST"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:  # the child: one fresh process, one case
@@ -262,17 +270,23 @@ def main() -> None:
                 # such effect to one tree.
                 for tree in trees if repeat % 2 == 0 else trees[::-1]:
                     env = {**os.environ, "PYTHONPATH": tree} if tree else None
+                    store = db_dir[tree] / f"{scenario}-{TOTAL}.db"
+                    if args.os_cache == "evicted":
+                        evict(store)
+                    resident = resident_share(store)
                     out = subprocess.run(
                         [sys.executable, __file__, "--db-dir", str(db_dir[tree]), "--queries", str(args.queries),
                          "--measure", scenario, dist], check=True, capture_output=True, text=True, env=env,
                     ).stdout
-                    runs[tree].append(json.loads(out.strip().splitlines()[-1]))
+                    runs[tree].append({**json.loads(out.strip().splitlines()[-1]), "resident": resident})
             for tree, tree_runs in runs.items():
                 best = min(tree_runs, key=lambda r: r["p95_ms"])
                 row = {"users": len(users), "largest_user": max(users.values()),
                        "load_s": None if load_s is None else round(load_s, 1),
-                       "runs_p50_p95_p99_ms": [[r["p50_ms"], r["p95_ms"], r["p99_ms"]] for r in tree_runs], **best}
-                key = f"{scenario}-{dist}" + (f"@{Path(tree).name}" if tree else "")
+                       "runs_p50_p95_p99_ms": [[r["p50_ms"], r["p95_ms"], r["p99_ms"]] for r in tree_runs],
+                       "runs_resident": [r["resident"] for r in tree_runs], **best}
+                key = (f"{scenario}-{dist}" + ("+evicted" if args.os_cache == "evicted" else "")
+                       + (f"@{Path(tree).name}" if tree else ""))
                 report[key] = row
                 print(json.dumps({key: row}), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
