@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypedDict
 
+from engram.pools import PerProcess
+
 __all__ = [
     "HISTORY_EVENTS",
     "KINDS",
@@ -40,32 +42,24 @@ ROLES = ("user", "assistant", "system", "tool")  # any other non-empty string is
 Hit = tuple[str, float]
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_id_lock = threading.Lock()
-_last_id: list[int] = [0, 0]  # last millisecond, last random part
-
-
-def _forked() -> None:
-    # A parent's thread may have held the lock; and parent and child bumping the same random
-    # part within one millisecond would make the same ids.
-    global _id_lock
-    _id_lock = threading.Lock()
-    _last_id[:] = [0, 0]
-
-
-os.register_at_fork(after_in_child=_forked)
+#: The last id's millisecond and random part, and their lock: each process's own (a parent's
+#: thread may have held the lock at a fork, and parent and child bumping the same random part
+#: within one millisecond would make the same ids).
+_last_ids: PerProcess[tuple[threading.Lock, list[int]]] = PerProcess(lambda _parents: (threading.Lock(), [0, 0]))
 
 
 def new_id() -> str:
     """A ULID: 26 characters that sort by creation time, monotonic within one process."""
-    with _id_lock:
+    lock, last = _last_ids.get()
+    with lock:
         ms = time.time_ns() // 1_000_000
-        if ms <= _last_id[0]:
+        if ms <= last[0]:
             # Same millisecond (or a clock step back): keep order by bumping the random part.
-            ms = _last_id[0]
-            rand = _last_id[1] + 1
+            ms = last[0]
+            rand = last[1] + 1
         else:
             rand = int.from_bytes(os.urandom(10), "big") >> 1
-        _last_id[0], _last_id[1] = ms, rand
+        last[0], last[1] = ms, rand
     value = (ms << 80) | (rand & ((1 << 80) - 1))
     out = []
     for _ in range(26):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
+import select
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -16,12 +18,15 @@ from typing import Any
 import pytest
 
 from engram import Memory, RetrievalConfig
+from engram.embedders import _lock as embedder_lock
 from engram.embedders.batching import batching
 from engram.embedders.fake import FakeEmbedder
 from engram.metrics import InMemoryMetrics
+from engram.model import _last_ids, new_id
 from engram.pools import PerProcess, process_pool
 from engram.stores.builds import Builds
 from engram.stores.open import open_store
+from engram.stores.sqlite.ann import _builds as ann_builds
 
 CONFIG = RetrievalConfig(cache_ttl=0, min_score=0.0)
 _FORK = multiprocessing.get_context("fork")
@@ -204,6 +209,58 @@ def test_a_child_forked_in_c_without_pythons_fork_hooks_makes_its_own_pool() -> 
         os.close(receive)
         os.waitpid(pid, 0)
     assert answer == "False 7"
+
+
+def in_c_child(work: Callable[[], str]) -> str:
+    """``work()``'s answer in a child forked in C, as uWSGI forks (no Python fork hooks run there);
+    a child that does not answer within 20 s is killed and the test fails."""
+    receive, send = os.pipe()
+    pid = ctypes.CDLL(None, use_errno=True).fork()
+    if pid == 0:
+        try:
+            answer = work()
+        except BaseException as exc:
+            answer = repr(exc)
+        os.write(send, answer.encode())
+        os._exit(0)
+    os.close(send)
+    try:
+        ready, _, _ = select.select([receive], [], [], 20)
+        answer = os.read(receive, 200).decode() if ready else "no answer: stuck on a lock held at the fork?"
+    finally:
+        os.close(receive)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return answer
+
+
+@pytest.mark.parametrize("lock", ["ids", "embedder", "ann builds"])
+def test_a_lock_a_parent_thread_held_at_a_c_fork_is_not_the_childs(lock: str) -> None:
+    held = {"ids": lambda: _last_ids.get()[0], "embedder": embedder_lock.get, "ann builds": ann_builds.get}[lock]
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with held():
+            holding.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(10)
+
+        def use() -> str:
+            mine = held()
+            free = mine.acquire(timeout=5)
+            if free:
+                mine.release()
+            return f"{free} {len(new_id())} {new_id() < new_id()}"
+
+        assert in_c_child(use) == "True 26 True"
+    finally:
+        release.set()
+        thread.join(10)
 
 
 def test_pools_and_builds_run_work_in_a_forked_child() -> None:

@@ -3,24 +3,14 @@ word-hashing one; :func:`named_embedder` picks one by the name a command's ``--e
 
 from __future__ import annotations
 
-import os
-import threading
-
 from engram.errors import ValidationError
 from engram.ext import Embedder
+from engram.pools import ProcessLock
 
 __all__ = ["EMBEDDER_NAMES", "default_embedder", "named_embedder"]
 
 _default: list[Embedder] = []
-_lock = threading.Lock()
-
-
-def _forked() -> None:
-    global _lock
-    _lock = threading.Lock()  # a parent's thread may have held it, loading the model
-
-
-os.register_at_fork(after_in_child=_forked)
+_lock = ProcessLock()  # a parent's thread may have held it at a fork, loading the model
 
 #: The names ``--embedder`` and ``$ENGRAM_EMBEDDER`` accept. ``minilm-int8`` is MiniLM on integer
 #: kernels (half the CPU a query, slightly other vectors: :mod:`.integer_model`). ``hash-N`` hashes
@@ -30,7 +20,7 @@ EMBEDDER_NAMES = ("minilm", "minilm-int8", "multilingual", "hash-N")
 
 def default_embedder() -> Embedder:
     """The process-wide MiniLM embedder, loaded once (loading costs about half a second)."""
-    with _lock:
+    with _lock.get():
         if not _default:
             from engram.embedders.onnx_minilm import MiniLMEmbedder
 

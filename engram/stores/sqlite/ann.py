@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engram.pools import ProcessLock
 from engram.stores.sqlite.faiss_ivf import (
     code_bytes,
     drop_saved,
@@ -77,15 +78,9 @@ _REBUILD_SHARE = 0.1
 #: The least number of rows the lists and the codes are trained on (product quantizers want more
 #: than the forty per list that place the centroids).
 _TRAINING_ROWS = 65_536
-_builds = threading.Semaphore(1)  # one build at a time per process: each holds a copy of its rows
-
-
-def _forked() -> None:
-    global _builds
-    _builds = threading.Semaphore(1)  # a parent's build held it: it never ends here
-
-
-os.register_at_fork(after_in_child=_forked)
+#: One build at a time per process (each holds a copy of its rows); a child's own, as a parent's
+#: build may have held it at the fork, and it never ends there.
+_builds = ProcessLock()
 
 
 def index_class(rows: int, ann_above: int) -> type[ExactIndex]:
@@ -285,7 +280,7 @@ class AnnIndex(ExactIndex):
 
     def _build(self) -> None:
         try:
-            with _builds:
+            with _builds.get():
                 built = self._train_and_fill()
         except Exception:  # a failed build leaves the exact search serving
             log.exception("building the approximate vector index failed")
