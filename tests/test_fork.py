@@ -3,6 +3,7 @@ answers there as in the parent: it opens its store again instead of waiting on t
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -10,7 +11,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -235,13 +236,13 @@ def in_c_child(work: Callable[[], str]) -> str:
     return answer
 
 
-@pytest.mark.parametrize("lock", ["ids", "embedder", "ann builds"])
-def test_a_lock_a_parent_thread_held_at_a_c_fork_is_not_the_childs(lock: str) -> None:
-    held = {"ids": lambda: _last_ids.get()[0], "embedder": embedder_lock.get, "ann builds": ann_builds.get}[lock]
+@contextlib.contextmanager
+def held_by_a_thread(lock: Callable[[], Any]) -> Iterator[None]:
+    """``lock()`` held by another thread of this process meanwhile (as at a fork in mid-work)."""
     holding, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with held():
+        with lock():
             holding.set()
             release.wait(30)
 
@@ -249,18 +250,25 @@ def test_a_lock_a_parent_thread_held_at_a_c_fork_is_not_the_childs(lock: str) ->
     thread.start()
     try:
         assert holding.wait(10)
-
-        def use() -> str:
-            mine = held()
-            free = mine.acquire(timeout=5)
-            if free:
-                mine.release()
-            return f"{free} {len(new_id())} {new_id() < new_id()}"
-
-        assert in_c_child(use) == "True 26 True"
+        yield
     finally:
         release.set()
         thread.join(10)
+
+
+@pytest.mark.parametrize("lock", ["ids", "embedder", "ann builds"])
+def test_a_lock_a_parent_thread_held_at_a_c_fork_is_not_the_childs(lock: str) -> None:
+    held = {"ids": lambda: _last_ids.get()[0], "embedder": embedder_lock.get, "ann builds": ann_builds.get}[lock]
+
+    def use() -> str:
+        mine = held()
+        free = mine.acquire(timeout=5)
+        if free:
+            mine.release()
+        return f"{free} {len(new_id())} {new_id() < new_id()}"
+
+    with held_by_a_thread(held):
+        assert in_c_child(use) == "True 26 True"
 
 
 def test_pools_and_builds_run_work_in_a_forked_child() -> None:
@@ -289,26 +297,13 @@ def test_pools_and_builds_run_work_in_a_forked_child() -> None:
 def test_metrics_a_parent_thread_held_at_the_fork_count_in_the_child() -> None:
     metrics = InMemoryMetrics()
     metrics.increment("retrieval.cache_misses")
-    holding, release = threading.Event(), threading.Event()
 
-    def hold() -> None:
-        with metrics._lock.get():  # a retrieval counting at the moment of the fork
-            holding.set()
-            release.wait(30)
+    def count() -> float:
+        metrics.increment("retrieval.cache_misses")
+        return metrics.counter("retrieval.cache_misses")
 
-    thread = threading.Thread(target=hold)
-    thread.start()
-    try:
-        assert holding.wait(10)
-
-        def count() -> float:
-            metrics.increment("retrieval.cache_misses")
-            return metrics.counter("retrieval.cache_misses")
-
+    with held_by_a_thread(metrics._lock.get):  # a retrieval counting at the moment of the fork
         assert in_child(count) == 2.0  # the parent's count, and the child's own
-    finally:
-        release.set()
-        thread.join(10)
     assert metrics.counter("retrieval.cache_misses") == 1.0
 
 
