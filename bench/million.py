@@ -9,6 +9,9 @@ rest (``bench/corpus.py`` yields the same prefix for every n, so a copy of the 1
 ``bench/retrieve_latency.py``; the query's embedding time is excluded from the figures. The keyword
 source's top 10 is checked against scoring every posting of the query's terms.
 
+Each phase reports the share of the store in the OS page cache as its process started
+(``resident``, :mod:`page_cache`): a run of a store nobody read for minutes reads much of it from disk.
+
 ``--writes N`` ends the run with N rounds of an add followed by a retrieval (an agent storing each
 turn), timed apart from the plain retrievals, then N rounds where a second store on the file (another
 service worker) adds, then N rounds where it deletes one of the memories it added, each followed by
@@ -34,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 from corpus import CUSTOMERS, NOW, PRODUCTS, QUERIES, memories
+from page_cache import resident_share
 
 from engram import Memory, RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
@@ -267,9 +271,12 @@ def main() -> None:
         return
     texts = queries(args.queries)
     for phase in ("first process", "restarted process"):  # the second finds the saved snapshot
+        # What of the store the OS page cache held as the process started (page_cache.py): at a
+        # million memories (5.5 GB) the difference between a warm and a cold run.
+        resident = resident_share(args.db)
         memory = Memory(args.db, embedder=FakeEmbedder(384))
         try:
-            row = {"phase": phase, **first_retrieve(memory)}
+            row = {"phase": phase, "resident": resident, **first_retrieve(memory)}
             print(json.dumps(row), flush=True)
             if phase == "restarted process":
                 row.update(measure(memory, texts, args.rounds))
