@@ -6,13 +6,14 @@ another thread for work it thinks its (vanished) idle workers will take: work ha
 forever. Locks a parent's thread held at the fork stay held in the child. Each process therefore
 makes its own pools, and whatever holds threads, connections or locks is made again in a child
 (:class:`PerProcess`; ``Memory`` reopens its store). A child is told by its process id, not by
-``os.register_at_fork``: a server that forks in C (uWSGI's default) runs no Python fork hooks.
+``os.register_at_fork`` alone: a server that forks in C (uWSGI's default) runs no Python fork hooks.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
@@ -23,19 +24,35 @@ T = TypeVar("T")
 
 
 class ProcessLock:
-    """A lock of this process's own: a child's first look makes another, since a parent's thread
-    may have held the inherited one at the fork. Only the forking thread runs in a new child, so
-    the first look is its, unless the child starts threads before any look."""
+    """A lock of this process's own, since a parent's thread may have held the inherited one at the
+    fork. A Python fork makes the child's at once, in the forking thread (:func:`_forked`), before
+    any other thread of the child runs; a fork in C runs no hooks, and there the child's first look
+    makes it: threads looking first at the same moment all take the one ``setdefault`` keeps."""
 
     def __init__(self) -> None:
-        self._held = (os.getpid(), threading.RLock())
+        self._locks = {os.getpid(): threading.RLock()}
+        _LOCKS.add(self)
 
     def get(self) -> threading.RLock:
         pid = os.getpid()
-        held = self._held
-        if held[0] != pid:
-            held = self._held = (pid, threading.RLock())
-        return held[1]
+        lock = self._locks.get(pid)
+        if lock is None:
+            lock = self._locks.setdefault(pid, threading.RLock())
+        return lock
+
+    def _made_again(self) -> None:
+        self._locks = {os.getpid(): threading.RLock()}
+
+
+_LOCKS: weakref.WeakSet[ProcessLock] = weakref.WeakSet()
+
+
+def _forked() -> None:
+    for lock in list(_LOCKS):
+        lock._made_again()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 class PerProcess(Generic[T]):

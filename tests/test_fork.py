@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +25,7 @@ from engram.embedders.batching import batching
 from engram.embedders.fake import FakeEmbedder
 from engram.metrics import InMemoryMetrics
 from engram.model import _last_ids, new_id
-from engram.pools import PerProcess, process_pool
+from engram.pools import PerProcess, ProcessLock, process_pool
 from engram.stores.builds import Builds
 from engram.stores.open import open_store
 from engram.stores.sqlite.ann import _builds as ann_builds
@@ -194,7 +195,7 @@ def test_a_child_forked_in_c_without_pythons_fork_hooks_makes_its_own_pool() -> 
     pool = process_pool("engram-test-cfork", 1)
     assert pool.submit(lambda: 1).result(5) == 1
     receive, send = os.pipe()
-    pid = ctypes.CDLL(None, use_errno=True).fork()
+    pid = ctypes.PyDLL(None).fork()
     if pid == 0:
         try:
             mine = process_pool("engram-test-cfork", 1)
@@ -216,7 +217,7 @@ def in_c_child(work: Callable[[], str]) -> str:
     """``work()``'s answer in a child forked in C, as uWSGI forks (no Python fork hooks run there);
     a child that does not answer within 20 s is killed and the test fails."""
     receive, send = os.pipe()
-    pid = ctypes.CDLL(None, use_errno=True).fork()
+    pid = ctypes.PyDLL(None).fork()  # PyDLL: the interpreter lock stays held through the fork
     if pid == 0:
         try:
             answer = work()
@@ -225,6 +226,7 @@ def in_c_child(work: Callable[[], str]) -> str:
         os.write(send, answer.encode())
         os._exit(0)
     os.close(send)
+    ready: list[int] = []
     try:
         ready, _, _ = select.select([receive], [], [], 20)
         answer = os.read(receive, 200).decode() if ready else "no answer: stuck on a lock held at the fork?"
@@ -269,6 +271,33 @@ def test_a_lock_a_parent_thread_held_at_a_c_fork_is_not_the_childs(lock: str) ->
 
     with held_by_a_thread(held):
         assert in_c_child(use) == "True 26 True"
+
+
+def test_threads_looking_first_in_a_c_forked_child_share_one_lock() -> None:
+    # Many locks, each looked at first by 8 threads at once: a check-then-set lock differed
+    # between threads for ~1% of them.
+    locks = [ProcessLock() for _ in range(200)]
+    parents = [lock.get() for lock in locks]
+
+    def race() -> str:
+        sys.setswitchinterval(1e-6)  # threads interleave as often as they can
+        mixed = 0
+        for lock, parents_lock in zip(locks, parents, strict=True):
+            barrier, got = threading.Barrier(8), []
+
+            def look(lock: ProcessLock = lock, barrier: threading.Barrier = barrier, got: list[int] = got) -> None:
+                barrier.wait()
+                got.append(id(lock.get()))
+
+            threads = [threading.Thread(target=look) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            mixed += len(set(got)) > 1 or id(parents_lock) in got
+        return f"{mixed} of {len(locks)} locks differed between threads"
+
+    assert in_c_child(race) == "0 of 200 locks differed between threads"
 
 
 def test_pools_and_builds_run_work_in_a_forked_child() -> None:
