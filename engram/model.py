@@ -70,7 +70,8 @@ def new_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
-    """One stored memory. Times are timezone-aware UTC."""
+    """One stored memory. Times are timezone-aware UTC. A record a store answers with may be shared
+    (its cache holds it for the next question): treat it, its metadata included, as read-only."""
 
     id: str
     user_id: str

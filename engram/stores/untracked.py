@@ -17,7 +17,6 @@ is told to leave it alone.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
@@ -38,11 +37,16 @@ def string_array(items: Sequence[str] | Strings, capacity: int = 0) -> Strings:
 
 
 def _untracker() -> Callable[[object], None] | None:
-    # CPython's own call (its C API), through ctypes; elsewhere (PyPy, no ctypes.pythonapi) the
-    # collector keeps walking the records, which costs time, never correctness.
-    if sys.implementation.name != "cpython" or not hasattr(ctypes, "pythonapi"):
+    # CPython's own call (its C API), through ctypes; elsewhere (PyPy, an interpreter built without
+    # ctypes) the collector keeps walking the records, which costs time, never correctness.
+    if sys.implementation.name != "cpython":
         return None
-    call = ctypes.pythonapi.PyObject_GC_UnTrack
+    try:
+        import ctypes
+
+        call = ctypes.pythonapi.PyObject_GC_UnTrack
+    except (ImportError, AttributeError, OSError):
+        return None
     call.argtypes = [ctypes.py_object]
     call.restype = None
     return call
@@ -54,7 +58,10 @@ _UNTRACK = _untracker()
 def untrack(objects: Iterable[object]) -> None:
     """Take ``objects`` out of the collector's walks. Only for objects that cannot be part of a
     reference cycle: one that were would never be collected. A record read from the store is such
-    an object: frozen, and its one container, the metadata decoded from JSON, holds no record."""
+    an object while nobody changes it: frozen, and its one container, the metadata decoded from
+    JSON, holds no record. Records a store returns are shared with its cache and are not to be
+    changed (their metadata included): a change would show in later answers, and a reference from
+    their metadata back to a record would never be collected."""
     if _UNTRACK is not None:
         for obj in objects:
             _UNTRACK(obj)
