@@ -19,6 +19,8 @@ import mmap
 import os
 from pathlib import Path
 
+import numpy as np
+
 __all__ = ["evict", "resident_share", "store_files"]
 
 _PAGE = mmap.PAGESIZE
@@ -33,14 +35,15 @@ def store_files(db: Path) -> list[Path]:
 
 
 def evict(db: Path) -> int:
-    """Drop the store's pages from the page cache (clean ones: the store must be closed); the
-    number of files dropped."""
+    """Drop the store's pages from the page cache (the store closed), written to disk first: the
+    kernel drops clean pages only. The number of files dropped."""
     if not hasattr(os, "posix_fadvise"):
         raise SystemExit("--os-cache evicted needs posix_fadvise (Linux)")
     files = store_files(db)
     for path in files:
         fd = os.open(path, os.O_RDONLY)
         try:
+            os.fsync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
@@ -48,8 +51,8 @@ def evict(db: Path) -> int:
 
 
 def resident_share(db: Path) -> float | None:
-    """The share of the store's bytes in the page cache, by ``mincore`` over a map of each file
-    (mapping reads nothing). None where that cannot be asked."""
+    """The share of the store's bytes in the page cache, by ``mincore`` over a read-only map of each
+    file (mapping reads nothing). None where that cannot be asked."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         mincore = libc.mincore
@@ -58,16 +61,22 @@ def resident_share(db: Path) -> float | None:
     mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
     resident = total = 0
     for path in store_files(db):
-        size = path.stat().st_size
-        if size == 0:
+        try:
+            size = path.stat().st_size
+            if size == 0:
+                continue
+            with open(path, "rb") as file, mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+                pages = (size + _PAGE - 1) // _PAGE
+                vector = (ctypes.c_ubyte * pages)()
+                view = np.frombuffer(mapped, dtype=np.uint8)
+                try:
+                    if mincore(view.ctypes.data, size, vector) != 0:
+                        return None
+                finally:
+                    del view  # the map cannot close while exported
+        except (OSError, ValueError):  # gone or shrunk since it was listed (a log checkpointed)
             continue
-        with open(path, "rb") as file, mmap.mmap(file.fileno(), size, access=mmap.ACCESS_COPY) as mapped:
-            pages = (size + _PAGE - 1) // _PAGE
-            vector = (ctypes.c_ubyte * pages)()
-            # The exporting object is dropped at once: the map can close after.
-            address = ctypes.addressof(ctypes.c_char.from_buffer(mapped))
-            if mincore(address, size, vector) != 0:
-                return None
-            resident += sum(byte & 1 for byte in vector) * _PAGE
+        # A last partial page counts for what the file holds of it.
+        resident += min(size, int((np.frombuffer(vector, dtype=np.uint8) & 1).sum()) * _PAGE)
         total += size
-    return round(min(resident, total) / total, 3) if total else None
+    return round(resident / total, 3) if total else None
