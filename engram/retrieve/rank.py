@@ -53,9 +53,12 @@ __all__ = [
     "KEYWORD_FULL_SHARE",
     "KEYWORD_SIGNAL",
     "RELEVANCE_SIGNAL",
+    "SCORE_KNEE",
+    "TIMELESS_KINDS",
     "VOICE_GAIN",
     "VOICE_SIGNAL",
     "apply_min_score",
+    "displayed",
     "fuse",
     "in_range_first",
     "meaning_share",
@@ -74,6 +77,11 @@ CONTEXT_GAIN = 0.3
 #: +1.2 over reading keyword scores as a share of every query word; flat between 0.3 and 0.5.
 KEYWORD_FULL_SHARE = 0.5
 BRIDGE_SIGNAL = "entity_bridge"
+#: Kinds whose date is when they were stored, not when what they say happened: a time scope
+#: neither lifts them above other memories nor keeps them under the score floor.
+TIMELESS_KINDS = ("fact", "procedure")
+#: Where reported scores start to bend: below it a score is the fused strength itself.
+SCORE_KNEE = 0.8
 #: How much relevance a question gains when the query asks what was asked ("What did Bob ask last
 #: week?"): the answer is whatever Bob asked, in words the query cannot know, so its own meaning
 #: and keywords say little. Only the asker's questions gain, when the query names who asked.
@@ -115,7 +123,8 @@ def fuse(
     applicable: npt.NDArray[np.bool_],
     boost: npt.NDArray[np.float64],
 ) -> npt.NDArray[np.float64]:
-    """Scores of items: ``relevance`` (n), ``context`` (n x 4, CONTEXT_SIGNALS), ``weights`` (SIGNALS
+    """Strengths of items, ordered as their scores and without a ceiling (:func:`displayed` maps
+    them to scores): ``relevance`` (n), ``context`` (n x 4, CONTEXT_SIGNALS), ``weights`` (SIGNALS
     order), ``applicable`` (n x 4 or 4: which evidence applies), ``boost`` (n). Shared with tuning."""
     if applicable.ndim == 1:
         # The same evidence for every item (a retrieval): a column at a time, the arithmetic of the
@@ -123,18 +132,29 @@ def fuse(
         evidence = np.where(applicable, weights[1:], 0.0).tolist()
         total = sum(evidence)
         if total <= 0:
-            return np.asarray(np.clip(relevance * 1.0 * boost, 0.0, 1.0), dtype=np.float64)
+            return np.asarray(np.maximum(relevance * 1.0 * boost, 0.0), dtype=np.float64)
         ctx = context[:, 0] * evidence[0]
         for column, weight in enumerate(evidence[1:], start=1):
             ctx = ctx + context[:, column] * weight
         share = total / max(total + float(weights[0]), 1e-12)
-        return np.asarray(np.clip(relevance * (1.0 + share * (ctx / total - 0.5)) * boost, 0.0, 1.0), dtype=np.float64)
+        return np.asarray(np.maximum(relevance * (1.0 + share * (ctx / total - 0.5)) * boost, 0.0), dtype=np.float64)
     w_ctx = np.where(applicable, weights[1:], 0.0)
     total = w_ctx.sum(axis=1)
     safe = np.where(total > 0, total, 1.0)
     ctx = (context * w_ctx).sum(axis=1) / safe
     share = np.where(total > 0, total / np.maximum(total + weights[0], 1e-12), 0.0)
-    return np.asarray(np.clip(relevance * (1.0 + share * (ctx - 0.5)) * boost, 0.0, 1.0), dtype=np.float64)
+    return np.asarray(np.maximum(relevance * (1.0 + share * (ctx - 0.5)) * boost, 0.0), dtype=np.float64)
+
+
+def displayed(strength: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Scores as reported, from the fused strength (which has no ceiling): the strength itself up
+    to :data:`SCORE_KNEE`, then rising ever more slowly towards 1 without reaching it, so a score
+    keeps the order of the evidence behind it (two memories never tie at a ceiling) and still reads
+    as a share of a full match. Below the knee nothing changes, so ``min_score`` keeps its meaning."""
+    over = np.maximum(strength - SCORE_KNEE, 0.0)
+    head = 1.0 - SCORE_KNEE
+    return np.asarray(np.where(strength <= SCORE_KNEE, strength, SCORE_KNEE + head * -np.expm1(-over / head)),
+                      dtype=np.float64)
 
 
 def _rrf_score(memory_id: str, source_ranks: Mapping[str, Mapping[str, int]], rrf_k: int) -> float:
@@ -206,7 +226,8 @@ def rank(
     # The best match counts as a full one once it holds at least KEYWORD_FULL_SHARE of them.
     keyword_scale = 1.0 / max(float(raw_keywords.max(initial=0.0)), KEYWORD_FULL_SHARE)
     keywords = np.minimum(1.0, raw_keywords * keyword_scale)
-    relevance = share * calibrated(cosines, similarity_range) + (1.0 - share) * keywords
+    meaning = calibrated(cosines, similarity_range, ceiling=False)
+    relevance = share * np.minimum(meaning, 1.0) + (1.0 - share) * keywords
     # Entity overlap is evidence only if some candidate names a query entity: a name no memory
     # carries ("EPs") would otherwise lower every score alike and push relevant ones under min_score.
     applicable = (bool(overlaps.any()), time_range is not None or recency, True, True)
@@ -218,45 +239,65 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     around, via, asked, spoke = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks, speaking)
-    relevance = np.minimum(
-        1.0, relevance + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke)
+    # No ceiling: a memory closer in meaning than a "clear match" (the similarity range's top), or
+    # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
+    # and bridges pass on relevance read up to a full match, as before.
+    relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
+                 + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke)
 
     used_weights: dict[str, float] = reported
-    columns = [cosines, overlaps, temporal, importance, reinforced, keywords, relevance, around, via, asked, spoke]
+    columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
+               asked, spoke]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
+    ids = [record.id for record in records]
     if config.fusion == "rrf":
         scores = [_rrf_score(record.id, source_ranks, config.rrf_k) for record in records]
         used_weights = {"rrf": 1.0}
         names, values = (*names, "rrf"), [*values, scores]
+        order = [at for *_, at in sorted(zip([-s for s in scores], ids, range(len(ids)), strict=True))]
     else:
         boost = np.array([type_boost(record.kind) for record in records], dtype=np.float64)
         context = np.column_stack([overlaps, temporal, importance, reinforced]).reshape(len(records), 4)
-        scores = fuse(relevance, context, np.array(w), np.array(applicable), boost).tolist()
-    ids = [record.id for record in records]
+        strength = fuse(relevance, context, np.array(w), np.array(applicable), boost)
+        scores = displayed(strength).tolist()
+        # Best first by strength, then by relevance: the id decides only between equals in both.
+        order = np.lexsort((np.array(ids, dtype=object), -relevance, -strength)).tolist() if ids else []
     return Ranking(
-        records=records, scores=scores, names=names, columns=values, weights=used_weights,
-        order=[at for *_, at in sorted(zip([-s for s in scores], ids, range(len(ids)), strict=True))],
+        records=records, scores=scores, names=names, columns=values, weights=used_weights, order=order,
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {},
     )
 
 
 def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scored]:
-    """A time-scoped query's answer: memories inside the range ahead of those outside (tier 1), each
-    part in score order. Outside memories still follow, so a range that holds nothing relevant
+    """A time-scoped query's answer: memories that happened inside the range ahead of the others
+    (tier 1), each part in score order; facts and procedures (:data:`TIMELESS_KINDS`) stored in
+    the range are not lifted, so "What did Acme order last month?" is not answered with last
+    month's procedures. Outside memories still follow, so a range that holds nothing relevant
     falls back to the best matches overall instead of an empty answer. A vague range ("recently")
     keeps plain score order: its temporal signal already favours what falls inside it, and "What did
     Melanie paint recently?" still wants the painting she mentioned a month before."""
     if time_range.vague:
         return list(scored)
-    inside = [s for s in scored if time_range.start <= s.record.created_at <= time_range.end and s.score > 0]
+    inside = [s for s in scored if _dated_inside(s, time_range)]
     if not inside:
         return list(scored)
     ids = {s.record.id for s in inside}
     # Built directly: dataclasses.replace, which checks its fields each call, cost more.
     outside = [s for s in scored if s.record.id not in ids]
     return inside + [Scored(s.record, s.score, s.signals, s.weights, s.reasons, s.vector, 1) for s in outside]
+
+
+def _dated_inside(item: Scored, time_range: TimeRange) -> bool:
+    """Whether a time scope points at this memory: it happened inside the range, as far as its
+    date tells (a fact or procedure is dated by when it was stored, which says nothing of what it
+    is about), and some evidence relates it to the query."""
+    record = item.record
+    return (
+        item.score > 0 and record.kind not in TIMELESS_KINDS
+        and time_range.start <= record.created_at <= time_range.end
+    )
 
 
 def apply_min_score(
@@ -268,15 +309,13 @@ def apply_min_score(
     candidate keeps them all instead: the filter already says what is wanted, and "What happened?"
     over one ticket's memories carries no words to score. Likewise the query's own time scope
     (``time_range``, unless vague) is evidence the floor does not overrule: a memory inside it with
-    any score is kept, so "What did I do a week ago?" is not answered with better-worded memories
+    any score is kept (not a fact or procedure: their date is when they were stored), so "What did
+    I do a week ago?" is not answered with better-worded memories
     from other weeks while that week's are dropped (LongMemEval dev turn recall_all@10 +1.2 with
     the defaults; the everyday time questions 0.78 -> 0.83).
     """
     def inside(s: Scored) -> bool:
-        return (
-            time_range is not None and not time_range.vague and s.score > 0
-            and time_range.start <= s.record.created_at <= time_range.end
-        )
+        return time_range is not None and not time_range.vague and _dated_inside(s, time_range)
 
     kept = [s for s in scored if s.score >= min_score or inside(s)]
     if not kept and keep_best:

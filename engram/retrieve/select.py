@@ -101,7 +101,9 @@ def dedup(items: Sequence[Scored]) -> tuple[list[Scored], int]:
 
 
 def _by_score(items: Sequence[Scored]) -> list[Scored]:
-    return sorted(items, key=lambda s: (s.tier, -s.score, s.record.id))
+    """Tier, then score; equal scores keep the order they came in (ranking breaks its ties by
+    relevance before the id), so a reported score that bends near 1 never reorders a ranking."""
+    return sorted(items, key=lambda s: (s.tier, -s.score))
 
 
 def _by_recency(items: Sequence[Scored]) -> list[Scored]:
@@ -121,8 +123,8 @@ def mmr(
     pushes a relevant memory out of the top k; paraphrases of a pick drop behind distinct memories.
     Departs from the textbook ``lam * rel - (1 - lam) * sim``, which on calibrated scores traded real
     relevance for mere topical difference. Items without a vector (or of another dimension) are
-    0-similar to everything. Ties go to the higher score, then the smaller id; ``lam == 1`` gives
-    exactly the relevance order.
+    0-similar to everything. Ties go to the higher score, then to the earlier in ranking order
+    (which breaks equal scores by relevance); ``lam == 1`` gives exactly the relevance order.
     """
     ordered = _by_score(items)
     n = len(ordered)
@@ -190,7 +192,8 @@ def interleave(items: Sequence[Scored], strategy: str, k: int) -> list[Scored]:
     """The retrieval policy's ``interleaveResults``: up to ``k`` items, each id once.
 
     ``alternate`` takes the best-scored unused item, then the newest unused item, and so on;
-    ``score_first`` and ``recency_first`` use one order only. Ties fall back to the id.
+    ``score_first`` and ``recency_first`` use one order only. Equal scores keep the ranking's
+    order; equal times fall back to the id.
     """
     by_score, by_recency = _by_score(items), _by_recency(items)
     return interleave_orders(by_score, by_recency, strategy, k, key=lambda s: s.record.id)

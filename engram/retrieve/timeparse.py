@@ -316,11 +316,47 @@ def _between(m: re.Match[str], ctx: _Ctx) -> _Span | None:
     return min(a[0], b[0]), max(a[1], b[1])  # tolerate "between May and March"
 
 
+def _next_to(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    """"the weekend before 10 April 2023", "the week after May 3", "two days before Easter Monday":
+    a period placed against an explicit anchor rather than against now."""
+    a = _anchor(m.group("a"), ctx)
+    if a is None:
+        return None
+    unit = m.group("unit").casefold().rstrip("s")
+    n = _number(m.group("n")) if m.group("n") else 1
+    before = m.group("op").casefold().split()[0] in ("before", "prior")
+    edge = a[0].date() if before else a[1].date()
+    if unit == "weekend":
+        if before:  # the last Saturday and Sunday wholly before the anchor's first day
+            back = (edge.weekday() - 5) % 7
+            saturday = edge - timedelta(days=back if back >= 2 else back + 7) - timedelta(weeks=n - 1)
+        else:
+            saturday = edge + timedelta(days=(5 - edge.weekday()) % 7 or 7) + timedelta(weeks=n - 1)
+        return _days(ctx, saturday, saturday + timedelta(days=1))
+    step = {"day": timedelta(days=1), "week": timedelta(weeks=1)}.get(unit)
+    if step is not None:
+        if n == 1:  # "the week before X": the whole stretch between X and a week earlier
+            return _days(ctx, edge - step, edge - timedelta(days=1)) if before else \
+                _days(ctx, edge + timedelta(days=1), edge + step)
+        point = edge - n * step if before else edge + n * step
+        half = (step - timedelta(days=1)) // 2  # "three weeks before X": the week around that point
+        return _days(ctx, point - half, point + half)
+    months = {"month": 1, "year": 12}[unit] * n * (-1 if before else 1)
+    if n == 1:
+        start = _add_months(a[0], months) if before else a[1] + _TICK
+        end = a[0] - _TICK if before else _add_months(a[1], months)
+        return start, end
+    point = _add_months(a[0] if before else a[1], months).date()
+    return _days(ctx, point - timedelta(days=15), point + timedelta(days=15))
+
+
 def _in_month(m: re.Match[str], ctx: _Ctx) -> _Span | None:
     return _month_year(ctx, _month_no(m.group(1)), m.group(2))
 
 
 _TOP: tuple[tuple[str, _Handler], ...] = (
+    (r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year)s?\s+"
+     r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _ANCHOR + ")", _next_to),
     (r"\bbetween\s+(?P<a>" + _ANCHOR + r")\s+(?:and|&)\s+(?P<b>" + _ANCHOR + ")", _between),
     (r"\bfrom\s+(?P<a>" + _ANCHOR + r")\s+(?:to|until|till|through|thru)\s+(?P<b>" + _ANCHOR + ")", _between),
     (r"\bsince\s+(?P<a>" + _ANCHOR + ")", _since),

@@ -16,7 +16,9 @@ from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
     KEYWORD_FULL_SHARE,
+    SCORE_KNEE,
     apply_min_score,
+    displayed,
     in_range_first,
     meaning_share,
     rank,
@@ -98,10 +100,13 @@ class TestSignalsFusion:
         reinf = math.log(11) / 5
         # No time scope: temporal relevance gives its 0.15 back; entity, importance, reinforcement apply.
         context = (0.25 * 0.5 + 0.20 * 0.8 + 0.05 * reinf) / 0.50
-        expected = relevance * (1 + 0.50 / 0.85 * (context - 0.5))
+        strength = relevance * (1 + 0.50 / 0.85 * (context - 0.5))
+        assert strength > SCORE_KNEE  # reported bent towards 1: 0.8 + 0.2 * (1 - exp(-(x - 0.8) / 0.2))
+        expected = SCORE_KNEE + (1 - SCORE_KNEE) * (1 - math.exp(-(strength - SCORE_KNEE) / (1 - SCORE_KNEE)))
         assert s.score == pytest.approx(expected, rel=1e-6)
         assert s.signals["semantic_similarity"] == pytest.approx(0.6, abs=1e-6)
-        assert s.signals["relevance"] == pytest.approx(relevance, rel=1e-5)
+        bent = SCORE_KNEE + (1 - SCORE_KNEE) * (1 - math.exp(-(relevance - SCORE_KNEE) / (1 - SCORE_KNEE)))
+        assert s.signals["relevance"] == pytest.approx(bent, rel=1e-5)
         assert s.signals["entity_overlap"] == 0.5
         assert s.signals["temporal_relevance"] == pytest.approx(math.exp(-1.0))
         assert s.signals["reinforcement"] == pytest.approx(reinf)
@@ -255,6 +260,19 @@ class TestTimeScope:
         assert scored[1].signals["temporal_relevance"] > scored[0].signals["temporal_relevance"]
         assert [(s.record.id, s.tier) for s in in_range_first(scored, tr)] == [("out", 0), ("in", 0)]
 
+    @pytest.mark.parametrize("kind", ["fact", "procedure"])
+    def test_timeless_kinds_stored_in_the_range_are_neither_lifted_nor_kept_under_the_floor(self, kind: str) -> None:
+        # "What did Acme order last month?": a procedure written last month is not about last month.
+        tr = TimeRange(NOW - timedelta(days=30), NOW, "last month")
+        stored = rec("stored", kind=kind, created_at=NOW - timedelta(days=3))
+        event = rec("event", kind="episode", created_at=NOW - timedelta(days=4))
+        answer = rec("answer", created_at=NOW - timedelta(days=60))
+        scored = [Scored(stored, 0.25), Scored(event, 0.05), Scored(answer, 0.9)]
+        ordered = in_range_first(sorted(scored, key=lambda s: -s.score), tr)
+        assert [(s.record.id, s.tier) for s in ordered] == [("event", 0), ("answer", 1), ("stored", 1)]
+        kept, dropped = apply_min_score(ordered, 0.3, time_range=tr)
+        assert [s.record.id for s in kept] == ["event", "answer"] and dropped == 1
+
     def test_an_empty_range_falls_back_to_the_best_overall(self) -> None:
         tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
         scored = run([rec("old", created_at=NOW - timedelta(days=60))], query_vec=Q, vectors={"old": cosine_vec(0.9)},
@@ -406,3 +424,38 @@ def test_explaining_the_unexplained_items_gives_what_scored_gives() -> None:
     assert view(ranking.explained(shuffled)) == view([replace(scored[plain[2].record.id], tier=1),
                                                       scored[plain[0].record.id]])
     assert any("in time range" in r for r in scored["a"].reasons)
+
+
+class TestScoresWithoutCeiling:
+    """Scores keep the order of their evidence: no two memories tie at a ceiling, and the id never
+    decides between memories whose evidence differs."""
+
+    def test_clear_matches_keep_their_order_below_one(self) -> None:
+        # Cosines 0.70, 0.80 and 0.95 are all past the range's top (0.65): once all three scored 1.0,
+        # ordered by id ("a" first); now by how close each is.
+        records = [rec("a"), rec("b"), rec("c")]
+        vectors = {"a": cosine_vec(0.70), "b": cosine_vec(0.80), "c": cosine_vec(0.95)}
+        scored = run(records, RetrievalConfig(search_type="semantic"), query_vec=Q, vectors=vectors)
+        assert [s.record.id for s in scored] == ["c", "b", "a"]
+        scores = [s.score for s in scored]
+        assert scores[0] > scores[1] > scores[2]
+        assert all(0.8 < score < 1.0 for score in scores)
+
+    def test_context_gain_lifts_past_a_full_match(self) -> None:
+        # Equal keyword relevance (a full match each); "b"'s neighbour is relevant too.
+        records = [rec("a", session_id="s"), rec("b", session_id="s"), rec("n", session_id="s")]
+        ranking = rank(
+            records, query_vec=None, vectors={}, query_entities=(), time_range=None, now=NOW,
+            weights=EXPLORATORY, keyword_scores={"a": 1.0, "b": 1.0, "n": 0.9}, sources={}, source_ranks={},
+            config=RetrievalConfig(search_type="keyword"), neighbors={"b": ("n",)},
+        )
+        scored = ranking.scored()
+        assert scored[0].record.id == "b"
+        assert scored[0].score > scored[1].score
+
+    def test_displayed_is_identity_below_the_knee_and_never_reaches_one(self) -> None:
+        strengths = np.array([0.0, 0.1, 0.5, SCORE_KNEE, 0.9, 1.0, 2.0, 4.0])
+        shown = displayed(strengths)
+        assert shown[:4].tolist() == pytest.approx(strengths[:4].tolist())
+        assert all(np.diff(shown) > 0)
+        assert shown.max() < 1.0

@@ -125,7 +125,8 @@ class TestMMR:
     def test_lambda_one_is_relevance_order(self) -> None:
         x = np.array([1.0, 0.0], dtype=np.float32)
         items = [sc("b", 0.5, vector=x), sc("a", 0.5, vector=x), sc("c", 0.9, vector=x)]
-        assert ids(mmr(items, 3, 1.0)) == ["c", "a", "b"]
+        # Equal scores keep the ranking's order (it broke their tie by relevance), never the ids'.
+        assert ids(mmr(items, 3, 1.0)) == ["c", "b", "a"]
 
     def test_missing_vector_is_dissimilar(self) -> None:
         x = np.array([1.0, 0.0], dtype=np.float32)
@@ -202,9 +203,10 @@ class TestInterleave:
         assert ids(interleave(self.items(), "score_first", 3)) == ["old-best", "old-good", "mid"]
         assert ids(interleave(self.items(), "recency_first", 2)) == ["new-weak", "mid"]
 
-    def test_k_limits_and_ties_by_id(self) -> None:
+    def test_k_limits_score_ties_in_ranking_order_and_time_ties_by_id(self) -> None:
         items = [sc("b", 0.5), sc("a", 0.5), sc("c", 0.5)]
-        assert ids(interleave(items, "alternate", 2)) == ["a", "b"]
+        # The best-scored is the ranking's first ("b"); the newest of equal times is the smallest id.
+        assert ids(interleave(items, "alternate", 2)) == ["b", "a"]
 
     def test_unknown_strategy(self) -> None:
         with pytest.raises(ConfigError):

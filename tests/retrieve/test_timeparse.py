@@ -219,3 +219,27 @@ def test_parse_datetime() -> None:
         assert info.value.field == "created_at"
     with pytest.raises(ValidationError, match="timezone-aware"):
         parse_datetime(datetime(2024, 1, 15), "valid_from")
+
+
+def _day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "last"),
+    [
+        # 10 April 2023 is a Monday: the weekend before it is the 8th and 9th, not a recent weekend.
+        ("What did she do the weekend before 10 April 2023?", _day(2023, 4, 8), _day(2023, 4, 9)),
+        ("the weekend after 8 May, 2023", _day(2023, 5, 13), _day(2023, 5, 14)),
+        ("the week before April 10, 2023", _day(2023, 4, 3), _day(2023, 4, 9)),
+        ("the week after May 3, 2023", _day(2023, 5, 4), _day(2023, 5, 10)),
+        ("the day before 2023-05-03", _day(2023, 5, 2), _day(2023, 5, 2)),
+        ("three days after 4 July 2023", _day(2023, 7, 7), _day(2023, 7, 7)),
+        ("two weeks before 10 April 2023", _day(2023, 3, 24), _day(2023, 3, 30)),
+        ("the month before June 2023", _day(2023, 5, 1), _day(2023, 5, 31)),
+    ],
+)
+def test_a_period_placed_against_an_explicit_date_ignores_now(text: str, first: datetime, last: datetime) -> None:
+    scope = parse_time_scope(text, NOW)
+    assert scope is not None
+    assert (scope.start, scope.end.date()) == (first, last.date())
