@@ -44,7 +44,6 @@ import numpy.typing as npt
 from engram.pools import ProcessLock
 from engram.stores.sqlite.faiss_ivf import (
     code_bytes,
-    drop_saved,
     faiss_module,
     ids_of,
     nprobe,
@@ -53,9 +52,10 @@ from engram.stores.sqlite.faiss_ivf import (
     subquantizers,
 )
 from engram.stores.sqlite.row_codes import ranked
+from engram.stores.sqlite.side_files import make_folder, partial_name, private_file
 from engram.stores.sqlite.vectors import ExactIndex, Matrix
 
-__all__ = ["AnnIndex", "attached", "drop_saved", "index_class", "load_index", "snapshot_dir"]
+__all__ = ["AnnIndex", "attached", "index_class", "load_index", "snapshot_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -369,14 +369,16 @@ class AnnIndex(ExactIndex):
         if self._file is None:
             return
         faiss = faiss_module()
-        partial = self._file.with_suffix(".ivf.partial")
-        partial_meta = self._file.with_suffix(".json.partial")
+        partial, partial_meta = partial_name(self._file, "ivf"), partial_name(self._file, "json")
         current = self._current or (lambda: True)
         try:
-            self._file.parent.mkdir(parents=True, exist_ok=True)
+            db_path = str(self._file.parent)[: -len(".ann")]
+            make_folder(self._file.parent, db_path)
+            os.close(private_file(partial, db_path))  # faiss writes into a file of the database's mode
             faiss.write_index(ivf, str(partial))
             meta = {"user_id": self._user_id, "dimensions": self._dim, "codes": _CODES, "hwm": hwm, "rows": rows}
-            partial_meta.write_text(json.dumps(meta))
+            with os.fdopen(private_file(partial_meta, db_path), "w") as out:
+                out.write(json.dumps(meta))
             if not current():
                 return
             with self._lock:  # a removal takes this lock first, then the store erases the files

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from engram.stores.sqlite.saved import user_digest
 
 __all__ = [
-    "code_bytes", "drop_saved", "faiss_module", "ids_of", "nprobe", "saved_file", "snapshot_dir", "subquantizers",
+    "code_bytes", "faiss_module", "ids_of", "nprobe", "saved_file", "snapshot_dir", "subquantizers",
 ]
 
 log = logging.getLogger(__name__)
@@ -27,20 +27,6 @@ def snapshot_dir(db_path: str) -> Path | None:
 
 def saved_file(directory: Path, user_id: str) -> Path:
     return directory / f"{user_digest(user_id)}.ivf"
-
-
-def drop_saved(db_path: str, user_id: str) -> None:
-    """Erase the user's saved snapshot, if any: it holds (quantized) vectors of rows a delete,
-    replace or forget just erased from the database. The next build saves a current one."""
-    directory = snapshot_dir(db_path)
-    if directory is None:
-        return
-    saved = saved_file(directory, user_id)
-    for path in (saved, saved.with_suffix(".json")):
-        try:
-            path.unlink(missing_ok=True)
-        except OSError:
-            log.warning("could not erase the saved vector index %s", path, exc_info=True)
 
 
 @functools.cache
