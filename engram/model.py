@@ -34,6 +34,7 @@ __all__ = [
     "RelationType",
     "TimeRange",
     "new_id",
+    "plain",
     "read_only",
 ]
 
@@ -99,6 +100,15 @@ class ReadOnlyList(list[Any]):
         return ReadOnlyList, (list(self),)
 
 
+def plain(value: Any) -> Any:
+    """A deep, changeable copy of :func:`read_only` JSON: plain dicts and lists (a caller's own)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
 def read_only(value: Any) -> Any:
     """``value`` (decoded JSON) with every dict and list in it made read-only."""
     if isinstance(value, dict):
@@ -151,7 +161,7 @@ class MemoryRecord:
             elif isinstance(value, tuple):
                 value = list(value)
             elif isinstance(value, Mapping):
-                value = dict(value)
+                value = plain(dict(value))
             out[name] = value
         return out
 

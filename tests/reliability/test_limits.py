@@ -20,6 +20,7 @@ from engram.ingest.normalize import normalize
 from engram.model import Filters
 from engram.retrieve.timeparse import parse_time_scope
 from engram.retrieve.understand import understand
+from tests.reliability._workers import report
 
 NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)
 WORST_QUERIES = [
@@ -72,6 +73,7 @@ def test_an_oversize_item_of_a_batch_is_named(tmp_path: Path) -> None:
         items[17] = {"user_id": "u", "content": "y" * 348_112}
         with pytest.raises(ValidationError) as info:
             m.add_many(items)
+        report("oversize_item", {"field": info.value.field, "message": str(info.value)})
         assert info.value.field == "memories[17].content"
         assert str(info.value) == (
             "memories[17].content: 348,112 characters, at most 200,000 (Limits.max_content_chars)")

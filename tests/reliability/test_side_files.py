@@ -23,6 +23,7 @@ import pytest
 from engram.model import Filters, MemoryRecord
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.store import SQLiteStore
+from tests.reliability._workers import report, scale
 from tests.waiting import until
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -106,7 +107,11 @@ def test_deleted_words_never_return_to_disk(db: Path, erase: str) -> None:
             store.replace(replace(_record(5), content="note five, nothing secret"), None)
         _saved_again(store, db)  # the process holding the user's postings saved them again
         assert store.keyword_search("u", "quetzalpin", 1, Filters()) == []
-        assert secret_bytes(db.parent) == {}
+        found = secret_bytes(db.parent)
+        report(f"side_resave_after_{erase}", {"deleted_text_bytes_found": sum(len(w.split(":")[-1]) * n
+                                                                               for w, n in found.items()),
+                                              "where": sorted(found)})
+        assert found == {}
         # A fresh process loads the saved postings and still finds the other words.
         store.close()
         store = SQLiteStore(db)
@@ -124,10 +129,13 @@ def test_forget_user_leaves_no_file_and_no_byte(db: Path) -> None:
         _load_both(store)
         assert user_files(str(db), "u")
         store.forget_user("u")
-        assert user_files(str(db), "u") == []
+        left = user_files(str(db), "u")
     finally:
         store.close()
-    assert secret_bytes(db.parent) == {}
+    found = secret_bytes(db.parent)
+    report("side_forget", {"files_left": len(left), "deleted_text_bytes_found": sum(
+        len(w.split(":")[-1]) * n for w, n in found.items())})
+    assert left == [] and found == {}
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o640])
@@ -142,6 +150,10 @@ def test_side_files_are_no_more_readable_than_the_database(db: Path, mode: int) 
     folder_mode = mode | ((mode & 0o444) >> 2)
     sides = [p for p in db.parent.iterdir() if p.is_dir() and p.name.startswith(db.name + ".")]
     assert {p.name for p in sides} >= {"side.db.keywords", "side.db.vectors"}
+    modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for side in sides for p in (side, *side.iterdir())}
+    wider = [name for name, m in modes.items() if int(m, 8) & ~folder_mode or (
+        not name.startswith(db.name) and int(m, 8) & ~mode)]
+    report(f"side_modes_{mode:o}", {"database_mode": oct(mode), "modes": modes, "wider_than_database": wider})
     for side in sides:
         assert stat.S_IMODE(side.stat().st_mode) == folder_mode, side
         for file in side.iterdir():
@@ -197,9 +209,10 @@ def test_a_save_killed_midway_leaves_nothing_after_forget_or_reopen(db: Path) ->
         partials = [p for p in user_files(str(db), "u") if p.name.endswith(".partial")]
         assert partials, "the killed save left no temporary file"
         store.forget_user("u")
-        assert user_files(str(db), "u") == []
+        after_forget = user_files(str(db), "u")
     finally:
         store.close()
+    assert after_forget == []
     # Again, and this time a store opening removes what the dead process left.
     store = SQLiteStore(db)
     _fill(store)
@@ -207,7 +220,10 @@ def test_a_save_killed_midway_leaves_nothing_after_forget_or_reopen(db: Path) ->
     _killed_mid_save(db, fill=False)
     assert any(p.name.endswith(".partial") for p in user_files(str(db), "u"))
     SQLiteStore(db).close()
-    assert not any(p.name.endswith(".partial") for p in user_files(str(db), "u"))
+    after_open = [p for p in user_files(str(db), "u") if p.name.endswith(".partial")]
+    report("side_kill_mid_save", {"partials_made": len(partials), "files_left_after_forget": len(after_forget),
+                                  "partials_left_after_reopen": len(after_open)})
+    assert after_open == []
 
 
 def _answers(store: SQLiteStore) -> list[object]:
@@ -268,7 +284,9 @@ def corruption_sweep(db: Path, positions_per_file: int) -> tuple[int, int, int, 
 
 
 def test_a_damaged_side_file_is_ignored_and_rebuilt(db: Path) -> None:
-    tried, raised, wrong, problems = corruption_sweep(db, positions_per_file=40)
+    tried, raised, wrong, problems = corruption_sweep(db, positions_per_file=scale(40, 200))
+    report("side_corruption_sweep", {"cases": tried, "raised": raised, "answered_wrongly": wrong,
+                                     "problems": problems[:20]})
     assert tried >= 80
     assert (raised, wrong, problems) == (0, 0, [])
 
@@ -321,6 +339,7 @@ def test_a_side_file_truncated_in_place_does_not_kill_the_process(db: Path) -> N
     store.close()
     script = _TRUNCATED_UNDER_A_MAPPING.format(repo=str(REPO), db=str(db))
     run = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, timeout=120)
+    report("side_truncation", {"returncode": run.returncode, "answers": run.stdout.decode().split()})
     assert run.returncode == 0, (run.returncode, run.stderr.decode()[-2000:])
     assert run.stdout.decode().split() == ["m0012", "m0012", "1"]
     # A store opened after the truncation ignores the short files.
