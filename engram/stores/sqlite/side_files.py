@@ -65,7 +65,8 @@ def private_file(path: Path, db_path: str) -> int:
     mode = file_mode(db_path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.fchmod(fd, mode)  # the umask may have narrowed it, an older file may be wider
+        if hasattr(os, "fchmod"):  # not on Windows before 3.13
+            os.fchmod(fd, mode)  # the umask may have narrowed it, an older file may be wider
     except OSError:
         os.close(fd)
         raise
@@ -98,7 +99,7 @@ def user_files(db_path: str, user_id: str) -> list[Path]:
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
+    if pid == os.getpid() or os.name == "nt":  # Windows' kill would end it: only the age then tells
         return True
     try:
         os.kill(pid, 0)
