@@ -150,10 +150,11 @@ def test_side_files_are_no_more_readable_than_the_database(db: Path, mode: int) 
     folder_mode = mode | ((mode & 0o444) >> 2)
     sides = [p for p in db.parent.iterdir() if p.is_dir() and p.name.startswith(db.name + ".")]
     assert {p.name for p in sides} >= {"side.db.keywords", "side.db.vectors"}
-    modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for side in sides for p in (side, *side.iterdir())}
-    wider = [name for name, m in modes.items() if int(m, 8) & ~folder_mode or (
-        not name.startswith(db.name) and int(m, 8) & ~mode)]
-    report(f"side_modes_{mode:o}", {"database_mode": oct(mode), "modes": modes, "wider_than_database": wider})
+    modes = {str(p.relative_to(db.parent)): stat.S_IMODE(p.stat().st_mode)
+             for side in sides for p in (side, *side.iterdir())}
+    wider = sorted(name for name, m in modes.items() if m & ~(folder_mode if "/" not in name else mode))
+    report(f"side_modes_{mode:o}", {"database_mode": oct(mode), "modes": {k: oct(m) for k, m in modes.items()},
+                                    "wider_than_database": wider})
     for side in sides:
         assert stat.S_IMODE(side.stat().st_mode) == folder_mode, side
         for file in side.iterdir():
