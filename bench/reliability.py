@@ -13,8 +13,14 @@ The headline's ``trust`` block sums up the attacks of the outside review (issue 
 across users, extreme inputs and config overrides over HTTP, the entity-cost DoS under a deadline,
 cross-user oracles, traces after delete and update. It gives the attacks tried, the HTTP requests
 they sent, the 5xx answers seen (must be 0), the bytes of deleted text found in the file (must be 0)
-and the worst retrieval time under the entity attack (must be at most 2 x ``timeout_ms``). Exits
-non-zero if a test failed or one of those three bounds does not hold.
+and the worst retrieval time under the entity attack (must be at most 2 x ``timeout_ms``). The
+``side_files`` block sums up the attacks of issue 41: bytes of deleted text on disk after the saved
+indexes were written again following a delete, an update and a forget (0), the side folders' and
+files' modes against the database's (none wider), files left after a save killed midway and a
+forget or reopen (0), a sweep of one-byte corruptions of the saved files (none may raise or answer
+otherwise than SQL), a saved file truncated under a process that maps it (it must live), edits of a
+record shared through ``also=["kb"]`` (all refused) and an oversize item of a batch (named). Exits
+non-zero if a test failed or one of those bounds does not hold.
 
 ``--erasure-cost N`` (default 10000, 0 to skip) then measures what erasing deleted text costs on a
 SQLite file of N memories: the latency of a delete and of a content edit with erasure, and with the
@@ -164,6 +170,42 @@ def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _side_files(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The attacks of issue 41 on the files beside the database, a shared scope and a big batch."""
+    side = {name: f for name, f in figures.items() if name.startswith(("side_", "shared_", "oversize_"))}
+    erasures = {name.removeprefix("side_"): f.get("deleted_text_bytes_found")
+                for name, f in side.items() if "deleted_text_bytes_found" in f}
+    modes = {name.removeprefix("side_modes_"): {"database": f.get("database_mode"), "side": f.get("modes"),
+                                               "wider": f.get("wider_than_database")}
+             for name, f in side.items() if name.startswith("side_modes_")}
+    kill = side.get("side_kill_mid_save", {})
+    sweep = side.get("side_corruption_sweep", {})
+    truncation = side.get("side_truncation", {})
+    shared = side.get("shared_scope_mutation", {})
+    oversize = side.get("oversize_item", {})
+    return {
+        "deleted_text_bytes_found": erasures,
+        "modes": modes,
+        "kill_mid_save": kill,
+        "corruption": {key: sweep.get(key) for key in ("cases", "raised", "answered_wrongly")},
+        "truncation_returncode": truncation.get("returncode"),
+        "shared_scope_mutation": shared,
+        "oversize_item": oversize,
+        "bounds_hold": {
+            "no_deleted_text_on_disk": bool(erasures) and all(v == 0 for v in erasures.values()),
+            "no_side_file_wider_than_database": bool(modes) and not any(m["wider"] for m in modes.values()),
+            "no_file_left_after_kill_and_forget": bool(kill) and kill.get("files_left_after_forget") == 0
+            and kill.get("partials_left_after_reopen") == 0,
+            "no_corruption_raised_or_answered_wrongly": bool(sweep) and sweep.get("raised") == 0
+            and sweep.get("answered_wrongly") == 0,
+            "truncation_survived": truncation.get("returncode") == 0,
+            "shared_records_read_only": bool(shared) and shared.get("refused") == shared.get("attempts")
+            and not shared.get("next_user_changed"),
+            "oversize_item_named": oversize.get("field") == "memories[17].content",
+        },
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", action="store_true", help="the short variants (as under make test)")
@@ -221,6 +263,7 @@ def main() -> int:
             "worst_ms", "p50_ms", "no_entities_worst_ms", "no_entities_p50_ms", "worst_understand_ms", "timeout_ms",
             "retrievals", "timeouts", "other_errors")},
         "trust": _trust(summary["figures"]),
+        "side_files": _side_files(summary["figures"]),
         "tests_failed": outcomes["failed"] + outcomes["errors"],
         "known_bugs_pinned_as_xfail": outcomes["xfailed"],
     }
@@ -230,7 +273,7 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
     print(json.dumps(summary, indent=2, sort_keys=True, default=str))
-    bounds = summary["headline"]["trust"]["bounds_hold"]
+    bounds = {**summary["headline"]["trust"]["bounds_hold"], **summary["headline"]["side_files"]["bounds_hold"]}
     broken = not all(bounds.values()) if not args.keyword else bool(traces.get("deleted_text_bytes_found"))
     return 1 if outcomes["failed"] or outcomes["errors"] or broken or completed.returncode not in (0, 1) else 0
 

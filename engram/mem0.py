@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.errors import MemoryNotFound, ValidationError
 from engram.metadata_filter import check, matches
-from engram.model import STATUSES, HistoryEvent, MemoryRecord
+from engram.model import STATUSES, HistoryEvent, MemoryRecord, plain
 from engram.retrieve.types import MemoryEntry
 from engram.validate import integer, number
 
@@ -42,7 +42,7 @@ SEARCH_TOP_K = 20
 
 def entry_result(entry: MemoryEntry, user_id: str) -> dict[str, Any]:
     return {
-        "id": entry.id, "memory": entry.content, "score": entry.score, "metadata": dict(entry.metadata),
+        "id": entry.id, "memory": entry.content, "score": entry.score, "metadata": plain(entry.metadata),
         "created_at": entry.timestamp, "updated_at": None, "user_id": user_id, "agent_id": entry.agent_id,
         "run_id": entry.session_id, "role": entry.role, "kind": entry.type, "reasons": list(entry.reasons),
     }
@@ -50,7 +50,7 @@ def entry_result(entry: MemoryEntry, user_id: str) -> dict[str, Any]:
 
 def record_result(record: MemoryRecord) -> dict[str, Any]:
     return {
-        "id": record.id, "memory": record.content, "metadata": dict(record.metadata),
+        "id": record.id, "memory": record.content, "metadata": plain(record.metadata),
         "created_at": record.created_at.isoformat(), "updated_at": None, "user_id": record.user_id,
         "agent_id": record.agent_id, "run_id": record.session_id, "role": record.role, "kind": record.kind,
     }

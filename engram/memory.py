@@ -151,12 +151,13 @@ class Memory:
 
         ``run_id`` is the session (Mem0's name), ``agent_id`` and ``metadata`` go on every memory.
         """
-        records = self.add_many(as_items(content, user_id=user_id, kind=kind, fields=fields))
+        records = writer.add_many(self.context, as_items(content, user_id=user_id, kind=kind, fields=fields))
         return records if is_conversation(content) else records[0]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
-        """Validate every item first, then embed in batches and store; all or nothing per batch."""
-        return writer.add_many(self.context, items)
+        """Validate every item first, then embed in batches and store; all or nothing per batch. A
+        refused item is named by its place: ``memories[17].content: 348,112 characters, at most 200,000``."""
+        return writer.add_many(self.context, items, numbered=True)
 
     def update(self, memory_id: str, data: str | None = None, *, user_id: str | None = None,
                **changes: Unpack[MemoryChanges]) -> MemoryRecord:

@@ -29,9 +29,13 @@ __all__ = [
     "MemoryFields",
     "MemoryRecord",
     "QueryPlan",
+    "ReadOnlyDict",
+    "ReadOnlyList",
     "RelationType",
     "TimeRange",
     "new_id",
+    "plain",
+    "read_only",
 ]
 
 KINDS = ("message", "fact", "episode", "procedure", "summary", "document", "chunk")
@@ -68,10 +72,57 @@ def new_id() -> str:
     return "".join(reversed(out))
 
 
+def _refused(self: object, *_: object, **__: object) -> Any:
+    raise TypeError(f"{type(self).__name__} is read-only: copy it (dict(...), list(...)) to change it")
+
+
+class ReadOnlyDict(dict[str, Any]):
+    """A dict that refuses changes: the metadata of a record a store answers with, which its cache
+    shares with every later question (another user's, through a shared scope). Still a dict to
+    ``json.dumps``, ``==`` and ``isinstance``; ``dict(value)`` is a copy to change."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refused
+    clear = pop = popitem = setdefault = update = _refused
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle rebuild it whole, not item by item
+        return ReadOnlyDict, (dict(self),)
+
+
+class ReadOnlyList(list[Any]):
+    """A list that refuses changes, inside a :class:`ReadOnlyDict`."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refused
+    append = clear = extend = insert = pop = remove = reverse = sort = _refused
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return ReadOnlyList, (list(self),)
+
+
+def plain(value: Any) -> Any:
+    """A deep, changeable copy of :func:`read_only` JSON: plain dicts and lists (a caller's own)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def read_only(value: Any) -> Any:
+    """``value`` (decoded JSON) with every dict and list in it made read-only."""
+    if isinstance(value, dict):
+        return ReadOnlyDict({k: read_only(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return ReadOnlyList([read_only(v) for v in value])
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
     """One stored memory. Times are timezone-aware UTC. A record a store answers with may be shared
-    (its cache holds it for the next question): treat it, its metadata included, as read-only."""
+    (its cache holds it for the next question): it is frozen, and its metadata a
+    :class:`ReadOnlyDict` (lists in it :class:`ReadOnlyList`)."""
 
     id: str
     user_id: str
@@ -110,7 +161,7 @@ class MemoryRecord:
             elif isinstance(value, tuple):
                 value = list(value)
             elif isinstance(value, Mapping):
-                value = dict(value)
+                value = plain(dict(value))
             out[name] = value
         return out
 

@@ -52,6 +52,29 @@ def _rows() -> tuple[list[int], list[str], list[bytes], list[str], list[str]]:
             [KINDS[r % 3] for r in rowids], ["active"] * ROWS)
 
 
+@pytest.mark.parametrize("damage", ["byte", "truncated", "unchecked"])
+def test_a_damaged_or_unchecked_snapshot_is_rebuilt_not_opened(tmp_path: Path, damage: str) -> None:
+    """Issue 41: faiss maps the file and trusts it; its size and CRC-32 are checked first."""
+    _, approx = _both(tmp_path)
+    ivf = next(p for p in tmp_path.iterdir() if p.suffix == ".ivf")
+    meta_file = ivf.with_suffix(".json")
+    data = bytearray(ivf.read_bytes())
+    if damage == "byte":
+        data[len(data) // 2] ^= 0x5A
+        ivf.write_bytes(bytes(data))
+    elif damage == "truncated":
+        ivf.write_bytes(bytes(data[: len(data) // 3]))
+    else:  # an older version's snapshot: no checksum in its metadata
+        meta = json.loads(meta_file.read_text())
+        del meta["crc32"], meta["bytes"]
+        meta_file.write_text(json.dumps(meta))
+    reopened = AnnIndex.load(DIMS, *_rows())
+    reopened.attach("u", tmp_path)
+    assert reopened._building is not None and reopened.wait(60)
+    assert [_search(reopened, q) for q in QUERIES] == [_search(approx, q) for q in QUERIES]
+    assert "crc32" in json.loads(meta_file.read_text())
+
+
 def _both(directory: Path | None = None) -> tuple[ExactIndex, AnnIndex]:
     exact = ExactIndex.load(DIMS, *_rows())
     approx = AnnIndex.load(DIMS, *_rows())

@@ -116,7 +116,7 @@ def test_bad_input_is_typed_and_changes_nothing(memory: Memory) -> None:
         item = {"user_id": "u1", **fields}
         with pytest.raises(ValidationError) as info:
             memory.add_many([{"content": "valid one", "user_id": "u1"}, item])
-        assert info.value.field == field, fields
+        assert info.value.field == f"memories[1].{field}", fields
     assert [r.content for r in memory.list(user_id="u1")] == ["first"]
 
 

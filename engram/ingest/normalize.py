@@ -119,7 +119,7 @@ def _content(item: Mapping[str, Any], kind: str, limits: Limits) -> str:
         raise ValidationError("content", "must not be empty")
     if len(content) > limits.max_content_chars:
         raise ValidationError(
-            "content", f"is {len(content)} characters; the limit is {limits.max_content_chars}"
+            "content", f"{len(content):,} characters, at most {limits.max_content_chars:,} (Limits.max_content_chars)"
         )
     if "\x00" in content:
         raise ValidationError("content", "must not contain NUL characters")

@@ -35,15 +35,21 @@ MAX_ENTITY_TEXT_CHARS = 200  # an entity's type, name and each alias
 MAX_ALIASES = 100  # every retrieve() scans all of a user's aliases
 
 
-def add_many(context: Context, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
-    """Validate every item first, then embed in batches and store; all or nothing per batch."""
+def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: bool = False) -> list[MemoryRecord]:
+    """Validate every item first, then embed in batches and store; all or nothing per batch.
+    ``numbered``: a refused field names its item (``memories[17].content``), for a caller's batch."""
     limits = context.limits
     now = datetime.now(UTC)
     records: list[MemoryRecord] = []
-    for item in items:
+    for i, item in enumerate(items):
         if len(records) >= limits.max_batch:
             raise ValidationError("items", f"at most {limits.max_batch} items per call (Limits.max_batch)")
-        records.append(normalize(item, limits=limits, now=now))
+        try:
+            records.append(normalize(item, limits=limits, now=now))
+        except ValidationError as exc:  # which item of the batch: the whole batch is refused
+            if not numbered:
+                raise
+            raise ValidationError(f"memories[{i}].{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
     if not records:
         return []
     users = sorted({r.user_id for r in records})

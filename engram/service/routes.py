@@ -4,7 +4,6 @@ the user it names. Retrieval, recall and feedback live in ``engram.service.retri
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any
 
@@ -80,21 +79,8 @@ def add_memories(body: MemoryBatch, key: LimitedKey, svc: SvcDep, user_id: UserP
     for i, item in enumerate(body.memories):
         user = user_of(key, user_id, item.user_id, field=f"memories[{i}].userId")
         items.append({**item.model_dump(exclude_none=True), "user_id": user})
-    at = [-1]  # the item add_many is validating: it reads them one by one, and validates each as read
-
-    def numbered() -> Iterator[dict[str, Any]]:
-        for i, item in enumerate(items):
-            at[0] = i
-            yield item
-        at[0] = -1  # every item read: a later error is not one item's
-
-    try:
-        records = svc.memory.add_many(numbered())
-    except ValidationError as exc:
-        if at[0] < 0 or exc.field == "items":
-            raise
-        # Memory names the item's field ("content"); the request's reader needs which item it was.
-        raise ValidationError(f"memories[{at[0]}].{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
+    # add_many names the item of a refused field itself ("memories[18].content"), as the request does.
+    records = svc.memory.add_many(items)
     return {"memories": [record_json(r) for r in records]}
 
 

@@ -137,6 +137,17 @@ class Postings:
             rank = self._order.complete(self._ids, n, len(self._rowids))[:n].copy()
             ids, vocab = encoded(self._ids[:n].tolist()), self._vocab.copy()
         terms, codes = vocab.sorted_terms()  # outside the lock: a million terms sort in about a second
+        # Only terms some live row still holds: the vocabulary keeps every term it ever met, and a
+        # saved file listing a deleted memory's words would keep them on disk after the delete.
+        counts = np.diff(arrays[0])
+        held = np.zeros(len(codes), dtype=bool) if len(counts) == 0 else (
+            (codes < len(counts)) & (counts[np.minimum(codes, len(counts) - 1)] > 0))
+        if not held.all():
+            keep = counts > 0
+            renumbered = np.cumsum(keep) - 1
+            arrays[0] = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts[keep])]).astype(np.int64)
+            terms = list(itertools.compress(terms, held.tolist()))
+            codes = renumbered[codes[held]].astype(np.int64)
         return [*arrays, encoded(terms), codes, ids, rank]
 
     @classmethod

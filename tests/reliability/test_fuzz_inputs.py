@@ -310,7 +310,7 @@ def test_lone_surrogate_is_a_typed_rejection(memory: Memory, where: str) -> None
     }[where]
     with pytest.raises(ValidationError) as info:
         memory.add_many([{"content": "fine", "user_id": "u1", **fields}])
-    assert info.value.field == where
+    assert info.value.field == f"memories[0].{where}"
 
 
 @pytest.mark.parametrize(("case", "field"), [

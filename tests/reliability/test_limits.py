@@ -20,6 +20,7 @@ from engram.ingest.normalize import normalize
 from engram.model import Filters
 from engram.retrieve.timeparse import parse_time_scope
 from engram.retrieve.understand import understand
+from tests.reliability._workers import report
 
 NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)
 WORST_QUERIES = [
@@ -56,13 +57,27 @@ def test_oversize_content_is_refused_by_a_configurable_limit(tmp_path: Path) -> 
     assert _field(lambda: normalize({"user_id": "u", "content": "x" * (limits.max_content_chars + 1)},
                                     limits=limits, now=NOW)) == "content"
     with Memory(tmp_path / "c.db", embedder=FakeEmbedder(), limits=Limits(max_content_chars=10)) as m:
-        with pytest.raises(ValidationError, match="limit is 10"):
+        with pytest.raises(ValidationError, match="11 characters, at most 10"):
             m.add("x" * 11, user_id="u")
         m.add("x" * 10, user_id="u")
         # add_many validates every item before writing any: one oversize item writes nothing.
         with pytest.raises(ValidationError):
             m.add_many([{"user_id": "u", "content": "fine"}, {"user_id": "u", "content": "y" * 11}])
         assert len(m.list(user_id="u")) == 1
+
+
+def test_an_oversize_item_of_a_batch_is_named(tmp_path: Path) -> None:
+    """Issue 41 (9): one item over the limit refuses the batch, and the error says which item."""
+    with Memory(tmp_path / "batch.db", embedder=FakeEmbedder()) as m:
+        items = [{"user_id": "u", "content": f"message {i} of an import"} for i in range(30)]
+        items[17] = {"user_id": "u", "content": "y" * 348_112}
+        with pytest.raises(ValidationError) as info:
+            m.add_many(items)
+        report("oversize_item", {"field": info.value.field, "message": str(info.value)})
+        assert info.value.field == "memories[17].content"
+        assert str(info.value) == (
+            "memories[17].content: 348,112 characters, at most 200,000 (Limits.max_content_chars)")
+        assert m.list(user_id="u") == []
 
 
 def test_deeply_nested_or_large_metadata_is_refused_quickly() -> None:

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from engram.errors import ValidationError
-from engram.model import Filters, MemoryRecord
+from engram.model import Filters, MemoryRecord, ReadOnlyDict, read_only
 from engram.stores.sql.dialect import Dialect
 
 __all__ = ["COLUMNS", "filter_sql", "record_params", "row_to_record"]
@@ -32,12 +32,23 @@ def record_params(d: Dialect, r: MemoryRecord) -> tuple[Any, ...]:
     )
 
 
-def _metadata(value: Any) -> dict[str, Any]:
+_NO_METADATA = ReadOnlyDict()
+#: Objects decoded straight into read-only dicts: as fast as plain ones (lists need a walk after).
+_DECODER = json.JSONDecoder(object_pairs_hook=ReadOnlyDict)
+
+
+def _metadata(value: Any) -> ReadOnlyDict:
+    """Read-only: records are shared by the store's cache with later questions (and users)."""
     # Most memories carry no metadata: skip the decoder for the empty literal.
     if value in ("[]", "{}"):
-        return {}
-    decoded: dict[str, Any] = json.loads(value) if isinstance(value, str | bytes) else value
-    return decoded
+        return _NO_METADATA
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    if not isinstance(value, str):  # a driver's decoded JSON (PostgreSQL)
+        decoded: ReadOnlyDict = read_only(value)
+        return decoded
+    found: ReadOnlyDict = _DECODER.decode(value)
+    return read_only(found) if "[" in value else found
 
 
 def row_to_record(d: Dialect, row: Any) -> MemoryRecord:

@@ -44,8 +44,8 @@ import numpy.typing as npt
 from engram.pools import ProcessLock
 from engram.stores.sqlite.faiss_ivf import (
     code_bytes,
-    drop_saved,
     faiss_module,
+    file_crc,
     ids_of,
     nprobe,
     saved_file,
@@ -53,9 +53,10 @@ from engram.stores.sqlite.faiss_ivf import (
     subquantizers,
 )
 from engram.stores.sqlite.row_codes import ranked
+from engram.stores.sqlite.side_files import make_folder, partial_name, private_file
 from engram.stores.sqlite.vectors import ExactIndex, Matrix
 
-__all__ = ["AnnIndex", "attached", "drop_saved", "index_class", "load_index", "snapshot_dir"]
+__all__ = ["AnnIndex", "attached", "index_class", "load_index", "snapshot_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -152,9 +153,13 @@ class AnnIndex(ExactIndex):
             meta = json.loads(meta_file.read_text())
             if meta.get("user_id") != user_id or meta.get("dimensions") != self._dim or meta.get("codes") != _CODES:
                 return False
+            # Snapshots without a checksum (older versions) are rebuilt, as damaged ones are.
+            if [meta.get("bytes"), meta.get("crc32")] != list(file_crc(self._file)):
+                log.warning("ignored a damaged or unchecked approximate index %s; rebuilding it", self._file)
+                return False
             faiss = faiss_module()
             ivf = faiss.read_index(str(self._file), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
-        except (OSError, ValueError, RuntimeError):
+        except (OSError, ValueError, TypeError, AttributeError, RuntimeError):
             return False
         with self._lock:
             self._install(ivf, int(meta["hwm"]), int(meta["rows"]))
@@ -369,14 +374,22 @@ class AnnIndex(ExactIndex):
         if self._file is None:
             return
         faiss = faiss_module()
-        partial = self._file.with_suffix(".ivf.partial")
-        partial_meta = self._file.with_suffix(".json.partial")
+        partial, partial_meta = partial_name(self._file, "ivf"), partial_name(self._file, "json")
         current = self._current or (lambda: True)
         try:
-            self._file.parent.mkdir(parents=True, exist_ok=True)
+            folder = self._file.parent
+            db_path = str(folder)[: -len(".ann")] if folder.name.endswith(".ann") else ""  # "": 0600
+            if db_path:
+                make_folder(folder, db_path)
+            else:
+                folder.mkdir(parents=True, exist_ok=True)
+            os.close(private_file(partial, db_path))  # faiss writes into a file of the database's mode
             faiss.write_index(ivf, str(partial))
-            meta = {"user_id": self._user_id, "dimensions": self._dim, "codes": _CODES, "hwm": hwm, "rows": rows}
-            partial_meta.write_text(json.dumps(meta))
+            size, crc = file_crc(partial)  # checked before faiss maps it: a damaged file is rebuilt
+            meta = {"user_id": self._user_id, "dimensions": self._dim, "codes": _CODES, "hwm": hwm, "rows": rows,
+                    "bytes": size, "crc32": crc}
+            with os.fdopen(private_file(partial_meta, db_path), "w") as out:
+                out.write(json.dumps(meta))
             if not current():
                 return
             with self._lock:  # a removal takes this lock first, then the store erases the files

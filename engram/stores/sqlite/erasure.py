@@ -10,9 +10,11 @@ would otherwise keep it:
 * freed space in pages: ``secure_delete`` zeroes it in the new version of each page;
 * old versions of those pages, in the WAL and in the database file until the next checkpoint: a
   ``TRUNCATE`` checkpoint copies the zeroed versions into the file and empties the WAL;
-* a large user's vectors saved beside the file (``<db>.vectors/``, ``<db>.ann/``: their vectors and
-  approximate index, for a new process to load): they are erased, and saved again by the next load
-  or build (:meth:`~engram.stores.sqlite.vector_search.VectorMixin._erase_saved`).
+* a large user's indexes saved beside the file (``<db>.vectors/``, ``<db>.keywords/``, ``<db>.ann/``:
+  their vectors, words and approximate index, for a new process to load): every file named for the
+  user in every side folder is erased, temporary files of saves under way included
+  (:meth:`~engram.stores.sqlite.vector_search.VectorMixin._erase_saved`), and saved again from the
+  indexes held, which no longer hold the removed rows nor their words.
 
 Records this process read are held in memory too (:mod:`.records`); the user's are dropped by these
 calls at once.

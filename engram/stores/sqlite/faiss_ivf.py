@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy.typing as npt
 from engram.stores.sqlite.saved import user_digest
 
 __all__ = [
-    "code_bytes", "drop_saved", "faiss_module", "ids_of", "nprobe", "saved_file", "snapshot_dir", "subquantizers",
+    "code_bytes", "faiss_module", "file_crc", "ids_of", "nprobe", "saved_file", "snapshot_dir", "subquantizers",
 ]
 
 log = logging.getLogger(__name__)
@@ -29,18 +30,14 @@ def saved_file(directory: Path, user_id: str) -> Path:
     return directory / f"{user_digest(user_id)}.ivf"
 
 
-def drop_saved(db_path: str, user_id: str) -> None:
-    """Erase the user's saved snapshot, if any: it holds (quantized) vectors of rows a delete,
-    replace or forget just erased from the database. The next build saves a current one."""
-    directory = snapshot_dir(db_path)
-    if directory is None:
-        return
-    saved = saved_file(directory, user_id)
-    for path in (saved, saved.with_suffix(".json")):
-        try:
-            path.unlink(missing_ok=True)
-        except OSError:
-            log.warning("could not erase the saved vector index %s", path, exc_info=True)
+def file_crc(path: Path) -> tuple[int, int]:
+    """A file's size and CRC-32, read in chunks (~60 ms for a million rows' 107 MB)."""
+    crc = size = 0
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+            size += len(chunk)
+    return size, crc
 
 
 @functools.cache

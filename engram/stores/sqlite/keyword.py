@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 import sqlite3
 import time
 import weakref
@@ -60,6 +61,7 @@ from engram.text import memory_terms, query_terms
 __all__ = ["KEYWORD_CACHE_SHARE", "KeywordMixin"]
 
 T = TypeVar("T")
+log = logging.getLogger("engram")
 #: The keyword indexes' byte budget as a fraction of the vector cache's: a memory's postings take
 #: ~200-300 bytes where its 384-dimensional vector takes 1.5 KiB.
 KEYWORD_CACHE_SHARE = 0.25
@@ -133,6 +135,7 @@ class KeywordMixin:
         self._postings = UserIndexCache(int(vector_budget * KEYWORD_CACHE_SHARE))
         self._postings_loader = SnapshotReader(self.path)
         self._postings_marks: Marks = weakref.WeakKeyDictionary()
+        self._postings_mapped = saved.Mapped()
         self._postings_builds = Builds("engram-keyword-builds")
         self.keyword_build_inline = BUILD_INLINE
 
@@ -231,6 +234,7 @@ class KeywordMixin:
     def _held_postings(self, user_id: str) -> Postings | None:
         """The user's postings when held, or loaded here when small; None while a larger user's are
         being built (the build is started here if it is not under way)."""
+        self._postings_mapped.drop_changed(self._postings, user_id)
         if self._postings.holds(user_id):  # at most their version is read again
             return self._current_postings(user_id)
         if user_id in self._postings_builds:
@@ -286,10 +290,16 @@ class KeywordMixin:
                                lambda last, removed: self._keyword_changes(user_id, last, removed))
         if found is None or changes is None:
             return None
-        index = Postings.of_parts(found.parts)
+        try:  # a file passed its checksum: anything failing here is ignored all the same
+            index = Postings.of_parts(found.parts)
+            if index is not None:
+                index.catch_up(changes.removed, changes.rows, found.last_rowid)
+        except Exception:
+            log.warning("could not use the saved keyword index of a user; reading it from SQL", exc_info=True)
+            index = None
         if index is None:
             return None
-        index.catch_up(changes.removed, changes.rows, found.last_rowid)
+        self._postings_mapped.note(index, found.intact)
         if changes.count is not None:
             self._postings_marks[index] = (changes.count, changes.after(found.last_rowid))
             # A file behind by many rows, or one that outlived a removal (it holds what was removed).

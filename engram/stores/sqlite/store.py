@@ -23,6 +23,7 @@ from engram.model import MemoryRecord
 from engram.stores.sql.history import HistoryMixin, log_adds
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.rows import COLUMNS, record_params
+from engram.stores.sqlite import side_files
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.erasure import ErasureMixin
@@ -108,6 +109,9 @@ class SQLiteStore(
         self._resaves = Resaves(self._resave)
         self._init_records(self._indexes.budget)
         self._checkpoint_pending = False  # an erasing checkpoint was blocked by another reader
+        if self.path != ":memory:":
+            # Side folders as private as the file; saves cut short by a dead process removed.
+            side_files.tidy(self.path)
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _retry(self, op: Callable[[], T], *, locked: bool = True) -> T:

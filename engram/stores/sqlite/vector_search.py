@@ -14,6 +14,7 @@ landing during a load are caught by :meth:`~.user_cache.UserIndexCache.written` 
 from __future__ import annotations
 
 import builtins
+import logging
 import sqlite3
 import threading
 import weakref
@@ -30,9 +31,10 @@ from engram.model import Filters, Hit
 from engram.pools import PerProcess
 from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite import saved
-from engram.stores.sqlite.ann import AnnIndex, attached, drop_saved, index_class, load_index
+from engram.stores.sqlite.ann import AnnIndex, attached, index_class, load_index
 from engram.stores.sqlite.dialect import SQLITE
 from engram.stores.sqlite.resaves import Resaves, caught_up_held
+from engram.stores.sqlite.side_files import erase_user
 from engram.stores.sqlite.snapshot import USER_VERSION, Changes, Marks, SnapshotReader, catch_up
 from engram.stores.sqlite.user_cache import Turns, UserIndexCache
 from engram.stores.sqlite.vectors import ExactIndex
@@ -42,6 +44,7 @@ from engram.text import ROLE_WORDS
 __all__ = ["VectorMixin"]
 
 T = TypeVar("T")
+log = logging.getLogger("engram")
 
 
 _SEARCH_THREADS = 2  # searches of concurrent retrievals; each is one core's work
@@ -115,6 +118,7 @@ class VectorMixin:
         self._saved_lock = threading.Lock()
         self._erasures: dict[str, int] = {}
         self._vector_marks: Marks = weakref.WeakKeyDictionary()
+        self._vectors_mapped = saved.Mapped()
 
     def _vectors_held(self, user_id: str) -> bool:
         """Whether the user's vectors are in memory (their load, if any, is done)."""
@@ -126,6 +130,7 @@ class VectorMixin:
         return self._cached_index(user_id)
 
     def _cached_index(self, user_id: str) -> ExactIndex:
+        self._vectors_mapped.drop_changed(self._indexes, user_id)
         return self._indexes.get_or_load(
             user_id, lambda: self._load_index(user_id), lambda: self._user_version(user_id),
             lambda held: self._caught_up(user_id, held),
@@ -227,22 +232,35 @@ class VectorMixin:
         found = None if current is None else saved.load(self.path, "vectors", user_id)
         changes = saved.behind(found, current, lambda: self._removed(user_id),
                                lambda last, removed: self._changes(user_id, last, removed))
-        if found is None or changes is None or len(found.parts) != 5:
+        if found is None or changes is None:
             return None
-        matrix, rowids, kinds, statuses, names = found.parts
-        ids = saved.strings(names, len(rowids))  # type: ignore[arg-type]
-        if ids is None or (self._dimensions is not None and matrix.shape[1] != self._dimensions):
+        try:  # a file passed its checksum: anything failing here is ignored all the same
+            index = self._of_saved(found, changes)
+        except Exception:
+            log.warning("could not use the saved vectors of a user; reading them from SQL", exc_info=True)
+            index = None
+        if index is None:
             return None
-        cls = index_class(len(ids) + len(changes.rows), self._ann_above)
-        index = cls.of_arrays(matrix.shape[1], rowids, ids, matrix, kinds, statuses)  # type: ignore[arg-type]
-        if not _applied(index, changes):
-            return None
+        self._vectors_mapped.note(index, found.intact)
         if changes.count is not None:
             self._vector_marks[index] = (changes.count, changes.after(found.last_rowid))
             # A file behind by many rows, or one that outlived a removal (it holds what was removed).
-            if changes.removed or len(changes.rows) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(ids)):
+            if changes.removed or len(changes.rows) > max(saved.SAVE_ABOVE, _RESAVE_SHARE * len(found.parts[1])):
                 self._save_vectors(user_id, index, changes.version, changes.count)  # the next load reads less
         return index, changes.version
+
+    def _of_saved(self, found: saved.Saved, changes: Changes) -> ExactIndex | None:
+        """The index a saved file describes, with the changes since applied; None when they do not fit."""
+        if len(found.parts) != 5:
+            return None
+        matrix, rowids, kinds, statuses, names = found.parts
+        ids = saved.strings(names, len(rowids))  # type: ignore[arg-type]
+        if (ids is None or matrix.ndim != 2 or (self._dimensions is not None and matrix.shape[1] != self._dimensions)
+                or not len(matrix) >= len(rowids) == len(kinds) == len(statuses)):
+            return None
+        cls = index_class(len(ids) + len(changes.rows), self._ann_above)
+        index = cls.of_arrays(matrix.shape[1], rowids, ids, matrix, kinds, statuses)  # type: ignore[arg-type]
+        return index if _applied(index, changes) else None
 
     def _save(self, user_id: str, kind: str, version: int, parts: list[Any], removed: int, last_rowid: int) -> None:
         """Save a just-loaded index's arrays (read at ``version`` and ``removed``, the largest rowid
@@ -262,9 +280,9 @@ class VectorMixin:
         they may hold) and cancel a save of them under way; indexes held here are saved again."""
         with self._saved_lock:
             self._erasures[user_id] = self._erasures.get(user_id, 0) + 1
-            for kind in saved.KINDS:
-                saved.drop(self.path, kind, user_id)
-        drop_saved(self.path, user_id)
+            # Every file named for the user in every side folder: the approximate index's too, and
+            # the temporary files of saves under way or cut short by a crash (each holds it all).
+            erase_user(self.path, user_id)
         self._resave_later(user_id)
 
     def _resave_later(self, user_id: str, index: Sized | None = None) -> None:
@@ -325,6 +343,7 @@ class VectorMixin:
 
         def cached() -> dict[str, Vector] | None:
             self._check_foreign_writes()
+            self._vectors_mapped.drop_changed(self._indexes, user_id)
             index = self._indexes.get(user_id)
             return None if index is None else index.vectors(ids)
 
