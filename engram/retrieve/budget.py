@@ -1,0 +1,82 @@
+"""A retrieval's time: what runs before its deadline, what answers after it (issue 41, findings 6 and 7).
+
+Until the deadline (``RetrievalConfig.timeout_ms``) every stage runs, and each store read is cut
+when the deadline passes (:mod:`engram.deadline`). A stage the answer can do without (a candidate
+source, the query's embedding, the entity table, the conversation neighbours, the second hop,
+reinforcement, the domain source) is *cut* when it is still running at the deadline, or not
+started once the deadline has passed; its name goes to ``metadata.cut_stages``. What the answer
+needs (reading and ranking the candidates found, selecting among them) then runs on, its store
+reads cut at :attr:`Budget.hard`, half a deadline later: a retrieval past its deadline answers
+with the best of what the sources that finished found, within about 1.5 x ``timeout_ms``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import AbstractContextManager
+from typing import TypeVar
+
+from engram.deadline import reads_until
+from engram.errors import DeadlineExceeded
+
+__all__ = ["HARD_SHARE", "PARTIAL", "Budget", "until"]
+
+T = TypeVar("T")
+
+#: How far past its start a retrieval's last store read may run, in deadlines: the answer's own
+#: stages (reading ~70 candidates by id, ranking and selecting them) take a few ms of that half.
+HARD_SHARE = 1.5
+
+#: ``metadata.error`` of a retrieval answered past its deadline from the stages that finished.
+PARTIAL = {
+    "code": "TIMEOUT",
+    "message": "Memory retrieval exceeded its deadline; answered from the stages that finished",
+    "fallback": "partial",
+}
+
+
+class Budget:
+    """One retrieval's deadline (``soft``), the bound of its answer (``hard``) and the stages it cut."""
+
+    def __init__(self, timeout_ms: float | None) -> None:
+        now = time.perf_counter()
+        self.timeout_ms = timeout_ms
+        self.soft = None if timeout_ms is None else now + timeout_ms / 1000
+        self.hard = None if timeout_ms is None else now + HARD_SHARE * timeout_ms / 1000
+        self.cut: list[str] = []
+
+    def passed(self) -> bool:
+        return self.soft is not None and time.perf_counter() >= self.soft
+
+    def drop(self, stage: str) -> None:
+        if stage not in self.cut:
+            self.cut.append(stage)
+
+    def optional(self, stage: str, call: Callable[[], T], default: T) -> T:
+        """``call()`` with its store reads cut at the deadline; ``default`` if it was cut or the
+        deadline had passed already (the stage is then listed as cut)."""
+        if self.passed():
+            self.drop(stage)
+            return default
+        try:
+            with reads_until(self.soft):
+                return call()
+        except DeadlineExceeded:
+            self.drop(stage)
+            return default
+
+    def essential(self) -> AbstractContextManager[None]:
+        """Store reads inside are cut at :attr:`hard` (then DeadlineExceeded: nothing can answer)."""
+        return reads_until(self.hard)
+
+
+def until(future: Future[T], deadline: float | None, doing: str) -> T:
+    """``future``'s result, or DeadlineExceeded once ``deadline`` (a perf_counter time) passes; the
+    work goes on where it runs, unused."""
+    try:
+        return future.result(timeout=None if deadline is None else max(0.0, deadline - time.perf_counter()))
+    except FutureTimeout:
+        raise DeadlineExceeded(f"retrieval passed its deadline while {doing}") from None
