@@ -6,15 +6,18 @@ Runs ``tests/reliability`` under pytest with ``ENGRAM_LONG=1`` (200 SIGKILLs, 60
 3 readers per backend, 5x the fuzz cases and isolation examples, 10,000 attacking entities), collects
 the figures each test reports (kills survived, memories lost, ops/s and errors, fuzz cases and
 failures, bytes of deleted or edited text still in the SQLite file, retrieval times under the
-entity-cost attack with a 200 ms deadline) and the pass / fail / xfail counts, prints them as JSON
-and writes them to ``--out``.
+entity-cost attack with a 200 ms deadline and under the expensive-query attack with a 100 ms one)
+and the pass / fail / xfail counts, prints them as JSON and writes them to ``--out``.
 
 The headline's ``trust`` block sums up the attacks of the outside review (issue 12): upload races
 across users, extreme inputs and config overrides over HTTP, the entity-cost DoS under a deadline,
 cross-user oracles, traces after delete and update. It gives the attacks tried, the HTTP requests
 they sent, the 5xx answers seen (must be 0), the bytes of deleted text found in the file (must be 0)
-and the worst retrieval time under the entity attack (must be at most 2 x ``timeout_ms``). Exits
-non-zero if a test failed or one of those three bounds does not hold.
+and the worst retrieval time under the entity attack (must be at most 2 x ``timeout_ms``). The
+deadline attack of issue 41 (2,000-character queries of 300 distinct names over a user of 20,000
+memories each naming 30 of 40 of them, ``timeout_ms=100``) adds its worst retrieval time, bound the
+same way, and how many of its retrievals were cut and still answered with memories. Exits non-zero
+if a test failed or one of those bounds does not hold.
 
 ``--erasure-cost N`` (default 10000, 0 to skip) then measures what erasing deleted text costs on a
 SQLite file of N memories: the latency of a delete and of a content edit with erasure, and with the
@@ -125,7 +128,7 @@ def _erasure_cost(n: int, samples: int = 30) -> dict[str, Any]:
 
 
 #: Figure sets of the outside review's attacks (prefixes of the names the tests report under).
-TRUST_ATTACKS = ("trust_", "entity_", "oracle_", "traces_after_")
+TRUST_ATTACKS = ("trust_", "entity_", "oracle_", "traces_after_", "deadline_")
 
 
 def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -140,6 +143,7 @@ def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     bytes_found = sum(traces) if traces else None
     server_errors = sum(f.get("server_errors", 0) for f in http.values())
     oracles = {name: f for name, f in attacks.items() if name.startswith("oracle_")}
+    deadline = attacks.get("deadline_expensive_query", {})
     return {
         "attacks_tried": len(attacks),
         "attacks": sorted(attacks),
@@ -156,12 +160,20 @@ def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
                                      if "names_and_aliases_read" in f},
         "oracle_probes": sum(f.get("probes", 0) for f in oracles.values()),
         "oracle_leaks": sum(f.get("payloads_changed", 0) + f.get("reused_across_users", 0) for f in oracles.values()),
+        "deadline_attack_worst_ms": deadline.get("worst_ms"),
+        "deadline_attack_timeout_ms": deadline.get("timeout_ms"),
         "bounds_hold": {
             "no_5xx": server_errors == 0 and bool(http),
             "no_deleted_text": bytes_found == 0,
             "entity_attack_within_2x_timeout": worst is not None and timeout is not None and worst <= 2 * timeout,
+            "deadline_attack_within_2x_timeout": _within_2x(deadline),
         },
     }
+
+
+def _within_2x(figures: dict[str, Any]) -> bool:
+    worst, timeout = figures.get("worst_ms"), figures.get("timeout_ms")
+    return worst is not None and timeout is not None and worst <= 2 * timeout
 
 
 def main() -> int:
@@ -202,6 +214,7 @@ def main() -> int:
     fuzz = summary["figures"].get("fuzz_inputs", {})
     traces = summary["figures"].get("traces_after_delete", {})
     entity_attack = summary["figures"].get("entity_alias_attack", {})
+    deadline_attack = summary["figures"].get("deadline_expensive_query", {})
     summary["headline"] = {
         "kills_survived": crash.get("kills_survived"),
         "kills": crash.get("kills"),
@@ -220,6 +233,10 @@ def main() -> int:
         "entity_attack": {key: entity_attack.get(key) for key in (
             "worst_ms", "p50_ms", "no_entities_worst_ms", "no_entities_p50_ms", "worst_understand_ms", "timeout_ms",
             "retrievals", "timeouts", "other_errors")},
+        # 300-word queries over 20,000 memories naming 30 of 40 names each; must stay <= 2 x timeout_ms.
+        "deadline_attack": {key: deadline_attack.get(key) for key in (
+            "worst_ms", "p50_ms", "worst_over_timeout", "no_deadline_ms", "timeout_ms", "memories", "retrievals",
+            "cut", "cut_with_memories", "timeouts_without_memories", "other_errors")},
         "trust": _trust(summary["figures"]),
         "tests_failed": outcomes["failed"] + outcomes["errors"],
         "known_bugs_pinned_as_xfail": outcomes["xfailed"],

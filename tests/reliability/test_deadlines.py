@@ -204,7 +204,7 @@ def test_expensive_query_attack_answers_within_its_deadline(tmp_path: Path) -> N
         "worst_ms": round(max(wall_ms), 1), "p50_ms": round(statistics.median(wall_ms), 1),
         "worst_over_timeout": round(max(wall_ms) / ATTACK_TIMEOUT_MS, 2), "no_deadline_ms": round(no_deadline_ms, 1),
         "cut": len(cut), "cut_with_memories": sum(bool(r.memories) for r in cut),
-        "timeouts_without_memories": sum(c == "TIMEOUT" and not r.memories for c, r in zip(codes, results)),
+        "timeouts_without_memories": sum(_code(r) == "TIMEOUT" and not r.memories for r in results),
         "other_errors": sum(c not in (None, "TIMEOUT") for c in codes),
     }
     report("deadline_expensive_query", figures)
