@@ -117,7 +117,7 @@ def test_a_slow_source_is_cut_at_the_deadline_and_the_others_answer(each_backend
 
 
 def test_a_deadline_during_the_answer_still_bounds_the_retrieval(each_backend: Memory) -> None:
-    """Past the deadline the answer's own reads (the candidates' records) are cut half a deadline
+    """Past the deadline the answer's own reads (the candidates' records) are cut a quarter of a deadline
     later: a store that stalls there gives the TIMEOUT fallback within 2 x ``timeout_ms``, never a
     wait for the store."""
     memory = each_backend
