@@ -205,9 +205,10 @@ class Pipeline:
             domain = self.executor.submit(self._query_domain, self.domain_source, plan)
         query_vec = None
         if embedding is not None:
-            # Waited for only until the deadline: a long query on a loaded machine embeds for longer
-            # than the whole retrieval may take (the work finishes on the worker, unused).
-            query_vec = optional("embed", lambda: until(embedding, budget.soft, "embedding the query"), None)
+            # Waited for only until most of the deadline has passed: a long query on a loaded machine
+            # embeds for longer than the whole retrieval may take (the work finishes on the worker,
+            # unused), and the other sources answer without it.
+            query_vec = optional("embed", lambda: until(embedding, budget.embedded_by, "embedding the query"), None)
 
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
             return optional(f"candidates.{name}", call, [])

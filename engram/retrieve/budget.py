@@ -4,7 +4,8 @@ Until the deadline (``RetrievalConfig.timeout_ms``) every stage runs, and each s
 when the deadline passes (:mod:`engram.deadline`). A stage the answer can do without (a candidate
 source, the query's embedding, the entity table, the conversation neighbours, the second hop,
 reinforcement, the domain source) is *cut* when it is still running at the deadline, or not
-started once the deadline has passed; its name goes to ``metadata.cut_stages``. What the answer
+started once the deadline has passed; its name goes to ``metadata.cut_stages``. The embedding is
+waited for until three quarters of the deadline only, so that the other sources still answer. What the answer
 needs (reading and ranking the candidates found, selecting among them) then runs on, its store
 reads cut at :attr:`Budget.hard`, a quarter of a deadline later: a retrieval past its deadline
 answers with the best of what the sources that finished found, within about 1.25 x ``timeout_ms``
@@ -23,7 +24,7 @@ from typing import TypeVar
 from engram.deadline import reads_until
 from engram.errors import DeadlineExceeded
 
-__all__ = ["HARD_SHARE", "PARTIAL", "Budget", "until"]
+__all__ = ["EMBED_RESERVE", "HARD_SHARE", "PARTIAL", "Budget", "until"]
 
 T = TypeVar("T")
 
@@ -31,6 +32,10 @@ T = TypeVar("T")
 #: stages (reading ~70 candidates by id, ranking and selecting them) take a few ms, 10-30 on two
 #: cores at a load average of 14, where 1.5 let the expensive-query attack reach 2.47 x timeout_ms.
 HARD_SHARE = 1.25
+#: The share of the deadline kept for the other sources when the query's embedding is late: it is
+#: waited for until three quarters of the deadline. A 2,000-character query embedded for longer
+#: than its whole 200 ms deadline on a loaded machine, and waiting for it left no source any time.
+EMBED_RESERVE = 0.25
 
 #: ``metadata.error`` of a retrieval answered past its deadline from the stages that finished.
 PARTIAL = {
@@ -48,6 +53,7 @@ class Budget:
         self.timeout_ms = timeout_ms
         self.soft = None if timeout_ms is None else now + timeout_ms / 1000
         self.hard = None if timeout_ms is None else now + HARD_SHARE * timeout_ms / 1000
+        self.embedded_by = None if timeout_ms is None else now + (1 - EMBED_RESERVE) * timeout_ms / 1000
         self.cut: list[str] = []
 
     def passed(self) -> bool:
