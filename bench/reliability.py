@@ -6,8 +6,8 @@ Runs ``tests/reliability`` under pytest with ``ENGRAM_LONG=1`` (200 SIGKILLs, 60
 3 readers per backend, 5x the fuzz cases and isolation examples, 10,000 attacking entities), collects
 the figures each test reports (kills survived, memories lost, ops/s and errors, fuzz cases and
 failures, bytes of deleted or edited text still in the SQLite file, retrieval times under the
-entity-cost attack with a 200 ms deadline) and the pass / fail / xfail counts, prints them as JSON
-and writes them to ``--out``.
+entity-cost attack with a 200 ms deadline and under the expensive-query attack with a 100 ms one)
+and the pass / fail / xfail counts, prints them as JSON and writes them to ``--out``.
 
 The headline's ``trust`` block sums up the attacks of the outside review (issue 12): upload races
 across users, extreme inputs and config overrides over HTTP, the entity-cost DoS under a deadline,
@@ -19,8 +19,11 @@ indexes were written again following a delete, an update and a forget (0), the s
 files' modes against the database's (none wider), files left after a save killed midway and a
 forget or reopen (0), a sweep of one-byte corruptions of the saved files (none may raise or answer
 otherwise than SQL), a saved file truncated under a process that maps it (it must live), edits of a
-record shared through ``also=["kb"]`` (all refused) and an oversize item of a batch (named). Exits
-non-zero if a test failed or one of those bounds does not hold.
+record shared through ``also=["kb"]`` (all refused) and an oversize item of a batch (named). The
+deadline attack of issue 41 (2,000-character queries of 300 distinct names over a user of 20,000
+memories each naming 30 of 40 of them, ``timeout_ms=100``) adds its worst retrieval time, bound the
+same way, and how many of its retrievals were cut and still answered with memories. Exits non-zero
+if a test failed or one of those bounds does not hold.
 
 ``--erasure-cost N`` (default 10000, 0 to skip) then measures what erasing deleted text costs on a
 SQLite file of N memories: the latency of a delete and of a content edit with erasure, and with the
@@ -131,7 +134,7 @@ def _erasure_cost(n: int, samples: int = 30) -> dict[str, Any]:
 
 
 #: Figure sets of the outside review's attacks (prefixes of the names the tests report under).
-TRUST_ATTACKS = ("trust_", "entity_", "oracle_", "traces_after_")
+TRUST_ATTACKS = ("trust_", "entity_", "oracle_", "traces_after_", "deadline_")
 
 
 def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -146,6 +149,7 @@ def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     bytes_found = sum(traces) if traces else None
     server_errors = sum(f.get("server_errors", 0) for f in http.values())
     oracles = {name: f for name, f in attacks.items() if name.startswith("oracle_")}
+    deadline = attacks.get("deadline_expensive_query", {})
     return {
         "attacks_tried": len(attacks),
         "attacks": sorted(attacks),
@@ -162,10 +166,13 @@ def _trust(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
                                      if "names_and_aliases_read" in f},
         "oracle_probes": sum(f.get("probes", 0) for f in oracles.values()),
         "oracle_leaks": sum(f.get("payloads_changed", 0) + f.get("reused_across_users", 0) for f in oracles.values()),
+        "deadline_attack_worst_ms": deadline.get("worst_ms"),
+        "deadline_attack_timeout_ms": deadline.get("timeout_ms"),
         "bounds_hold": {
             "no_5xx": server_errors == 0 and bool(http),
             "no_deleted_text": bytes_found == 0,
             "entity_attack_within_2x_timeout": worst is not None and timeout is not None and worst <= 2 * timeout,
+            "deadline_attack_within_2x_timeout": _within_2x(deadline),
         },
     }
 
@@ -204,6 +211,9 @@ def _side_files(figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "oversize_item_named": oversize.get("field") == "memories[17].content",
         },
     }
+def _within_2x(figures: dict[str, Any]) -> bool:
+    worst, timeout = figures.get("worst_ms"), figures.get("timeout_ms")
+    return worst is not None and timeout is not None and worst <= 2 * timeout
 
 
 def main() -> int:
@@ -244,6 +254,7 @@ def main() -> int:
     fuzz = summary["figures"].get("fuzz_inputs", {})
     traces = summary["figures"].get("traces_after_delete", {})
     entity_attack = summary["figures"].get("entity_alias_attack", {})
+    deadline_attack = summary["figures"].get("deadline_expensive_query", {})
     summary["headline"] = {
         "kills_survived": crash.get("kills_survived"),
         "kills": crash.get("kills"),
@@ -262,6 +273,10 @@ def main() -> int:
         "entity_attack": {key: entity_attack.get(key) for key in (
             "worst_ms", "p50_ms", "no_entities_worst_ms", "no_entities_p50_ms", "worst_understand_ms", "timeout_ms",
             "retrievals", "timeouts", "other_errors")},
+        # 300-word queries over 20,000 memories naming 30 of 40 names each; must stay <= 2 x timeout_ms.
+        "deadline_attack": {key: deadline_attack.get(key) for key in (
+            "worst_ms", "p50_ms", "worst_over_timeout", "no_deadline_ms", "timeout_ms", "memories", "retrievals",
+            "cut", "cut_with_memories", "timeouts_without_memories", "other_errors")},
         "trust": _trust(summary["figures"]),
         "side_files": _side_files(summary["figures"]),
         "tests_failed": outcomes["failed"] + outcomes["errors"],

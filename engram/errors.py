@@ -14,7 +14,7 @@
     │   └── EmbedderMismatch         EMBEDDER_MISMATCH  vectors of another model are stored (409)
     ├── EmbedderError                EMBEDDER_ERROR  the model could not load or run (503)
     ├── RateLimited                  RATE_LIMITED    too many requests for one API key (retrieval policy: cache; 429)
-    ├── DeadlineExceeded             TIMEOUT         a retrieval ran past RetrievalConfig.timeout_ms (skip)
+    ├── DeadlineExceeded             TIMEOUT         a retrieval passed RetrievalConfig.timeout_ms (partial, else skip)
     ├── Unauthorized                 UNAUTHORIZED    the HTTP service got no valid API key (401)
     ├── Forbidden                    FORBIDDEN       the API key may not touch that user, or is not an admin key (403)
     └── ServiceError                 SERVICE_ERROR   any other answer of the HTTP service; ``code`` and ``status``

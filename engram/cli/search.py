@@ -74,4 +74,6 @@ def explain(result: Any) -> str:
         lines.append(f"   why: {'; '.join(entry.reasons) or '-'}")
     if meta.error:
         lines.append(f"error: {meta.error['code']} (fallback {meta.error['fallback']})")
+    if meta.cut_stages:
+        lines.append("cut at the deadline: " + ", ".join(meta.cut_stages))
     return "\n".join(lines)

@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -26,9 +25,10 @@ from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
 from engram.ingest.entities import speaker_entity
-from engram.ingest.entity_index import EntityIndexes
+from engram.ingest.entity_index import EntityIndex, EntityIndexes
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
+from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, now_bucket, retrieval_bytes
 from engram.retrieve.candidates import gather, matches, ranked_limit
 from engram.retrieve.columns import Known
@@ -156,8 +156,9 @@ class Pipeline:
         except StoreError as exc:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
             return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
-        if config.cache_ttl > 0:
+        if config.cache_ttl > 0 and not result.metadata.cut_stages:
             # Dropped if this user was written to while it ran: it may hold what was just deleted.
+            # An answer cut by its deadline is not kept: the next asking may have the time for all of it.
             self.cache.put(user_id, key, result, ttl=config.cache_ttl, generation=generation)
         self.metrics.increment("retrieval.cache_misses")
         self._observe(result, cached=False)
@@ -169,7 +170,7 @@ class Pipeline:
         embedding: Future[Any] | None,
     ) -> Retrieval:
         stage_ms: dict[str, float] = {}
-        deadline = None if config.timeout_ms is None else time.perf_counter() + config.timeout_ms / 1000
+        budget = Budget(config.timeout_ms)  # see engram.retrieve.budget: what runs past the deadline
 
         def timed(name: str, call: Callable[[], T]) -> T:
             t0 = time.perf_counter()
@@ -177,17 +178,23 @@ class Pipeline:
                 return call()
             finally:
                 stage_ms[name] = stage_ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000
-                # Checked between stages, and within entity matching (the one stage whose cost grows
-                # with the user's data): the overrun is one bounded step.
-                if deadline is not None and time.perf_counter() > deadline:
-                    raise DeadlineExceeded(f"retrieval passed its {config.timeout_ms} ms deadline after {name}")
+
+        def optional(name: str, call: Callable[[], T], default: T) -> T:
+            return budget.optional(name, lambda: timed(name, call), default)
 
         tuned = self.weights_by_strategy(user_id)
-        index = timed("understand", lambda: self.entity_indexes.get(self.store, user_id, version, deadline))
-        plan = timed(
-            "understand",
-            lambda: understand(query, now=now, known_entities=index, weights_by_strategy=tuned, deadline=deadline),
-        )
+        # Without the entity table (still being read at the deadline) a query's names are mentions.
+        table: EntityIndex | None = budget.optional("entities", lambda: timed(
+            "understand", lambda: self.entity_indexes.get(self.store, user_id, version, budget.soft)), None)
+        plan: QueryPlan | None = None
+        if table is not None:
+            ready = table
+            plan = budget.optional("entities", lambda: timed("understand", lambda: understand(
+                query, now=now, known_entities=ready, weights_by_strategy=tuned, deadline=budget.soft)), None)
+        index = table if table is not None and plan is not None else EntityIndex()
+        if plan is None:
+            plan = timed("understand", lambda: understand(
+                query, now=now, known_entities=index, weights_by_strategy=tuned))
         if config.weights is not None:
             weights_source = "config"
         else:
@@ -198,17 +205,19 @@ class Pipeline:
             domain = self.executor.submit(self._query_domain, self.domain_source, plan)
         query_vec = None
         if embedding is not None:
-            # Waited for only until the deadline: a long query on a loaded machine embeds for longer
-            # than the whole retrieval may take (the work finishes on the worker, unused).
-            query_vec = timed("embed", lambda: _until(embedding, deadline, config.timeout_ms))
+            # Waited for only until most of the deadline has passed: a long query on a loaded machine
+            # embeds for longer than the whole retrieval may take (the work finishes on the worker,
+            # unused), and the other sources answer without it.
+            query_vec = optional("embed", lambda: until(embedding, budget.embedded_by, "embedding the query"), None)
 
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
-            return timed(f"candidates.{name}", call)
+            return optional(f"candidates.{name}", call, [])
 
         prefetched: dict[str, MemoryRecord] = {}
 
-        def prefetch(ids: list[str]) -> None:
-            prefetched.update((r.id, r) for r in timed("fetch", lambda: reads.fetch(user_id, ids)))
+        def prefetch(ids: list[str]) -> None:  # only early: what it misses, load() reads
+            none: list[MemoryRecord] = []
+            prefetched.update((r.id, r) for r in optional("prefetch", lambda: reads.fetch(user_id, ids), none))
 
         found = gather(
             reads, user_id=user_id, plan=plan, query_vec=query_vec, config=config,
@@ -231,8 +240,9 @@ class Pipeline:
             records.extend(fresh)
             speakers.update((r.id, who) for r in fresh if r.role and (who := speaker_entity(r.role, index)))
             vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
-            neighbors.update(timed("neighbors", lambda: reads.session_neighbors(
-                user_id, [r.id for r in fresh if r.session_id is not None])))
+            alone: dict[str, tuple[str, ...]] = {}
+            neighbors.update(optional("neighbors", lambda: reads.session_neighbors(
+                user_id, [r.id for r in fresh if r.session_id is not None]), alone))
 
         similarity_range = self._similarity_range(config)
 
@@ -248,22 +258,22 @@ class Pipeline:
                 asks=plan.asks, speaking=plan.speaking, known=first,
             ))
 
-        load(found.best(ranked_limit(config), config.rrf_k))
-        # A turn's conversation context is its neighbours' relevance: they are scored whether or not a
-        # source found them, so a memory's score does not depend on how deep the sources looked.
-        known = {r.id for r in records}
-        around = [n for r in records for n in neighbors.get(r.id, ()) if n not in known]
-        if around:
-            load(list(dict.fromkeys(around)))
-        ranking = ranked()
-        if config.fusion != "rrf":
-            bridges = bridge_entities(
-                ranking.best(HOP_SEEDS), ranking.records, plan.entities, RELEVANCE_SIGNAL,
-                lambda ids, cap: timed("candidates.hop", lambda: reads.entity_counts(user_id, ids, cap)),
-            )
-            if bridges:
-                hits = timed("candidates.hop", lambda: reads.by_entities(
-                    user_id, list(bridges), HOP_LIMIT, filters))
+        with budget.essential():  # past the deadline too: the answer is read and ranked from what was found
+            load(found.best(ranked_limit(config), config.rrf_k))
+            # A turn's conversation context is its neighbours' relevance: they are scored whether or not a
+            # source found them, so a memory's score does not depend on how deep the sources looked.
+            known = {r.id for r in records}
+            around = [n for r in records for n in neighbors.get(r.id, ()) if n not in known]
+            if around and not budget.passed():
+                load(list(dict.fromkeys(around)))
+            elif around:
+                budget.drop("neighbors")
+            ranking = ranked()
+            hop: tuple[Mapping[str, Mapping[str, float]], list[Hit]] | None = None
+            if config.fusion != "rrf":
+                hop = optional("candidates.hop", lambda: _hop(reads, user_id, ranking, plan.entities, filters), None)
+            if hop is not None and hop[0]:
+                bridges, hits = hop
                 known = {r.id for r in records}
                 load([i for i, _ in hits if i not in known])
                 links = bridged({r.id: r.entities for r in records}, bridges)
@@ -292,13 +302,15 @@ class Pipeline:
                 for e in selection.entries
             ])
         if config.track_access and selection.entries:
-            timed("track_access", lambda: reads.record_access(user_id, [e.id for e in selection.entries], now))
+            optional("track_access", lambda: reads.record_access(user_id, [e.id for e in selection.entries], now), None)
         suppressed = 0
         versioned = [e.id for e in selection.entries if e.record is not None and e.record.kind in truth.VERSIONED_KINDS]
         if not config.include_superseded and as_of is None and versioned:
             # How many older versions of the returned facts and documents current truth held back
             # (only those kinds have versions: the read is spared when none is returned).
-            suppressed = len(reads.by_links(user_id, versioned, 1000, ["supersedes"]))
+            older: list[Hit] = []
+            suppressed = len(optional("suppressed", lambda: reads.by_links(
+                user_id, versioned, 1000, ["supersedes"]), older))
         applied = list(filters.describe())
         if as_of is not None:
             applied.append("as_of")
@@ -306,9 +318,12 @@ class Pipeline:
             applied.append("score_threshold")
         applied.extend(selection.applied_filters)
         rows: tuple[Mapping[str, Any], ...] = ()
-        error = None
+        error: Mapping[str, str] | None = None
         if domain is not None:
-            rows, error = timed("domain", domain.result)
+            task, unanswered = domain, (rows, error)
+            rows, error = optional("domain", lambda: until(task, budget.soft, "asking the domain source"), unanswered)
+        if budget.cut:  # the deadline's answer: what the stages that finished found, and which did not
+            error = PARTIAL
         metadata = RetrievalMetadata(
             query_time_ms=(time.perf_counter() - started) * 1000,
             total_results=len(records),
@@ -329,6 +344,7 @@ class Pipeline:
             mmr_removed=selection.mmr_removed,
             beyond_top_k=selection.beyond_top_k,
             budget_removed=selection.budget_removed,
+            cut_stages=tuple(budget.cut),
         )
         result = Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now, domain_rows=rows)
         if self.log_retrievals and result.memories:
@@ -400,12 +416,15 @@ class Pipeline:
         self.metrics.observe("retrieval.cache_hit_rate", 1.0 if cached else 0.0)
 
 
-def _until(future: Future[T], deadline: float | None, timeout_ms: float | None) -> T:
-    """``future``'s result, or DeadlineExceeded once ``deadline`` (a perf_counter time) passes."""
-    try:
-        return future.result(timeout=None if deadline is None else max(0.0, deadline - time.perf_counter()))
-    except FutureTimeout:
-        raise DeadlineExceeded(f"retrieval passed its {timeout_ms} ms deadline while embedding the query") from None
+def _hop(
+    reads: RetrievalReads, user_id: str, ranking: Ranking, entities: tuple[str, ...], filters: Filters
+) -> tuple[Mapping[str, Mapping[str, float]], list[Hit]]:
+    """The second hop's bridge entities and the memories naming them (none without bridges)."""
+    bridges = bridge_entities(
+        ranking.best(HOP_SEEDS), ranking.records, entities, RELEVANCE_SIGNAL,
+        lambda ids, cap: reads.entity_counts(user_id, ids, cap),
+    )
+    return bridges, (reads.by_entities(user_id, list(bridges), HOP_LIMIT, filters) if bridges else [])
 
 
 def _mark(result: Retrieval, *, cached: bool, error: str | None) -> Retrieval:

@@ -116,6 +116,9 @@ class RetrievalMetadata:
     mmr_removed: int = 0
     beyond_top_k: int = 0
     budget_removed: int = 0
+    #: The stages a deadline cut, in order (``engram.retrieve.budget``): the answer was ranked
+    #: without them, and ``error`` is TIMEOUT with the "partial" fallback.
+    cut_stages: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -140,6 +143,8 @@ class RetrievalMetadata:
         }
         if self.error is not None:
             out["error"] = dict(self.error)
+        if self.cut_stages:
+            out["cutStages"] = list(self.cut_stages)
         return out
 
 

@@ -32,7 +32,8 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engram.config import vector_cache_bytes
-from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
+from engram.deadline import check, read_deadline, remaining_ms
+from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
 from engram.stores.postgres import distributed, schema
@@ -110,10 +111,21 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
     # -- plumbing ---------------------------------------------------------------------------------
     @contextmanager
     def _tx(self) -> Iterator[Conn]:
-        """One pooled connection in one transaction (committed on success, rolled back on error)."""
+        """One pooled connection in one transaction (committed on success, rolled back on error).
+
+        Inside a retrieval's read deadline (:mod:`engram.deadline`) its statements are cancelled
+        when the deadline passes (``statement_timeout`` for this transaction), as DeadlineExceeded."""
+        deadline = read_deadline()
+        check(deadline, "before a store read")
         try:
             with self._pool.connection() as conn:
+                if deadline is not None:
+                    conn.execute(f"SET LOCAL statement_timeout = {remaining_ms(deadline)}")
                 yield conn
+        except psycopg.errors.QueryCanceled as exc:
+            if deadline is None:
+                raise StoreError(f"postgres: {exc}") from exc
+            raise DeadlineExceeded("retrieval passed its deadline during a store read (statement cancelled)") from None
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StoreUnavailable(f"postgres: {exc}") from exc
         except psycopg.Error as exc:

@@ -27,6 +27,7 @@ from engram.stores.sqlite import side_files
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.erasure import ErasureMixin
+from engram.stores.sqlite.interrupt import fetch_all
 from engram.stores.sqlite.keyword import KeywordMixin
 from engram.stores.sqlite.mapping import FileMap
 from engram.stores.sqlite.readers import ReadPool, read_only
@@ -169,16 +170,16 @@ class SQLiteStore(
         if readers is None or self._lock_owner == threading.get_ident():
             # Inside the lock this thread may be in a write transaction, whose own rows only the
             # writer sees.
-            return self._retry(lambda: self._conn.execute(sql, params).fetchall())
+            return self._retry(lambda: fetch_all(self._conn, sql, params))
         # The writer's connection while nobody holds it: its page cache stays warm, where every
         # commit (each retrieval logs one) makes the readers drop theirs (100k memories, one client:
         # retrieve p50 +1-2 ms on readers alone). A reader when a write or another read has it.
         if self._lock.acquire(blocking=False):
             try:
-                return self._retry(lambda: self._conn.execute(sql, params).fetchall())
+                return self._retry(lambda: fetch_all(self._conn, sql, params))
             finally:
                 self._lock.release()
-        return self._retry(lambda: readers.run(lambda c: c.execute(sql, params).fetchall()), locked=False)
+        return self._retry(lambda: readers.run(lambda c: fetch_all(c, sql, params)), locked=False)
 
     def _read_data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
