@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from engram.errors import ValidationError
+from engram.ingest.triples import format_semantic_triple
 from engram.retrieve.interleave import interleave_orders
 
 __all__ = [
@@ -100,20 +101,6 @@ MAX_ROLE_CHARS = 24
 LINE_FRAME_CHARS = 25 + MAX_ROLE_CHARS
 _ROLE_LABEL = re.compile(rf"[^\W\d](?:[^\W\d]|[ '_-]){{0,{MAX_ROLE_CHARS - 1}}}")
 
-#: The augmentation format's predicate templates, plus common predicates an extractor is likely to emit.
-_TRIPLE_TEMPLATES: Mapping[str, str] = {
-    "has_property": "{s} has {o}",
-    "has": "{s} has {o}",
-    "related_to": "{s} is related to {o}",
-    "prefers": "{s} prefers {o}",
-    "is_a": "{s} is a {o}",
-    "located_in": "{s} is located in {o}",
-    "works_at": "{s} works at {o}",
-    "likes": "{s} likes {o}",
-    "dislikes": "{s} dislikes {o}",
-    "owns": "{s} owns {o}",
-}
-
 _AUGMENTATION_CLOSING = (
     "Use this context to inform your response, but be clear about what you know vs. what you're inferring."
 )
@@ -166,18 +153,6 @@ def _group(entries: Iterable[Shown], key: Callable[[Shown], str]) -> dict[str, l
     for entry in entries:
         groups.setdefault(key(entry), []).append(entry)
     return groups
-
-
-def format_semantic_triple(subject: str, predicate: str, object: str) -> str:
-    """A fact triple as a sentence (the augmentation templates; unknown predicates read as words).
-
-    For callers that phrase a triple as a memory's content; prompts print the content itself.
-    """
-    normalized = predicate.strip().lower().replace(" ", "_").replace("-", "_")
-    template = _TRIPLE_TEMPLATES.get(normalized)
-    if template is None:
-        return f"{subject} {predicate.replace('_', ' ')} {object}"
-    return template.format(s=subject, o=object)
 
 
 def format_time_ago(then: datetime, now: datetime | None = None) -> str:
