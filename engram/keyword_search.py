@@ -41,7 +41,7 @@ from engram.context import context_of
 from engram.errors import ValidationError
 from engram.ext import SUBSTRING_MIN
 from engram.model import KINDS, Filters, Hit, MemoryRecord
-from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
+from engram.retrieve.cache import RetrievalCache, make_key
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
 from engram.text import keyword_terms, words
 from engram.validate import choice, integer, seconds, to_utc, unit
@@ -308,8 +308,8 @@ def search_with_cache(
 
     The key holds the user's write generation, which every write through ``Memory`` bumps, and the
     store's change token, which writes by other processes change, so a write anywhere makes older
-    answers unreachable. An explicit ``now`` is part of the key (to the minute); without one,
-    recency drifts by at most ``cache_ttl`` while an answer is cached.
+    answers unreachable. An explicit ``now`` is part of the key as given; without one, the clock is not
+    (it would end an answer at a clock boundary, not its TTL), and recency drifts by at most ``cache_ttl``.
     """
     ctx = context_of(source)
     q = _query(ctx, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
@@ -322,7 +322,7 @@ def search_with_cache(
     token = ctx.store.change_token(q.user)
     key = make_key(
         "keyword_search", q.keywords, q.kind, q.min_importance, q.limit, q.recency_boost, q.match_mode,
-        None if q.now is None else now_bucket(q.now), written, token,
+        q.now, written, token,
     )
     cached = cache.get(q.user, key)
     if cached is not None:
