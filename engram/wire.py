@@ -109,6 +109,7 @@ class ConfigOverrides(BaseModel):
     search_type: Literal["hybrid", "semantic", "keyword"] | None = None
     min_score: float | None = None
     interleave: Literal["alternate", "score_first", "recency_first"] | None = None
+    interleave_ratio: float | None = None
     mmr_lambda: float | None = None
     dedup: bool | None = None
     fusion: Literal["signals", "rrf"] | None = None

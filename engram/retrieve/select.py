@@ -186,14 +186,14 @@ def mmr(
     return [ordered[i] for i in order]
 
 
-def interleave(items: Sequence[Scored], strategy: str, k: int) -> list[Scored]:
+def interleave(items: Sequence[Scored], strategy: str, k: int, ratio: float | None = None) -> list[Scored]:
     """The retrieval policy's ``interleaveResults``: up to ``k`` items, each id once.
 
     ``alternate`` takes the best-scored unused item, then the newest unused item, and so on;
     ``score_first`` and ``recency_first`` use one order only. Ties fall back to the id.
     """
     by_score, by_recency = _by_score(items), _by_recency(items)
-    return interleave_orders(by_score, by_recency, strategy, k, key=lambda s: s.record.id)
+    return interleave_orders(by_score, by_recency, strategy, k, key=lambda s: s.record.id, ratio=ratio)
 
 
 def estimate_tokens(text: str) -> int:

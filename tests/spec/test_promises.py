@@ -82,3 +82,57 @@ def test_a_relative_query_is_cached_by_the_range_it_resolves_to(each_backend: Me
     assert after.metadata.time_range.start == before.metadata.time_range.start + timedelta(days=1)
     clock.advance(15)  # the same day again: the same range, served from the cache
     assert each_backend.retrieve("What did Acme order yesterday?", user_id="u", config=config).metadata.cached
+
+
+# -- 10, 11, 3. prompts in rank order; the specified format; the interleaving ratio ----------------------
+
+
+def _orders(memory: Memory) -> None:
+    memory.add("Acme ordered 40 kg of espresso beans for March", user_id="u", kind="episode",
+               created_at="2026-01-02T10:00:00+00:00")
+    memory.add("Acme's espresso order ships on Fridays", user_id="u", kind="fact",
+               created_at="2026-02-02T10:00:00+00:00")
+    memory.add("When Acme orders espresso: confirm the roast date", user_id="u", kind="procedure",
+               created_at="2026-03-02T10:00:00+00:00")
+
+
+NOW = datetime(2026, 3, 9, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("style", ["policy", "augmentation"])
+def test_the_prompt_starts_with_the_best_memory(each_backend: Memory, style: str) -> None:
+    _orders(each_backend)
+    result = each_backend.retrieve("How much espresso did Acme order?", user_id="u", now=NOW,
+                                   config=RetrievalConfig(min_score=0.0))
+    assert len(result.memories) == 3
+    prompt = result.to_prompt(style=style)
+    first_line = next(line for line in prompt.splitlines() if line.startswith(("- ", "[")))
+    assert result.memories[0].content in first_line
+
+
+def test_the_policy_spec_style_has_the_specified_footer_and_confidence(each_backend: Memory) -> None:
+    each_backend.add("Acme prefers NET30 payment terms", user_id="u", kind="fact")
+    result = each_backend.retrieve("How does Acme pay?", user_id="u", now=NOW)
+    prompt = result.to_prompt(style="policy_spec")
+    assert f"- Acme prefers NET30 payment terms (confidence: {result.memories[0].score:.2f})" in prompt
+    assert prompt.endswith(f"_Retrieved 1 memories in {round(result.metadata.query_time_ms)}ms_\n")
+
+
+def test_the_admin_interleaving_ratio_orders_what_is_presented(each_backend: Memory) -> None:
+    from engram.config import AdminMemorySettings
+
+    _orders(each_backend)
+    query = "How much espresso did Acme order?"
+    orders = {}
+    for ratio in (None, 1.0, 0.0):
+        config = AdminMemorySettings(interleaving_ratio=ratio, min_score=0.0).to_config(RetrievalConfig(cache_ttl=0))
+        result = each_backend.retrieve(query, user_id="u", now=NOW, config=config)
+        assert result.metadata.config["interleaveRatio"] == ratio
+        orders[ratio] = [m.id for m in result.presented()]
+        assert result.to_dict()["presentationOrder"] == orders[ratio]
+        ranked = result.ids()
+    newest = max(each_backend.list(user_id="u"), key=lambda r: r.created_at).id
+    assert orders[1.0] == ranked  # every pick from the best
+    assert orders[0.0][0] == newest  # every pick from the newest
+    assert orders[0.0] != orders[1.0]
+    assert orders[None][0] == ranked[0]
