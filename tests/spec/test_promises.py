@@ -136,3 +136,24 @@ def test_the_admin_interleaving_ratio_orders_what_is_presented(each_backend: Mem
     assert orders[0.0][0] == newest  # every pick from the newest
     assert orders[0.0] != orders[1.0]
     assert orders[None][0] == ranked[0]
+
+
+# -- 5. keyword search without keywords ------------------------------------------------------------------
+
+
+def test_keyword_search_without_keywords_filters_by_type_importance_and_limit_only(each_backend: Memory) -> None:
+    each_backend.add("Acme pays NET30", user_id="u", kind="fact", importance=0.9,
+                     created_at="2026-03-01T10:00:00+00:00")
+    each_backend.add("Bluebird pays on time", user_id="u", kind="fact", importance=0.2,
+                     created_at="2026-03-02T10:00:00+00:00")
+    each_backend.add("Harbor Hotel called", user_id="u", kind="episode", importance=0.9,
+                     created_at="2026-03-03T10:00:00+00:00")
+    found = each_backend.search_keywords([], user_id="u", now=NOW)
+    assert len(found) == 3 and all(r.match_reasons == () for r in found)
+    assert [r.score for r in found] == sorted((r.score for r in found), reverse=True)
+    facts = each_backend.search_keywords([], user_id="u", kind="fact", min_importance=0.5, now=NOW)
+    assert [r.record.content for r in facts] == ["Acme pays NET30"]
+    assert len(each_backend.search_keywords("", user_id="u", limit=2, now=NOW)) == 2
+    # Keywords given still filter: only matches come back.
+    assert [r.record.content for r in each_backend.search_keywords(["hotel"], user_id="u", now=NOW)] == [
+        "Harbor Hotel called"]
