@@ -157,3 +157,53 @@ def test_keyword_search_without_keywords_filters_by_type_importance_and_limit_on
     # Keywords given still filter: only matches come back.
     assert [r.record.content for r in each_backend.search_keywords(["hotel"], user_id="u", now=NOW)] == [
         "Harbor Hotel called"]
+
+
+# -- 6, 7, 12. recall: the specifications' kind names, linked memories of any status, feedback's clock -------
+
+
+@pytest.mark.parametrize(("alias", "kind"), [("semantic", "fact"), ("episodic", "episode"),
+                                              ("procedural", "procedure"), ("Semantic", "fact")])
+def test_recall_by_kind_accepts_the_specification_type_names(each_backend: Memory, alias: str, kind: str) -> None:
+    _orders(each_backend)
+    found = each_backend.recall_by_kind(alias, user_id="u")
+    assert [m.record.kind for m in found.memories] == [kind]
+    assert [m.record.kind for m in each_backend.recall(None, user_id="u", mode="recent", kind=alias).memories] == [
+        kind]
+
+
+def test_recall_by_kind_still_refuses_an_unknown_kind(each_backend: Memory) -> None:
+    from engram.errors import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        each_backend.recall_by_kind("semantics", user_id="u")
+    assert info.value.field == "kind" and "semantic" in str(info.value)
+
+
+def test_recall_linked_reaches_the_superseded_fact_once(each_backend: Memory) -> None:
+    older = each_backend.add("Acme prefers NET30", user_id="u", kind="fact", subject="Acme",
+                             predicate="prefers", object="NET30", created_at="2026-03-01T10:00:00+00:00")
+    newer = each_backend.add("Acme prefers NET60", user_id="u", kind="fact", subject="Acme",
+                             predicate="prefers", object="NET60", created_at="2026-03-05T10:00:00+00:00")
+    assert each_backend.get(older.id, user_id="u").status == "superseded"
+    linked = each_backend.recall_linked(newer.id, user_id="u")
+    assert [m.record.id for m in linked.memories] == [older.id]
+    assert linked.memories[0].record.status == "superseded"
+    both = each_backend.recall_linked(older.id, user_id="u", direction="both")
+    assert [m.record.id for m in both.memories] == [newer.id]  # once, though two links join them
+    types = {link.type for link in each_backend.links(newer.id, user_id="u")}
+    for link_type in types:
+        assert _link_label(link_type) in both.memories[0].reason
+
+
+def _link_label(link_type: str) -> str:
+    return "".join(part.capitalize() for part in link_type.split("_"))
+
+
+def test_feedback_records_access_at_the_callers_now(each_backend: Memory) -> None:
+    each_backend.add("Acme prefers NET30 payment terms", user_id="u", kind="fact",
+                     created_at="2026-03-01T10:00:00+00:00")
+    result = each_backend.retrieve("How does Acme pay?", user_id="u", now=NOW)
+    used = result.memories[0].id
+    each_backend.feedback(result.metadata.retrieval_id or "", [used], user_id="u", now=NOW)
+    assert each_backend.get(used, user_id="u").last_accessed_at == NOW
