@@ -117,6 +117,7 @@ class ConfigOverrides(BaseModel):
     candidate_limit: int | None = None
     keyword_weight: float | None = None
     include_superseded: bool | None = None
+    budget_rules: Literal["merged", "policy", "pipeline"] | None = None
 
 
 #: The ``RetrievalConfig`` fields a request may override (declared once, by the model above).
