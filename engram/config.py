@@ -193,10 +193,13 @@ class RetrievalConfig:
     rrf_k: int = 60
     timeout_ms: float | None = 5000.0
     budget_rules: str = "merged"
+    min_similarity: float | None = None
 
     def __post_init__(self) -> None:
         _check_int("top_k", self.top_k, 1, 1000)
         _check_choice("budget_rules", self.budget_rules, ("merged", "policy", "pipeline"))
+        if self.min_similarity is not None:
+            _check_range("min_similarity", self.min_similarity, -1.0, 1.0)
         if self.clip_sentences is not None:
             _check_int("clip_sentences", self.clip_sentences, 1, 50)
         if self.max_tokens is not None:

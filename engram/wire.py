@@ -118,6 +118,7 @@ class ConfigOverrides(BaseModel):
     keyword_weight: float | None = None
     include_superseded: bool | None = None
     budget_rules: Literal["merged", "policy", "pipeline"] | None = None
+    min_similarity: float | None = None
 
 
 #: The ``RetrievalConfig`` fields a request may override (declared once, by the model above).

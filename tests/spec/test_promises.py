@@ -246,3 +246,18 @@ def test_retrieval_fits_its_budget_by_the_configured_rules(each_backend: Memory)
     pipeline = each_backend.retrieve("Acme", user_id="u", now=NOW, config=config.with_(budget_rules="pipeline"))
     assert [m.type for m in merged.memories] == ["summary"] and merged.memories[0].content.endswith("...")
     assert [m.type for m in pipeline.memories] == ["fact"]  # the summary does not fit in 20 tokens: skipped
+
+
+# -- 8. the semantic source's similarity floor --------------------------------------------------------------
+
+
+def test_the_semantic_source_drops_hits_below_min_similarity(each_backend: Memory) -> None:
+    each_backend.add("Acme prefers NET30 payment terms", user_id="u", kind="fact")
+    each_backend.add("zebra quartz violin", user_id="u", kind="fact")
+    config = RetrievalConfig(min_score=0.0, cache_ttl=0, search_type="semantic")
+    everything = each_backend.retrieve("Acme payment terms", user_id="u", now=NOW, config=config)
+    assert len(everything.memories) == 2
+    floored = each_backend.retrieve("Acme payment terms", user_id="u", now=NOW,
+                                    config=config.with_(min_similarity=0.99))
+    assert [m.content for m in floored.memories if "semantic" in " ".join(m.reasons)] == []
+    assert len(floored.memories) < 2
