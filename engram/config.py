@@ -177,6 +177,7 @@ class RetrievalConfig:
     search_type: str = "hybrid"
     min_score: float = 0.1
     interleave: str = "alternate"
+    interleave_ratio: float | None = None
     mmr_lambda: float = 0.7
     dedup: bool = True
     redaction: RedactionConfig = field(default_factory=RedactionConfig)
@@ -191,9 +192,14 @@ class RetrievalConfig:
     cache_ttl: float = 60.0
     rrf_k: int = 60
     timeout_ms: float | None = 5000.0
+    budget_rules: str = "merged"
+    min_similarity: float | None = None
 
     def __post_init__(self) -> None:
         _check_int("top_k", self.top_k, 1, 1000)
+        _check_choice("budget_rules", self.budget_rules, ("merged", "policy", "pipeline"))
+        if self.min_similarity is not None:
+            _check_range("min_similarity", self.min_similarity, -1.0, 1.0)
         if self.clip_sentences is not None:
             _check_int("clip_sentences", self.clip_sentences, 1, 50)
         if self.max_tokens is not None:
@@ -201,6 +207,8 @@ class RetrievalConfig:
         _check_choice("search_type", self.search_type, ("hybrid", "semantic", "keyword"))
         _check_range("min_score", self.min_score, 0.0, 1.0)
         _check_choice("interleave", self.interleave, ("alternate", "score_first", "recency_first"))
+        if self.interleave_ratio is not None:
+            _check_range("interleave_ratio", self.interleave_ratio, 0.0, 1.0)
         _check_range("mmr_lambda", self.mmr_lambda, 0.0, 1.0)
         _check_choice("fusion", self.fusion, ("signals", "rrf"))
         _check_int("overfetch", self.overfetch, 1, 20)
@@ -235,6 +243,7 @@ class RetrievalConfig:
             "searchType": self.search_type,
             "minScore": self.min_score,
             "interleave": self.interleave,
+            "interleaveRatio": self.interleave_ratio,
             "mmrLambda": self.mmr_lambda,
             "dedup": self.dedup,
             "redaction": self.redaction.enabled,
@@ -287,6 +296,7 @@ class AdminMemorySettings:
             search_type=self.search_type,
             min_score=self.min_score,
             interleave=self.interleaving_strategy,
+            interleave_ratio=self.interleaving_ratio,
             redaction=RedactionConfig(
                 enabled=self.enable_redaction,
                 patterns=DEFAULT_REDACTION_PATTERNS + tuple(self.custom_redaction_patterns),

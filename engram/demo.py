@@ -187,8 +187,7 @@ def show_truth(memory: Memory, config: RetrievalConfig) -> None:
     facts = [m.content for m in then.memories if m.type == "fact"]
     print(f"retrieve as_of ten days ago: {facts[0] if facts else '-'}")
     print("\nmemory.recall_linked(<the NET30 fact>, direction='both') -- what replaced it:")
-    for link_type in ("supersedes", "contradicts"):
-        print(_recall_lines(memory.recall_linked(older.id, user_id=USER, link_types=[link_type], direction="both")))
+    print(_recall_lines(memory.recall_linked(older.id, user_id=USER, direction="both")))
     print("\nmemory.find_contradictions('Acme payment terms'):")
     print(_recall_lines(memory.find_contradictions("Acme payment terms", user_id=USER, now=NOW, min_salience=0.0)))
     print()
@@ -200,7 +199,7 @@ def show_feedback_and_recall(memory: Memory, config: RetrievalConfig) -> None:
         result = memory.retrieve(query, user_id=USER, now=NOW, config=config)
         if result.memories:
             used = max(result.memories, key=lambda m: m.score)
-            fed = memory.feedback(result.metadata.retrieval_id or "", [used.id], user_id=USER)
+            fed = memory.feedback(result.metadata.retrieval_id or "", [used.id], user_id=USER, now=NOW)
             print(f"{query!r}: used {used.content[:60]!r} (recorded {fed.recorded}, "
                   f"weights {result.metadata.config['weightsSource']})")
     print("`engram tune --user maya` fits the weights once enough feedback is logged.\n")

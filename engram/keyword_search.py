@@ -2,7 +2,8 @@
 
 Keyword search is a preset of the retrieval engine (:mod:`engram.retrieve.engine`). The contract
 matches substrings ("acm" finds "Acme") in every data field, tags and metadata included, and returns
-only memories matching a keyword (its decision 3); each candidate is checked in Python, field by
+only memories matching a keyword when keywords are given (its decision 3; with none, every memory of
+the type and importance asked competes, newest read first); each candidate is checked in Python, field by
 field, which also says where each keyword matched. Candidates come from one of two places:
 
 * A store with a substring index (``Store.substring_indexed``: SQLite's FTS5 trigram index and
@@ -41,7 +42,7 @@ from engram.context import context_of
 from engram.errors import ValidationError
 from engram.ext import SUBSTRING_MIN
 from engram.model import KINDS, Filters, Hit, MemoryRecord
-from engram.retrieve.cache import RetrievalCache, make_key, now_bucket
+from engram.retrieve.cache import RetrievalCache, make_key
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
 from engram.text import keyword_terms, words
 from engram.validate import choice, integer, seconds, to_utc, unit
@@ -251,9 +252,16 @@ class _Newest:
 def _strategy(ctx: Context, q: _Query, now: datetime, newest: _Newest) -> Strategy:
     """Keyword search as a preset of the engine: best score first, ties to the smaller id."""
     filters = newest.filters
-    if ctx.store.substring_indexed and all(len(k) >= SUBSTRING_MIN for k in q.keywords):
-        # Lists every memory a keyword can match, so the walk may end only by the recency bound.
+    if not q.keywords:
+        # No keywords filter nothing (the contract filters by keyword only when keywords are given):
+        # the newest first, until the recency bound says no older one can rank; without recency
+        # every memory could, and the newest SCAN_LIMIT are read.
         sources: tuple[Source, ...] = (Source(
+            "recent", newest.read, SCAN_PAGE, grows=True, most=None if q.recency_boost else SCAN_LIMIT,
+        ),)
+    elif ctx.store.substring_indexed and all(len(k) >= SUBSTRING_MIN for k in q.keywords):
+        # Lists every memory a keyword can match, so the walk may end only by the recency bound.
+        sources = (Source(
             "recent", lambda n: ctx.store.substring_search(q.user, q.keywords, n, filters), SCAN_PAGE, grows=True,
         ),)
     else:
@@ -264,7 +272,7 @@ def _strategy(ctx: Context, q: _Query, now: datetime, newest: _Newest) -> Strate
         if q.min_importance is not None and record.importance < q.min_importance:
             return None
         matched, reasons = match_keywords(record, q.keywords, q.match_mode)
-        if not matched:
+        if q.keywords and not matched:
             return None
         found = signals(record, matched, len(q.keywords), kind=q.kind, recency_boost=q.recency_boost, now=now)
         return Evidence(found, reasons)
@@ -273,14 +281,13 @@ def _strategy(ctx: Context, q: _Query, now: datetime, newest: _Newest) -> Strate
         # A memory not read yet is no newer than the last one the walk read; every other factor may be 1.
         oldest_read = datetime.fromtimestamp(lists["recent"][-1][1], UTC)
         fresh = _recency(oldest_read, now) if q.recency_boost else 0.0
-        return WEIGHTING.score({"keyword": 1.0, "recency": fresh, "importance": 1.0, "type": 1.0})
+        best_keyword = 1.0 if q.keywords else 0.0
+        return WEIGHTING.score({"keyword": best_keyword, "recency": fresh, "importance": 1.0, "type": 1.0})
 
     return Strategy("keyword", sources, filters, judge, WEIGHTING, q.limit, bound=bound)
 
 
 def _run(ctx: Context, q: _Query) -> list[KeywordResult]:
-    if not q.keywords:
-        return []  # nothing can match no keyword, and only matches are returned
     newest = _Newest(ctx, q.user, Filters(kinds=None if q.kind is None else (q.kind,)))  # active memories only
     found = run(newest, q.user, _strategy(ctx, q, q.now or datetime.now(UTC), newest))
     return [KeywordResult(s.record, s.score, s.reasons) for s in found]
@@ -291,7 +298,8 @@ def search_keywords(
     min_importance: float | None = None, limit: int = 10, recency_boost: bool = True,
     match_mode: str = "substring", now: datetime | str | None = None,
 ) -> list[KeywordResult]:
-    """Memories of ``user_id`` matching any of ``keywords`` (case-insensitive), best first."""
+    """Memories of ``user_id`` matching any of ``keywords`` (case-insensitive), best first; with no
+    keywords, every memory passing ``kind`` and ``min_importance`` competes (keyword factor 0)."""
     ctx = context_of(source)
     q = _query(ctx, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
     return _run(ctx, q)
@@ -308,8 +316,8 @@ def search_with_cache(
 
     The key holds the user's write generation, which every write through ``Memory`` bumps, and the
     store's change token, which writes by other processes change, so a write anywhere makes older
-    answers unreachable. An explicit ``now`` is part of the key (to the minute); without one,
-    recency drifts by at most ``cache_ttl`` while an answer is cached.
+    answers unreachable. An explicit ``now`` is part of the key as given; without one, the clock is not
+    (it would end an answer at a clock boundary, not its TTL), and recency drifts by at most ``cache_ttl``.
     """
     ctx = context_of(source)
     q = _query(ctx, keywords, user_id, kind, min_importance, limit, recency_boost, match_mode, now)
@@ -322,7 +330,7 @@ def search_with_cache(
     token = ctx.store.change_token(q.user)
     key = make_key(
         "keyword_search", q.keywords, q.kind, q.min_importance, q.limit, q.recency_boost, q.match_mode,
-        None if q.now is None else now_bucket(q.now), written, token,
+        q.now, written, token,
     )
     cached = cache.get(q.user, key)
     if cached is not None:

@@ -36,7 +36,7 @@ __all__ = ["build_server", "document_meta", "http_app", "main", "serve", "server
 AddKind = Literal["fact", "message", "episode", "procedure", "summary"]
 Kind = Literal["message", "fact", "episode", "procedure", "summary", "document", "chunk"]
 Mode = Literal["relevant", "recent", "important", "frequent"]
-Style = Literal["policy", "augmentation"]
+Style = Literal["policy", "policy_spec", "augmentation"]
 Strategy = Literal["latest", "earliest", "longest", "score"]
 
 F = TypeVar("F", bound=Callable[..., Any])

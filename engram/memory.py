@@ -221,10 +221,16 @@ class Memory:
         self.pipeline.domain_source = source
         self.caches.retrievals.clear()
 
-    def feedback(self, retrieval_id: str, used_ids: Sequence[str], *, user_id: str) -> FeedbackResult:
-        """Record which memories of a retrieval were used; they gain reinforcement and teach ``tune``."""
+    def feedback(
+        self, retrieval_id: str, used_ids: Sequence[str], *, user_id: str, now: datetime | str | None = None
+    ) -> FeedbackResult:
+        """Record which memories of a retrieval were used; they gain reinforcement and teach ``tune``.
+
+        ``now`` is when they were used (default: the clock), as ``retrieve``'s ``now``: a caller
+        replaying a scenario keeps one clock for retrieval and access times."""
         user = self._user(user_id)
-        result = record_feedback(self.context, retrieval_id, used_ids, user_id=user)
+        at = to_utc(now, "now") if now is not None else None
+        result = record_feedback(self.context, retrieval_id, used_ids, user_id=user, at=at)
         self.context.wrote(user)
         return result
 

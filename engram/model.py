@@ -15,6 +15,7 @@ from engram.pools import PerProcess
 __all__ = [
     "HISTORY_EVENTS",
     "KINDS",
+    "KIND_ALIASES",
     "ROLES",
     "STATUSES",
     "Entity",
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 KINDS = ("message", "fact", "episode", "procedure", "summary", "document", "chunk")
+#: The specifications' memory types, and the kind each is stored as: the recall modes and the
+#: augmentation format speak of semantic, episodic and procedural memory.
+KIND_ALIASES = {"semantic": "fact", "episodic": "episode", "procedural": "procedure"}
 STATUSES = ("active", "archived", "superseded", "deleted")
 ROLES = ("user", "assistant", "system", "tool")  # any other non-empty string is a speaker name
 

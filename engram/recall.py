@@ -14,7 +14,9 @@ signals and their weights, and the order. Departures from the recall-modes spec:
 * ``user_id`` is always required (the spec's temporal recall takes none to mean every user).
 * Temporal results are newest first (the spec's ``ORDER BY created_at DESC``). Only ``recall``
   tracks access, as the spec's ``RecallAsync``, with one ``record_access`` per call.
-* Linked recall follows outgoing links (the spec's ``GetLinksFromAsync``); for contradictions a
+* Kinds: the spec's types (semantic, episodic, procedural) are accepted for fact, episode and procedure.
+* Linked recall follows outgoing links (the spec's ``GetLinksFromAsync``) to memories of any status,
+  superseded included (archived ones can be left out); for contradictions a
   ``contradicts`` link in either direction counts, since contradiction is symmetric; the link is a
   filter, so ``max_results`` counts memories that have one.
 """
@@ -34,7 +36,7 @@ from engram.errors import InvalidQuery, ValidationError
 from engram.ext import Vector
 from engram.ingest.embed import embed_texts
 from engram.metrics import RETRIEVER_LATENCY, RETRIEVER_QUERIES, RETRIEVER_RESULT_COUNT
-from engram.model import KINDS, Filters, Hit, MemoryRecord
+from engram.model import KIND_ALIASES, KINDS, STATUSES, Filters, Hit, MemoryRecord
 from engram.recall_types import Recall, RecalledMemory
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
 from engram.retrieve.timeparse import parse_datetime
@@ -83,9 +85,17 @@ def _count(name: str, value: int, high: int) -> int:
     return integer(name, value, 1, high)
 
 
+def _kind(kind: str | None) -> str | None:
+    """A kind, or one of the specifications' type names (``KIND_ALIASES``: semantic -> fact, ...)."""
+    if kind is None:
+        return None
+    kind = KIND_ALIASES.get(kind.casefold(), kind) if isinstance(kind, str) else kind
+    choice("kind", kind, (*KINDS, *KIND_ALIASES))
+    return kind
+
+
 def _filters(ctx: Context, kind: str | None, project_id: str | None, include_archived: bool) -> Filters:
-    if kind is not None:
-        choice("kind", kind, KINDS)
+    kind = _kind(kind)
     project = validate_id(project_id, "project_id", ctx.limits, required=False)
     # Superseded and deleted memories are never recalled; archived ones only when asked for.
     statuses = ("active", "archived") if include_archived else ("active",)
@@ -280,12 +290,15 @@ def recall_by_kind(
     source: ContextSource, kind: str, *, user_id: str, limit: int = 10, project_id: str | None = None,
     include_archived: bool = False, now: datetime | str | None = None, options: RecallOptions | None = None,
 ) -> Recall:
-    """Recall by kind (``RecallByTypeAsync``): the most salient memories of one kind."""
+    """Recall by kind (``RecallByTypeAsync``): the most salient memories of one kind; the
+    specifications' type names are accepted for the kinds they are stored as (semantic: fact,
+    episodic: episode, procedural: procedure)."""
     started = time.perf_counter()
     ctx = context_of(source)
     user = _user(ctx, user_id)
     want = _count("limit", limit, MAX_RESULTS)
     filters = _filters(ctx, kind or "", project_id, include_archived)  # "" is refused as no kind
+    kind = _kind(kind) or kind
     found = _important(ctx, user, want, filters, 0.0, options or DEFAULT_OPTIONS, _now(now),
                        reason=lambda _r, value: f"Kind: {kind}, Salience: {value:.2f}")
     return _finish(ctx, "kind", "Type", _recalled(found), started)
@@ -298,10 +311,14 @@ def _link_name(link_type: str) -> str:
 
 def recall_linked(
     source: ContextSource, memory_id: str, *, user_id: str, link_types: Sequence[str] | None = None, depth: int = 1,
-    direction: Literal["out", "both"] = "out", include_archived: bool = False,
+    direction: Literal["out", "both"] = "out", include_archived: bool = True,
 ) -> Recall:
     """Memories within ``depth`` (1-3) links of ``memory_id``, nearest first, breadth-first. Score is the
-    product of link strengths along the strongest shortest path; the reason names the last link's type."""
+    product of link strengths along the strongest shortest path; the reason names the last link's types.
+
+    A linked memory is returned whatever its status, as the spec returns a link's target: from a
+    current fact one walks to the fact it superseded. ``include_archived=False`` leaves archived ones out.
+    """
     started = time.perf_counter()
     ctx = context_of(source)
     user = _user(ctx, user_id)
@@ -313,9 +330,9 @@ def recall_linked(
     ctx.get(user, memory_id)  # MemoryNotFound for an unknown or another user's memory
     visited = {memory_id}
     frontier = {memory_id: 1.0}
-    found: list[tuple[int, float, str, str]] = []  # depth, score, id, link type
+    found: list[tuple[int, float, str, tuple[str, ...]]] = []  # depth, score, id, link types
     for level in range(1, depth + 1):
-        best: dict[str, tuple[float, str]] = {}
+        best: dict[str, tuple[float, tuple[str, ...]]] = {}
         for node, strength in frontier.items():
             for link in ctx.store.links(user, node):
                 other = link.to_id if link.from_id == node else link.from_id
@@ -325,20 +342,25 @@ def recall_linked(
                     continue
                 score = strength * link.strength
                 if other not in best or score > best[other][0]:
-                    best[other] = (score, link.type)
+                    best[other] = (score, (link.type,))
+                elif score == best[other][0] and link.type not in best[other][1]:
+                    # Two links of one strength (supersedes and contradicts): the memory once, both named.
+                    best[other] = (score, (*best[other][1], link.type))
         ordered = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))[: MAX_LINKED - len(visited)]
-        for other, (score, link_type) in ordered:
+        for other, (score, link_types_found) in ordered:
             visited.add(other)
-            found.append((level, score, other, link_type))
+            found.append((level, score, other, link_types_found))
         frontier = {other: score for other, (score, _) in ordered}
     hits = [(other, score) for _, score, other, _ in found]
-    via = {other: link_type for _, _, other, link_type in found}
+    via = {other: types for _, _, other, types in found}
 
     def judge(record: MemoryRecord, raw: Raw) -> Evidence:
-        return Evidence({"link_strength": raw["links"][record.id]}, (f"Linked via {_link_name(via[record.id])}",))
+        names = ", ".join(_link_name(t) for t in via[record.id])
+        return Evidence({"link_strength": raw["links"][record.id]}, (f"Linked via {names}",))
 
+    statuses = tuple(s for s in STATUSES if s != "deleted" and (include_archived or s != "archived"))
     linked = Strategy("linked", (Source("links", lambda n: hits[:n], len(hits)),),
-                      _filters(ctx, None, None, include_archived), judge, Weighting({"link_strength": 1.0}),
+                      Filters(statuses=statuses), judge, Weighting({"link_strength": 1.0}),
                       len(hits), order="source")
     return _finish(ctx, "linked", "Linked", _recalled(run(ctx.store, user, linked)), started)
 

@@ -109,6 +109,7 @@ class ConfigOverrides(BaseModel):
     search_type: Literal["hybrid", "semantic", "keyword"] | None = None
     min_score: float | None = None
     interleave: Literal["alternate", "score_first", "recency_first"] | None = None
+    interleave_ratio: float | None = None
     mmr_lambda: float | None = None
     dedup: bool | None = None
     fusion: Literal["signals", "rrf"] | None = None
@@ -116,6 +117,8 @@ class ConfigOverrides(BaseModel):
     candidate_limit: int | None = None
     keyword_weight: float | None = None
     include_superseded: bool | None = None
+    budget_rules: Literal["merged", "policy", "pipeline"] | None = None
+    min_similarity: float | None = None
 
 
 #: The ``RetrievalConfig`` fields a request may override (declared once, by the model above).

@@ -33,7 +33,7 @@ Examples:
 @click.option("--search-type", type=click.Choice(["hybrid", "semantic", "keyword"]), default="hybrid",
               show_default=True, help="Which candidate sources lead.")
 @click.option("--now", default=None, help=f"Reference time for time expressions such as 'last week': {LOCAL_TIME}.")
-@click.option("--format", "fmt", type=click.Choice(["policy", "augmentation", "json", "explain"]),
+@click.option("--format", "fmt", type=click.Choice(["policy", "policy_spec", "augmentation", "json", "explain"]),
               default="explain", show_default=True, help="Output format.")
 @db_option
 def search(query: str, user_id: str, top_k: int, min_score: float, kinds: tuple[str, ...],

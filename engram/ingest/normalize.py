@@ -14,6 +14,7 @@ from typing import Any
 
 from engram.config import Limits
 from engram.errors import ValidationError, short_repr
+from engram.ingest.triples import format_semantic_triple
 from engram.model import KINDS, STATUSES, MemoryRecord, new_id
 from engram.validate import (
     check_utf8,
@@ -108,8 +109,8 @@ def _importance(value: Any, kind: str) -> float:
 def _content(item: Mapping[str, Any], kind: str, limits: Limits) -> str:
     content = item.get("content")
     if content is None and kind == "fact" and item.get("subject") and item.get("predicate"):
-        # A bare triple still gets searchable text.
-        content = f"{item['subject']} {str(item['predicate']).replace('_', ' ')} {item.get('object') or ''}"
+        # A bare triple still gets searchable text, worded as the augmentation specification words it.
+        content = format_semantic_triple(str(item["subject"]), str(item["predicate"]), str(item.get("object") or ""))
     if content is None and kind == "procedure" and item.get("trigger") and item.get("action"):
         content = f"When {item['trigger']}: {item['action']}"
     if not isinstance(content, str):

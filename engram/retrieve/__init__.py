@@ -29,7 +29,7 @@ from engram.ingest.entity_index import EntityIndex, EntityIndexes
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.budget import PARTIAL, Budget, until
-from engram.retrieve.cache import RetrievalCache, make_key, now_bucket, retrieval_bytes
+from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
 from engram.retrieve.candidates import gather, matches, ranked_limit
 from engram.retrieve.columns import Known
 from engram.retrieve.hop import HOP_LIMIT, HOP_SEEDS, bridge_entities, bridged
@@ -100,6 +100,9 @@ class Pipeline:
         reads: RetrievalReads = Scopes(self.store, (user_id, *scopes)) if scopes else self.store
         if scopes:
             config = config.with_(cache_ttl=0)
+        # The key holds a caller's own ``now`` but never the clock's: the clock's time would make an
+        # answer expire when its minute (or any bucket) turns, not after ``cache_ttl``.
+        given_now = now
         if now is None:
             now = datetime.now(UTC)
         elif now.tzinfo is None:
@@ -119,7 +122,7 @@ class Pipeline:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
             return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
         # Only a cached answer needs the key (~0.1 ms over a config and its filters).
-        key = make_key(user_id, query, config, filters, now_bucket(now), as_of, token) \
+        key = make_key(user_id, query, config, filters, given_now, scope_key(query, now), as_of, token) \
             if rate_limited or config.cache_ttl > 0 else ""
         generation = self.cache.generation(user_id)
         if rate_limited:

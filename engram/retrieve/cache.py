@@ -1,7 +1,11 @@
 """A per-user TTL + LRU cache for retrievals (the retrieval policy: 60 seconds for identical queries).
 
-Keys come from :func:`make_key` over everything a retrieval depends on (query, config, filters,
-and :func:`now_bucket` of the request time, since time-relative scoring changes with ``now``).
+Keys come from :func:`make_key` over everything a retrieval depends on (query, config, filters, a
+caller's explicit ``now``) but never the clock: with the clock's minute in the key, an answer lasted
+until the minute turned, not ``cache_ttl``. What the clock changes within a TTL is a query's time
+range ("last week" becomes another week at midnight): :func:`scope_key` puts the range the query
+resolves to in the key, so a relative query never gets an answer for a range it no longer means.
+Recency drifts by at most the TTL while an answer is cached, as the retrieval policy's 60 s allow.
 Writes for a user call :meth:`RetrievalCache.invalidate_user` so a stale answer never outlives
 the change that made it stale.
 
@@ -26,11 +30,14 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engram.errors import ConfigError, ValidationError
+from engram.retrieve.timeparse import parse_time_scope
 
 if TYPE_CHECKING:
     from engram.retrieve.types import Retrieval
 
-__all__ = ["DEFAULT_MAX_BYTES", "RetrievalCache", "approx_size", "make_key", "now_bucket", "retrieval_bytes"]
+__all__ = [
+    "DEFAULT_MAX_BYTES", "RetrievalCache", "approx_size", "make_key", "now_bucket", "retrieval_bytes", "scope_key",
+]
 
 T = TypeVar("T")
 
@@ -51,6 +58,15 @@ def now_bucket(now: datetime, seconds: int = 60) -> int:
     # Integer timedelta division: float timestamps could put an instant exactly on a boundary
     # into the previous bucket.
     return (now - _EPOCH) // timedelta(seconds=seconds)
+
+
+def scope_key(query: str, now: datetime) -> tuple[str, str] | None:
+    """The time range ``query`` resolves to at ``now`` (as ISO strings), None when it names none:
+    the part of a retrieval that the clock changes, and so the part of its cache key."""
+    if not isinstance(query, str):
+        return None
+    scope = parse_time_scope(query, now)
+    return None if scope is None else (scope.start.isoformat(), scope.end.isoformat())
 
 
 def _canonical(value: Any) -> Any:

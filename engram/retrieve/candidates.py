@@ -159,6 +159,11 @@ def gather(
             prefetch(early.best(ranked_limit(config) - limit, config.rrf_k))
     for name, finish in pending.items():
         lists[name] = finish()
+    floor = config.min_similarity
+    if floor is not None and "semantic" in lists:
+        # The pipeline specification's semantic source admits only hits at or above its floor (0.5
+        # there); off by default, since a memory below it may still come through another source.
+        lists["semantic"] = [hit for hit in lists["semantic"] if hit[1] >= floor]
     for source in SOURCE_ORDER:
         if source in lists:
             out.add(source, lists[source])

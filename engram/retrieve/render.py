@@ -4,11 +4,21 @@ Two styles:
 
 ``policy``
     The retrieval policy's ``formatForSystemPrompt``: messages, facts and summaries under ``###`` headings,
-    then Engram's other kinds (procedures, episodes, documents) in sections of the same shape.
+    and Engram's other kinds (procedures, episodes, documents) in sections of the same shape.
+``policy_spec``
+    The same, exactly as the retrieval policy specifies it, for consumers that parse it: messages,
+    facts (with ``confidence``), summaries in that order, then Engram's other kinds, then the
+    "_Retrieved N memories in T ms_" footer.
 ``augmentation``
     The augmentation format (``format_augmentation_context``): summaries, procedures, facts as natural-language
     triples, past interactions with a relative time, and the domain database rows when a
     retrieval carries them (as in the specification's example augmented prompt).
+
+Order: ``policy`` and ``augmentation`` keep the specifications' sections but put them, and the
+memories within them, in the retrieval's presentation order (:func:`presentation_order`, the
+``interleave`` setting: ``alternate`` gives best, newest, next best, ...), so a model reads the best
+memory first; a section comes where its first memory does. ``policy_spec`` keeps the specified
+section order and lists each section in presentation order.
 
 Both are pure functions of the retrieval (and ``now`` for relative times), so a rendered prompt
 can be cached or compared byte for byte.
@@ -30,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from engram.errors import ValidationError
+from engram.ingest.triples import format_semantic_triple
 from engram.retrieve.interleave import interleave_orders
 
 __all__ = [
@@ -42,6 +53,8 @@ __all__ = [
     "format_policy_prompt",
     "format_semantic_triple",
     "format_time_ago",
+    "presentation_order",
+    "presented",
     "to_prompt",
 ]
 
@@ -92,27 +105,13 @@ class Rendered(Protocol):
     @property
     def domain_rows(self) -> Sequence[Mapping[str, Any]]: ...
 
-STYLES = ("policy", "augmentation")
+STYLES = ("policy", "policy_spec", "augmentation")
 #: A message's role is shown when it is a short label (letters, spaces, ' _ -), else as "user".
 MAX_ROLE_CHARS = 24
 #: What one memory line adds to its text at most: "[YYYY-MM-DD HH:MM UTC] <role>: " in the policy
 #: style's messages is the longest frame.
 LINE_FRAME_CHARS = 25 + MAX_ROLE_CHARS
 _ROLE_LABEL = re.compile(rf"[^\W\d](?:[^\W\d]|[ '_-]){{0,{MAX_ROLE_CHARS - 1}}}")
-
-#: The augmentation format's predicate templates, plus common predicates an extractor is likely to emit.
-_TRIPLE_TEMPLATES: Mapping[str, str] = {
-    "has_property": "{s} has {o}",
-    "has": "{s} has {o}",
-    "related_to": "{s} is related to {o}",
-    "prefers": "{s} prefers {o}",
-    "is_a": "{s} is a {o}",
-    "located_in": "{s} is located in {o}",
-    "works_at": "{s} works at {o}",
-    "likes": "{s} likes {o}",
-    "dislikes": "{s} dislikes {o}",
-    "owns": "{s} owns {o}",
-}
 
 _AUGMENTATION_CLOSING = (
     "Use this context to inform your response, but be clear about what you know vs. what you're inferring."
@@ -127,13 +126,15 @@ def to_prompt(
 
     The same memories always render to the same bytes, so an LLM provider's prompt cache keeps
     working; ``timing`` adds the policy style's "_Retrieved N memories in T ms_" footer, which
-    changes on every call.
+    changes on every call (``policy_spec`` always has it, as specified).
     """
     if style == "policy":
         return format_policy_prompt(retrieval, timing=timing)
+    if style == "policy_spec":
+        return format_policy_prompt(retrieval, timing=True, exact=True)
     if style == "augmentation":
         return format_augmentation_context(retrieval, now=now)
-    raise ValidationError("style", "must be one of policy, augmentation")
+    raise ValidationError("style", f"must be one of {', '.join(STYLES)}")
 
 
 # -- shared helpers ------------------------------------------------------------------------------
@@ -166,18 +167,6 @@ def _group(entries: Iterable[Shown], key: Callable[[Shown], str]) -> dict[str, l
     for entry in entries:
         groups.setdefault(key(entry), []).append(entry)
     return groups
-
-
-def format_semantic_triple(subject: str, predicate: str, object: str) -> str:
-    """A fact triple as a sentence (the augmentation templates; unknown predicates read as words).
-
-    For callers that phrase a triple as a memory's content; prompts print the content itself.
-    """
-    normalized = predicate.strip().lower().replace(" ", "_").replace("-", "_")
-    template = _TRIPLE_TEMPLATES.get(normalized)
-    if template is None:
-        return f"{subject} {predicate.replace('_', ' ')} {object}"
-    return template.format(s=subject, o=object)
 
 
 def format_time_ago(then: datetime, now: datetime | None = None) -> str:
@@ -245,13 +234,23 @@ _POLICY_SECTIONS: Mapping[str, str] = {
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def presentation_order(entries: Sequence[Shown], strategy: str) -> list[Shown]:
+def presentation_order(entries: Sequence[Shown], strategy: str, ratio: float | None = None) -> list[Shown]:
     """The order a prompt lists memories in, from their rank order: ``alternate`` takes the best
-    unused, then the newest unused, and so on; ``score_first`` keeps rank order; ``recency_first``
-    goes newest first. Ties fall back to the id."""
+    unused, then the newest unused, and so on (``ratio``: the share taken from the best, 0.5 by
+    default); ``score_first`` keeps rank order; ``recency_first`` goes newest first. Ties fall
+    back to the id."""
     ranked = list(range(len(entries)))
     newest = sorted(ranked, key=lambda i: (-(_created_at(entries[i]) or _EPOCH).timestamp(), entries[i].id))
-    return [entries[i] for i in interleave_orders(ranked, newest, strategy, len(entries), key=lambda i: i)]
+    order = interleave_orders(ranked, newest, strategy, len(entries), key=lambda i: i, ratio=ratio)
+    return [entries[i] for i in order]
+
+
+def presented(retrieval: Rendered) -> list[Shown]:
+    """``retrieval``'s memories in the presentation order its config's ``interleave`` names."""
+    config = retrieval.metadata.config
+    ratio = config.get("interleaveRatio")
+    strategy = str(config.get("interleave", "score_first"))
+    return presentation_order(retrieval.memories, strategy, None if ratio is None else float(ratio))
 
 
 def _policy_section(entry: Shown) -> str:
@@ -259,40 +258,45 @@ def _policy_section(entry: Shown) -> str:
     return _POLICY_SECTIONS.get(entry.type, "events")
 
 
-def format_policy_prompt(retrieval: Rendered, *, timing: bool = False) -> str:
+_POLICY_HEADINGS: Mapping[str, str] = {
+    "messages": "### Previous Messages",
+    "facts": "### Known Facts",
+    "summaries": "### Conversation Summaries",
+    "procedures": "### Procedures",
+    "events": "### Past Events",
+    "documents": "### Documents",
+}
+
+
+def _bullet(entry: Shown) -> str:
+    return f"- {entry.content}"
+
+
+def format_policy_prompt(retrieval: Rendered, *, timing: bool = False, exact: bool = False) -> str:
     """The retrieval policy's system-prompt block; '' when nothing was retrieved.
 
-    A fact's score is shown as what it is, its relevance to the query (the policy's "confidence"
-    read as "probably false" at 0.40). The timing footer is opt-in (see :func:`to_prompt`).
+    By default sections come in the order of their first memory (see the module doc) and a fact's
+    score is shown as what it is, its relevance to the query (the policy's "confidence" read as
+    "probably false" at 0.40). ``exact`` gives the specified format: the specified section order,
+    "confidence", and the timing footer. Within a section memories keep the presentation order,
+    messages too: ``interleave`` means the same for every kind.
     """
     if not retrieval.memories:
         return ""
-    strategy = str(retrieval.metadata.config.get("interleave", "score_first"))
-    groups = _group(presentation_order(retrieval.memories, strategy), _policy_section)
-    # A conversation reads in the order it happened: a reply never comes before its question.
-    groups["messages"] = sorted(groups.get("messages", []), key=lambda m: (_created_at(m) or _EPOCH, m.id))
+    groups = _group(presented(retrieval), _policy_section)
+    order = list(_POLICY_HEADINGS) if exact else list(groups)
+    label = "confidence" if exact else "relevance"
+    lines_of: dict[str, Callable[[Shown], str]] = {
+        "messages": lambda m: f"[{_policy_time(m.timestamp)}] {_role(m)}: {m.content}",
+        "facts": lambda f: f"- {f.content} ({label}: {f.score:.2f})",
+    }
     sections = ["## Relevant Context from Previous Conversations\n"]
-
-    def add(heading: str, lines: list[str]) -> None:
-        if lines:
-            sections.append(heading)
-            sections.extend(lines)
-            sections.append("")
-
-    add(
-        "### Previous Messages",
-        [
-            f"[{_policy_time(m.timestamp)}] {_role(m)}: {m.content}"
-            for m in groups.get("messages", [])
-        ],
-    )
-    add("### Known Facts", [f"- {f.content} (relevance: {f.score:.2f})" for f in groups.get("facts", [])])
-    add("### Conversation Summaries", [f"- {s.content}" for s in groups.get("summaries", [])])
-    add("### Procedures", [f"- {p.content}" for p in groups.get("procedures", [])])
-    add("### Past Events", [f"- {e.content}" for e in groups.get("events", [])])
-    add("### Documents", [f"- {d.content}" for d in groups.get("documents", [])])
-
-    if timing:
+    for name in order:
+        members = groups.get(name, [])
+        if members:
+            line = lines_of.get(name, _bullet)
+            sections.extend([_POLICY_HEADINGS[name], *(line(e) for e in members), ""])
+    if timing or exact:
         meta = retrieval.metadata
         sections.append(f"_Retrieved {meta.included_results} memories in {round(meta.query_time_ms)}ms_\n")
     return "\n".join(sections)
@@ -302,6 +306,12 @@ def format_policy_prompt(retrieval: Rendered, *, timing: bool = False) -> str:
 
 
 _AUGMENTATION_TYPES: Mapping[str, str] = {"summary": "summary", "procedure": "procedural", "fact": "semantic"}
+_AUGMENTATION_HEADINGS: Mapping[str, str] = {
+    "summary": "## Relevant Summaries",
+    "procedural": "## Relevant Procedures",
+    "semantic": "## Relevant Facts",
+    "episodic": "## Relevant Past Interactions",
+}
 
 
 def _augmentation_type(entry: Shown) -> str:
@@ -325,24 +335,18 @@ def format_augmentation_context(retrieval: Rendered, *, now: datetime | None = N
         return ""
     if now is None:
         now = datetime.now(UTC)
-    groups = _group(retrieval.memories, _augmentation_type)
-    blocks: list[str] = []
+    groups = _group(presented(retrieval), _augmentation_type)
 
-    def add(heading: str, lines: list[str]) -> None:
-        if lines:
-            blocks.append(heading + "\n" + "".join(lines))
-
-    add("## Relevant Summaries", [f"- {s.content}\n" for s in groups.get("summary", [])])
-    add("## Relevant Procedures", [f"- {p.content}\n" for p in groups.get("procedural", [])])
-    add("## Relevant Facts", [f"- {f.content}\n" for f in groups.get("semantic", [])])
-
-    def episode_line(entry: Shown) -> str:
-        created = _created_at(entry)
+    def line(entry: Shown) -> str:
+        created = _created_at(entry) if _augmentation_type(entry) == "episodic" else None
         if created is None:
             return f"- {entry.content}\n"
         return f"- {entry.content} ({format_time_ago(created, now)})\n"
 
-    add("## Relevant Past Interactions", [episode_line(e) for e in groups.get("episodic", [])])
+    # Sections in the order of their first memory, so the best one is read first.
+    blocks = [
+        _AUGMENTATION_HEADINGS[name] + "\n" + "".join(line(e) for e in members) for name, members in groups.items()
+    ]
 
     head = (
         "# Retrieved Context\n\n"

@@ -17,6 +17,7 @@ from typing import TypeVar
 import numpy as np
 
 from engram.config import RedactionConfig, RetrievalConfig
+from engram.errors import ConfigError
 from engram.retrieve.interleave import INTERLEAVE_STRATEGIES, interleave_orders
 from engram.retrieve.sentences import clip_content, split_sentences
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
@@ -24,7 +25,9 @@ from engram.retrieve.types import MemoryEntry, Scored
 from engram.text import STOPWORDS
 
 __all__ = [
+    "BUDGET_RULES",
     "INTERLEAVE_STRATEGIES",
+    "QUERY_TOKENS",
     "Selection",
     "clip_content",
     "dedup",
@@ -188,7 +191,7 @@ def mmr(
     return [ordered[i] for i in order]
 
 
-def interleave(items: Sequence[Scored], strategy: str, k: int) -> list[Scored]:
+def interleave(items: Sequence[Scored], strategy: str, k: int, ratio: float | None = None) -> list[Scored]:
     """The retrieval policy's ``interleaveResults``: up to ``k`` items, each id once.
 
     ``alternate`` takes the best-scored unused item, then the newest unused item, and so on;
@@ -196,7 +199,7 @@ def interleave(items: Sequence[Scored], strategy: str, k: int) -> list[Scored]:
     order; equal times fall back to the id.
     """
     by_score, by_recency = _by_score(items), _by_recency(items)
-    return interleave_orders(by_score, by_recency, strategy, k, key=lambda s: s.record.id)
+    return interleave_orders(by_score, by_recency, strategy, k, key=lambda s: s.record.id, ratio=ratio)
 
 
 def estimate_tokens(text: str) -> int:
@@ -216,25 +219,47 @@ def redact(text: str, cfg: RedactionConfig) -> tuple[str, bool]:
     return text, total > 0
 
 
-def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int) -> list[MemoryEntry]:
-    """The retrieval policy's ``enforceTokenBudget`` with summaries first.
+#: What the token budget follows (``RetrievalConfig.budget_rules``): the two specifications' rules, or
+#: Engram's merge of them.
+BUDGET_RULES = ("merged", "policy", "pipeline")
+#: The pipeline specification's ``query_tokens``: what its context-window fitting keeps for the query.
+QUERY_TOKENS = 100
 
-    Summaries are fitted first, then the rest in their incoming order; the returned list keeps the
-    incoming (rank) order. The first entry that does not fit is truncated and ended with ``...``, and
-    fitting stops there. The seed appends ``...`` after cutting to ``remaining * 4`` characters, which can
-    overshoot the budget by a token; here the cut leaves room for it, so the estimated total never
-    exceeds ``max_tokens``. A cut that would leave no text is skipped.
+
+def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int, rules: str = "merged") -> list[MemoryEntry]:
+    """Fit ``entries`` (in rank order) to ``max_tokens``; the returned list keeps their order.
+
+    ``merged`` (the default): summaries first (the pipeline specification's
+    ``fit_to_context_window``), then the rest in order; the first entry that does not fit is cut and
+    ended with ``...`` (the retrieval policy's ``enforceTokenBudget``), and fitting stops there.
+    ``policy``: ``enforceTokenBudget`` alone, no summaries first. ``pipeline``:
+    ``fit_to_context_window`` alone: :data:`QUERY_TOKENS` are kept for the query, a summary that
+    does not fit is skipped, and the first other entry that does not fit ends the fitting, uncut.
+
+    The policy appends ``...`` after cutting to ``remaining * 4`` characters, which can overshoot the
+    budget by a token; here the cut leaves room for it, so the estimated total never exceeds
+    ``max_tokens``. A cut that would leave no text is skipped. Tokens are estimated as the policy
+    does (rounded up) under every rule.
     """
-    ordered = [e for e in entries if e.type == "summary"] + [e for e in entries if e.type != "summary"]
+    if rules not in BUDGET_RULES:
+        raise ConfigError("budget_rules", f"must be one of {', '.join(BUDGET_RULES)}; got {rules!r}")
+    summaries = [e for e in entries if e.type == "summary"]
+    rest = [e for e in entries if e.type != "summary"]
+    ordered = list(entries) if rules == "policy" else summaries + rest
+    budget = max_tokens - QUERY_TOKENS if rules == "pipeline" else max_tokens
     fitted: dict[str, MemoryEntry] = {}
     total = 0
     for entry in ordered:
         tokens = estimate_tokens(entry.content)
-        if total + tokens <= max_tokens:
+        if total + tokens <= budget:
             fitted[entry.id] = entry
             total += tokens
             continue
-        remaining = max_tokens - total
+        if rules == "pipeline":
+            if entry.type == "summary":
+                continue  # the pipeline skips a summary that does not fit and goes on
+            break
+        remaining = budget - total
         if remaining > 0:
             head = entry.content[: remaining * 4 - 3].rstrip()
             if head:
@@ -323,7 +348,7 @@ def select(
     ]
     budget_removed = 0
     if config.max_tokens is not None:
-        fitted = fit_budget(entries, config.max_tokens)
+        fitted = fit_budget(entries, config.max_tokens, config.budget_rules)
         budget_removed = len(entries) - len(fitted)
         entries = fitted
         filters.append("token_budget")

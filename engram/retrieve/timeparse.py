@@ -7,6 +7,7 @@ the result is converted to UTC. Weeks start on Monday. Stdlib only.
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -387,11 +388,20 @@ def _to_utc(dt: datetime) -> datetime:
 def parse_time_scope(text: str, now: datetime) -> TimeRange | None:
     """The first (leftmost, longest) time expression in ``text`` as a closed UTC range, else None.
 
-    Raises ValidationError only for a naive ``now``; nonsense text gives None.
+    Raises ValidationError only for a naive ``now``; nonsense text gives None. The last answers are
+    kept: a retrieval asks twice with one ``now`` (its cache key holds the range, then understanding
+    reads it), and parsing a long query takes a fraction of a millisecond.
     """
-    ctx = _check_now(now)
+    _check_now(now)
     if not isinstance(text, str) or not text:
         return None
+    # The zone joins the key: equal instants in two zones compare equal but have different days.
+    return _parse_cached(text, now, now.tzinfo)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
+    ctx = _check_now(now)
     found: list[tuple[int, int, int, int, re.Match[str], _Handler]] = []
     for tier, specs in enumerate((_TOP_SPECS, _VAGUE_SPECS)):
         for index, (pattern, handler) in enumerate(specs):

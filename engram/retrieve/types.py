@@ -167,13 +167,23 @@ class Retrieval:
     now: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The retrieval policy's payload: ``memories`` in rank order (best first), and
+        ``presentationOrder``, their ids in the order ``interleave`` presents them, as prompts do."""
         return {
             "memories": [m.to_dict() for m in self.memories],
             "metadata": self.metadata.to_dict(),
+            "presentationOrder": [m.id for m in self.presented()],
         }
 
     def ids(self) -> list[str]:
         return [m.id for m in self.memories]
+
+    def presented(self) -> list[MemoryEntry]:
+        """The memories in the order the ``interleave`` setting presents them (``alternate``: best,
+        newest, next best, ...): the order prompts list them in."""
+        from engram.retrieve.render import presented
+
+        return [m for m in presented(self) if isinstance(m, MemoryEntry)]
 
     def to_prompt(self, style: str = "policy", *, timing: bool = False) -> str:
         """The memories as a prompt block; byte-identical for the same memories unless ``timing``."""

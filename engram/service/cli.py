@@ -64,9 +64,12 @@ def _embedder(name: str | None) -> Any:
               help="Before listening, each server process loads the vectors and keyword postings of this many users, "
                    "those with the most memories first, while its caches hold them (embedded store only): their "
                    "first questions then need no load, which at a million memories takes 1-3 s.")
+@click.option("--require-session", is_flag=True,
+              help="Search only for a /v1/retrieve request that names its sessionId, as the retrieval policy gates "
+                   "it; without one the answer is an empty payload (default: search without it too).")
 def serve_command(db: str | None, host: str, port: int, rate: float, burst: float, max_body_bytes: int,
                   log_level: str, embedder_name: str | None, workers: int, retrievals_at_once: int,
-                  warm_users: int) -> None:
+                  warm_users: int, require_session: bool) -> None:
     import uvicorn
 
     from engram.service.logs import configure_logging
@@ -78,7 +81,8 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
     configure_logging(log_level)
     if workers == 1:
         app, close = build_app(target, embedder_name, rate, burst, max_body_bytes, limiter_path=None,
-                               retrievals_at_once=retrievals_at_once, warm_users=warm_users)
+                               retrievals_at_once=retrievals_at_once, warm_users=warm_users,
+                               require_session=require_session)
         tune_collector()
         try:
             uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
@@ -92,6 +96,7 @@ def serve_command(db: str | None, host: str, port: int, rate: float, burst: floa
             "target": target, "embedder": embedder_name, "rate": rate, "burst": burst,
             "max_body_bytes": max_body_bytes, "limiter_path": os.path.join(shared, "ratelimit.db"),
             "log_level": log_level, "retrievals_at_once": retrievals_at_once, "warm_users": warm_users,
+            "require_session": require_session,
         })
         # Uvicorn's workers accept on a socket that asyncio does not set TCP_NODELAY on: every response
         # then waited ~40 ms for the client's delayed ACK (Nagle). The protocol sets it itself.

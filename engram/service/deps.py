@@ -59,6 +59,10 @@ class ServiceSettings:
     #: On the embedded store a retrieval is CPU work under one interpreter lock: eight at once cost
     #: ~50 % more CPU each than one alone (docs/scaling.md, "Several service workers").
     retrievals_at_once: int | None = None
+    #: The retrieval policy searches only when a request names its ``sessionId``; off by default,
+    #: since one-shot callers (no chat session) are Engram's common case. On, a retrieval without one
+    #: answers an empty payload, as ``useMemory: false`` does.
+    require_session: bool = False
 
 
 #: How long a worker serves the admin settings it last read before reading them again: another

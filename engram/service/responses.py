@@ -207,6 +207,11 @@ class RetrievalOut(_Out):
 
     memories: list[MemoryEntryOut]
     metadata: RetrievalMetadataOut  # type: ignore[valid-type]
+    presentation_order: list[str] = Field(
+        default_factory=list,
+        description="The memories' ids in the order the interleave setting presents them, as the prompt lists them; "
+                    "memories stay in rank order.",
+    )
     prompt: str | None = None
 
 

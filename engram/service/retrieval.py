@@ -101,6 +101,8 @@ async def retrieve(body: RetrieveRequest, key: AuthKey, svc: SvcDep, user_id: Us
     """The retrieval payload (memories and metadata); ``prompt`` too when ``format`` is given.
 
     ``sessionId`` names the caller's chat session (logged); ``filters.sessionId`` restricts to one.
+    A service started with ``--require-session`` searches only when ``sessionId`` is given (the
+    retrieval policy's gating): without it the memories are empty, as for ``useMemory: false``.
     """
     # One thread hop for the whole retrieval: declared as a plain function, FastAPI would also hop
     # to a worker thread and back to check the answer against the response model.
@@ -123,8 +125,9 @@ def _retrieve(body: RetrieveRequest, key: ApiKey, svc: Service, user_id: str | N
             raise rate_limited(wait)
     else:
         as_of = to_utc(body.as_of, "asOf") if body.as_of else None
+        use_memory = body.use_memory and (body.session_id is not None or not svc.settings.require_session)
         result = svc.memory.retrieve(
-            body.message, user_id=user, config=config, now=now, filters=filters, use_memory=body.use_memory,
+            body.message, user_id=user, config=config, now=now, filters=filters, use_memory=use_memory,
             as_of=as_of, also=shared,
         )
     meta = result.metadata

@@ -87,7 +87,7 @@ class RetrieveRequest(_Body):
     as_of: Time | None = Field(
         default=None, max_length=64, description="Answer from memory as it was recorded by this time (ISO-8601)."
     )
-    format: Literal["policy", "augmentation"] | None = Field(
+    format: Literal["policy", "policy_spec", "augmentation"] | None = Field(
         default=None, description="Also return the payload rendered as a prompt section."
     )
     kinds: list[str] | None = Field(default=None, max_length=16)

@@ -85,7 +85,7 @@ def worker_app() -> Any:
     configure_logging(spec["log_level"])
     app, close = build_app(spec["target"], spec["embedder"], spec["rate"], spec["burst"], spec["max_body_bytes"],
                            limiter_path=spec["limiter_path"], retrievals_at_once=spec["retrievals_at_once"],
-                           warm_users=spec["warm_users"])
+                           warm_users=spec["warm_users"], require_session=spec.get("require_session", False))
     inner = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
@@ -125,11 +125,12 @@ def server_embedder(name: str | None) -> Embedder:
 
 def build_app(target: str, embedder_name: str | None, rate: float, burst: float, max_body_bytes: int,
               limiter_path: str | None, retrievals_at_once: int = 0,
-              warm_users: int = 0) -> tuple[Any, Callable[[], None]]:
+              warm_users: int = 0, require_session: bool = False) -> tuple[Any, Callable[[], None]]:
     """The service over its own memory and key store (and a shared rate limit when ``limiter_path``
     is given), and what closes them. ``retrievals_at_once``: retrievals running at once (0: no bound).
     ``warm_users``: how many of the largest users' indexes to load first (a store that can, the
-    embedded one: PostgreSQL keeps its own caches)."""
+    embedded one: PostgreSQL keeps its own caches). ``require_session``: ``/v1/retrieve`` searches
+    only for a request naming its ``sessionId`` (the retrieval policy's gating)."""
     from engram.memory import Memory
     from engram.service.app import create_app
     from engram.service.deps import ServiceSettings
@@ -151,7 +152,7 @@ def build_app(target: str, embedder_name: str | None, rate: float, burst: float,
             warmed = memory.store.warm(warm_users)
             log.info("warmed %d users in %.1f s", len(warmed), time.perf_counter() - started)
         settings = ServiceSettings(rate=rate, burst=burst, max_body_bytes=max_body_bytes,
-                                   retrievals_at_once=retrievals_at_once or None)
+                                   retrievals_at_once=retrievals_at_once or None, require_session=require_session)
         app = create_app(memory, keys, settings)
         if limiter_path is not None:
             app.state.service.limiter = SharedRateLimiter(limiter_path, rate, burst)

@@ -248,8 +248,11 @@ def test_scenario_recall_by_type(memory: Memory) -> None:
         add(memory, f"episodic event {i}", kind="episode")
     result = recall_by_kind(memory, "fact", user_id=U, now=NOW)
     assert result.count == 5 and {m.record.kind for m in result.memories} == {"fact"}
+    # The Gherkin scenario's own name for the type: semantic is stored as fact.
+    aliased = recall_by_kind(memory, "semantic", user_id=U, now=NOW)
+    assert [m.record.id for m in aliased.memories] == [m.record.id for m in result.memories]
     with pytest.raises(ValidationError):
-        recall_by_kind(memory, "semantic", user_id=U)
+        recall_by_kind(memory, "semantics", user_id=U)
 
 
 def test_scenario_access_tracking_on_retrieval(memory: Memory) -> None:
@@ -336,7 +339,7 @@ def test_user_isolation(memory: Memory) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"mode": "temporal"}, {"max_results": 0}, {"max_results": 1001}, {"min_salience": 1.5}, {"kind": "semantic"},
+    [{"mode": "temporal"}, {"max_results": 0}, {"max_results": 1001}, {"min_salience": 1.5}, {"kind": "semantics"},
      {"min_salience": True}],
 )
 def test_recall_validates_arguments(memory: Memory, kwargs: dict[str, Any]) -> None:

@@ -117,7 +117,7 @@ def test_policy_time_converted_to_utc_and_unparseable_kept() -> None:
     assert "[yesterday-ish] user: hi" in out
 
 
-def test_policy_extra_kinds_after_seed_sections() -> None:
+def test_policy_spec_style_keeps_the_specified_sections_then_engram_kinds() -> None:
     # A procedure's content is what the prompt shows (normalize phrases a bare trigger/action so).
     proc = record("When customer asks refund: check invoice first", "procedure", trigger="customer asks refund",
                   action="check invoice first")
@@ -130,11 +130,11 @@ def test_policy_extra_kinds_after_seed_sections() -> None:
     r = retrieval(
         [entry(e) for e in (proc, episode, doc, bare_proc, chunk, fact, plain_chunk)], query_time_ms=3
     )
-    assert to_prompt(r, "policy") == (
+    assert to_prompt(r, "policy_spec") == (
         "## Relevant Context from Previous Conversations\n"
         "\n"
         "### Known Facts\n"
-        "- Acme is in tech (relevance: 0.80)\n"
+        "- Acme is in tech (confidence: 0.80)\n"
         "\n"
         "### Procedures\n"
         "- When customer asks refund: check invoice first\n"
@@ -147,6 +147,49 @@ def test_policy_extra_kinds_after_seed_sections() -> None:
         "- Terms are NET30\n"
         "- Section 2 text\n"
         "- orphan chunk\n"
+        "\n"
+        "_Retrieved 7 memories in 3ms_\n"
+    )
+    # The policy style puts each section where its first memory ranks: the procedure ranked first.
+    assert to_prompt(r, "policy") == (
+        "## Relevant Context from Previous Conversations\n"
+        "\n"
+        "### Procedures\n"
+        "- When customer asks refund: check invoice first\n"
+        "- always cc finance\n"
+        "\n"
+        "### Past Events\n"
+        "- Call with Acme went well\n"
+        "\n"
+        "### Documents\n"
+        "- Terms are NET30\n"
+        "- Section 2 text\n"
+        "- orphan chunk\n"
+        "\n"
+        "### Known Facts\n"
+        "- Acme is in tech (relevance: 0.80)\n"
+    )
+
+
+def test_policy_spec_style_is_the_specified_format_with_confidence_and_footer() -> None:
+    msg = record("I need the invoice", "message", datetime(2024, 2, 1, 9, 5, tzinfo=UTC), role="assistant")
+    fact = record("Acme pays NET30", "fact")
+    summary = record("Acme is a big customer", "summary")
+    # Ranked summary, fact, message: the specified format still lists messages, facts, summaries.
+    r = retrieval([entry(summary, 0.9), entry(fact, 0.876), entry(msg, 0.5)], query_time_ms=12.6)
+    assert to_prompt(r, "policy_spec") == (
+        "## Relevant Context from Previous Conversations\n"
+        "\n"
+        "### Previous Messages\n"
+        "[2024-02-01 09:05 UTC] assistant: I need the invoice\n"
+        "\n"
+        "### Known Facts\n"
+        "- Acme pays NET30 (confidence: 0.88)\n"
+        "\n"
+        "### Conversation Summaries\n"
+        "- Acme is a big customer\n"
+        "\n"
+        "_Retrieved 3 memories in 13ms_\n"
     )
 
 
@@ -154,7 +197,7 @@ def test_unknown_style_rejected() -> None:
     with pytest.raises(ValidationError) as info:
         to_prompt(retrieval([]), "markdown")
     assert info.value.field == "style"
-    assert "policy, augmentation" in str(info.value)
+    assert "policy, policy_spec, augmentation" in str(info.value)
 
 
 # -- augmentation style (seed 003) ---------------------------------------------------------------
@@ -197,8 +240,9 @@ def acme_entries() -> list[MemoryEntry]:
             NOW - timedelta(days=40),
         ),
     ]
-    # Interleaved on purpose: sections group by type but keep the retrieval's order within each.
-    return [entry(past[0]), entry(facts[0]), entry(summary), entry(facts[1]), entry(past[1]), entry(facts[2])]
+    # Interleaved on purpose: sections group by type, come in the order of their first (best) memory,
+    # and keep the retrieval's order within each; ranked so, the seed example's order is the rank order.
+    return [entry(summary), entry(facts[0]), entry(past[0]), entry(facts[1]), entry(past[1]), entry(facts[2])]
 
 
 ACME_CONTEXT = (
@@ -453,12 +497,49 @@ def test_prompt_role_is_a_short_label_not_free_text() -> None:
     assert "dana@acme.com" not in out and "] user: hello" in out
 
 
-def test_policy_messages_read_in_the_order_they_happened() -> None:
+def test_policy_messages_follow_the_presentation_order_with_their_times() -> None:
     question = record("Can you ship Friday?", "message", NOW - timedelta(minutes=5), role="user")
     answer = record("Yes, Friday works.", "message", NOW, role="assistant")
-    # The answer ranks first (entries stay in rank order); the prompt still shows the question first.
-    text = to_prompt(retrieval([entry(answer, 0.9), entry(question, 0.5)]), "policy")
+    # The question ranks first: it is read first (messages are not re-sorted by time, which made
+    # interleave mean nothing for them); each line's time tells the model the order they happened in.
+    text = to_prompt(retrieval([entry(question, 0.9), entry(answer, 0.5)]), "policy")
     assert text.index("Can you ship Friday?") < text.index("Yes, Friday works.")
+    text = to_prompt(retrieval([entry(answer, 0.9), entry(question, 0.5)]), "policy")
+    assert text.index("[2024-02-15 10:30 UTC] assistant: Yes, Friday works.") < text.index("Can you ship Friday?")
+
+
+def test_augmentation_sections_start_with_the_best_memory() -> None:
+    procedure = entry(record("When asked for a refund: check the invoice", "procedure"), 0.25)
+    fact = entry(record("Acme pays NET30", "fact"), 0.13)
+    answer = entry(record("Acme ordered 40 kg of espresso", "episode", NOW - timedelta(days=2)), 1.0)
+    out = to_prompt(retrieval([answer, procedure, fact]), "augmentation", now=NOW)
+    assert out.index("## Relevant Past Interactions") < out.index("## Relevant Procedures") < out.index(
+        "## Relevant Facts")
+    first = next(line for line in out.splitlines() if line.startswith("- "))
+    assert first == "- Acme ordered 40 kg of espresso (2 days ago)"
+
+
+def test_interleave_orders_the_prompt_and_names_the_same_order_in_the_payload() -> None:
+    best = entry(record("best", "fact", NOW - timedelta(days=9)), 0.9)
+    middle = entry(record("middle", "message", NOW - timedelta(days=1)), 0.5)
+    newest = entry(record("newest", "message", NOW), 0.2)
+    r = replace(retrieval([best, middle, newest]), metadata=replace(
+        retrieval([]).metadata, config={"interleave": "alternate"}, included_results=3))
+    assert [m.content for m in r.presented()] == ["best", "newest", "middle"]
+    assert r.to_dict()["presentationOrder"] == [best.id, newest.id, middle.id]
+    assert [m["id"] for m in r.to_dict()["memories"]] == [best.id, middle.id, newest.id]  # rank order
+    text = to_prompt(r, "policy")
+    assert text.index("best") < text.index("newest") < text.index("middle")
+
+
+def test_interleave_ratio_weights_score_against_recency() -> None:
+    # m1 ranks best and is the oldest; m8 ranks last and is the newest.
+    ranked = [entry(record(f"m{i}", "fact", NOW - timedelta(days=10 - i)), 1 - i / 10) for i in range(1, 9)]
+    order = [e.content for e in presentation_order(ranked, "alternate", 0.75)]
+    assert order == ["m1", "m2", "m3", "m8", "m4", "m5", "m6", "m7"]
+    assert [e.content for e in presentation_order(ranked, "alternate")] == [
+        "m1", "m8", "m2", "m7", "m3", "m6", "m4", "m5"]
+    assert [e.content for e in presentation_order(ranked, "alternate", 0.0)][:3] == ["m8", "m7", "m6"]
 
 
 def test_presentation_order_interleaves_best_and_newest() -> None:

@@ -65,7 +65,8 @@ def test_retrieve_payload_and_prompt(client: TestClient) -> None:
     })
     assert response.status_code == 200, response.text
     payload = response.json()
-    assert set(payload) == {"memories", "metadata", "prompt"}
+    assert set(payload) == {"memories", "metadata", "presentationOrder", "prompt"}
+    assert sorted(payload["presentationOrder"]) == sorted(m["id"] for m in payload["memories"])
     top = payload["memories"][0]
     assert "NET30" in top["content"]
     assert {"id", "content", "score", "timestamp", "sessionId", "type", "provenance", "signals", "reasons"} <= set(top)

@@ -254,7 +254,7 @@ def test_mcp_tool_schemas_enumerate_kind_mode_style_and_strategy(tmp_path: Path)
     assert enum("add_memory", "kind") == ["fact", "message", "episode", "procedure", "summary"]
     assert enum("recall", "mode") == ["relevant", "recent", "important", "frequent"]
     assert "document" in enum("recall", "kind")
-    assert enum("retrieve_context", "style") == ["policy", "augmentation"]
+    assert enum("retrieve_context", "style") == ["policy", "policy_spec", "augmentation"]
     assert enum("get_document", "strategy") == ["latest", "earliest", "longest", "score"]
 
 
