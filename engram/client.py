@@ -17,14 +17,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, overload
 from urllib.parse import quote
 
-import httpx
-
 from engram import mem0
 from engram.api import MemoryAPI
 from engram.config import RetrievalConfig
 from engram.conversation import Messages, is_conversation
 from engram.documents import Document
 from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized
+from engram.extras import needs
 from engram.feedback import FeedbackResult
 from engram.ingest.files import IngestReport
 from engram.ingest.normalize import to_utc
@@ -42,6 +41,9 @@ from engram.wire import (
     retrieve_filters,
     to_camel,
 )
+
+with needs("EngramClient", "service"):
+    import httpx
 
 # The error classes were the client's own; they are engram.errors' now, re-exported for old imports.
 __all__ = ["EngramClient", "Forbidden", "ServiceError", "Unauthorized"]

