@@ -121,6 +121,7 @@ def test_a_postgres_url_without_psycopg_names_the_postgres_extra(tmp_path: Path)
 ])
 def test_an_import_without_its_extra_names_the_extra(statement: str, extra: str, blocked: str,
                                                      tmp_path: Path) -> None:
-    code = f"from engram.errors import MissingExtra\ntry:\n    {statement}\nexcept MissingExtra as exc:\n    print(exc)\n"
+    code = (f"from engram.errors import MissingExtra\ntry:\n    {statement}\n"
+            "except MissingExtra as exc:\n    print(exc)\n")
     done = without(blocked, ["-c", code], tmp_path)
     assert f"needs the {extra} extra: pip install 'engram-retrieval[{extra}]'" in done.stdout, done.stderr

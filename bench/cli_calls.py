@@ -1,0 +1,73 @@
+"""Wall time of one ``engram`` command, as a shell runs it: a fresh interpreter per call.
+
+    python bench/cli_calls.py [--runs 5] [--memories 200]
+
+Each command runs ``--runs`` times against a SQLite store holding ``--memories`` memories of one
+user (and one API key); the median, min and max of each are printed with the load average, since
+on a shared machine the figures move with it. Byte-code caching is switched on for the runs (an
+installed package has its .pyc files), and a first untimed call of each command warms the page cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def engram(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "engram.cli", *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    return time.perf_counter() - started, done.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--memories", type=int, default=200)
+    parser.add_argument("--out", default="bench/results/cli_calls.json")
+    args = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory(prefix="engram-cli-bench-") as tmp:
+        db = str(Path(tmp) / "bench.db")
+        lines = "".join(json.dumps({"content": f"memory {i}: Acme order {i} shipped to warehouse {i % 7}",
+                                    "kind": "fact"}) + "\n" for i in range(args.memories))
+        (Path(tmp) / "m.jsonl").write_text(lines)
+        engram(["import", str(Path(tmp) / "m.jsonl"), "--user", "alice", "--db", db], env)
+        engram(["keys", "create", "--user", "alice", "--db", db], env)
+        memory_id = engram(["list", "--user", "alice", "--limit", "1", "--db", db], env)[1].split("\t")[0]
+        commands = {
+            "add": ["add", "Acme moved its warehouse to Leeds", "--user", "alice", "--db", db],
+            "search": ["search", "Where is the Acme warehouse?", "--user", "alice", "--db", db],
+            "list": ["list", "--user", "alice", "--db", db],
+            "get": ["get", memory_id, "--user", "alice", "--db", db],
+            "history": ["history", memory_id, "--user", "alice", "--db", db],
+            "stats": ["stats", "--db", db],
+            "keys list": ["keys", "list", "--db", db],
+            "--help": ["--help"],
+        }
+        results: dict[str, dict[str, float]] = {}
+        for name, command in commands.items():
+            engram(command, env)  # untimed: the page cache and byte-code files
+            times = [engram(command, env)[0] for _ in range(args.runs)]
+            results[name] = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
+            print(f"{name:10} median {results[name]['median_s']:.3f} s  (min {min(times):.3f}, max {max(times):.3f})")
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores; {args.runs} runs each")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs": args.runs, "memories": args.memories, "load_average": load,
+                               "commands": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
