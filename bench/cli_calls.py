@@ -1,11 +1,13 @@
 """Wall time of one ``engram`` command, as a shell runs it: a fresh interpreter per call.
 
-    python bench/cli_calls.py [--runs 5] [--memories 200]
+    python bench/cli_calls.py [--runs 5] [--memories 200] [--against OTHER_CHECKOUT]
 
 Each command runs ``--runs`` times against a SQLite store holding ``--memories`` memories of one
 user (and one API key); the median, min and max of each are printed with the load average, since
-on a shared machine the figures move with it. Byte-code caching is switched on for the runs (an
-installed package has its .pyc files), and a first untimed call of each command warms the page cache.
+on a shared machine the figures move with it. ``--against`` times another checkout's code too
+(``git archive COMMIT | tar -x -C DIR``), its runs interleaved with these so both meet the same load.
+Byte-code caching is switched on for the runs (an installed package has its .pyc files), and a first
+untimed call of each command warms the page cache.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def engram(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+def engram(args: list[str], env: dict[str, str], root: Path = ROOT) -> tuple[float, str]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "engram.cli", *args], env=env, cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "engram.cli", *args], env=env, cwd=root, capture_output=True,
                           text=True, check=True)
     return time.perf_counter() - started, done.stdout
 
@@ -34,8 +36,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--memories", type=int, default=200)
+    parser.add_argument("--against", type=Path, default=None, help="another checkout to time alongside")
     parser.add_argument("--out", default="bench/results/cli_calls.json")
     args = parser.parse_args()
+    roots = {"this": ROOT, **({"against": args.against.resolve()} if args.against else {})}
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory(prefix="engram-cli-bench-") as tmp:
         db = str(Path(tmp) / "bench.db")
@@ -55,18 +59,26 @@ def main() -> None:
             "keys list": ["keys", "list", "--db", db],
             "--help": ["--help"],
         }
-        results: dict[str, dict[str, float]] = {}
+        results: dict[str, dict[str, dict[str, float]]] = {name: {} for name in roots}
         for name, command in commands.items():
-            engram(command, env)  # untimed: the page cache and byte-code files
-            times = [engram(command, env)[0] for _ in range(args.runs)]
-            results[name] = {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
-            print(f"{name:10} median {results[name]['median_s']:.3f} s  (min {min(times):.3f}, max {max(times):.3f})")
+            times: dict[str, list[float]] = {root: [] for root in roots}
+            for where in roots.values():
+                engram(command, env, where)  # untimed: the page cache and byte-code files
+            for _ in range(args.runs):
+                for root, where in roots.items():
+                    times[root].append(engram(command, env, where)[0])
+            for root, taken in times.items():
+                results[root][name] = {"median_s": statistics.median(taken), "min_s": min(taken), "max_s": max(taken)}
+                print(f"{root:8} {name:10} median {statistics.median(taken):.3f} s  "
+                      f"(min {min(taken):.3f}, max {max(taken):.3f})")
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores; {args.runs} runs each")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"runs": args.runs, "memories": args.memories, "load_average": load,
-                               "commands": results}, indent=2))
+    report = {"runs": args.runs, "memories": args.memories, "load_average": load, "commands": results["this"]}
+    if args.against:
+        report["against"] = results["against"]
+    out.write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

