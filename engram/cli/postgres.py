@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["postgres_group"]
 
 DATA_HELP = "Directory the cluster lives in (default: $ENGRAM_PG_DATA, else ./engram-postgres)."
 
 
-def _data_option(command: click.Command) -> click.Command:
+def _data_option(command: F) -> F:
     return click.option("--data", "data_dir", default="engram-postgres", envvar="ENGRAM_PG_DATA",
                         type=click.Path(file_okay=False), help=DATA_HELP)(command)
 
