@@ -3,9 +3,10 @@
     python bench/cli_calls.py [--runs 5] [--memories 200] [--against OTHER_CHECKOUT]
 
 Each command runs ``--runs`` times against a SQLite store holding ``--memories`` memories of one
-user (and one API key); the median, min and max of each are printed with the load average, since
-on a shared machine the figures move with it. ``--against`` times another checkout's code too
-(``git archive COMMIT | tar -x -C DIR``), its runs interleaved with these so both meet the same load.
+user (and one API key); the median, min and max wall time of each are printed with the median CPU
+time (user + system) and the load average, since on a shared machine wall time moves with the load.
+``--against`` times another checkout's code too (``git archive COMMIT | tar -x -C DIR``), its runs
+interleaved with these so both meet the same load.
 Byte-code caching is switched on for the runs (an installed package has its .pyc files), and a first
 untimed call of each command warms the page cache.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,6 +32,12 @@ def engram(args: list[str], env: dict[str, str], root: Path = ROOT) -> tuple[flo
     done = subprocess.run([sys.executable, "-m", "engram.cli", *args], env=env, cwd=root, capture_output=True,
                           text=True, check=True)
     return time.perf_counter() - started, done.stdout
+
+
+def cpu_seconds() -> float:
+    """CPU time of every child waited for so far: unlike wall time, barely moved by other processes' load."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def main() -> None:
@@ -62,15 +70,19 @@ def main() -> None:
         results: dict[str, dict[str, dict[str, float]]] = {name: {} for name in roots}
         for name, command in commands.items():
             times: dict[str, list[float]] = {root: [] for root in roots}
+            cpu: dict[str, list[float]] = {root: [] for root in roots}
             for where in roots.values():
                 engram(command, env, where)  # untimed: the page cache and byte-code files
             for _ in range(args.runs):
                 for root, where in roots.items():
+                    before = cpu_seconds()
                     times[root].append(engram(command, env, where)[0])
+                    cpu[root].append(cpu_seconds() - before)
             for root, taken in times.items():
-                results[root][name] = {"median_s": statistics.median(taken), "min_s": min(taken), "max_s": max(taken)}
+                results[root][name] = {"median_s": statistics.median(taken), "min_s": min(taken), "max_s": max(taken),
+                                       "median_cpu_s": statistics.median(cpu[root])}
                 print(f"{root:8} {name:10} median {statistics.median(taken):.3f} s  "
-                      f"(min {min(taken):.3f}, max {max(taken):.3f})")
+                      f"(min {min(taken):.3f}, max {max(taken):.3f}; CPU {statistics.median(cpu[root]):.3f} s)")
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores; {args.runs} runs each")
     out = Path(args.out)
