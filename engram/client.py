@@ -31,19 +31,20 @@ from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
 from engram.recall_types import Recall
 from engram.retrieve.types import Retrieval
 from engram.validate import top_k_shortcut
-from engram.wire import (
-    config_overrides,
-    decode,
-    decode_retrieval,
-    error_from,
-    jsonable,
-    list_params,
-    retrieve_filters,
-    to_camel,
-)
 
-with needs("EngramClient", "service"):
+with needs("EngramClient", "service"):  # httpx, and pydantic under engram.wire
     import httpx
+
+    from engram.wire import (
+        config_overrides,
+        decode,
+        decode_retrieval,
+        error_from,
+        jsonable,
+        list_params,
+        retrieve_filters,
+        to_camel,
+    )
 
 # The error classes were the client's own; they are engram.errors' now, re-exported for old imports.
 __all__ = ["EngramClient", "Forbidden", "ServiceError", "Unauthorized"]

@@ -115,6 +115,7 @@ def test_a_postgres_url_without_psycopg_names_the_postgres_extra(tmp_path: Path)
 
 @pytest.mark.parametrize(("statement", "extra", "blocked"), [
     ("from engram.client import EngramClient", "service", "httpx"),
+    ("from engram.client import EngramClient", "service", "pydantic"),  # found in a fresh virtualenv
     ("from engram.service import create_app", "service", "fastapi"),
     ("from engram.integrations.langgraph import EngramStore", "langgraph", "langgraph"),
     ("from engram.integrations.langchain import EngramRetriever", "langchain", "langchain_core"),
