@@ -17,14 +17,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, overload
 from urllib.parse import quote
 
-import httpx
-
 from engram import mem0
 from engram.api import MemoryAPI
 from engram.config import RetrievalConfig
 from engram.conversation import Messages, is_conversation
 from engram.documents import Document
 from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized
+from engram.extras import needs
 from engram.feedback import FeedbackResult
 from engram.ingest.files import IngestReport
 from engram.ingest.normalize import to_utc
@@ -32,16 +31,20 @@ from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
 from engram.recall_types import Recall
 from engram.retrieve.types import Retrieval
 from engram.validate import top_k_shortcut
-from engram.wire import (
-    config_overrides,
-    decode,
-    decode_retrieval,
-    error_from,
-    jsonable,
-    list_params,
-    retrieve_filters,
-    to_camel,
-)
+
+with needs("EngramClient", "service"):  # httpx, and pydantic under engram.wire
+    import httpx
+
+    from engram.wire import (
+        config_overrides,
+        decode,
+        decode_retrieval,
+        error_from,
+        jsonable,
+        list_params,
+        retrieve_filters,
+        to_camel,
+    )
 
 # The error classes were the client's own; they are engram.errors' now, re-exported for old imports.
 __all__ = ["EngramClient", "Forbidden", "ServiceError", "Unauthorized"]

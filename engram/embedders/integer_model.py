@@ -8,7 +8,7 @@ activations quantized at run time, ``MatMulInteger``-family kernels): ~3 ms a qu
 cosine 0.99 to the float ones. It is a different model (its own model id): a store is bound to
 one or the other.
 
-The rewrite needs the ``onnx`` package (``pip install 'engram-memory[int8]'``) and writes the
+The rewrite needs the ``onnx`` package (``pip install 'engram-retrieval[int8]'``) and writes the
 model into the cache directory (``$ENGRAM_CACHE_DIR``, else ``~/.cache/engram``), named by the
 source model's digest, so it is done once per machine and never fetched from anywhere.
 """
@@ -23,6 +23,7 @@ from typing import Any
 
 from engram.config import cache_dir
 from engram.errors import EmbedderError
+from engram.extras import install_line
 
 __all__ = ["integer_model"]
 
@@ -38,8 +39,7 @@ def integer_model(source: Path, digest: str) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise EmbedderError(
-            "the minilm-int8 embedder rewrites the model once and needs onnx: "
-            f"pip install 'engram-memory[int8]' ({exc})"
+            f"the minilm-int8 embedder rewrites the model once and needs onnx: {install_line('int8')} ({exc})"
         ) from exc
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as work:

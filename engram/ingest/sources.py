@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+from engram.extras import install_line
+
 __all__ = [
     "CHUNK_MAX", "CHUNK_MIN", "FILE_INGEST", "STATUSES_OF_FILES", "SUPPORTED", "FileFailure", "FileResult",
     "chunk_spans", "discover", "doc_key_for", "html_to_text", "read_document",
@@ -103,7 +105,7 @@ def _read_pdf(path: Path) -> str:
     try:
         from pypdf import PdfReader
     except ImportError as exc:
-        raise FileFailure("reading PDF needs pypdf (pip install 'engram-memory[pdf]')") from exc
+        raise FileFailure(f"reading PDF needs the pdf extra: {install_line('pdf')}") from exc
     try:
         reader = PdfReader(str(path))
         encrypted = reader.is_encrypted

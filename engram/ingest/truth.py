@@ -30,8 +30,8 @@ from engram.ext import Store
 from engram.model import Filters, Link, MemoryRecord
 
 __all__ = [
-    "VERSIONED_KINDS", "Supersession", "apply", "list_all", "plan", "reinstate", "supersede_document", "valid_at",
-    "withdraw_document",
+    "VERSIONED_KINDS", "Supersession", "apply", "delete", "list_all", "plan", "reinstate", "supersede_document",
+    "valid_at", "withdraw_document",
 ]
 
 #: Kinds whose versions supersede one another: facts by subject and predicate, documents by file.
@@ -168,6 +168,16 @@ def reinstate(
         if now != version:
             changed.append(now)
     return changed, pairs
+
+
+def delete(store: Store, user_id: str, memory_id: str) -> bool:
+    """Delete one memory of ``user_id`` from the store; False if it was not there. A document takes its
+    passages with it and the version it superseded becomes current (:func:`withdraw_document`); the
+    store itself makes a fact's previous version current."""
+    record = store.get(user_id, memory_id)
+    if record is not None and record.kind == "document":
+        withdraw_document(store, user_id, record)
+    return store.delete(user_id, memory_id)
 
 
 def withdraw_document(store: Store, user_id: str, deleted: MemoryRecord) -> None:

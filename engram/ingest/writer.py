@@ -101,10 +101,7 @@ def delete(context: Context, memory_id: str, *, user_id: str) -> bool:
     document takes its passages with it.
     """
     user = context.user(user_id)
-    record = context.store.get(user, memory_id)
-    if record is not None and record.kind == "document":
-        truth.withdraw_document(context.store, user, record)
-    deleted = context.store.delete(user, memory_id)
+    deleted = truth.delete(context.store, user, memory_id)
     context.wrote(user)
     return deleted
 

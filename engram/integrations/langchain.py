@@ -15,23 +15,25 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.documents import Document
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage,
-    FunctionMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
-from langchain_core.retrievers import BaseRetriever
-
 from engram import Filters, Memory, MemoryEntry, MemoryRecord, RetrievalConfig
 from engram.api import MemoryAPI
+from engram.extras import needs
 from engram.validate import to_utc
+
+with needs("engram.integrations.langchain", "langchain"):
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.documents import Document
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        FunctionMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+    )
+    from langchain_core.retrievers import BaseRetriever
 
 __all__ = ["EngramChatMessageHistory", "EngramRetriever", "add_messages", "entry_document", "message_role",
            "record_message"]

@@ -27,24 +27,26 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    InvalidNamespaceError,
-    Item,
-    ListNamespacesOp,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    get_text_at_path,
-    tokenize_path,
-)
-
 from engram import Memory, MemoryRecord, RetrievalConfig
 from engram.errors import MemoryNotFound, ValidationError
+from engram.extras import needs
 from engram.integrations.filters import matches_filter, namespace_matches, split_filter
+
+with needs("engram.integrations.langgraph", "langgraph"):
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        get_text_at_path,
+        tokenize_path,
+    )
 
 __all__ = ["MARK", "EngramStore"]
 

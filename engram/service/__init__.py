@@ -8,6 +8,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from engram.extras import needs
+
 if TYPE_CHECKING:
     from engram.service.app import create_app
     from engram.service.auth import ApiKey, KeyStore
@@ -20,5 +22,6 @@ _HOME = {"create_app": "app", "ApiKey": "auth", "KeyStore": "auth", "ServiceSett
 
 def __getattr__(name: str) -> Any:
     if name in _HOME:
-        return getattr(import_module(f"engram.service.{_HOME[name]}"), name)
+        with needs(f"engram.service.{name}", "service"):
+            return getattr(import_module(f"engram.service.{_HOME[name]}"), name)
     raise AttributeError(f"module 'engram.service' has no attribute {name!r}")

@@ -161,22 +161,28 @@ def create_key(users: tuple[str, ...], tenants: tuple[str, ...], admin: bool, na
     click.echo(token)
 
 
-@keys_group.command(name="list", help="List keys (never their tokens).")
+#: The columns of ``engram keys list``, in the order its piped lines give them.
+KEY_COLUMNS = ("id", "role", "users", "created_at", "revoked_at", "name")
+
+
+@keys_group.command(name="list", help=(
+    "List keys (never their tokens). At a terminal: a table; piped: one tab-separated line per key "
+    f"({', '.join(KEY_COLUMNS)}); role is key or admin, users the key's scopes joined by commas."
+))
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked keys.")
 @click.option("--db", default=None, help=DB_HELP)
 def list_keys(include_revoked: bool, db: str | None) -> None:
+    from engram.cli.output import print_table
+
     store = KeyStore(_db(db, create=False))
     try:
         keys = store.list(include_revoked=include_revoked)
     finally:
         store.close()
-    for key in keys:
-        flags = " admin" if key.admin else ""
-        revoked = f" revoked {key.revoked_at}" if key.revoked_at else ""
-        click.echo(f"{key.id}{flags} users={','.join(key.scopes)} created={key.created_at}"
-                   f"{revoked} name={key.name or '-'}")
-    if not keys:
-        click.echo("no keys")
+    print_table(KEY_COLUMNS, [(key.id, "admin" if key.admin else "key", ",".join(key.scopes), key.created_at,
+                               key.revoked_at or "", key.name or "") for key in keys])
+    if not keys:  # on stderr: a pipe reading keys gets no line that is not one
+        click.echo("no keys" + ("" if include_revoked else " (--all includes revoked ones)"), err=True)
 
 
 @keys_group.command(name="revoke", help="Revoke a key by its id; it stops working at once.")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engram.ext import Store
+from engram.extras import needs
+
+if TYPE_CHECKING:  # not at run time: engram.ext imports numpy, which `engram keys` never needs
+    from engram.ext import Store
 
 __all__ = ["DEFAULT_PATH", "is_url", "open_store", "store_target"]
 
@@ -17,7 +21,8 @@ def open_store(path_or_url: str | os.PathLike[str] | None) -> Store:
     ``./engram.db``. Each backend is imported only when named (psycopg is an optional extra)."""
     target = store_target(path_or_url)
     if is_url(target):
-        from engram.stores.postgres.store import PostgresStore
+        with needs("a postgresql:// store", "postgres"):
+            from engram.stores.postgres.store import PostgresStore
 
         return PostgresStore(target)
     from engram.stores.sqlite.store import SQLiteStore

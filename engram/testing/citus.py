@@ -39,7 +39,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from engram.testing.pgserver import _free_port, _unprivileged_account, _usable_binaries, find_binaries
+from engram.stores.postgres.embedded import find_binaries
+from engram.stores.postgres.embedded import free_port as _free_port
+from engram.stores.postgres.embedded import run_as as _unprivileged_account
+from engram.stores.postgres.embedded import usable_binaries as _usable_binaries
 
 __all__ = ["CitusCluster", "attach", "build_citus", "find_source", "main", "start_citus"]
 

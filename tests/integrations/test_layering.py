@@ -1,5 +1,5 @@
 """The integrations sit on top of the core: no core module imports them or their frameworks, so
-``pip install engram-memory`` works without LangGraph or LangChain."""
+``pip install engram-retrieval`` works without LangGraph or LangChain."""
 
 from __future__ import annotations
 
