@@ -1,196 +1,277 @@
-"""Mem0's calls (``search``, ``get_all``, ``delete_all``) over any ``MemoryAPI``, in Mem0's shapes.
+"""Mem0's open-source ``Memory`` and ``AsyncMemory``, call for call and shape for shape, over Engram.
 
-Written once against the Protocol, so ``Memory`` and ``EngramClient`` answer alike: each is a
-composition of Engram's own calls (``retrieve``, ``list``, ``delete``, ``forget_user``), never a
-second read path. A result is ``{"id", "memory", "score"?, "metadata", "created_at",
-"updated_at", "user_id", "agent_id", "run_id", "role", "kind"}``; search results add the
-``reasons`` a memory was ranked for, which Mem0 does not have. Engram keeps no update time
-(``updated_at`` is None) and ``run_id`` is the memory's session.
+A Mem0 script runs with its import changed from ``from mem0 import Memory`` to
+``from engram.mem0 import Memory``: ``add`` answers ``{"results": [{"id", "memory", "event"}]}``,
+``get`` a dict (None for a missing id), ``update``/``delete``/``delete_all`` Mem0's messages,
+``history`` a list of dicts, and ``search``/``get_all`` Mem0's items (``hash``, ``updated_at``,
+``metadata`` None when empty). ``engram.Memory`` keeps Engram's own calls (records, not dicts);
+this class holds one as ``.engram`` for everything Mem0 has no call for.
 
-A search answers at most ``SEARCH_TOP_K`` (20) results whatever its ``limit`` (Mem0's default is
-100): ``retrieve(top_k=...)`` ranks more in-process. ``memory`` in a search result is the text as
-retrieval rendered it, clipped to the config's ``clip_sentences`` (pass
-``config=RetrievalConfig(clip_sentences=None)`` for whole texts).
+Where Engram answers differently on purpose, docs/from-mem0.md says so and why: no LLM runs (so
+``infer`` stores what was said), a scope without a ``user_id`` is its own user
+(``agent:<agent_id>`` or ``run:<run_id>``), and a search ranks with Engram's signals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+import asyncio
+import builtins
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
+from typing import Any
 
+from engram import mem0_calls
 from engram.errors import MemoryNotFound, ValidationError
-from engram.metadata_filter import check, matches
-from engram.model import STATUSES, HistoryEvent, MemoryRecord, plain
-from engram.retrieve.types import MemoryEntry
-from engram.validate import integer, number
+from engram.memory import Memory as EngramMemory
+from engram.metadata_filter import check
+from engram.model import HistoryEvent
+from engram.validate import to_utc
 
-if TYPE_CHECKING:
-    from engram.api import MemoryAPI
-    from engram.config import RetrievalConfig
-    from engram.ext import Store
+__all__ = ["AsyncMemory", "Memory"]
 
-__all__ = ["DELETED", "delete_all", "from_export", "get_all", "owner_of", "record_result", "search"]
-
-DELETED = "Memories deleted successfully!"
-PAGE = 500
-#: The most a search ranks: the top_k a non-admin key may ask the HTTP service for (the admin
-#: range), so a search answers the same in-process and over HTTP. A filtered search ranks this
-#: many before filtering (the filter runs after ranking), so it still fills ``limit`` when it can.
-SEARCH_TOP_K = 20
+UPDATED = "Memory updated successfully!"
+DELETED = "Memory deleted successfully!"
+ALL_DELETED = "Memories deleted successfully!"
+#: Mem0's one memory_type, and the Engram kind it is stored as.
+PROCEDURAL = "procedural_memory"
+_EXPIRES = "expiration_date"
 
 
-def entry_result(entry: MemoryEntry, user_id: str) -> dict[str, Any]:
-    return {
-        "id": entry.id, "memory": entry.content, "score": entry.score, "metadata": plain(entry.metadata),
-        "created_at": entry.timestamp, "updated_at": None, "user_id": user_id, "agent_id": entry.agent_id,
-        "run_id": entry.session_id, "role": entry.role, "kind": entry.type, "reasons": list(entry.reasons),
-    }
+class Memory:
+    """Mem0's ``Memory`` over an Engram store: ``Memory()`` is ./engram.db, ``Memory("agent.db")``
+    or ``Memory("postgresql://...")`` another; keyword arguments go to ``engram.Memory``."""
+
+    def __init__(self, path_or_url: str | os.PathLike[str] | None = None, **options: Any) -> None:
+        self.engram = EngramMemory(path_or_url, **options)
+
+    @classmethod
+    def from_config(cls, config_dict: Mapping[str, Any]) -> Memory:
+        """Mem0 configures a vector store, an LLM and an embedder; Engram has one store and no LLM."""
+        raise ValidationError("config_dict", "Engram has no vector store, LLM or embedder providers to configure: "
+                              "use Memory(path_or_url), e.g. Memory('agent.db') or Memory('postgresql://...')")
+
+    def close(self) -> None:
+        self.engram.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writes
+    def add(
+        self, messages: Any, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None, infer: bool = True, memory_type: str | None = None,
+        prompt: str | None = None, timestamp: Any = None, expiration_date: Any = None,
+    ) -> dict[str, Any]:
+        """Store each message as it was said (``infer`` or not: no LLM runs), one memory each."""
+        if prompt is not None:
+            raise ValidationError("prompt", "Engram runs no LLM on the write path, so there is nothing to prompt")
+        if memory_type not in (None, PROCEDURAL):
+            raise ValidationError("memory_type", f"allowed: {PROCEDURAL} (or none)")
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        elif isinstance(messages, Mapping):
+            messages = [messages]
+        if not isinstance(messages, Sequence) or isinstance(messages, str):
+            raise ValidationError("messages", "must be a text, a message or a list of messages")
+        said = [m for m in messages if not (isinstance(m, Mapping) and m.get("role") == "system")]
+        if not said:
+            return {"results": []}
+        fields: dict[str, Any] = {"agent_id": agent_id, "run_id": run_id}
+        extra = dict(metadata or {})
+        if expiration_date is not None:
+            extra[_EXPIRES] = _day(expiration_date, "expiration_date")
+        if extra:
+            fields["metadata"] = extra
+        if timestamp is not None:
+            fields["created_at"] = _when(timestamp, "timestamp")
+        kind = "procedure" if memory_type == PROCEDURAL else "message"
+        records = self.engram.add(said, user_id=_scope(user_id, agent_id, run_id), kind=kind,
+                                  **{k: v for k, v in fields.items() if v is not None})
+        return {"results": [{"id": r.id, "memory": r.content, "event": "ADD", "role": r.role,
+                             "metadata": _metadata(r.metadata)} for r in records]}
+
+    def update(self, memory_id: str, data: str | None = None, metadata: Mapping[str, Any] | None = None, *,
+               text: str | None = None, timestamp: Any = None) -> dict[str, str]:
+        """New text (``data``, or ``text`` as Mem0's platform names it) and/or metadata; re-embeds."""
+        changes: dict[str, Any] = {}
+        content = data if data is not None else text
+        if content is not None:
+            changes["content"] = content
+        if metadata is not None:
+            changes["metadata"] = dict(metadata)
+        if timestamp is not None:
+            changes["created_at"] = _when(timestamp, "timestamp")
+        if not changes:
+            raise ValidationError("data", "give the new text (data=...) or metadata")
+        self.engram.update(memory_id, **changes)
+        return {"message": UPDATED}
+
+    def delete(self, memory_id: str) -> dict[str, str]:
+        """Delete one memory; a missing id raises MemoryNotFound (Mem0 raises too)."""
+        if not self.engram.delete(memory_id):
+            raise MemoryNotFound(f"no memory {memory_id!r}")
+        return {"message": DELETED}
+
+    def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> dict[str, str]:
+        user = _scope(user_id, agent_id, run_id)
+        mem0_calls.delete_all(self.engram, user_id=user, agent_id=agent_id, run_id=run_id)
+        return {"message": ALL_DELETED}
+
+    def reset(self) -> None:
+        """DESTRUCTIVE: forget every memory of every user in this store."""
+        self.engram.reset()
+
+    # -- reads
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        try:
+            record = self.engram.get(memory_id)
+        except MemoryNotFound:
+            return None
+        return self._item(mem0_calls.record_result(record), record.user_id)
+
+    def get_all(self, *, filters: Mapping[str, Any] | None = None, top_k: int = 20, user_id: str | None = None,
+                agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """The scope's memories, oldest first, at most ``top_k`` (or ``limit``, Mem0's older name)."""
+        user, where = self._scoped(filters, user_id, agent_id, run_id)
+        found = mem0_calls.get_all(self.engram, user_id=user, agent_id=agent_id, run_id=run_id, filters=where,
+                                   limit=limit if limit is not None else top_k)
+        return {"results": [self._item(r, user) for r in found["results"]]}
+
+    def search(self, query: str, *, top_k: int = 20, filters: Mapping[str, Any] | None = None,
+               threshold: float | None = 0.1, rerank: bool = False, explain: bool = False, user_id: str | None = None,
+               agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """The scope's memories that matter for ``query``, best first; ``filters`` narrow the
+        candidates before ranking, ``threshold`` is the floor. Engram's ranking fuses its signals
+        already, so ``rerank`` runs no second model; ``explain`` adds each result's ``score_details``."""
+        user, where = self._scoped(filters, user_id, agent_id, run_id)
+        config = self.engram.config.with_(clip_sentences=None, max_tokens=None)  # whole memories, as Mem0 returns
+        found = mem0_calls.search(self.engram, query, user_id=user, agent_id=agent_id, run_id=run_id,
+                                  limit=limit if limit is not None else top_k, filters=where, threshold=threshold,
+                                  config=config, explain=explain)
+        return {"results": [self._item(r, user) for r in found["results"]]}
+
+    def history(self, memory_id: str) -> builtins.list[dict[str, Any]]:
+        """Mem0's history rows, oldest first (Engram erases a deleted memory's texts from its log)."""
+        return [_history_row(i, event) for i, event in enumerate(self.engram.history(memory_id), 1)]
+
+    # -- shapes
+    def _scoped(self, filters: Mapping[str, Any] | None, user_id: str | None, agent_id: str | None,
+                run_id: str | None) -> tuple[str, dict[str, Any]]:
+        """The call's Engram user and its filter: Mem0 names the scope as arguments or in ``filters``;
+        memories past their ``expiration_date`` are left out."""
+        where = dict(check(filters)) if filters is not None else {}
+        for name, given in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
+            if given is not None:
+                where[name] = given
+        named = {name: where.get(name) for name in ("user_id", "agent_id", "run_id")}
+        user = _scope(*(value if isinstance(value, str) else None for value in named.values()))
+        today = datetime.now(UTC).date().isoformat()
+        where["AND"] = [*where.get("AND", []), {"OR": [{_EXPIRES: None}, {_EXPIRES: {"gte": today}}]}]
+        return user, where
+
+    def _item(self, result: Mapping[str, Any], user: str) -> dict[str, Any]:
+        item: dict[str, Any] = {"id": result["id"], "memory": result["memory"],
+                                "hash": hashlib.md5(result["memory"].encode(), usedforsecurity=False).hexdigest()}
+        metadata = dict(result.get("metadata") or {})
+        expires = metadata.pop(_EXPIRES, None)
+        item["metadata"] = metadata or None
+        if "score" in result:
+            item["score"] = result["score"]
+        item["created_at"] = result["created_at"]
+        events = self.engram.history(result["id"], user_id=user)
+        changed = [e.at for e in events if e.event == "update"]
+        item["updated_at"] = changed[-1].isoformat() if changed else result["created_at"]
+        if not user.startswith(("agent:", "run:")):
+            item["user_id"] = user
+        for name in ("agent_id", "run_id", "role"):
+            if result.get(name) is not None:
+                item[name] = result[name]
+        if expires is not None:
+            item[_EXPIRES] = expires
+        if "score_details" in result:
+            item["score_details"] = result["score_details"]
+        return item
 
 
-def record_result(record: MemoryRecord) -> dict[str, Any]:
-    return {
-        "id": record.id, "memory": record.content, "metadata": plain(record.metadata),
-        "created_at": record.created_at.isoformat(), "updated_at": None, "user_id": record.user_id,
-        "agent_id": record.agent_id, "run_id": record.session_id, "role": record.role, "kind": record.kind,
-    }
+class AsyncMemory:
+    """Mem0's ``AsyncMemory``: each call of :class:`Memory` awaited in a worker thread."""
+
+    def __init__(self, path_or_url: str | os.PathLike[str] | None = None, **options: Any) -> None:
+        self.sync = Memory(path_or_url, **options)
+
+    async def add(self, messages: Any, **options: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.add, messages, **options)
+
+    async def search(self, query: str, **options: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.search, query, **options)
+
+    async def get_all(self, **options: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.get_all, **options)
+
+    async def get(self, memory_id: str) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.sync.get, memory_id)
+
+    async def update(self, memory_id: str, data: str | None = None, **options: Any) -> dict[str, str]:
+        return await asyncio.to_thread(self.sync.update, memory_id, data, **options)
+
+    async def delete(self, memory_id: str) -> dict[str, str]:
+        return await asyncio.to_thread(self.sync.delete, memory_id)
+
+    async def delete_all(self, **scope: Any) -> dict[str, str]:
+        return await asyncio.to_thread(self.sync.delete_all, **scope)
+
+    async def history(self, memory_id: str) -> builtins.list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.history, memory_id)
+
+    async def reset(self) -> None:
+        await asyncio.to_thread(self.sync.reset)
+
+    def close(self) -> None:
+        self.sync.close()
 
 
-def search(
-    api: MemoryAPI, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-    limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,
-    config: RetrievalConfig | None = None,
-) -> dict[str, Any]:
-    """The user's memories that matter for ``query``, best first, as ``{"results": [...]}``."""
-    integer("limit", limit, 1, 1000)
-    wanted = check(filters) if filters is not None else None
-    user = _user(user_id, wanted)
-    if threshold is not None:
-        number("threshold", threshold, 0.0, 1.0)
-    top_k = SEARCH_TOP_K if wanted else min(limit, SEARCH_TOP_K)
-    if config is not None:
-        config = config.with_(top_k=top_k)
-    found = api.retrieve(query, user_id=user, session_id=run_id, config=config,
-                         filters={"agent_id": agent_id} if agent_id is not None else None,
-                         top_k=None if config is not None else top_k)
-    results = [entry_result(entry, user) for entry in found.memories]
-    kept = [r for r in results if matches(wanted, r) and (threshold is None or r["score"] >= threshold)]
-    return {"results": kept[:limit]}
+def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
+    """The Engram user of a Mem0 scope: the user, else the agent's or run's own (Engram scopes
+    every memory by one user, and one user never sees another's)."""
+    if user_id is not None:
+        return user_id
+    if agent_id is not None:
+        return f"agent:{agent_id}"
+    if run_id is not None:
+        return f"run:{run_id}"
+    raise ValidationError("user_id", "at least one of user_id, agent_id or run_id is required")
 
 
-def get_all(
-    api: MemoryAPI, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-    filters: Mapping[str, Any] | None = None, limit: int = 100,
-) -> dict[str, Any]:
-    """The user's active memories (within the agent or run), as ``{"results": [...]}``."""
-    integer("limit", limit, 1, 10_000)
-    wanted = check(filters) if filters is not None else None
-    kept: list[dict[str, Any]] = []
-    for record in _every(api, _user(user_id, wanted), agent_id, run_id, statuses=("active",)):
-        result = record_result(record)
-        if matches(wanted, result):
-            kept.append(result)
-            if len(kept) == limit:
-                break
-    return {"results": kept}
+def _when(value: Any, field: str) -> datetime:
+    """A Unix time (seconds) or an ISO 8601 time, as UTC."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, UTC)
+    return to_utc(value, field)
 
 
-def delete_all(
-    api: MemoryAPI, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-) -> dict[str, Any]:
-    """Delete the user's memories (within the agent or run, when given): every version, whatever its status.
-
-    Without ``agent_id`` and ``run_id`` this is ``forget_user``: the user's entities, links and
-    feedback go too. Engram scopes every memory by a user, so ``user_id`` is required.
-    """
-    if user_id is None:
-        raise ValidationError("user_id", "is required: every Engram memory belongs to one user "
-                              "(agent_id and run_id narrow within it)")
-    if agent_id is None and run_id is None:
-        return {"message": DELETED, "deleted": api.forget_user(user_id)}
-    ids = [r.id for r in _every(api, user_id, agent_id, run_id, statuses=STATUSES)]
-    # A document's deletion takes its passages with it: those are then already gone.
-    deleted = sum(api.delete(memory_id, user_id=user_id) for memory_id in ids)
-    return {"message": DELETED, "deleted": deleted}
-
-
-def _user(user_id: str | None, filters: Mapping[str, Any] | None) -> str:
-    """The call's user: ``user_id``, else the one Mem0 >= 1.0 lets a caller name in ``filters``."""
-    named = (filters or {}).get("user_id")
-    if user_id is None and isinstance(named, str):
-        return named
-    if user_id is None:
-        raise ValidationError("user_id", "is required (or filters={'user_id': ...}): every memory belongs to a user")
-    return user_id
-
-
-def _every(
-    api: MemoryAPI, user_id: str, agent_id: str | None, run_id: str | None, *, statuses: tuple[str, ...]
-) -> Iterator[MemoryRecord]:
-    scope = {"agent_id": agent_id, "session_id": run_id, "statuses": statuses}
-    offset = 0
-    while page := api.list(user_id=user_id, filters={k: v for k, v in scope.items() if v is not None},
-                           limit=PAGE, offset=offset):
-        yield from page
-        offset += len(page)
-
-
-def owner_of(store: Store, memory_id: str) -> str:
-    """The user a memory id belongs to, for the embedded API's id-only calls (the process owns the
-    file, so every user's memories are its own to read). Asks each user in turn: a lookup across
-    users is no store primitive, and id-only calls are for scripts, not hot paths."""
-    for user in store.users():
-        if store.get(user, memory_id) is not None:
-            return user
-    raise MemoryNotFound(f"no memory {memory_id!r}")
-
-
-def history(store: Store, memory_id: str, user_id: str | None) -> list[HistoryEvent]:
-    """Mem0's ``history(memory_id)``: the store's audit log of the memory, oldest first.
-
-    Without ``user_id`` the owner is looked for as :func:`owner_of` does, among the users the store
-    lists; a deleted memory's log is found that way only while its user has other data. Raises
-    MemoryNotFound when there is neither a log nor a memory (one stored before the log began has
-    an empty log).
-    """
-    for user in [user_id] if user_id is not None else store.users():
-        events = store.history(user, memory_id)
-        if events or store.get(user, memory_id) is not None:
-            return events
-    raise MemoryNotFound(f"no memory {memory_id!r}" + (" for this user" if user_id is not None else ""))
-
-
-def from_export(data: Any, *, default_user: str | None = None) -> list[dict[str, Any]]:
-    """``add_many`` items for a Mem0 export: ``get_all``'s ``{"results": [...]}``, or a list of its results.
-
-    Mem0 stores what its LLM extracted, so each memory comes in as a ``fact``; its id, hash and
-    update time are kept in ``metadata["mem0"]`` (an Engram id is assigned). A time without an
-    offset is read as UTC, which is what Mem0 writes when it is not given a timezone.
-    """
-    results = data.get("results", data.get("memories")) if isinstance(data, Mapping) else data
-    if not isinstance(results, list):
-        raise ValidationError("results", "a Mem0 export is {\"results\": [...]} or a list of memories")
-    items = []
-    for i, result in enumerate(results):
-        if not isinstance(result, Mapping):
-            raise ValidationError(f"results[{i}]", f"must be an object, got {type(result).__name__}")
-        origin = {k: result[k] for k in ("id", "hash", "updated_at") if result.get(k) is not None}
-        item: dict[str, Any] = {
-            "content": result.get("memory"), "user_id": result.get("user_id") or default_user, "kind": "fact",
-            "agent_id": result.get("agent_id"), "session_id": result.get("run_id"),
-            "metadata": {**(result.get("metadata") or {}), **({"mem0": origin} if origin else {})},
-            "created_at": _aware(result.get("created_at")),
-        }
-        items.append({k: v for k, v in item.items() if v is not None})
-    return items
-
-
-def _aware(when: Any) -> Any:
-    """An ISO time without an offset as UTC; anything else as given (``normalize`` checks it)."""
-    if not isinstance(when, str):
-        return when
+def _day(value: Any, field: str) -> str:
+    """An expiration date as ``YYYY-MM-DD`` (Mem0's form), from a date, a datetime or an ISO text."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
     try:
-        parsed = datetime.fromisoformat(when)
-    except ValueError:
-        return when
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+        return date.fromisoformat(value[:10]).isoformat()
+    except (ValueError, TypeError):
+        raise ValidationError(field, f"must be a date such as '2025-12-31', got {value!r}") from None
+
+
+def _metadata(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+    return {k: v for k, v in metadata.items() if k != _EXPIRES} or None
+
+
+def _history_row(n: int, event: HistoryEvent) -> dict[str, Any]:
+    return {"id": n, "memory_id": event.memory_id, "old_memory": event.before, "new_memory": event.after,
+            "event": event.event.upper(), "created_at": event.at.isoformat(), "updated_at": None,
+            "is_deleted": int(event.event == "delete")}

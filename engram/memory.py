@@ -10,7 +10,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Unpack, overload
 
-from engram import documents, keyword_search, mem0
+from engram import documents, keyword_search
+from engram import mem0_calls as mem0
 from engram import recall as recall_modes
 from engram.caches import Caches
 from engram.config import Limits, RetrievalConfig
@@ -183,7 +184,7 @@ class Memory:
 
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
                    run_id: str | None = None) -> dict[str, Any]:
-        """Mem0's ``delete_all``: see ``engram.mem0.delete_all``."""
+        """Mem0's ``delete_all``: see ``engram.mem0_calls.delete_all``."""
         return mem0.delete_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id)
 
     def reset(self) -> int:
@@ -250,7 +251,7 @@ class Memory:
         return self.context.get(self._owner(memory_id, user_id), memory_id)
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> builtins.list[HistoryEvent]:
-        """Every change to a memory, oldest first (``engram.mem0.history``); id-only as ``get``."""
+        """Every change to a memory, oldest first (``engram.mem0_calls.history``); id-only as ``get``."""
         return mem0.history(self.store, memory_id, None if user_id is None else self._user(user_id))
 
     def _owner(self, memory_id: str, user_id: str | None) -> str:
@@ -258,7 +259,7 @@ class Memory:
 
     def get_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
                 filters: Mapping[str, Any] | None = None, limit: int = 100) -> dict[str, Any]:
-        """Mem0's ``get_all``: ``{"results": [...]}`` (``engram.mem0``); ``filters`` in Mem0's operators."""
+        """Mem0's ``get_all``: ``{"results": [...]}`` (``engram.mem0_calls``); ``filters`` in Mem0's operators."""
         return mem0.get_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit)
 
     def search(self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,

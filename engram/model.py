@@ -266,6 +266,8 @@ class Filters:
     #: Fact triple parts, compared case-insensitively (how current truth finds earlier versions).
     subject: str | None = None
     predicate: str | None = None
+    #: A filter in Mem0's language (engram.metadata_filter), compiled into the store's queries.
+    where: Mapping[str, Any] | None = None
 
     def describe(self) -> list[str]:
         """Names of the filters in force, for a payload's ``appliedFilters``."""
@@ -283,6 +285,8 @@ class Filters:
             names.append("statuses")
         if self.metadata:
             names.append("metadata")
+        if self.where:
+            names.append("where")
         if self.created_after is not None or self.created_before is not None:
             names.append("created_range")
         return names

@@ -176,7 +176,7 @@ def test_the_from_mem0_guide_runs_and_finds_the_right_memory_first(
 
 
 def test_a_mem0_export_comes_in_as_facts(memory: Memory) -> None:
-    from engram.mem0 import from_export
+    from engram.mem0_calls import from_export
 
     export = {"results": [
         {"id": "0b5a", "memory": "Likes sci-fi movies", "hash": "h1", "metadata": {"category": "movies"},

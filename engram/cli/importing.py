@@ -74,7 +74,7 @@ def _mem0_as_jsonl(path: Path, user_id: str | None) -> Path:
     import tempfile
     from pathlib import Path
 
-    from engram.mem0 import from_export
+    from engram.mem0_calls import from_export
 
     try:
         items = from_export(json.loads(path.read_text(encoding="utf-8")), default_user=user_id)

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from engram.config import RetrievalConfig
 from engram.ext import RetrievalReads, Vector
+from engram.metadata_filter import evaluate, record_value
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 
@@ -260,6 +261,8 @@ def matches(record: MemoryRecord, filters: Filters) -> bool:
     for key, value in filters.metadata.items():
         if record.metadata.get(key) != value or (value is not None and key not in record.metadata):
             return False
+    if filters.where and not evaluate(filters.where, lambda key: record_value(record, key)):
+        return False
     if filters.created_after is not None and record.created_at < filters.created_after:
         return False
     return filters.created_before is None or record.created_at <= filters.created_before

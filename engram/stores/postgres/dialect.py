@@ -111,6 +111,42 @@ class PostgresDialect(Dialect):
         return f"json_typeof{field} = 'string' AND ({alias}.metadata ->> ?::text) = ?", [key, key, value]
 
 
+    binary = ' COLLATE "C"'
+    text_param = "?::text"
+
+    def fold(self, expr: str) -> str:
+        # Under the C collation lower() folds ASCII letters only, as SQLite's does.
+        return f'lower(({expr}) COLLATE "C")'
+
+    def text_contains(self, expr: str, needle: str) -> str:
+        return f"strpos({expr}, {needle}) > 0"
+
+    def metadata_test(self, alias: str, key: str, test: str, operand: Any) -> tuple[str, list[Any]]:
+        field = f"({alias}.metadata -> ?::text)"
+        kind = f"json_typeof{field}"
+        if test in ("null", "present"):
+            return f"COALESCE({kind}, 'null') {'=' if test == 'null' else '<>'} 'null'", [key]
+        text = f"({alias}.metadata ->> ?::text)"
+        if test in ("contains", "icontains"):
+            same = self.fold if test == "icontains" else str
+            element, wanted = same("e #>> '{}'"), same("?::text")
+            return (
+                f"CASE {kind} WHEN 'string' THEN strpos({same(text)}, {wanted}) > 0 "
+                f"WHEN 'array' THEN EXISTS (SELECT 1 FROM json_array_elements{field} AS e "
+                f"WHERE json_typeof(e) = 'string' AND {element} = {wanted}) ELSE FALSE END",
+                [key, key, operand, key, operand],
+            )
+        if isinstance(operand, bool):
+            return f"COALESCE({kind} = 'boolean' AND {field}::text = ?, FALSE)", \
+                [key, key, "true" if operand else "false"]
+        sign = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[test]
+        # CASE, not AND: PostgreSQL may evaluate either side of an AND first, and the cast fails on a text.
+        if isinstance(operand, str):
+            return f"CASE WHEN {kind} = 'string' THEN {text}{self.binary} {sign} ?::text ELSE FALSE END", \
+                [key, key, operand]
+        return f"CASE WHEN {kind} = 'number' THEN ({field}::text)::float8 {sign} ?::float8 ELSE FALSE END", \
+            [key, key, operand]
+
     def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
         # A case-insensitive LIKE, folding as the substring index does (engram_fold, see
         # engram.stores.postgres.substrings): under the C locale ILIKE folds ASCII letters only.

@@ -115,6 +115,25 @@ class Dialect:
         """The memory's metadata holds ``value`` under ``key`` (null: holds null or nothing)."""
         raise NotImplementedError
 
+    #: What makes a text comparison order by code point (byte order in UTF-8), as Python's does.
+    binary: str = ""
+    #: A parameter that is a text, typed where the database cannot tell (``strpos(x, ?)``).
+    text_param: str = "?"
+
+    def fold(self, expr: str) -> str:
+        """``expr`` with ASCII letters lowered (engram.metadata_filter.fold)."""
+        return f"lower({expr})"
+
+    def text_contains(self, expr: str, needle: str) -> str:
+        """The text ``expr`` contains the text ``needle`` (a substring test, not a pattern)."""
+        raise NotImplementedError
+
+    def metadata_test(self, alias: str, key: str, test: str, operand: Any) -> tuple[str, list[Any]]:
+        """One filter test on a metadata value (engram.stores.sql.where): ``test`` is ``eq`` (a text,
+        number or boolean, of the same JSON type), ``null`` (null or missing), ``present``, one of
+        ``gt gte lt lte`` (a text or a number), or ``contains``/``icontains`` (a text)."""
+        raise NotImplementedError
+
     def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
         """The memory's searched text contains one of ``terms`` (each of at least three characters),
         ignoring case (see :meth:`~engram.stores.sql.candidates.CandidateMixin.substring_search`)."""

@@ -9,6 +9,7 @@ from typing import Any
 from engram.errors import ValidationError
 from engram.model import Filters, MemoryRecord, ReadOnlyDict, read_only
 from engram.stores.sql.dialect import Dialect
+from engram.stores.sql.where import where_sql
 
 __all__ = ["COLUMNS", "filter_sql", "record_params", "row_to_record"]
 
@@ -101,6 +102,8 @@ def filter_sql(d: Dialect, filters: Filters, alias: str = "m") -> tuple[str, lis
         if value is not None and not isinstance(value, bool | int | float | str):
             raise ValidationError("filters.metadata", "values must be strings, numbers, booleans or null")
         add(*d.metadata_eq(alias, key, value))
+    if filters.where:
+        add(*where_sql(d, alias, filters.where))
     if filters.created_after is not None:
         add(f"{alias}.created_at >= ?", [d.time(filters.created_after)])
     if filters.created_before is not None:

@@ -108,10 +108,36 @@ class SQLiteDialect(Dialect):
         return f"json_extract({alias}.metadata, ?) = ?", [path, value]
 
 
+    def text_contains(self, expr: str, needle: str) -> str:
+        return f"instr({expr}, {needle}) > 0"
+
+    def metadata_test(self, alias: str, key: str, test: str, operand: Any) -> tuple[str, list[Any]]:
+        path = f'$."{key}"'
+        kind = f"json_type({alias}.metadata, ?)"
+        value = f"json_extract({alias}.metadata, ?)"
+        if test in ("null", "present"):
+            return f"COALESCE({kind}, 'null') {'=' if test == 'null' else '<>'} 'null'", [path]
+        if test in ("contains", "icontains"):
+            same = self.fold if test == "icontains" else str
+            return (
+                f"CASE {kind} WHEN 'text' THEN instr({same(value)}, {same('?')}) > 0 "
+                f"WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each({alias}.metadata, ?) e "
+                f"WHERE e.type = 'text' AND {same('e.value')} = {same('?')}) ELSE 0 END",
+                [path, path, operand, path, operand],
+            )
+        if isinstance(operand, bool):
+            return f"{kind} = ?", [path, "true" if operand else "false"]
+        sign = _SIGNS[test]
+        types = "'text'" if isinstance(operand, str) else "'integer', 'real'"
+        return f"CASE WHEN {kind} IN ({types}) THEN {value} {sign} ? ELSE 0 END", [path, path, operand]
+
     def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
         # The trigram index (engram.stores.sqlite.substrings): each term a phrase, quotes doubled.
         match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
         return f"{alias}.rowid IN (SELECT rowid FROM substring_fts WHERE substring_fts MATCH ?)", [match]
+
+
+_SIGNS = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
 def _marks(n: int) -> str:
