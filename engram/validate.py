@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from engram.errors import ValidationError, short_repr
-from engram.metadata_filter import check as check_filter
 from engram.model import KINDS, STATUSES, Filters
 
 __all__ = [
@@ -226,8 +225,10 @@ def _filter_value(key: str, value: Any) -> Any:
         if value is None:
             return None
         return to_utc(value, field)
-    if key == "where":
-        return None if value is None else check_filter(value, field)
+    if key == "where":  # Mem0's filter language: checked whole where it is compiled (engram.stores.sql.where)
+        if value is not None and not isinstance(value, Mapping):
+            raise ValidationError(field, f"must be a mapping of key to condition, got {type(value).__name__}")
+        return value
     # metadata: {key: scalar}, compared for equality inside the store
     if not isinstance(value, Mapping):
         raise ValidationError(field, f"must be a mapping of key to value, got {type(value).__name__}")

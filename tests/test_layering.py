@@ -15,8 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "engram"
 
 #: The facade and what sits above it: they may import ``engram.memory`` and name ``Memory``. (The
 #: package ``engram`` itself re-exports it lazily; it is matched exactly, not as a prefix.)
-TOP = ("engram.memory", "engram.mem0", "engram.aio", "engram.default_memory", "engram.service", "engram.client", "engram.mcp",
-       "engram.cli", "engram.documents_cli", "engram.tune_cli", "engram.integrations", "engram.demo",
+TOP = ("engram.memory", "engram.mem0", "engram.aio", "engram.default_memory", "engram.service", "engram.client",
+       "engram.mcp", "engram.cli", "engram.documents_cli", "engram.tune_cli", "engram.integrations", "engram.demo",
        "engram.eval", "engram.testing")
 
 #: Modules below the top that still import the facade, owned elsewhere, until moved.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engram.metadata_filter import COLUMNS, COMBINATORS, as_time
+from engram.metadata_filter import COLUMNS, COMBINATORS, as_time, check
 from engram.stores.sql.dialect import Dialect
 
 __all__ = ["where_sql"]
@@ -20,7 +20,13 @@ _SIGNS = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
 def where_sql(d: Dialect, alias: str, filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
-    """The checked filter ``filters`` as a condition on the memory row ``alias``, every key AND-ed."""
+    """``filters`` (checked first: a malformed one is a ValidationError naming ``filters.where``) as
+    a condition on the memory row ``alias``, every key AND-ed."""
+    check(filters, "filters.where")
+    return _all(d, alias, filters)
+
+
+def _all(d: Dialect, alias: str, filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
     parts: list[str] = []
     params: list[Any] = []
     for key, condition in filters.items():
@@ -33,7 +39,7 @@ def where_sql(d: Dialect, alias: str, filters: Mapping[str, Any]) -> tuple[str, 
 def _node(d: Dialect, alias: str, key: str, condition: Any) -> tuple[str, list[Any]]:
     if key in COMBINATORS:
         parts = [condition] if isinstance(condition, Mapping) else condition
-        compiled = [where_sql(d, alias, part) for part in parts]
+        compiled = [_all(d, alias, part) for part in parts]
         params = [value for _, values in compiled for value in values]
         joined = (" AND " if key == "AND" else " OR ").join(sql for sql, _ in compiled)
         return (f"(NOT ({joined}))" if key == "NOT" else f"({joined})"), params
