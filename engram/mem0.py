@@ -138,8 +138,8 @@ class Memory:
     def get_all(self, *, filters: Mapping[str, Any] | None = None, top_k: int = 20, user_id: str | None = None,
                 agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> dict[str, Any]:
         """The scope's memories, oldest first, at most ``top_k`` (or ``limit``, Mem0's older name)."""
-        user, where = self._scoped(filters, user_id, agent_id, run_id)
-        found = mem0_calls.get_all(self.engram, user_id=user, agent_id=agent_id, run_id=run_id, filters=where,
+        user, agent, run, where = _scoped(filters, user_id, agent_id, run_id)
+        found = mem0_calls.get_all(self.engram, user_id=user, agent_id=agent, run_id=run, filters=_unexpired(where),
                                    limit=limit if limit is not None else top_k)
         return {"results": [self._item(r, user) for r in found["results"]]}
 
@@ -149,32 +149,23 @@ class Memory:
         """The scope's memories that matter for ``query``, best first; ``filters`` narrow the
         candidates before ranking, ``threshold`` is the floor. Engram's ranking fuses its signals
         already, so ``rerank`` runs no second model; ``explain`` adds each result's ``score_details``."""
-        user, where = self._scoped(filters, user_id, agent_id, run_id)
+        user, agent, run, where = _scoped(filters, user_id, agent_id, run_id)
         config = self.engram.config.with_(clip_sentences=None, max_tokens=None)  # whole memories, as Mem0 returns
-        found = mem0_calls.search(self.engram, query, user_id=user, agent_id=agent_id, run_id=run_id,
-                                  limit=limit if limit is not None else top_k, filters=where, threshold=threshold,
-                                  config=config, explain=explain)
-        return {"results": [self._item(r, user) for r in found["results"]]}
+        # Without a filter of the caller's, expiry is checked on the results: a query on every
+        # memory's metadata for the rare expired one would slow each search down.
+        found = mem0_calls.search(self.engram, query, user_id=user, agent_id=agent, run_id=run,
+                                  limit=limit if limit is not None else top_k,
+                                  filters=_unexpired(where) if where else None, threshold=threshold, config=config,
+                                  explain=explain)
+        today = _today()
+        return {"results": [self._item(r, user) for r in found["results"]
+                            if str((r["metadata"] or {}).get(_EXPIRES, today)) >= today]}
 
     def history(self, memory_id: str) -> builtins.list[dict[str, Any]]:
         """Mem0's history rows, oldest first (Engram erases a deleted memory's texts from its log)."""
         return [_history_row(i, event) for i, event in enumerate(self.engram.history(memory_id), 1)]
 
     # -- shapes
-    def _scoped(self, filters: Mapping[str, Any] | None, user_id: str | None, agent_id: str | None,
-                run_id: str | None) -> tuple[str, dict[str, Any]]:
-        """The call's Engram user and its filter: Mem0 names the scope as arguments or in ``filters``;
-        memories past their ``expiration_date`` are left out."""
-        where = dict(check(filters)) if filters is not None else {}
-        for name, given in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
-            if given is not None:
-                where[name] = given
-        named = {name: where.get(name) for name in ("user_id", "agent_id", "run_id")}
-        user = _scope(*(value if isinstance(value, str) else None for value in named.values()))
-        today = datetime.now(UTC).date().isoformat()
-        where["AND"] = [*where.get("AND", []), {"OR": [{_EXPIRES: None}, {_EXPIRES: {"gte": today}}]}]
-        return user, where
-
     def _item(self, result: Mapping[str, Any], user: str) -> dict[str, Any]:
         item: dict[str, Any] = {"id": result["id"], "memory": result["memory"],
                                 "hash": hashlib.md5(result["memory"].encode(), usedforsecurity=False).hexdigest()}
@@ -246,6 +237,29 @@ def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> str
     if run_id is not None:
         return f"run:{run_id}"
     raise ValidationError("user_id", "at least one of user_id, agent_id or run_id is required")
+
+
+def _scoped(filters: Mapping[str, Any] | None, user_id: str | None, agent_id: str | None,
+            run_id: str | None) -> tuple[str, str | None, str | None, dict[str, Any]]:
+    """The call's Engram user, agent, run and remaining filter: Mem0 names a scope as arguments or
+    as plain values in ``filters`` (an operator on them stays a filter)."""
+    where = dict(check(filters)) if filters is not None else {}
+    scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    for name, given in scope.items():
+        named = where.get(name)
+        if given is None and isinstance(named, str) and named != "*":
+            scope[name] = where.pop(name)
+    return _scope(**scope), scope["agent_id"], scope["run_id"], where
+
+
+def _today() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
+def _unexpired(where: Mapping[str, Any]) -> dict[str, Any]:
+    """``where`` and: not past its ``expiration_date`` (``YYYY-MM-DD`` texts order as the days do)."""
+    alive = {"OR": [{_EXPIRES: None}, {_EXPIRES: {"gte": _today()}}]}
+    return {**where, "AND": [*where.get("AND", []), alive]}
 
 
 def _when(value: Any, field: str) -> datetime:

@@ -172,6 +172,7 @@ def test_the_from_mem0_guide_runs_and_finds_the_right_memory_first(
     namespace["m"].close()
     printed = capsys.readouterr().out.splitlines()
     assert "I love sci-fi movies" in printed[0]
+    assert printed[-1] == "UPDATE"
     assert (tmp_path / "engram.db").exists()
 
 
