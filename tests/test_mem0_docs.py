@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from engram.embedders.fake import FakeEmbedder
-from engram.errors import MemoryNotFound
+from engram.errors import MemoryNotFound, ValidationError
 from engram.ext import Embedder
 from engram.mem0 import AsyncMemory, Memory
 from engram.metadata_filter import matches
@@ -162,6 +162,13 @@ def test_platform_add_options_timestamp_expiry_and_procedural_memory(tmp_path: P
         m.add("x", user_id="alice", memory_type="semantic")
     with pytest.raises(ValueError):
         m.add("x")  # Mem0: at least one of user_id, agent_id, run_id
+    with pytest.raises(ValidationError) as error:  # no LLM runs: an extraction prompt cannot be honoured
+        m.add("x", user_id="alice", prompt="Extract the user's preferences")
+    assert error.value.field == "prompt"
+    config = {"vector_store": {"provider": "qdrant", "config": {"host": "localhost", "port": 6333}}}
+    with pytest.raises(ValidationError) as error:  # python-quickstart.mdx, "Advanced"
+        Memory.from_config(config)
+    assert error.value.field == "config_dict" and "Memory(path_or_url)" in str(error.value)
     m.close()
 
 
