@@ -26,7 +26,7 @@ from engram import mem0_calls
 from engram.errors import MemoryNotFound, ValidationError
 from engram.memory import Memory as EngramMemory
 from engram.metadata_filter import check
-from engram.model import HistoryEvent
+from engram.model import HistoryEvent, plain
 from engram.validate import to_utc
 
 __all__ = ["AsyncMemory", "Memory"]
@@ -282,7 +282,7 @@ def _day(value: Any, field: str) -> str:
 
 
 def _metadata(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
-    return {k: v for k, v in metadata.items() if k != _EXPIRES} or None
+    return {k: plain(v) for k, v in metadata.items() if k != _EXPIRES} or None
 
 
 def _history_row(n: int, event: HistoryEvent) -> dict[str, Any]:
