@@ -10,10 +10,13 @@ top of it:
 * **context** = the weighted mean of the evidence signals that apply to this query: entity overlap
   when the query names entities, temporal relevance when it has a time scope (or asks for what is
   recent), importance and reinforcement always. A signal that does not apply gives its weight back.
-* **score** = ``relevance * (1 + b * (context - 0.5))``, times the summary boost, clipped to [0, 1],
-  where ``b`` is the applicable evidence weights' share of all applicable weights (the strategy's
-  semantic weight stands for relevance). Evidence moves a relevant memory up or down by at most
-  half of ``b``; it never lifts an irrelevant one, so ``min_score`` means "not relevant" on any data.
+* **strength** = ``relevance * (1 + b * (context - 0.5))``, times the summary boost, where ``b``
+  is the applicable evidence weights' share of all applicable weights (the strategy's semantic
+  weight stands for relevance). Evidence moves a relevant memory up or down by at most half of
+  ``b``; it never lifts an irrelevant one, so ``min_score`` means "not relevant" on any data.
+* **score** = the strength up to :data:`SCORE_KNEE`, then bending towards 1 without reaching it
+  (:func:`displayed`): neither relevance nor score has a ceiling to tie at, and results are
+  ordered by strength, then relevance.
 
 This keeps the specified signals, strategies and weights but departs from its plain weighted sum, which
 let importance and recency (the same for most memories) dilute relevance, and let a memory with no
