@@ -16,7 +16,7 @@ import dataclasses
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from functools import cache
 from typing import Any, Literal, TypeVar
@@ -59,8 +59,10 @@ __all__ = [
     "http_status",
     "jsonable",
     "list_params",
+    "ranged",
     "record_json",
     "retrieve_filters",
+    "schema",
     "to_camel",
     "to_snake",
 ]
@@ -98,27 +100,56 @@ def to_snake(name: str) -> str:
 REQUEST = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
+def schema(**extra: Any) -> Callable[[dict[str, Any]], None]:
+    """A field's ``json_schema_extra`` putting ``extra`` (``minimum``, ``enum``...) in /openapi.json on
+    its non-null member, so ``null`` stays allowed where the field is optional. Declared, not enforced:
+    Engram's own checks refuse a value out of range with the message the Python API gives."""
+
+    def apply(spec: dict[str, Any]) -> None:
+        for member in spec.get("anyOf", [spec]):
+            if member.get("type") != "null":
+                member.update(extra)
+
+    return apply
+
+
+def ranged(low: float, high: float, **extra: Any) -> Callable[[dict[str, Any]], None]:
+    """:func:`schema` with the range ``[low, high]``."""
+    return schema(minimum=low, maximum=high, **extra)
+
+
+_ADMIN_ONLY = "The range shown is an admin key's;"
+
+
 class ConfigOverrides(BaseModel):
     """The ``RetrievalConfig`` fields a request may override; unset fields keep the service's settings."""
 
     model_config = REQUEST
 
-    top_k: int | None = None
-    clip_sentences: int | None = None
-    max_tokens: int | None = None
+    top_k: int | None = Field(default=None, json_schema_extra=ranged(1, 1000),
+                              description=f"{_ADMIN_ONLY} 1-20 for other keys.")
+    clip_sentences: int | None = Field(default=None, json_schema_extra=ranged(1, 50),
+                                       description=f"{_ADMIN_ONLY} 1-5 for other keys.")
+    max_tokens: int | None = Field(default=None, json_schema_extra=ranged(1, 1_000_000),
+                                   description=f"{_ADMIN_ONLY} 100-3000 for other keys.")
     search_type: Literal["hybrid", "semantic", "keyword"] | None = None
-    min_score: float | None = None
+    min_score: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
     interleave: Literal["alternate", "score_first", "recency_first"] | None = None
-    interleave_ratio: float | None = None
-    mmr_lambda: float | None = None
+    interleave_ratio: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
+    mmr_lambda: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
     dedup: bool | None = None
     fusion: Literal["signals", "rrf"] | None = None
-    weights: dict[str, float] | None = Field(default=None, max_length=16)
-    candidate_limit: int | None = None
-    keyword_weight: float | None = None
+    weights: dict[str, float] | None = Field(
+        default=None, max_length=16, description="Signal weights, each in [0, 1], by signal name."
+    )
+    candidate_limit: int | None = Field(
+        default=None, json_schema_extra=ranged(1, 10_000),
+        description=f"{_ADMIN_ONLY} at most 200 (or the service's own, if more) for other keys.",
+    )
+    keyword_weight: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
     include_superseded: bool | None = None
     budget_rules: Literal["merged", "policy", "pipeline"] | None = None
-    min_similarity: float | None = None
+    min_similarity: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
 
 
 #: The ``RetrievalConfig`` fields a request may override (declared once, by the model above).

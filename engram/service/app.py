@@ -22,12 +22,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from engram.config import AdminMemorySettings
 from engram.errors import EngramError, NotFound, RateLimited, Unauthorized
 from engram.memory import Memory
-from engram.service import retrieval, routes
+from engram.service import docs, retrieval, routes
 from engram.service.auth import KeyStore
+from engram.service.contract import ERRORS, operation_id
 from engram.service.deps import USER_RULE, LimitedKey, Service, ServiceSettings, SvcDep, check_admin
 from engram.service.logs import install_record_factory, request_context
 from engram.service.ratelimit import RateLimiter
-from engram.service.responses import AdminSettingsOut, HealthOut, KeyOut
+from engram.service.responses import AdminSettingsOut, HealthOut, KeyOut, StatsOut
 from engram.service.schemas import AdminSettingsBody
 from engram.wire import error_json, http_status, jsonable, to_camel
 
@@ -40,13 +41,14 @@ _UI_FILES = {"index.html": "text/html", "app.js": "text/javascript", "browse.js"
              "detail.js": "text/javascript", "style.css": "text/css"}
 #: Sent with every answer. The /ui explorer needs only its own script, style and API; nothing may
 #: frame a page that holds an API key (clickjacking), and no answer is sniffed as another type.
-SECURITY_HEADERS = (
-    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-                                 b"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
-    (b"x-frame-options", b"DENY"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-)
+_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'{data}; connect-src 'self'; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+_OTHER_HEADERS = ((b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"),
+                  (b"referrer-policy", b"no-referrer"))
+SECURITY_HEADERS = ((b"content-security-policy", _CSP.format(data="").encode()), *_OTHER_HEADERS)
+#: /docs alone also shows ``data:`` images: Swagger UI's stylesheet draws its icons with them (an
+#: image cannot run script, so the script policy stays the same).
+DOCS_SECURITY_HEADERS = ((b"content-security-policy", _CSP.format(data=" data:").encode()), *_OTHER_HEADERS)
 #: The conventions every route follows, at the top of /openapi.json.
 API_CONVENTIONS = f"""\
 **The user.** {USER_RULE} In a batch, the query parameter is the user of every item that names none.
@@ -126,7 +128,8 @@ class RequestMiddleware:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
                 message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode()), *SECURITY_HEADERS]
+                security = DOCS_SECURITY_HEADERS if scope["path"] == "/docs" else SECURITY_HEADERS
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode()), *security]
             await send(message)
 
         try:
@@ -209,15 +212,17 @@ def admin_json(settings: AdminMemorySettings) -> dict[str, Any]:
 def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None = None) -> FastAPI:
     """The service over one ``Memory``; the caller owns (and closes) the memory and the key store."""
     install_record_factory()
-    # No /docs: FastAPI's Swagger UI page loads its script from a CDN, third-party code on the
-    # origin whose /ui holds an API key (and a blank page offline). /openapi.json stays.
+    # FastAPI's own /docs page loads Swagger UI from a CDN: third-party code on the origin whose
+    # /ui holds an API key (and a blank page offline). engram.service.docs serves it from a package.
     app = FastAPI(title="Engram", version="1", summary="Memory retrieval for LLM agents.",
-                  description=API_CONVENTIONS, docs_url=None, redoc_url=None)
+                  description=API_CONVENTIONS, docs_url=None, redoc_url=None,
+                  generate_unique_id_function=operation_id)
     app.state.service = Service(memory=memory, keys=keys, settings=settings or ServiceSettings())
     app.add_middleware(RequestMiddleware, settings=app.state.service.settings)
     _install_handlers(app)
     app.include_router(routes.router)
     app.include_router(retrieval.router)
+    app.include_router(docs.router)
 
     @app.get("/healthz", tags=["service"], response_model=HealthOut)
     def healthz() -> dict[str, Any]:
@@ -229,23 +234,24 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
         text = render() if callable(render) else ""
         return PlainTextResponse(str(text), media_type="text/plain; version=0.0.4")
 
-    @app.get("/v1/me", tags=["service"], response_model=KeyOut)
+    @app.get("/v1/me", tags=["service"], response_model=KeyOut, responses=ERRORS)
     def me(key: LimitedKey) -> dict[str, Any]:
         """The calling key: which users it may touch, whether it is an admin key."""
         return key.to_dict()
 
-    @app.get("/v1/admin/settings", tags=["admin"], response_model=AdminSettingsOut)
+    @app.get("/v1/admin/settings", tags=["admin"], response_model=AdminSettingsOut, responses=ERRORS)
     def get_settings(key: LimitedKey, svc: SvcDep) -> dict[str, Any]:
         check_admin(key)
         return admin_json(svc.admin or AdminMemorySettings())
 
-    @app.get("/v1/admin/stats", tags=["admin"])
+    @app.get("/v1/admin/stats", tags=["admin"], response_model=StatsOut, responses=ERRORS,
+             response_model_exclude_unset=True)
     def stats(key: LimitedKey, svc: SvcDep) -> dict[str, Any]:
         """Store-wide counts: admin only, since they span every user."""
         check_admin(key)
         return dict(jsonable(svc.memory.stats()))
 
-    @app.put("/v1/admin/settings", tags=["admin"], response_model=AdminSettingsOut)
+    @app.put("/v1/admin/settings", tags=["admin"], response_model=AdminSettingsOut, responses=ERRORS)
     def put_settings(body: AdminSettingsBody, key: LimitedKey,
                      svc: SvcDep) -> dict[str, Any]:
         """Change AdminMemorySettings within their ranges; later retrievals run with them."""

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from engram.config import AdminMemorySettings, RetrievalConfig
 from engram.errors import Forbidden, RateLimited, Unauthorized, ValidationError, short_repr
@@ -141,15 +142,17 @@ async def service(request: Request) -> Service:
 SvcDep = Annotated[Service, Depends(service)]
 
 
-def _token(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    if header[:7].lower() == "bearer ":
-        return header[7:].strip()
-    return request.headers.get("x-api-key")
+#: The two ways to send a key, declared in /openapi.json as its security schemes (either will do).
+_BEARER = HTTPBearer(auto_error=False, scheme_name="bearer", bearerFormat="egk_<id>_<secret>",
+                     description="An API key made with `engram keys create`.")
+_API_KEY = APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey",
+                        description="The same API key, for clients that cannot set Authorization.")
+Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
+HeaderKey = Annotated[str | None, Depends(_API_KEY)]
 
 
-def authorized(request: Request, svc: SvcDep) -> ApiKey:
-    key = svc.keys.authenticate(_token(request))
+def authorized(svc: SvcDep, bearer: Bearer, header: HeaderKey) -> ApiKey:
+    key = svc.keys.authenticate(bearer.credentials.strip() if bearer is not None else header)
     if key is None:
         raise Unauthorized("a valid API key is required (Authorization: Bearer <key>)")
     return key

@@ -73,16 +73,19 @@ _MODELS: dict[tuple[type, bool], type[BaseModel]] = {}
 
 
 def model_of(
-    cls: type, *, camel: bool, aliases: dict[str, str] | None = None, name: str | None = None
+    cls: type, *, camel: bool, aliases: dict[str, str] | None = None, name: str | None = None,
+    required: tuple[str, ...] = (),
 ) -> type[BaseModel]:
     """A response model with the fields of the dataclass ``cls`` (camelCase on the wire if ``camel``;
-    ``aliases`` for wire names that are not the field's name respelled)."""
+    ``aliases`` for wire names that are not the field's name respelled; ``required`` for fields every
+    answer has, which a generated client needs to tell this model from another in a union)."""
     found = _MODELS.get((cls, camel))
     if found is None:
         hints = typing.get_type_hints(cls)
         named = aliases or {}
         definitions: dict[str, Any] = {
-            f.name: (_field_type(hints[f.name], camel), Field(None, alias=named.get(f.name)))
+            f.name: (_field_type(hints[f.name], camel),
+                     Field(... if f.name in required else None, alias=named.get(f.name)))
             for f in dataclasses.fields(cls)
         }
         found = create_model(
@@ -92,7 +95,8 @@ def model_of(
     return found
 
 
-MemoryOut = model_of(MemoryRecord, camel=True)
+#: ``POST /v1/memories`` answers one of these or ``MemoriesOut``: the required fields tell them apart.
+MemoryOut = model_of(MemoryRecord, camel=True, required=("id", "user_id", "content", "kind", "status", "created_at"))
 LinkOut = model_of(Link, camel=True)
 EntityOut = model_of(Entity, camel=True)
 DocumentOut = model_of(Document, camel=False)
@@ -240,3 +244,16 @@ class AdminInterleavingOut(_Out):
 class AdminSettingsOut(_Out):
     retrieval: AdminRetrievalOut
     interleaving: AdminInterleavingOut
+
+
+class StatsOut(BaseModel):
+    """Store-wide counts (``Memory.stats``), snake_case as the store gives them."""
+
+    backend: str = Field(json_schema_extra={"enum": ["sqlite", "postgres"]})
+    path: str | None = Field(default=None, description="The SQLite file (sqlite).")
+    url: str | None = Field(default=None, description="The server's URL without its password (postgres).")
+    memories: int
+    users: int
+    by_kind: dict[str, int]
+    model_id: str | None = None
+    bytes: int | None = None

@@ -15,6 +15,7 @@ from engram.errors import ConfigError, ValidationError
 from engram.ingest.normalize import to_utc
 from engram.model import Filters
 from engram.service.auth import ApiKey
+from engram.service.contract import ERRORS, errors
 from engram.service.deps import (
     AuthKey,
     LimitedKey,
@@ -33,7 +34,7 @@ from engram.wire import encode, record_json, to_camel
 __all__ = ["REQUEST_MAX_CANDIDATES", "effective_config", "router"]
 
 log = logging.getLogger("engram.service")
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=ERRORS)
 
 #: The most candidates per source a non-admin request may ask for (the default is 50); candidate
 #: fetching and scoring grow with it, so it is bounded like the admin ranges.
@@ -143,7 +144,7 @@ def _retrieve(body: RetrieveRequest, key: ApiKey, svc: Service, user_id: str | N
     return payload
 
 
-@router.post("/recall", tags=["retrieval"], response_model=RecallOut, **OUT)
+@router.post("/recall", tags=["retrieval"], response_model=RecallOut, responses=errors(404, 501), **OUT)
 def recall(body: RecallRequest, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """Recall in every mode: relevant, recent, important, frequent, temporal, by_kind, linked."""
     user = user_of(key, user_id, body.user_id)
@@ -172,7 +173,7 @@ def recall(body: RecallRequest, key: LimitedKey, svc: SvcDep, user_id: UserParam
     return data if isinstance(data, dict) else {"memories": [record_json(r) for r in data]}
 
 
-@router.post("/feedback", tags=["retrieval"], response_model=FeedbackOut, **OUT)
+@router.post("/feedback", tags=["retrieval"], response_model=FeedbackOut, responses=errors(404, 501), **OUT)
 def feedback(body: FeedbackRequest, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     user = user_of(key, user_id, body.user_id)
     result = require(svc, "feedback")(body.retrieval_id, body.used_ids, user_id=user)

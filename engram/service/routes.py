@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query
 from engram.errors import MemoryNotFound, ServiceError, ValidationError
 from engram.ingest.normalize import to_utc
 from engram.model import STATUSES, Filters, MemoryRecord
+from engram.service.contract import ERRORS, errors
 from engram.service.deps import LimitedKey, Service, SvcDep, UserParam, UserQ, check_admin, check_user, user_of
 from engram.service.responses import (
     DeletedOut,
@@ -41,7 +42,11 @@ from engram.wire import encode, record_json
 
 __all__ = ["require", "router"]
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=ERRORS)
+#: Routes that look a memory, link or document up by id: a 404 when this user has none.
+FOUND = errors(404)
+#: Routes over a facade method an older Engram may lack (``require``): also a 501.
+FOUND_OR_MISSING = errors(404, 501)
 Texts = Annotated[list[str] | None, Query(max_length=100)]
 Text = Annotated[str | None, Query(max_length=256)]
 #: Answers leave out what a value leaves out (see ``engram.service.responses``).
@@ -133,13 +138,13 @@ def _statuses(given: list[str] | None) -> tuple[str, ...] | None:
     return STATUSES if "all" in given else tuple(given)
 
 
-@router.get("/memories/{memory_id}", tags=["memories"], response_model=MemoryOut, **OUT)
+@router.get("/memories/{memory_id}", tags=["memories"], response_model=MemoryOut, responses=FOUND, **OUT)
 def get_memory(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep) -> Any:
     check_user(key, user_id)
     return record_json(svc.memory.get(memory_id, user_id=user_id))
 
 
-@router.patch("/memories/{memory_id}", tags=["memories"], response_model=MemoryOut, **OUT)
+@router.patch("/memories/{memory_id}", tags=["memories"], response_model=MemoryOut, responses=FOUND, **OUT)
 def update_memory(memory_id: str, body: MemoryPatch, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """Change the given fields of a memory; the others keep their values."""
     user = user_of(key, user_id, body.user_id)
@@ -147,7 +152,7 @@ def update_memory(memory_id: str, body: MemoryPatch, key: LimitedKey, svc: SvcDe
     return record_json(svc.memory.update(memory_id, user_id=user, **changes))
 
 
-@router.delete("/memories/{memory_id}", tags=["memories"], response_model=DeletedOut)
+@router.delete("/memories/{memory_id}", tags=["memories"], response_model=DeletedOut, responses=FOUND)
 def delete_memory(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep) -> Any:
     check_user(key, user_id)
     if not svc.memory.delete(memory_id, user_id=user_id):
@@ -155,13 +160,14 @@ def delete_memory(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep) 
     return {"deleted": True, "id": memory_id}
 
 
-@router.get("/memories/{memory_id}/links", tags=["memories"], response_model=LinksOut, **OUT)
+@router.get("/memories/{memory_id}/links", tags=["memories"], response_model=LinksOut, responses=FOUND, **OUT)
 def memory_links(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep) -> Any:
     check_user(key, user_id)
     return {"links": [record_json(link) for link in svc.memory.links(memory_id, user_id=user_id)]}
 
 
-@router.get("/memories/{memory_id}/history", tags=["memories"], response_model=HistoryOut, **OUT)
+@router.get("/memories/{memory_id}/history", tags=["memories"], response_model=HistoryOut, responses=FOUND,
+            **OUT)
 def memory_history(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep) -> Any:
     """The memory's audit log (404 if there is neither a log nor a memory), and while the memory
     exists, the memory with its links, its document's versions and the earlier values of its fact."""
@@ -191,7 +197,7 @@ def memory_history(memory_id: str, user_id: UserQ, key: LimitedKey, svc: SvcDep)
     }
 
 
-@router.post("/links", status_code=201, tags=["memories"], response_model=LinkOut, **OUT)
+@router.post("/links", status_code=201, tags=["memories"], response_model=LinkOut, responses=FOUND, **OUT)
 def add_link(body: LinkIn, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     user = user_of(key, user_id, body.user_id)
     link = svc.memory.link(body.from_id, body.to_id, body.type, body.strength, user_id=user)
@@ -232,7 +238,8 @@ def ingest(body: IngestRequest, key: LimitedKey, svc: SvcDep, user_id: UserParam
     return encode(report)
 
 
-@router.post("/documents/query", tags=["documents"], response_model=DocumentOut, **OUT)
+@router.post("/documents/query", tags=["documents"], response_model=DocumentOut, responses=FOUND_OR_MISSING,
+             **OUT)
 def get_document(body: DocumentQuery, key: LimitedKey, svc: SvcDep, user_id: UserParam = None) -> Any:
     """Exactly one version of one document: latest, earliest, longest or best scored."""
     user = user_of(key, user_id, body.user_id)

@@ -1,7 +1,8 @@
 """Request bodies of the HTTP API, camelCase on the wire (``engram.wire.to_camel``).
 
-Numeric ranges are left to Engram's own configs where they exist, so an out-of-range value gets
-the same 422 naming the field and the allowed range as the Python API raises.
+Numeric ranges and choices are left to Engram's own checks, so an out-of-range value gets the same
+422 naming the field and the allowed range as the Python API raises; /openapi.json declares them
+(``engram.wire.ranged``) so a client knows them beforehand.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from engram.documents import STRATEGIES
 from engram.errors import ValidationError as EngramValidationError
 from engram.errors import short_repr
 from engram.ingest.normalize import to_utc
+from engram.model import KINDS, STATUSES
+from engram.recall import MAX_DEPTH, MAX_RESULTS
 from engram.service.uploads import check_upload_name
-from engram.wire import REQUEST, ConfigOverrides
+from engram.wire import REQUEST, ConfigOverrides, ranged, schema
 
 __all__ = [
     "AddRequest",
@@ -101,7 +105,8 @@ class RetrieveRequest(_Body):
 
 
 class _MemoryFields(_Body):
-    kind: str | None = Field(default=None, max_length=64)
+    kind: str | None = Field(default=None, max_length=64, json_schema_extra=schema(enum=list(KINDS)),
+                             description="Default message.")
     role: str | None = Field(default=None, max_length=256)
     session_id: str | None = Field(default=None, max_length=256)
     agent_id: str | None = Field(default=None, max_length=256)
@@ -113,11 +118,13 @@ class _MemoryFields(_Body):
     action: str | None = Text
     tags: list[str] | None = Field(default=None, max_length=1000)
     entities: list[str] | None = Field(default=None, max_length=1000)
-    importance: float | None = None
+    importance: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0),
+                                     description="Default 0.5 (procedures 0.8, summaries 0.9).")
     created_at: Time | None = Field(default=None, max_length=64)
     valid_from: Time | None = Field(default=None, max_length=64)
     valid_to: Time | None = Field(default=None, max_length=64)
-    status: str | None = Field(default=None, max_length=32)
+    status: str | None = Field(default=None, max_length=32, json_schema_extra=schema(enum=list(STATUSES)),
+                               description="Default active.")
     metadata: dict[str, Any] | None = None
 
 
@@ -160,7 +167,7 @@ class LinkIn(_Body):
     from_id: str = Id
     to_id: str = Id
     type: str = Field(min_length=1, max_length=64)
-    strength: float = 1.0
+    strength: float = Field(default=1.0, json_schema_extra=ranged(0.0, 1.0))
 
 
 class EntityIn(_Body):
@@ -177,9 +184,10 @@ class RecallRequest(_Body):
     user_id: str | None = UserId
     mode: Literal["relevant", "recent", "important", "frequent", "temporal", "by_kind", "linked"] = "relevant"
     query: str | None = Field(default=None, max_length=100_000)
-    max_results: int = 10
-    kind: str | None = Field(default=None, max_length=64)
-    min_salience: float = 0.0
+    max_results: int = Field(default=10, json_schema_extra=ranged(1, MAX_RESULTS))
+    kind: str | None = Field(default=None, max_length=64, json_schema_extra=schema(enum=list(KINDS)),
+                             description="Only memories of this kind; by_kind recall needs it.")
+    min_salience: float = Field(default=0.0, json_schema_extra=ranged(0.0, 1.0))
     project_id: str | None = Field(default=None, max_length=256)
     include_archived: bool = False
     start: Time | None = Field(default=None, max_length=64)
@@ -187,7 +195,7 @@ class RecallRequest(_Body):
     topic: str | None = Field(default=None, max_length=1000)
     memory_id: str | None = Field(default=None, max_length=256)
     link_types: list[str] | None = Field(default=None, max_length=32)
-    depth: int = 1
+    depth: int = Field(default=1, json_schema_extra=ranged(1, MAX_DEPTH), description="Links to follow (linked).")
 
 
 class DocumentUpload(_Body):
@@ -210,9 +218,9 @@ class IngestRequest(_Body):
 class DocumentQuery(_Body):
     user_id: str | None = UserId
     meta: dict[str, Any] | str
-    k: int = 50
+    k: int = Field(default=50, json_schema_extra=ranged(1, 10_000), description="Candidates to choose from.")
     default_tags: list[str] | None = Field(default=None, max_length=100)
-    strategy: str = Field(default="latest", max_length=32)
+    strategy: str = Field(default="latest", max_length=32, json_schema_extra=schema(enum=list(STRATEGIES)))
     as_of: Time | None = Field(default=None, max_length=64)
 
 
@@ -223,18 +231,20 @@ class FeedbackRequest(_Body):
 
 
 class AdminRetrieval(_Body):
-    top_k: int | None = Field(default=None, description="Range 1-20.")
-    clip_sentences: int | None = Field(default=None, description="Range 1-5.")
-    max_tokens: int | None = Field(default=None, description="Range 100-3000.")
-    search_type: str | None = Field(default=None, max_length=32, description="hybrid, semantic or keyword.")
-    min_score: float | None = Field(default=None, description="Range 0.0-1.0.")
+    top_k: int | None = Field(default=None, json_schema_extra=ranged(1, 20))
+    clip_sentences: int | None = Field(default=None, json_schema_extra=ranged(1, 5))
+    max_tokens: int | None = Field(default=None, json_schema_extra=ranged(100, 3000))
+    search_type: str | None = Field(default=None, max_length=32,
+                                    json_schema_extra=schema(enum=["hybrid", "semantic", "keyword"]))
+    min_score: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
     enable_redaction: bool | None = None
     custom_redaction_patterns: list[str] | None = Field(default=None, max_length=50)
 
 
 class AdminInterleaving(_Body):
-    strategy: str | None = Field(default=None, max_length=32, description="alternate, score_first or recency_first.")
-    ratio: float | None = Field(default=None, description="Range 0.0-1.0.")
+    strategy: str | None = Field(default=None, max_length=32,
+                                 json_schema_extra=schema(enum=["alternate", "score_first", "recency_first"]))
+    ratio: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
 
 
 class AdminSettingsBody(_Body):

@@ -3,6 +3,7 @@ third-party script, every authenticated route rate-limited, camelCase field name
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,24 @@ def test_ui_sends_content_security_policy_and_frame_headers(client: TestClient) 
 
 
 def test_docs_loads_no_third_party_script(client: TestClient) -> None:
-    assert client.get("/docs").status_code == 404
-    assert client.get("/docs/oauth2-redirect").status_code == 404
+    """/docs is Swagger UI from the installed swagger-ui-bundle-v2 package, under the same strict CSP."""
+    page = client.get("/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    scripts = re.findall(r'<script src="([^"]+)"', page.text)
+    styles = re.findall(r'<link rel="stylesheet" href="([^"]+)"', page.text)
+    assert scripts == ["/docs/swagger-ui-bundle.js", "/docs/docs.js"] and styles == ["/docs/swagger-ui.css"]
+    assert "<script>" not in page.text and "https://" not in page.text
+    assert "script-src 'self';" in page.headers["content-security-policy"]
+    assert "img-src 'self' data:;" in page.headers["content-security-policy"]
+    for path in (*scripts, *styles):
+        asset = client.get(path)
+        assert asset.status_code == 200 and len(asset.content) > 100, path
+        csp = asset.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert b"SwaggerUIBundle" in client.get("/docs/swagger-ui-bundle.js").content
+    assert '"/openapi.json"' in client.get("/docs/docs.js").text
+    for missing in ("/docs/oauth2-redirect", "/docs/../app.py", "/docs/index.html"):
+        assert client.get(missing).status_code == 404, missing
     spec = client.get("/openapi.json")
     assert spec.status_code == 200 and "/v1/retrieve" in spec.json()["paths"]
     for path in ("/ui", "/ui/app.js"):

@@ -77,3 +77,23 @@ def test_wrong_key_shows_the_error(page: object, served: tuple[Harness, str]) ->
     page.fill("#api-key", "egk_wrong_key")
     page.click("#key-save")
     expect(page.locator("#error")).to_contain_text("401")
+
+
+def test_docs_renders_offline_under_the_csp(page: object, served: tuple[Harness, str], tmp_path: Path) -> None:
+    """Swagger UI from the installed package lists the operations, with no request leaving the
+    origin and nothing refused by the Content-Security-Policy."""
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    h, url = served
+    violations: list[str] = []
+    outside: list[str] = []
+    page.on("console", lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None)
+    page.on("request", lambda req: None if req.url.startswith(url) else outside.append(req.url))
+    page.goto(f"{url}/docs")
+    expect(page.locator(".opblock-summary-path", has_text="/v1/retrieve").first).to_be_visible(timeout=20_000)
+    expect(page.locator(".btn.authorize")).to_be_visible()
+    page.locator(".opblock-summary-path", has_text="/v1/me").first.click()
+    expect(page.locator(".responses-table").first).to_contain_text("401")
+    page.screenshot(path=str(tmp_path / "docs.png"), full_page=True)
+    assert outside == [] and violations == [], (outside, violations)
