@@ -107,5 +107,5 @@ def test_messages_over_http_and_mcp_answer_as_in_process(tmp_path: Path, memory:
         ids = json.loads(text)["ids"]
         assert [h.memory.get(i, user_id="u1").role for i in ids] == ["user", "assistant"]
         failed, text = asyncio.run(_call(server, "add_memory", {}))
-        assert failed and json.loads(text.split(": ", 1)[1])["error"]["field"] == "content"
+        assert failed and json.loads(text)["error"]["field"] == "content"
     h.close()

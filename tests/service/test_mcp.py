@@ -100,43 +100,106 @@ def _http_server(db: Path, *extra: str, cli: bool = False) -> Iterator[str]:
             proc.wait()
 
 
+TOOLS = ["add_memory", "document_versions", "forget_memory", "get_document", "get_memory", "list_memories",
+         "memory_history", "recall", "retrieve_context", "search_memories", "update_memory"]
+READ_ONLY = {"document_versions", "get_document", "get_memory", "list_memories", "memory_history", "recall",
+             "retrieve_context", "search_memories"}
+DESTRUCTIVE = {"forget_memory", "update_memory"}
+
+
+def _json(result: Any) -> Any:
+    return json.loads(_text(result))
+
+
 async def _session(connect: AbstractAsyncContextManager[ClientSession]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with connect as session:
         await session.initialize()
-        out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
+        listed = (await session.list_tools()).tools
+        out["tools"] = sorted(t.name for t in listed)
+        out["annotations"] = {t.name: t.annotations for t in listed}
+        out["schemas"] = {t.name: t.input_schema for t in listed}
         added = await session.call_tool("add_memory", {"content": "Globex pays invoices upfront", "kind": "fact"})
-        out["added"] = json.loads(_text(added))
+        out["added"] = _json(added)
         chat = await session.call_tool("add_memory", {"messages": [
             {"role": "user", "content": "Our Lisbon offsite moves to October"},
             {"role": "assistant", "content": "Noted: the offsite is in October"}], "session_id": "s1"})
-        out["chat"] = json.loads(_text(chat))
+        out["chat"] = _json(chat)
         context = await session.call_tool("retrieve_context", {"query": "How does Acme pay?"})
         out["context"] = _text(context)
+        searched = await session.call_tool("search_memories", {"query": "Globex invoices", "top_k": 3})
+        out["search"] = searched.structured_content
         recalled = await session.call_tool("recall", {"query": "Globex invoices", "max_results": 5})
-        out["recall"] = json.loads(_text(recalled))
+        out["recall"] = _json(recalled)
         offsite = await session.call_tool("recall", {"query": "When is the Lisbon offsite?", "kind": "message"})
-        out["offsite"] = json.loads(_text(offsite))
+        out["offsite"] = _json(offsite)
+        out["by_kind"] = _json(await session.call_tool("recall", {"mode": "by_kind", "kind": "message"}))
+        out["temporal"] = _json(await session.call_tool("recall", {
+            "mode": "temporal", "start": "2000-01-01T00:00:00+00:00", "end": "2100-01-01T00:00:00+00:00"}))
+        out["got"] = _json(await session.call_tool("get_memory", {"memory_id": out["added"]["id"]}))
+        out["updated"] = _json(await session.call_tool("update_memory", {
+            "memory_id": out["added"]["id"], "content": "Globex pays invoices within a week", "tags": ["billing"]}))
+        out["history"] = _json(await session.call_tool("memory_history", {"memory_id": out["added"]["id"]}))
+        out["page"] = _json(await session.call_tool("list_memories", {"limit": 2}))
+        out["next"] = _json(await session.call_tool("list_memories", {"limit": 2, "offset": 2}))
+        out["tagged"] = _json(await session.call_tool("list_memories", {"tags": ["billing"]}))
         forgot = await session.call_tool("forget_memory", {"memory_id": out["added"]["id"]})
-        out["forgot"] = json.loads(_text(forgot))
+        out["forgot"] = _json(forgot)
         again = await session.call_tool("forget_memory", {"memory_id": out["added"]["id"]})
-        out["again"] = json.loads(_text(again))
-        document = await session.call_tool("get_document", {"meta": "nothing.md"})
-        # mcp 2 spells it is_error, mcp 1 isError.
-        out["document_error"] = getattr(document, "is_error", getattr(document, "isError", None))
-        out["document"] = _text(document)
+        out["again"] = _json(again)
+        out["versions"] = _json(await session.call_tool("document_versions", {"name": "nothing.md"}))
+        failures = {
+            "document": ("get_document", {"meta": "nothing.md"}),
+            "range": ("recall", {"mode": "recent", "max_results": 500}),
+            "enum": ("add_memory", {"content": "x", "kind": "rumour"}),
+            "type": ("list_memories", {"limit": "many"}),
+            "missing": ("get_memory", {"memory_id": out["added"]["id"]}),
+            "engram": ("add_memory", {"kind": "fact"}),
+            "unknown": ("no_such_tool", {}),
+        }
+        for name, (tool, arguments) in failures.items():
+            result = await session.call_tool(tool, arguments)
+            out[name] = (result.is_error, _json(result))
     return out
 
 
 def _check(out: dict[str, Any], db: Path) -> None:
-    assert out["tools"] == ["add_memory", "forget_memory", "get_document", "recall", "retrieve_context"]
+    assert out["tools"] == TOOLS
+    for name, notes in out["annotations"].items():
+        assert notes.read_only_hint is (name in READ_ONLY), name
+        assert notes.destructive_hint is (name in DESTRUCTIVE), name
+        assert notes.idempotent_hint is (name != "add_memory"), name
+    for name, schema in out["schemas"].items():
+        for arg, prop in schema["properties"].items():
+            assert prop.get("description"), (name, arg)
+    assert out["schemas"]["recall"]["properties"]["max_results"]["maximum"] == 100
+    assert "temporal" in out["schemas"]["recall"]["properties"]["mode"]["enum"]
     assert "NET30" in out["context"] and "private" not in out["context"]
+    assert out["search"]["memories"][0]["id"] == out["added"]["id"] and out["search"]["retrieval_id"]
+    assert out["search"]["memories"][0]["reasons"]
     assert out["recall"]["memories"][0]["text"] == "Globex pays invoices upfront"
     assert out["recall"]["memories"][0]["id"] == out["added"]["id"]
     assert out["chat"]["kind"] == "message" and len(out["chat"]["ids"]) == 2
     assert {m["id"] for m in out["offsite"]["memories"]} == set(out["chat"]["ids"])
+    assert {m["id"] for m in out["by_kind"]["memories"]} == set(out["chat"]["ids"])
+    assert len(out["temporal"]["memories"]) == 4 and "private" not in json.dumps(out["temporal"])
+    assert out["got"]["content"] == "Globex pays invoices upfront" and out["got"]["user_id"] == "u1"
+    assert out["updated"]["text"] == "Globex pays invoices within a week" and out["updated"]["tags"] == ["billing"]
+    assert [e["event"] for e in out["history"]["events"]] == ["add", "update"]
+    assert "content" in out["history"]["events"][1]["fields"] and out["history"]["events"][1]["before"] is None
+    assert len(out["page"]["memories"]) == 2 and out["page"]["next_offset"] == 2
+    assert len(out["next"]["memories"]) == 2 and out["next"]["next_offset"] == 4
+    assert [m["id"] for m in out["tagged"]["memories"]] == [out["added"]["id"]]
     assert out["forgot"] == {"deleted": True, "id": out["added"]["id"]} and out["again"]["deleted"] is False
-    assert out["document_error"] is True and "DOCUMENT_NOT_FOUND" in out["document"]
+    assert out["versions"] == {"versions": []}
+    expected = {"document": ("DOCUMENT_NOT_FOUND", None), "range": ("INVALID_INPUT", "max_results"),
+                "enum": ("INVALID_INPUT", "kind"), "type": ("INVALID_INPUT", "limit"),
+                "missing": ("MEMORY_NOT_FOUND", None), "engram": ("INVALID_INPUT", "content"),
+                "unknown": ("NOT_FOUND", "name")}
+    for name, (code, field) in expected.items():
+        failed, body = out[name]
+        assert failed is True and body["error"]["code"] == code, (name, body)
+        assert body["error"]["message"] and body["error"].get("field") == field, (name, body)
     with Memory(db, embedder=named_embedder(EMBEDDER)) as memory:
         kept = memory.list(user_id="u1")
         assert sorted(r.content for r in kept) == ["Acme prefers NET30 payment terms",
@@ -216,16 +279,8 @@ def _server(tmp_path: Path) -> tuple[Any, Memory]:
 
 async def _call(server: Any, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
     """(failed, text) as the agent would see them."""
-    try:
-        from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
-
-    try:
-        result = await server.call_tool(name, arguments)
-    except ToolError as exc:
-        return True, str(exc)
-    return False, _text(result) if hasattr(result, "content") else json.dumps(result, default=str)
+    result = await server.call_tool(name, arguments)
+    return bool(result.is_error), _text(result)
 
 
 def test_mcp_tool_errors_carry_the_typed_message_and_field(tmp_path: Path) -> None:
@@ -233,11 +288,11 @@ def test_mcp_tool_errors_carry_the_typed_message_and_field(tmp_path: Path) -> No
     with memory:
         failed, text = asyncio.run(_call(server, "add_memory", {"content": "Acme pays NET30", "importance": 7}))
         assert failed
-        error = json.loads(text.split(": ", 1)[1])["error"]
+        error = json.loads(text)["error"]
         assert error["code"] == "INVALID_INPUT" and error["field"] == "importance"
-        assert "[0, 1]" in error["message"]
+        assert "less than or equal to 1" in error["message"]
         failed, text = asyncio.run(_call(server, "get_document", {"meta": "{not json"}))
-        assert failed and json.loads(text.split(": ", 1)[1])["error"]["field"] == "meta"
+        assert failed and json.loads(text)["error"]["field"] == "meta"
 
 
 def test_mcp_tool_schemas_enumerate_kind_mode_style_and_strategy(tmp_path: Path) -> None:
@@ -252,7 +307,7 @@ def test_mcp_tool_schemas_enumerate_kind_mode_style_and_strategy(tmp_path: Path)
         return list(options)
 
     assert enum("add_memory", "kind") == ["fact", "message", "episode", "procedure", "summary"]
-    assert enum("recall", "mode") == ["relevant", "recent", "important", "frequent"]
+    assert enum("recall", "mode") == ["relevant", "recent", "important", "frequent", "temporal", "by_kind", "linked"]
     assert "document" in enum("recall", "kind")
     assert enum("retrieve_context", "style") == ["policy", "policy_spec", "augmentation"]
     assert enum("get_document", "strategy") == ["latest", "earliest", "longest", "score"]
@@ -271,7 +326,7 @@ def test_mcp_get_document_accepts_a_filename(tmp_path: Path) -> None:
         failed, text = asyncio.run(_call(server, "get_document", {"meta": str((tmp_path / "notes.md").resolve())}))
         assert not failed and "thirty days" in text
         failed, text = asyncio.run(_call(server, "get_document", {"meta": "nothing.md"}))
-        assert failed and json.loads(text.split(": ", 1)[1])["error"]["code"] == "DOCUMENT_NOT_FOUND"
+        assert failed and json.loads(text)["error"]["code"] == "DOCUMENT_NOT_FOUND"
 
 
 def test_mcp_recall_is_compact_unless_asked_for_full_records(tmp_path: Path) -> None:
@@ -284,7 +339,7 @@ def test_mcp_recall_is_compact_unless_asked_for_full_records(tmp_path: Path) -> 
         assert set(item) == {"id", "text", "time", "kind", "score"}
         assert (item["id"], item["text"], item["kind"]) == (stored.id, "Acme pays NET30", "fact")
         assert "content_hash" not in text
-        failed, text = asyncio.run(_call(server, "recall", {"mode": "recent", "full": True}))
+        failed, text = asyncio.run(_call(server, "recall", {"mode": "recent", "full_records": True}))
         assert not failed and json.loads(text)["memories"][0]["memory"]["content_hash"] == stored.content_hash
 
 
@@ -305,7 +360,7 @@ def test_mcp_tools_serve_a_remote_memory_through_the_client(tmp_path: Path) -> N
         failed, text = asyncio.run(_call(server, "recall", {"mode": "recent"}))
         assert not failed and json.loads(text)["memories"][0]["id"] == added["id"]
         failed, text = asyncio.run(_call(server, "add_memory", {"content": "x", "importance": 7}))
-        assert failed and json.loads(text.split(": ", 1)[1])["error"]["field"] == "importance"
+        assert failed and json.loads(text)["error"]["field"] == "importance"
         failed, text = asyncio.run(_call(server, "forget_memory", {"memory_id": added["id"]}))
         assert not failed and json.loads(text)["deleted"] is True
     h.close()

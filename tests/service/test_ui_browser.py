@@ -85,7 +85,7 @@ def test_docs_renders_offline_under_the_csp(page: object, served: tuple[Harness,
     from playwright.sync_api import Page, expect
 
     assert isinstance(page, Page)
-    h, url = served
+    _, url = served
     violations: list[str] = []
     outside: list[str] = []
     page.on("console", lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None)
