@@ -74,7 +74,8 @@ _UPPER = re.compile(r"(?<=[a-z0-9])([A-Z])")
 LIST_FILTERS = ("kinds", "tags_all", "session_id", "project_id", "agent_id", "statuses", "created_after",
                 "created_before")
 #: The ``Filters`` fields a retrieve request carries in its body (kinds and tags travel beside them).
-RETRIEVE_FILTERS = ("session_id", "project_id", "agent_id", "tags_any", "created_after", "created_before")
+RETRIEVE_FILTERS = ("session_id", "project_id", "agent_id", "tags_any", "created_after", "created_before",
+                    "metadata")
 #: Types whose wire names are their snake_case field names (a compatibility contract; see above).
 _SNAKE_TYPES: tuple[type, ...] = (Recall, RecalledMemory, Document, FileResult, IngestReport)
 #: Wire names that are not a field's name spelled another way (``RecalledMemory.to_dict``).

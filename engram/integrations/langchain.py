@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engram import Filters, Memory, MemoryEntry, MemoryRecord, RetrievalConfig
+from engram import Filters, MemoryEntry, MemoryRecord, RetrievalConfig
 from engram.api import MemoryAPI
 from engram.extras import needs
 from engram.validate import to_utc
@@ -34,39 +34,72 @@ with needs("engram.integrations.langchain", "langchain"):
         ToolMessage,
     )
     from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, Field
 
-__all__ = ["EngramChatMessageHistory", "EngramRetriever", "add_messages", "entry_document", "message_role",
-           "record_message"]
+__all__ = ["SEARCH_KWARGS", "EngramChatMessageHistory", "EngramRetriever", "add_messages", "entry_document",
+           "message_role", "record_message"]
+
+
+#: ``search_kwargs`` a LangChain retriever takes (``as_retriever(search_kwargs=...)``), and what each
+#: is in Engram: ``k`` the number of memories, ``filter`` equality on the memories' metadata,
+#: ``score_threshold`` the score floor.
+SEARCH_KWARGS = ("k", "filter", "score_threshold")
 
 
 class EngramRetriever(BaseRetriever):
     """Engram's retrieval as a LangChain retriever: ``EngramRetriever(memory, user_id="maya")``.
 
-    ``config`` (a ``RetrievalConfig``: top_k, token budget, ...), ``session_id``, ``kinds`` and ``filters``
-    (``{"tags_all": [...]}``, ``{"metadata": {...}}``, ...) are passed to ``Memory.retrieve`` on every query.
-    (``tags`` and ``metadata`` are BaseRetriever's own fields: they label LangChain's traces.)
+    ``memory`` is any ``MemoryAPI``: a ``Memory``, or an ``EngramClient`` of the service. ``config`` (a
+    ``RetrievalConfig``: top_k, token budget, ...), ``session_id``, ``kinds`` and ``filters``
+    (``{"tags_all": [...]}``, ``{"metadata": {...}}``, ...) are passed to ``retrieve`` on every query;
+    ``search_kwargs`` takes LangChain's names (:data:`SEARCH_KWARGS`) over them. An unknown argument is
+    refused (``tags`` and ``metadata`` are BaseRetriever's own fields: they label LangChain's traces).
     """
 
-    memory: Memory
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    memory: Any  # a MemoryAPI, checked in __init__ (a Protocol is no pydantic type)
     user_id: str
     config: Any = None  # a RetrievalConfig; Any so pydantic keeps the frozen dataclass as given
     session_id: str | None = None
     kinds: Sequence[str] | None = None
     filters: Mapping[str, Any] | None = None
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
 
-    def __init__(self, memory: Memory | None = None, /, **data: Any) -> None:
+    def __init__(self, memory: MemoryAPI | None = None, /, **data: Any) -> None:
         if memory is not None:
             data["memory"] = memory
         super().__init__(**data)
+        if not isinstance(self.memory, MemoryAPI):
+            raise TypeError(f"memory must be an engram Memory or EngramClient, got {type(self.memory).__name__}")
         if self.config is not None and not isinstance(self.config, RetrievalConfig):
             raise TypeError(f"config must be a RetrievalConfig, got {type(self.config).__name__}")
+        unknown = sorted(set(self.search_kwargs) - set(SEARCH_KWARGS))
+        if unknown:
+            raise ValueError(f"unknown search_kwargs {unknown}; EngramRetriever takes {list(SEARCH_KWARGS)}")
+        self._arguments()  # a wrong k, filter or score_threshold fails here, not at the first query
+
+    def _arguments(self) -> dict[str, Any]:
+        """What ``retrieve`` is called with: the fields, then ``search_kwargs`` over them."""
+        given = self.search_kwargs
+        config, filters, top_k = self.config, dict(self.filters or {}), None
+        if "k" in given:
+            top_k = given["k"]
+            if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+                raise ValueError(f"search_kwargs['k'] must be a positive integer, got {top_k!r}")
+        if "filter" in given:
+            if not isinstance(given["filter"], Mapping):
+                raise ValueError("search_kwargs['filter'] must be a dict of metadata values")
+            filters["metadata"] = {**filters.get("metadata", {}), **given["filter"]}
+        if "score_threshold" in given:
+            base = config or getattr(self.memory, "config", None) or RetrievalConfig()
+            config = base.with_(min_score=given["score_threshold"])  # ConfigError names a bad value
+        return {"config": config, "session_id": self.session_id, "kinds": self.kinds, "filters": filters or None,
+                "top_k": top_k}
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         # The async path is BaseRetriever's: it runs this in an executor, so the event loop stays free.
-        result = self.memory.retrieve(
-            query, user_id=self.user_id, config=self.config, session_id=self.session_id, kinds=self.kinds,
-            filters=self.filters,
-        )
+        result = self.memory.retrieve(query, user_id=self.user_id, **self._arguments())
         retrieval_id = result.metadata.retrieval_id
         return [entry_document(entry, retrieval_id=retrieval_id) for entry in result.memories]
 

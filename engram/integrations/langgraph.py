@@ -16,26 +16,52 @@ How a LangGraph item lives in Engram (see docs/integrations.md):
   paths given).
 - **times**: the item's ``updated_at`` is the memory's ``created_at`` (a put refreshes it, so recency
   ranking sees the latest write); the first put's time is kept as ``created_at``.
+- **index**: ``put(..., index=False)`` keeps the item out of query search (it is still read by ``get``,
+  listed by a search without a query, and fills a query's page after the ranked items, as LangGraph's
+  own stores do): its mark says so and the tag ``langgraph:noindex`` finds such items. ``index=[paths]``
+  picks the text Engram indexes. Engram embeds with the ``Memory``'s embedder: a store's ``index``
+  config gives ``fields``; its ``embed`` and ``dims`` have no use here.
+- **ttl**: a put's ``ttl`` (minutes; the ``ttl`` config's ``default_ttl`` otherwise) sets the item's
+  expiry in its mark; reads leave expired items out, a read refreshes the expiry unless told not to
+  (``refresh_on_read``), and :meth:`EngramStore.sweep` deletes what has expired.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram import Memory, MemoryRecord, RetrievalConfig
 from engram.errors import MemoryNotFound, ValidationError
 from engram.extras import needs
 from engram.integrations.filters import matches_filter, namespace_matches, split_filter
+from engram.integrations.langgraph_items import (
+    ALL_TAG,
+    MARK,
+    NOINDEX_TAG,
+    TTL_KEYS,
+    Namespace,
+    check_op,
+    checked,
+    in_namespace,
+    index_fields,
+    item_of,
+    item_text,
+    mark_of,
+    memory_id_for,
+    namespace_tags,
+    ttl_minutes,
+    unindexed,
+    value_of,
+)
 
 with needs("engram.integrations.langgraph", "langgraph"):
     from langgraph.store.base import (
         BaseStore,
         GetOp,
+        IndexConfig,
         InvalidNamespaceError,
         Item,
         ListNamespacesOp,
@@ -44,20 +70,13 @@ with needs("engram.integrations.langgraph", "langgraph"):
         Result,
         SearchItem,
         SearchOp,
-        get_text_at_path,
-        tokenize_path,
+        TTLConfig,
     )
 
-__all__ = ["MARK", "EngramStore"]
+__all__ = ["MARK", "NOINDEX_TAG", "EngramStore", "memory_id_for"]
 
-#: The metadata key that holds an item's namespace, key and creation time; values may not use it.
-MARK = "_langgraph"
-ALL_TAG = "langgraph"
-_TAG = "ns:"
-_MAX_TAG_CHARS = 200  # Limits.max_tag_chars' default: a longer prefix is named by its digest
 _PAGE = 1000
 _MAX_TOP_K = 1000  # RetrievalConfig.top_k's upper bound
-Namespace = tuple[str, ...]
 
 #: A store answers with every match in score order: no token budget, clipping, score floor, dedup
 #: (two keys may hold the same text), diversity reordering or deadline (the caller owns the time).
@@ -75,15 +94,24 @@ class EngramStore(BaseStore):
     >>> store.search(("alice", "memories"), query="what does alice eat?")         # doctest: +SKIP
     """
 
+    supports_ttl = True
+
     def __init__(
         self, memory: Memory, *, user_id: str | None = None, fields: Sequence[str] | None = None,
-        kind: str = "fact", config: RetrievalConfig | None = None,
+        kind: str = "fact", config: RetrievalConfig | None = None, index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
     ) -> None:
+        if not isinstance(memory, Memory):
+            raise TypeError(f"EngramStore needs an engram Memory, e.g. EngramStore(Memory('agent.db')); "
+                            f"got {type(memory).__name__}")
         self.memory = memory
         self.user_id = user_id
-        self.fields = list(fields) if fields is not None else None
+        self.fields = list(fields) if fields is not None else index_fields(index)
+        if fields is not None and index is not None and index.get("fields") is not None:
+            raise ValueError("give the fields to index once: fields=... or index={'fields': ...}")
         self.kind = kind
         self.config = config or STORE_CONFIG
+        self.ttl_config = checked(ttl, TTL_KEYS, "ttl")
 
     # -- the two methods every BaseStore call ends in ------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -91,14 +119,14 @@ class EngramStore(BaseStore):
         results: list[Result] = []
         pending: dict[tuple[Namespace, str], PutOp] = {}
         for op in ops:
-            _check_op(op)
+            check_op(op)
             if isinstance(op, PutOp):
                 pending[(tuple(op.namespace), op.key)] = op
                 results.append(None)
                 continue
             self._apply_puts(pending)
             if isinstance(op, GetOp):
-                results.append(self._get(tuple(op.namespace), op.key))
+                results.append(self._get(op))
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, ListNamespacesOp):
@@ -123,8 +151,11 @@ class EngramStore(BaseStore):
                 self.memory.delete(memory_id, user_id=user)
                 continue
             existing = self._record(user, memory_id)
-            created = _mark(existing)["created_at"] if existing is not None else now.isoformat()
+            created = mark_of(existing)["created_at"] if existing is not None else now.isoformat()
             fields = self._fields(namespace, key, op, created, now)
+            if op.ttl is not None:
+                expires = now + timedelta(minutes=ttl_minutes(op.ttl))
+                fields["metadata"][MARK].update(ttl=op.ttl, expires_at=expires.isoformat())
             if existing is None:
                 new.append({"id": memory_id, "user_id": user, **fields})
             else:
@@ -157,23 +188,28 @@ class EngramStore(BaseStore):
         if len(tags) > self.memory.limits.max_tags:
             raise ValueError(f"namespace {namespace!r} is deeper than this store allows ({len(tags) - 1} labels)")
         paths = op.index if isinstance(op.index, list) else self.fields
+        mark: dict[str, Any] = {"namespace": list(namespace), "key": key, "created_at": created}
+        if op.index is False:
+            mark["indexed"] = False
+            tags.append(NOINDEX_TAG)
         return {
             "content": item_text(value, paths),
             "kind": self.kind,
             "tags": tags,
-            "metadata": {**value, MARK: {"namespace": list(namespace), "key": key, "created_at": created}},
+            "metadata": {**value, MARK: mark},
             "created_at": now,
         }
 
     # -- reads ----------------------------------------------------------------------------------------------
-    def _get(self, namespace: Namespace, key: str) -> Item | None:
+    def _get(self, op: GetOp) -> Item | None:
+        namespace = tuple(op.namespace)
         if not namespace:
             return None
         user = self._user(namespace)
-        record = self._record(user, memory_id_for(user, namespace, key))
+        record = self._live(self._record(user, memory_id_for(user, namespace, op.key)))
         if record is None:
             return None
-        found = _item(record)
+        found = item_of(self._refreshed(user, record) if op.refresh_ttl else record)
         return Item(
             value=found.value, key=found.key, namespace=found.namespace, created_at=found.created_at,
             updated_at=found.updated_at,
@@ -186,16 +222,20 @@ class EngramStore(BaseStore):
         filters = {"tags_all": [namespace_tags(prefix)[-1]], "metadata": pushed}
         wanted = max(op.offset + op.limit, 0)
         scored: list[tuple[float, MemoryRecord]] = []
+        unscored: list[MemoryRecord] = []  # put with index=False: they only fill a query's page
         for user in self._users(prefix):
             if op.query:
+                hidden = [r for r in self._scan(user, {**filters, "tags_all": [*filters["tags_all"], NOINDEX_TAG]})
+                          if self._matches(r, prefix, conditions)]
+                unscored.extend(hidden)
                 # A condition the store cannot check leaves fewer matches in the top k: ask for all it gives.
-                top_k = _MAX_TOP_K if rest else min(max(wanted, 1), _MAX_TOP_K)
+                top_k = _MAX_TOP_K if rest else min(max(wanted, 1) + len(hidden), _MAX_TOP_K)
                 found = self._retrieve(op.query, user, top_k, filters)
             else:
                 found = ((0.0, r) for r in self._scan(user, filters))
             kept = 0
             for score, record in found:
-                if _in_namespace(record, prefix) and matches_filter(_value(record), conditions):
+                if self._matches(record, prefix, conditions) and not (op.query and unindexed(record)):
                     scored.append((score, record))
                     kept += 1
                     if kept >= wanted:
@@ -204,8 +244,18 @@ class EngramStore(BaseStore):
             scored.sort(key=lambda pair: -pair[0])  # stable: one user's ranking is kept as retrieval gave it
         else:
             scored.sort(key=lambda pair: pair[1].created_at, reverse=True)  # most recently updated first
-        page = scored[op.offset : op.offset + op.limit]
-        return [_item(record, score if op.query else None) for score, record in page]
+        page: list[tuple[float | None, MemoryRecord]] = list(scored[op.offset : op.offset + op.limit])
+        if op.query and len(page) < op.limit:
+            unscored.sort(key=lambda r: r.created_at, reverse=True)
+            skipped = max(op.offset - len(scored), 0)
+            page.extend((None, r) for r in unscored[skipped : skipped + op.limit - len(page)])
+        if op.refresh_ttl:
+            page = [(score, self._refreshed(record.user_id, record)) for score, record in page]
+        return [item_of(record, score if op.query else None) for score, record in page]
+
+    def _matches(self, record: MemoryRecord, prefix: Namespace, conditions: Mapping[str, Any]) -> bool:
+        return (in_namespace(record, prefix) and self._live(record) is not None
+                and matches_filter(value_of(record), conditions))
 
     def _retrieve(
         self, query: str, user: str, top_k: int, filters: Mapping[str, Any]
@@ -237,7 +287,9 @@ class EngramStore(BaseStore):
         found: set[Namespace] = set()
         for user in self._users(tuple(prefix)):
             for record in self._scan(user, {"tags_all": [tag]}):
-                namespace = tuple(_mark(record)["namespace"])
+                if self._live(record) is None:
+                    continue
+                namespace = tuple(mark_of(record)["namespace"])
                 if all(namespace_matches(c.match_type, c.path, namespace) for c in conditions):
                     found.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
         return sorted(found)[op.offset : op.offset + op.limit]
@@ -264,6 +316,32 @@ class EngramStore(BaseStore):
             return None
         return record if isinstance(record.metadata.get(MARK), Mapping) else None
 
+    def _live(self, record: MemoryRecord | None) -> MemoryRecord | None:
+        """The record, or None once it has expired (unless the ttl config keeps expired items)."""
+        if record is None or (self.ttl_config or {}).get("omit_expired", True) is False:
+            return record
+        expires = mark_of(record).get("expires_at")
+        return record if expires is None or datetime.fromisoformat(expires) > datetime.now(UTC) else None
+
+    def _refreshed(self, user: str, record: MemoryRecord) -> MemoryRecord:
+        """A read of an item with a ttl starts its time to live again (LangGraph's ``refresh_ttl``)."""
+        mark = mark_of(record)
+        if mark.get("ttl") is None or (self.ttl_config or {}).get("refresh_on_read", True) is False:
+            return record
+        expires = datetime.now(UTC) + timedelta(minutes=ttl_minutes(mark["ttl"]))
+        metadata = {**record.metadata, MARK: {**mark, "expires_at": expires.isoformat()}}
+        return self.memory.update(record.id, user_id=user, metadata=metadata)
+
+    def sweep(self) -> int:
+        """Delete every expired item (of this store's user, or of every user); returns how many."""
+        deleted = 0
+        for user in self._users(()):
+            expired = [r.id for r in self._scan(user, {"tags_all": [ALL_TAG]})
+                       if mark_of(r).get("expires_at") and datetime.fromisoformat(mark_of(r)["expires_at"])
+                       <= datetime.now(UTC)]
+            deleted += sum(bool(self.memory.delete(memory_id, user_id=user)) for memory_id in expired)
+        return deleted
+
     def _scan(self, user: str, filters: Mapping[str, Any]) -> Iterator[MemoryRecord]:
         """Every item of a user under the filters, most recently updated first, a page at a time."""
         offset = 0
@@ -273,87 +351,3 @@ class EngramStore(BaseStore):
             if len(page) < _PAGE:
                 return
             offset += _PAGE
-
-
-# -- mapping helpers (pure) ------------------------------------------------------------------------------------
-def memory_id_for(user: str, namespace: Namespace, key: str) -> str:
-    """The stable memory id of an item: the same (user, namespace, key) always lands on the same memory.
-
-    The user is part of it because memory ids are unique across a whole Engram file: two stores with
-    different ``user_id`` may hold the same namespace and key."""
-    digest = hashlib.sha256(json.dumps([user, list(namespace), key], ensure_ascii=False).encode("utf-8"))
-    return "lg-" + digest.hexdigest()[:32]
-
-
-def namespace_tags(namespace: Namespace) -> list[str]:
-    """``langgraph`` and one tag per prefix of the namespace, shortest first."""
-    tags = [ALL_TAG]
-    for depth in range(1, len(namespace) + 1):
-        joined = ".".join(namespace[:depth])
-        tag = _TAG + joined
-        if len(tag) > _MAX_TAG_CHARS:
-            tag = _TAG + "sha256:" + hashlib.sha256(joined.encode("utf-8")).hexdigest()
-        tags.append(tag)
-    return tags
-
-
-def item_text(value: Mapping[str, Any], paths: Sequence[str] | None) -> str:
-    """What Engram embeds and indexes for a value: its strings, or the text at the given paths."""
-    if paths is None:
-        texts = list(_strings(value))
-    else:
-        texts = [t for p in paths for t in get_text_at_path(value, p if p == "$" else tokenize_path(p))]
-    text = "\n".join(t for t in texts if t.strip())
-    return text or json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-
-
-def _check_op(op: Op) -> None:
-    """Labels are checked here too: ops handed to ``batch`` directly skip BaseStore's own checks, and a
-    label with a ``.`` would address another namespace's tag."""
-    if isinstance(op, GetOp | PutOp):
-        labels: Iterable[str] = op.namespace
-        if isinstance(op, PutOp) and not op.namespace:
-            raise InvalidNamespaceError("Namespace cannot be empty.")
-    elif isinstance(op, SearchOp):
-        labels = op.namespace_prefix
-    elif isinstance(op, ListNamespacesOp):
-        labels = [label for c in op.match_conditions or () for label in c.path if label != "*"]
-    else:
-        return
-    for label in labels:
-        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
-            raise InvalidNamespaceError(f"Invalid namespace label {label!r}: labels are non-empty strings without '.'")
-
-
-def _mark(record: MemoryRecord) -> Mapping[str, Any]:
-    mark = record.metadata[MARK]
-    assert isinstance(mark, Mapping)
-    return mark
-
-
-def _value(record: MemoryRecord) -> dict[str, Any]:
-    return {k: v for k, v in record.metadata.items() if k != MARK}
-
-
-def _in_namespace(record: MemoryRecord, prefix: Namespace) -> bool:
-    mark = record.metadata.get(MARK)
-    return isinstance(mark, Mapping) and tuple(mark["namespace"][: len(prefix)]) == prefix
-
-
-def _item(record: MemoryRecord, score: float | None = None) -> SearchItem:
-    mark = _mark(record)
-    return SearchItem(
-        namespace=tuple(mark["namespace"]), key=mark["key"], value=_value(record),
-        created_at=datetime.fromisoformat(mark["created_at"]), updated_at=record.created_at, score=score,
-    )

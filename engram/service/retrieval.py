@@ -93,6 +93,7 @@ def _filters(body: RetrieveRequest) -> Filters:
         created_after=to_utc(extra.created_after, "filters.createdAfter") if extra and extra.created_after else None,
         created_before=to_utc(extra.created_before, "filters.createdBefore")
         if extra and extra.created_before else None,
+        metadata=dict(extra.metadata or {}) if extra else {},
     )
     return filters
 

@@ -77,6 +77,9 @@ class RetrieveFilters(_Body):
     tags_any: list[str] | None = Field(default=None, max_length=100)
     created_after: Time | None = Field(default=None, max_length=64)
     created_before: Time | None = Field(default=None, max_length=64)
+    metadata: dict[str, Any] | None = Field(
+        default=None, max_length=50, description="Memories whose metadata has each of these values (equality)."
+    )
 
 
 class RetrieveRequest(_Body):

@@ -337,9 +337,7 @@ def test_async_methods_batch_and_leave_the_loop_free(store: EngramStore) -> None
     assert deleted is None
 
 
-def test_ttl_and_overdeep_namespaces_are_refused(store: EngramStore) -> None:
-    with pytest.raises(NotImplementedError):
-        store.put(("alice",), "k", {"text": "x"}, ttl=5)
+def test_overdeep_namespaces_are_refused(store: EngramStore) -> None:
     with pytest.raises(ValueError, match="deeper"):
         store.put(tuple(f"l{i}" for i in range(100)), "k", {"text": "x"})
     store.put(tuple(f"l{i}" for i in range(99)), "k", {"text": "x"})
