@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import builtins
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, overload
@@ -22,7 +24,7 @@ from engram.api import MemoryAPI
 from engram.config import RetrievalConfig
 from engram.conversation import Messages, is_conversation
 from engram.documents import Document
-from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized
+from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized, ValidationError
 from engram.extras import needs
 from engram.feedback import FeedbackResult
 from engram.ingest.files import IngestReport
@@ -50,11 +52,32 @@ with needs("EngramClient", "service"):  # httpx, and pydantic under engram.wire
 __all__ = ["EngramClient", "Forbidden", "ServiceError", "Unauthorized"]
 
 
+def retry_after(response: httpx.Response) -> float | None:
+    """The seconds a 429's ``Retry-After`` asks for (whole seconds or an HTTP date); None if it has none."""
+    value = response.headers.get("retry-after", "").strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
 class EngramClient:
     """One API key's view of an Engram service; every method is the ``Memory`` method of that name."""
 
     def __init__(self, base_url: str, api_key: str, *, timeout: float = 30.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, retries: int = 2, max_wait: float = 30.0) -> None:
+        """``retries``: how many times a request the service refused with 429 (its rate limit) is sent
+        again, each after the answer's ``Retry-After`` seconds; a wait longer than ``max_wait`` seconds
+        is not waited: the call raises ``RateLimited`` (its ``retry_after`` says how long) at once."""
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
+            raise ValidationError("retries", f"must be an integer in [0, 10], got {retries!r}")
+        self.retries = retries
+        self.max_wait = max_wait
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"), timeout=timeout, transport=transport,
             headers={"Authorization": f"Bearer {api_key}", "User-Agent": "engram-client"},
@@ -71,6 +94,13 @@ class EngramClient:
 
     def _call(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
         response = self._http.request(method, path, json=json, params=params)
+        for _ in range(self.retries):
+            # A 429 is answered before the route runs: nothing was done, so any request may go again.
+            wait = retry_after(response) if response.status_code == 429 else None
+            if wait is None or wait > self.max_wait:
+                break
+            time.sleep(wait)
+            response = self._http.request(method, path, json=json, params=params)
         if not response.is_success:
             try:
                 error = response.json().get("error", {})

@@ -27,6 +27,7 @@ from engram.service.auth import KeyStore
 from engram.service.contract import ERRORS, operation_id
 from engram.service.deps import USER_RULE, LimitedKey, Service, ServiceSettings, SvcDep, check_admin
 from engram.service.logs import install_record_factory, request_context
+from engram.service.observe import HttpMetrics
 from engram.service.ratelimit import RateLimiter
 from engram.service.responses import AdminSettingsOut, HealthOut, KeyOut, StatsOut
 from engram.service.schemas import AdminSettingsBody
@@ -109,9 +110,10 @@ class RequestMiddleware:
     not after it was read whole into memory.
     """
 
-    def __init__(self, app: ASGIApp, settings: ServiceSettings) -> None:
+    def __init__(self, app: ASGIApp, settings: ServiceSettings, metrics: HttpMetrics) -> None:
         self.app = app
         self.settings = settings
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -135,10 +137,12 @@ class RequestMiddleware:
         try:
             await self._handle(scope, receive, send_wrapper, headers)
         finally:
+            seconds = time.perf_counter() - started
+            self.metrics.observe(scope, status[0], seconds)
             access.info(
                 "%s %s %d", scope["method"], scope["path"], status[0],
                 extra={"method": scope["method"], "path": scope["path"], "status": status[0],
-                       "duration_ms": round((time.perf_counter() - started) * 1000, 3)},
+                       "duration_ms": round(seconds * 1000, 3)},
             )
             request_context.reset(token)
 
@@ -218,7 +222,8 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
                   description=API_CONVENTIONS, docs_url=None, redoc_url=None,
                   generate_unique_id_function=operation_id)
     app.state.service = Service(memory=memory, keys=keys, settings=settings or ServiceSettings())
-    app.add_middleware(RequestMiddleware, settings=app.state.service.settings)
+    app.state.http_metrics = HttpMetrics()
+    app.add_middleware(RequestMiddleware, settings=app.state.service.settings, metrics=app.state.http_metrics)
     _install_handlers(app)
     app.include_router(routes.router)
     app.include_router(retrieval.router)
@@ -230,9 +235,10 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
 
     @app.get("/metrics", tags=["service"], response_class=PlainTextResponse)
     def metrics(svc: SvcDep) -> PlainTextResponse:
+        """Prometheus text: HTTP requests by method, route and status, the process, then retrieval."""
         render = getattr(svc.memory.metrics, "to_prometheus", None)
-        text = render() if callable(render) else ""
-        return PlainTextResponse(str(text), media_type="text/plain; version=0.0.4")
+        text = app.state.http_metrics.render() + (str(render()) if callable(render) else "")
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     @app.get("/v1/me", tags=["service"], response_model=KeyOut, responses=ERRORS)
     def me(key: LimitedKey) -> dict[str, Any]:
