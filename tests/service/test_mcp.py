@@ -364,3 +364,19 @@ def test_mcp_tools_serve_a_remote_memory_through_the_client(tmp_path: Path) -> N
         failed, text = asyncio.run(_call(server, "forget_memory", {"memory_id": added["id"]}))
         assert not failed and json.loads(text)["deleted"] is True
     h.close()
+
+
+def test_mcp_a_crash_answers_a_json_error_without_its_text(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """An exception that is no Engram error (a bug) reaches the agent as INTERNAL, its text only in the log."""
+    from engram.embedders.fake import FakeEmbedder
+    from engram.mcp import build_server
+
+    class Broken(Memory):
+        def get(self, memory_id: str, *, user_id: str) -> Any:
+            raise RuntimeError("secret detail of the crash")
+
+    with Broken(tmp_path / "broken.db", embedder=FakeEmbedder(64)) as memory:
+        failed, text = asyncio.run(_call(build_server(memory, "u1"), "get_memory", {"memory_id": "m1"}))
+    assert failed and json.loads(text) == {"error": {"code": "INTERNAL",
+                                                     "message": "internal error; see the server's log"}}
+    assert "secret detail" not in text and "secret detail" in caplog.text
