@@ -150,7 +150,7 @@ class ConfigOverrides(BaseModel):
     keyword_weight: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
     include_superseded: bool | None = None
     budget_rules: Literal["merged", "policy", "pipeline"] | None = None
-    min_similarity: float | None = Field(default=None, json_schema_extra=ranged(0.0, 1.0))
+    min_similarity: float | None = Field(default=None, json_schema_extra=ranged(-1.0, 1.0))
 
 
 #: The ``RetrievalConfig`` fields a request may override (declared once, by the model above).
