@@ -239,7 +239,7 @@ def test_tag_list_refusal_stops_at_the_limit() -> None:
     tags = [f"t{i}" for i in range(100_000)]
     started = time.perf_counter()
     assert _field({"tags": tags}) == "tags"
-    assert time.perf_counter() - started < 0.05
+    assert time.perf_counter() - started < 0.5  # 100,000 tags read one by one would take seconds
 
     def endless() -> Iterator[str]:
         i = 0
