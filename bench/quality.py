@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.embedders import default_embedder
-from engram.eval import EvalCase, locomo, longmemeval
+from engram.eval import EvalCase, instructions, locomo, longmemeval
 from engram.eval.cached_embedder import CachedEmbedder
 from engram.eval.runner import SYSTEMS, run
 
@@ -33,6 +33,9 @@ SETS: tuple[tuple[str, Callable[[Path], Iterable[EvalCase]], Any, tuple[int, ...
     ("longmemeval-all", lambda p: longmemeval.cases(p / "longmemeval_s_dev.json.gz"), None, (5, 10, 50),
      "recall_all"),
     ("locomo", lambda p: locomo.cases(p / "locomo_dev.json"), None, (5, 10, 25), "recall"),
+    # Standing instructions asked for by later requests, inside those long-message haystacks.
+    ("instructions", lambda p: instructions.cases(p / "longmemeval_s_dev.json.gz"), None, (5, 10, 50),
+     "recall_all"),
 )
 
 

@@ -327,6 +327,9 @@ class QueryPlan:
     #: Whose words the query asks for: the entities named just before a verb of saying or feeling
     #: ("What did Priya think of the trial?"). Their own messages answer it.
     speaking: tuple[str, ...] = ()
+    #: The query asks for something to be done or suggested ("Write a function that ...", "Any
+    #: tips on what to bake?"): the user's standing instructions and preferences shape the answer.
+    requests: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -258,7 +258,7 @@ class Pipeline:
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
-                asks=plan.asks, speaking=plan.speaking, known=first,
+                asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
+from engram.retrieve.standing import is_standing
 
 __all__ = ["BASE", "Known", "base_signals", "calibrated", "gains"]
 
@@ -90,13 +91,15 @@ def gains(
     voices: Set[str],
     asks: bool,
     speaking: Sequence[str],
-) -> tuple[Column, Column, Column, Column]:
+    requests: bool = False,
+) -> tuple[Column, Column, Column, Column, Column]:
     """Per record: the best neighbouring turn's own relevance, the bridging relevance, whether it is
-    a question as asked and whether it is in a voice asked for (1.0 or 0.0); zeros where none apply.
+    a question as asked, whether it is in a voice asked for and whether it is a standing instruction
+    or preference when the query is a request (1.0 or 0.0); zeros where none apply.
     A question as asked is one of the query's speaking entities' (``voices``) when it names any,
     else any question not the assistant's."""
     n = len(records)
-    around, via, asked, spoke = (np.zeros(n, dtype=np.float64) for _ in range(4))
+    around, via, asked, spoke, stands = (np.zeros(n, dtype=np.float64) for _ in range(5))
     if next_to:
         own = dict(zip((r.id for r in records), relevance.tolist(), strict=True))
         for at, record in enumerate(records):
@@ -117,7 +120,11 @@ def gains(
         for at, record in enumerate(records):
             if said.get(record.id) in speaking:
                 spoke[at] = 1.0
-    return around, via, asked, spoke
+    if requests:
+        for at, record in enumerate(records):
+            if is_standing(record):
+                stands[at] = 1.0
+    return around, via, asked, spoke, stands
 
 
 def calibrated(cosines: Column, similarity_range: tuple[float, float], *, ceiling: bool = True) -> Column:

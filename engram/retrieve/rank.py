@@ -36,7 +36,7 @@ from engram.config import SIGNALS, RetrievalConfig
 from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.columns import Known, base_signals, calibrated, gains
-from engram.retrieve.ranking import ASK_SIGNAL, VOICE_SIGNAL, Ranking
+from engram.retrieve.ranking import ASK_SIGNAL, STANDING_SIGNAL, VOICE_SIGNAL, Ranking
 from engram.retrieve.signals import (
     DEFAULT_SIMILARITY_RANGE,
     reciprocal_rank,
@@ -56,7 +56,10 @@ __all__ = [
     "KEYWORD_FULL_SHARE",
     "KEYWORD_SIGNAL",
     "RELEVANCE_SIGNAL",
+    "SCOPE_TRUST",
     "SCORE_KNEE",
+    "STANDING_GAIN",
+    "STANDING_SIGNAL",
     "TIMELESS_KINDS",
     "VOICE_GAIN",
     "VOICE_SIGNAL",
@@ -65,6 +68,7 @@ __all__ = [
     "fuse",
     "in_range_first",
     "meaning_share",
+    "pointed_at",
     "rank",
 ]
 
@@ -83,6 +87,11 @@ BRIDGE_SIGNAL = "entity_bridge"
 #: Kinds whose date is when they were stored, not when what they say happened: a time scope
 #: neither lifts them above other memories nor keeps them under the score floor.
 TIMELESS_KINDS = ("fact", "procedure")
+#: A time scope lifts the memories inside it (and keeps them above the score floor) only while the
+#: best of them scores at least this share of the best memory overall: a scope read into a question
+#: that means no date ("the rotation for Admon on a Sunday") must not put that day's unrelated
+#: messages above a match at 0.99. 0.25 cost the everyday set a time question; 0.1 changed no dev answer.
+SCOPE_TRUST = 0.1
 #: Where reported scores start to bend: below it a score is the fused strength itself.
 SCORE_KNEE = 0.8
 #: How much relevance a question gains when the query asks what was asked ("What did Bob ask last
@@ -95,16 +104,21 @@ VOICE_GAIN = 0.15
 #: How much of a top result's relevance a memory gains by naming an entity that result names and
 #: the query does not (the second hop, engram.retrieve.hop).
 BRIDGE_GAIN = 0.15
+#: How much of its own meaning a standing instruction or stated preference gains when the query is a
+#: request (engram.retrieve.standing): "Write a CSV reader" must bring back "always use type hints".
+STANDING_GAIN = 0.5
 #: The evidence that rides on relevance, in SIGNALS order after semantic similarity.
 CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
-    *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, RELEVANCE_SIGNAL
+    *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
+    RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
-    *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL
+    *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
+    STANDING_SIGNAL,
 )
 
 
@@ -189,6 +203,7 @@ def rank(
     speakers: Mapping[str, str] | None = None,
     asks: bool = False,
     speaking: Sequence[str] = (),
+    requests: bool = False,
     known: Known | None = None,
 ) -> Ranking:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
@@ -206,7 +221,9 @@ def rank(
     ``asks`` (the query asks what was asked) lets questions gain ``ASK_GAIN`` (``asked``): the
     questions of the query's speaking entities when it names any, else any question not the
     assistant's. ``speaking`` names the entities whose words the query asks for: their own
-    messages gain ``VOICE_GAIN`` (``voice``). ``known`` keeps the signals the second hop does
+    messages gain ``VOICE_GAIN`` (``voice``). ``requests`` (the query asks for something to be done
+    or suggested) lets the user's standing instructions and preferences gain ``STANDING_GAIN`` of
+    their own meaning (``standing``). ``known`` keeps the signals the second hop does
     not change between a query's rankings.
     """
     strategy = dict(weights)
@@ -241,16 +258,18 @@ def rank(
     reported = {"semantic_similarity": w[0] * share / total, KEYWORD_SIGNAL: w[0] * (1.0 - share) / total}
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
-    around, via, asked, spoke = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks, speaking)
+    around, via, asked, spoke, stands = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks,
+                                              speaking, requests)
     # No ceiling: a memory closer in meaning than a "clear match" (the similarity range's top), or
     # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
     # and bridges pass on relevance read up to a full match, as before.
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
-                 + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke)
+                 + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
+                 + STANDING_GAIN * stands * np.minimum(meaning, 1.0))
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke]
+               asked, spoke, stands]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]
@@ -281,15 +300,26 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scor
     falls back to the best matches overall instead of an empty answer. A vague range ("recently")
     keeps plain score order: its temporal signal already favours what falls inside it, and "What did
     Melanie paint recently?" still wants the painting she mentioned a month before."""
-    if time_range.vague:
+    ids = pointed_at(scored, time_range)
+    if not ids:
         return list(scored)
-    inside = [s for s in scored if _dated_inside(s, time_range)]
-    if not inside:
-        return list(scored)
-    ids = {s.record.id for s in inside}
+    inside = [s for s in scored if s.record.id in ids]
     # Built directly: dataclasses.replace, which checks its fields each call, cost more.
     outside = [s for s in scored if s.record.id not in ids]
     return inside + [Scored(s.record, s.score, s.signals, s.weights, s.reasons, s.vector, 1) for s in outside]
+
+
+def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None) -> set[str]:
+    """The ids of the memories a query's time scope points at: dated inside a precise range
+    (:func:`_dated_inside`), provided the best of them scores at least :data:`SCOPE_TRUST` of the
+    best memory overall (else the scope says nothing about what answers, and none are)."""
+    if time_range is None or time_range.vague:
+        return set()
+    inside = [s for s in scored if _dated_inside(s, time_range)]
+    best = max((s.score for s in scored), default=0.0)
+    if not inside or max(s.score for s in inside) < SCOPE_TRUST * best:
+        return set()
+    return {s.record.id for s in inside}
 
 
 def _dated_inside(item: Scored, time_range: TimeRange) -> bool:
@@ -312,15 +342,14 @@ def apply_min_score(
     candidate keeps them all instead: the filter already says what is wanted, and "What happened?"
     over one ticket's memories carries no words to score. Likewise the query's own time scope
     (``time_range``, unless vague) is evidence the floor does not overrule: a memory inside it with
-    any score is kept (not a fact or procedure: their date is when they were stored), so "What did
-    I do a week ago?" is not answered with better-worded memories
-    from other weeks while that week's are dropped (LongMemEval dev turn recall_all@10 +1.2 with
-    the defaults; the everyday time questions 0.78 -> 0.83).
+    any score is kept (not a fact or procedure: their date is when they were stored; not when the
+    scope points at nothing relevant, :func:`pointed_at`), so "What did I do a week ago?" is not
+    answered with better-worded memories from other weeks while that week's are dropped
+    (LongMemEval dev turn recall_all@10 +1.2 with the defaults; the everyday time questions 0.78 ->
+    0.83).
     """
-    def inside(s: Scored) -> bool:
-        return time_range is not None and not time_range.vague and _dated_inside(s, time_range)
-
-    kept = [s for s in scored if s.score >= min_score or inside(s)]
+    inside = pointed_at(scored, time_range)
+    kept = [s for s in scored if s.score >= min_score or s.record.id in inside]
     if not kept and keep_best:
         kept = list(scored)
     return kept, len(scored) - len(kept)

@@ -20,10 +20,11 @@ import numpy.typing as npt
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.types import Scored
 
-__all__ = ["ASK_SIGNAL", "VOICE_SIGNAL", "Ranking"]
+__all__ = ["ASK_SIGNAL", "STANDING_SIGNAL", "VOICE_SIGNAL", "Ranking"]
 
 ASK_SIGNAL = "asked"
 VOICE_SIGNAL = "voice"
+STANDING_SIGNAL = "standing"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 
@@ -133,6 +134,8 @@ def _reasons(
         reasons.append("a question, as asked")
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
+    if signals.get(STANDING_SIGNAL):
+        reasons.append("a standing instruction or preference, for a request")
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"in time range '{label}'")

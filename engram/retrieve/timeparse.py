@@ -67,7 +67,9 @@ _P_TOMORROW = r"\btomorrow\b"
 _P_REL = r"\b(last|this|next|previous|current)\s+(week|month|quarter|year)\b"
 _P_WEEKEND = r"\b(last|this|next|previous|past)\s+weekend\b"
 _P_THE_WEEKEND = r"\b(?:over\s+|during\s+)?the\s+weekend\b"
-_P_WEEKDAY_EXPR = r"\b(?:(last|this|next|previous|past|on)\s+)?" + _WEEKDAY
+# "on a Sunday", "every Sunday" or "any Monday" is any such day, not the last one.
+_P_WEEKDAY_EXPR = (r"\b(?:(last|this|next|previous|past|on)\s+)?(?<!\ba\s)(?<!\bevery\s)(?<!\beach\s)(?<!\bany\s)"
+                   + _WEEKDAY)
 _P_AGO = r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b"
 
 

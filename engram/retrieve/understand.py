@@ -15,6 +15,7 @@ from datetime import datetime
 from engram.config import STRATEGY_WEIGHTS
 from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids, speaker_entity
 from engram.model import Entity, QueryPlan
+from engram.retrieve.standing import is_request
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
 
@@ -179,4 +180,5 @@ def understand(
         recency=_RECENT.search(query) is not None,
         asks=_ASKS.search(query) is not None,
         speaking=_speaking(query, index, entities),
+        requests=is_request(query),
     )

@@ -95,8 +95,9 @@ def _notes(memory: Memory) -> list[str]:
 
 def test_a_slow_source_is_cut_at_the_deadline_and_the_others_answer(each_backend: Memory) -> None:
     """Findings 6 and 7: the entity source's read runs long; the retrieval stops it at the deadline
-    and answers long before the read would end (bench/reliability.py measures 2 x ``timeout_ms``) with what the keyword and vector sources found, says it
-    was cut (TIMEOUT, fallback "partial", the cut stages) and keeps no such answer in its cache."""
+    and answers long before the read would end (bench/reliability.py measures the 2 x ``timeout_ms``
+    bound) with what the keyword and vector sources found, says it was cut (TIMEOUT, fallback
+    "partial", the cut stages) and keeps no such answer in its cache."""
     memory = each_backend
     ids = _notes(memory)
     query = "What did Alpha Logistics say about the invoice?"

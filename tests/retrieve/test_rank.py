@@ -16,11 +16,13 @@ from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
     KEYWORD_FULL_SHARE,
+    SCOPE_TRUST,
     SCORE_KNEE,
     apply_min_score,
     displayed,
     in_range_first,
     meaning_share,
+    pointed_at,
     rank,
 )
 from engram.retrieve.types import Scored
@@ -267,11 +269,26 @@ class TestTimeScope:
         stored = rec("stored", kind=kind, created_at=NOW - timedelta(days=3))
         event = rec("event", kind="episode", created_at=NOW - timedelta(days=4))
         answer = rec("answer", created_at=NOW - timedelta(days=60))
-        scored = [Scored(stored, 0.25), Scored(event, 0.05), Scored(answer, 0.9)]
+        scored = [Scored(stored, 0.25), Scored(event, 0.1), Scored(answer, 0.9)]
         ordered = in_range_first(sorted(scored, key=lambda s: -s.score), tr)
         assert [(s.record.id, s.tier) for s in ordered] == [("event", 0), ("answer", 1), ("stored", 1)]
         kept, dropped = apply_min_score(ordered, 0.3, time_range=tr)
         assert [s.record.id for s in kept] == ["event", "answer"] and dropped == 1
+
+    def test_a_scope_that_points_at_nothing_relevant_neither_lifts_nor_keeps(self) -> None:
+        # "The rotation for Admon on a Sunday" once read as last Sunday: that day's unrelated messages
+        # (0.04) went above the answer (0.99) and past the floor.
+        tr = TimeRange(NOW - timedelta(days=2), NOW - timedelta(days=1), "on Sunday")
+        junk = [Scored(rec(f"junk{i}", created_at=NOW - timedelta(days=1, hours=i)), 0.04) for i in range(3)]
+        answer = Scored(rec("answer", created_at=NOW - timedelta(days=6)), 0.99)
+        scored = [answer, *junk]
+        assert pointed_at(scored, tr) == set()
+        assert next((s.record.id, s.tier) for s in in_range_first(scored, tr)) == ("answer", 0)
+        assert [s.record.id for s in apply_min_score(scored, 0.1, time_range=tr)[0]] == ["answer"]
+        # At SCOPE_TRUST of the best and above, the scope is evidence again.
+        near = [Scored(rec("near", created_at=NOW - timedelta(days=1)), SCOPE_TRUST * 0.99), answer]
+        assert pointed_at(near, tr) == {"near"}
+        assert [s.record.id for s in in_range_first(near, tr)] == ["near", "answer"]
 
     def test_an_empty_range_falls_back_to_the_best_overall(self) -> None:
         tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")

@@ -166,7 +166,8 @@ def test_local_calendar_then_utc() -> None:
 @pytest.mark.parametrize(
     "text",
     ["", "hello there", "May I ask a question?", "march forward", "on Mondays", "February 30, 2024",
-     "13/45/2024", "before the meeting", "in 3 days", "since forever", "Q5", "2024-13-01"],
+     "13/45/2024", "before the meeting", "in 3 days", "since forever", "Q5", "2024-13-01",
+     "the rotation for Admon on a Sunday", "every Monday", "each Friday", "any Tuesday works"],
 )
 def test_no_time_expression(text: str) -> None:
     assert parse_time_scope(text, NOW) is None

@@ -1,0 +1,63 @@
+"""Standing instructions and stated preferences, and the requests they shape.
+
+"Write a function that reads a CSV file" shares no word, and little meaning, with "from now on, use
+type hints in every Python function you write for me", yet that instruction is what the answer must
+follow. Long assistant answers about CSV files match such a request better on both keywords and
+meaning, so without help the instruction ranks behind them. A request (:func:`is_request`) lets the
+user's own standing statements (:func:`is_standing`) gain relevance in proportion to their meaning:
+an instruction about something else gains nothing.
+
+Deterministic patterns only, read at query time from the candidates' text: nothing is stored, so
+memories written before this existed are read the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engram.model import MemoryRecord
+
+__all__ = ["is_request", "is_standing"]
+
+_Q = "['’]"  # straight or curly apostrophe
+
+#: The query asks the assistant to do, make or suggest something, rather than what happened.
+_REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:write|show|give|suggest|recommend|draft|build|create|make|plan|put\s+together"
+    r"|explain|help|compare|list|design|translate|summari[sz]e|outline|generate|fix|refactor|review"
+    r"|implement|prepare|book|find\s+me|pick|choose|propose|teach|set\s+up)\b"
+    r"|\b(?:can|could|would|will)\s+you\b"
+    r"|\bany\s+(?:ideas?|tips?|advice|suggestions?|recommendations?|thoughts)\b"
+    r"|\b(?:what|which|where|when|how)\b[^?.!]*\b(?:should|could|shall)\s+(?:i|we|you)\b"
+    r"|\bhow\s+(?:do|can|would)\s+(?:i|we)\b"
+    rf"|\bi(?:{_Q}d|\s+would)\s+like\s+(?:a|an|some|to|you|help|ideas?)\b"
+    r"|\bi\s+(?:need|want)\s+(?:a|an|some|to|you|help|ideas?)\b",
+    re.IGNORECASE,
+)
+
+#: How people state what should hold from now on, or what they like, avoid or cannot have.
+_STANDING = re.compile(
+    r"\b(?:always|never|from\s+now\s+on|whenever|every\s+time|going\s+forward|in\s+(?:the\s+)?future"
+    r"|prefers?|preferred|preferences?|favou?rites?|allergic|allergy|intoleran\w*|vegetarian|vegan"
+    r"|kosher|halal|gluten|dislikes?|hate|avoid|instead\s+of|rather\s+than|keep\s+(?:\w+\s+){0,2}in\s+mind"
+    rf"|remember\s+that|make\s+sure|assume|can{_Q}?t\s+stand|(?:don{_Q}?t|do\s+not|doesn{_Q}?t)\s+"
+    r"(?:like|want|use|eat|drink)|please\s+(?:use|keep|avoid|write|answer|format|give|add|include|stick"
+    rf"|reply|respond|explain|don{_Q}?t|never|always)|i\s+(?:like|love|enjoy|only|usually))\b"
+    # An instruction as a sentence or clause of its own: "Use metric units.", "...; keep it short".
+    rf"|(?:^|[.!?;:]\s*|\b(?:so|and|but)\s+)(?:use|keep|avoid|stick\s+to|give\s+me|answer|reply|respond"
+    rf"|write|format|add|include|don{_Q}?t|do\s+not)\b",
+    re.IGNORECASE,
+)
+
+#: Roles whose words are not the user's own: an assistant's "always back up first" is advice given.
+_NOT_THE_USERS = frozenset(["assistant", "system", "tool"])
+
+
+def is_request(query: str) -> bool:
+    """Whether ``query`` asks for something to be done, made or suggested."""
+    return _REQUEST.search(query) is not None
+
+
+def is_standing(record: MemoryRecord) -> bool:
+    """Whether ``record`` is the user's own standing instruction or stated preference."""
+    return record.role not in _NOT_THE_USERS and _STANDING.search(record.content) is not None

@@ -1,0 +1,144 @@
+"""A request ("Write a function that reads a CSV file") brings back the user's standing instruction
+("use type hints in every Python function you write for me") above long answers on its topic."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram.config import RetrievalConfig
+from engram.ext import Embedder
+from engram.memory import Memory
+from engram.model import MemoryRecord
+from engram.retrieve.rank import rank
+from engram.retrieve.standing import is_request, is_standing
+from engram.retrieve.types import MemoryEntry
+from engram.retrieve.understand import understand
+
+NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("query", [
+    "Can you write a function that reads a CSV file and returns the rows as dictionaries?",
+    "Write a note thanking a supplier for delivering early.",
+    "Any ideas for a homemade energy bar I could take hiking?",
+    "Where should I go for a long weekend in October?",
+    "Which seat should you book for me on a plane?",
+    "How do I install and set up Docker?",
+    "Put together a 30 minute routine I can do at home.",
+    "I'd like some ideas for my father's birthday.",
+])
+def test_requests(query: str) -> None:
+    assert is_request(query) and understand(query, now=NOW).requests
+
+
+@pytest.mark.parametrize("query", [
+    "What did Priya think of the trial?",
+    "How many hours in total did I spend driving to my three road trip destinations combined?",
+    "When did Acme move to Rotterdam?",
+    "Where do I take yoga classes?",
+    "What is the total distance of the hikes I did on two consecutive weekends?",
+])
+def test_questions_about_what_happened_are_not_requests(query: str) -> None:
+    assert not is_request(query) and not understand(query, now=NOW).requests
+
+
+def _said(content: str, role: str | None = "user") -> MemoryRecord:
+    return MemoryRecord(id="m", user_id="u", kind="message", content=content, role=role, created_at=NOW,
+                        recorded_at=NOW, content_hash="h")
+
+
+@pytest.mark.parametrize("content", [
+    "From now on, whenever you write Python for me, use type hints.",
+    "I'm vegetarian, so please never suggest recipes with meat or fish.",
+    "Use Rust's standard library only in examples; our build can't pull in crates.",
+    "I write fiction in the first person and present tense; keep any sample prose that way.",
+    "I'm allergic to peanuts.",
+    "I prefer tabs over spaces.",
+    "Don't use emojis in anything you write for me.",
+])
+def test_standing_statements(content: str) -> None:
+    assert is_standing(_said(content)) and is_standing(_said(content, role=None))
+
+
+def test_not_standing() -> None:
+    assert not is_standing(_said("We went to the park and used a map."))
+    assert not is_standing(_said("The invoice for the crane was paid on Friday."))
+    # Advice the assistant gave is not the user's own instruction.
+    assert not is_standing(_said("Always back up your database before a migration.", role="assistant"))
+
+
+ANSWERS = [
+    "Here is a function that reads a CSV file with the csv module and returns the rows as dictionaries:\n\n"
+    "import csv\n\ndef read_rows(path):\n    with open(path, newline='') as handle:\n"
+    "        return list(csv.DictReader(handle))\n\nEach row is a dictionary keyed by the header row. "
+    "For large CSV files you can yield the rows one at a time instead of returning a list.",
+    "To read a CSV file into dictionaries with pandas, call pandas.read_csv(path) and then "
+    "frame.to_dict('records'); every row becomes a dictionary. pandas infers the column types, which the "
+    "csv module does not, and it reads large files much faster.",
+    "A CSV file can use another delimiter: pass delimiter=';' to csv.reader or csv.DictReader. Quote "
+    "characters and escaped newlines are handled by the csv module, so do not split lines yourself.",
+]
+#: The user's other messages: some share a word with the request, none its meaning.
+OTHERS = [
+    "I need to file my tax returns before the end of April, remind me to gather the receipts.",
+    "We planted four rows of tomatoes and two rows of beans in the garden this weekend.",
+    "The wedding function starts at six, and the band returns after dinner for the second set.",
+    "My sister reads a book a week; she just finished a long novel about the Roman empire.",
+    "Can you recommend a podcast about the history of jazz for my commute?",
+    "The dictionary my grandfather gave me is falling apart, I should get it rebound.",
+]
+INSTRUCTION = "From now on, whenever you write Python for me, use type hints on every function."
+REQUEST = "Can you write a function that reads a CSV file and returns the rows as dictionaries?"
+
+
+def test_a_request_lifts_the_standing_instruction(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the real model: the instruction gains half its own meaning on a request, says why, and
+    only it does; a question about what happened gives no such gain."""
+    with Memory(tmp_path / "standing.db", embedder=embedder) as memory:
+        memory.add(INSTRUCTION, user_id="u", role="user", created_at="2026-11-01T10:00:00+00:00")
+        memory.add_many([{"content": text, "user_id": "u", "role": "assistant",
+                          "created_at": f"2026-11-{10 + at}T10:00:00+00:00"} for at, text in enumerate(ANSWERS)])
+        memory.add_many([{"content": text, "user_id": "u", "role": "user",
+                          "created_at": f"2026-10-{10 + at}T10:00:00+00:00"} for at, text in enumerate(OTHERS)])
+        config = RetrievalConfig(top_k=10, min_score=0.0, cache_ttl=0)
+
+        def ranked() -> dict[str, MemoryEntry]:
+            result = memory.retrieve(REQUEST, user_id="u", now=NOW, config=config)
+            return {m.content: m for m in result.memories}
+
+        with monkeypatch.context() as patched:
+            patched.setattr(sys.modules["engram.retrieve.rank"], "STANDING_GAIN", 0.0)
+            before = ranked()[INSTRUCTION]
+        after = ranked()
+        standing = after[INSTRUCTION]
+        meaning = (standing.signals["semantic_similarity"] - 0.15) / (0.65 - 0.15)
+        assert meaning > 0
+        assert standing.signals["relevance"] == pytest.approx(before.signals["relevance"] + 0.5 * meaning)
+        assert standing.score > before.score
+        assert standing.signals["standing"] == 1.0 and before.signals["standing"] == 1.0
+        assert "a standing instruction or preference, for a request" in standing.reasons
+        assert all(m.signals["standing"] == 0.0 for m in after.values() if m is not standing)
+        asked = memory.retrieve("What did we discuss about CSV files?", user_id="u", now=NOW, config=config)
+        assert asked.memories and all(m.signals["standing"] == 0.0 for m in asked.memories)
+
+
+def test_the_gain_puts_an_instruction_above_words_shared_by_chance() -> None:
+    """The ranking alone: a message sharing the request's words by chance outranks the instruction
+    on keywords; the instruction's meaning, doubled in part by the gain, puts it first."""
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    records = [_said("Please use type hints in every function.", role="user"),
+               replace(_said("The wedding function returns after dinner.", role="user"), id="chance")]
+    vectors = {"m": np.array([0.45, 0.893], dtype=np.float32), "chance": np.array([0.2, 0.98], dtype=np.float32)}
+    common = dict(query_vec=query, vectors=vectors, query_entities=(), time_range=None, now=NOW,
+                  weights={"semantic_similarity": 1.0}, keyword_scores={"chance": 0.5, "m": 0.0}, sources={},
+                  source_ranks={}, config=RetrievalConfig())
+    assert [records[i].id for i in rank(records, **common).order] == ["chance", "m"]
+    assert [records[i].id for i in rank(records, requests=True, **common).order] == ["m", "chance"]
