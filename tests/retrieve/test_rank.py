@@ -16,6 +16,8 @@ from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
     KEYWORD_FULL_SHARE,
+    KEYWORD_LENGTH,
+    KEYWORD_LENGTH_POWER,
     SCOPE_TRUST,
     SCORE_KNEE,
     apply_min_score,
@@ -476,3 +478,17 @@ class TestScoresWithoutCeiling:
         assert shown[:4].tolist() == pytest.approx(strengths[:4].tolist())
         assert all(np.diff(shown) > 0)
         assert shown.max() < 1.0
+
+
+def test_a_long_message_keeps_less_of_its_keyword_evidence() -> None:
+    # A 2,000-character answer holds many of a query's words by chance: at the same keyword score
+    # as a short message it keeps (KEYWORD_LENGTH / 2000) ** KEYWORD_LENGTH_POWER of it.
+    short = rec("short", content="graduation ceremony")
+    long = rec("long", content="graduation " + "x" * (2000 - len("graduation ")))
+    limit = rec("limit", content="y" * KEYWORD_LENGTH)
+    out = {s.record.id: s for s in run([short, long, limit], keyword_scores={"short": 0.6, "long": 0.6, "limit": 0.6})}
+    assert out["short"].signals["keyword_relevance"] == pytest.approx(1.0)
+    assert out["limit"].signals["keyword_relevance"] == pytest.approx(1.0)
+    kept = (KEYWORD_LENGTH / 2000) ** KEYWORD_LENGTH_POWER
+    assert out["long"].signals["keyword_relevance"] == pytest.approx(kept)
+    assert out["long"].score < out["short"].score
