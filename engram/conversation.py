@@ -1,8 +1,10 @@
 """What ``add`` was handed, as the items ``add_many`` stores: a text, or a conversation of chat messages.
 
 A chat message is ``{"role", "content", "name"?, "created_at"?}`` (the shape OpenAI, Anthropic and
-Mem0 users already hold). Each message becomes one ``message`` memory: its ``name``, when given,
-is the speaker, else its role; ``run_id`` (Mem0's name for a conversation) is the session.
+Mem0 users already hold), plus what it shows besides its words: ``image_caption``, ``alt_text`` or
+``file_name`` (:mod:`engram.attachments`), kept in the memory's metadata and searched with its
+text. Each message becomes one ``message`` memory: its ``name``, when given, is the speaker, else
+its role; ``run_id`` (Mem0's name for a conversation) is the session.
 
 A message without its own ``created_at`` gets the batch's time plus its position in microseconds:
 every message of one call would otherwise share a timestamp, and the neighbours a retrieval
@@ -15,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from engram.attachments import ATTACHMENT_KEYS
 from engram.errors import ValidationError, short_repr
 from engram.validate import to_utc
 
@@ -24,7 +27,7 @@ __all__ = ["MESSAGE_FIELDS", "Messages", "as_items", "is_conversation"]
 Messages = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 #: The keys a chat message may carry; any other is refused by name rather than silently dropped.
-MESSAGE_FIELDS = ("role", "content", "name", "created_at")
+MESSAGE_FIELDS = ("role", "content", "name", "created_at", *ATTACHMENT_KEYS)
 
 
 def is_conversation(content: Any) -> bool:
@@ -76,7 +79,14 @@ def _item(message: Any, position: int, base: Mapping[str, Any], start: datetime)
         raise ValidationError(f"{where}.name", "must be a non-empty string when given")
     when = message.get("created_at")
     created = to_utc(when, f"{where}.created_at") if when is not None else start + timedelta(microseconds=position)
-    return {**base, "content": _text(message.get("content"), where), "role": name or role, "created_at": created}
+    item = {**base, "content": _text(message.get("content"), where), "role": name or role, "created_at": created}
+    shown = {key: message[key] for key in ATTACHMENT_KEYS if message.get(key) is not None}
+    if shown:
+        given = base.get("metadata")
+        if given is not None and not isinstance(given, Mapping):
+            raise ValidationError("metadata", f"must be a mapping, got {type(given).__name__}")
+        item["metadata"] = {**(given or {}), **shown}
+    return item
 
 
 def _text(content: Any, where: str) -> str:

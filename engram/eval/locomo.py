@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engram.attachments import described
 from engram.eval import EvalCase, EvalDoc
 
 __all__ = ["CATEGORIES", "cases", "parse_date"]
@@ -43,7 +44,8 @@ def _turn_text(turn: Mapping[str, Any]) -> str:
     text = str(turn.get("text") or "").strip()
     caption = turn.get("blip_caption")
     if isinstance(caption, str) and caption.strip():
-        text = f"{text} [shares a photo: {caption.strip()}]".strip()
+        # As a chat message's image_caption is stored (engram.attachments).
+        return described(text, {"image_caption": caption})
     return text
 
 

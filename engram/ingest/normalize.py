@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from engram.attachments import described
 from engram.config import Limits
 from engram.errors import ValidationError, short_repr
 from engram.ingest.triples import format_semantic_triple
@@ -135,7 +136,14 @@ def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> Memo
     user = user_id(item.get("user_id"), limits)
     kind = choice("kind", item.get("kind") or "message", KINDS)
     status = choice("status", item.get("status") or "active", STATUSES)
+    metadata = _metadata(item.get("metadata"), limits)
     content = _content(item, kind, limits)
+    shown = described(content, metadata)  # an image's caption is searched and shown with what was said
+    if len(shown) > limits.max_content_chars:
+        raise ValidationError(
+            "content", f"{len(shown):,} characters with its attachments, at most {limits.max_content_chars:,} "
+            "(Limits.max_content_chars)")
+    content = shown
     version = item.get("version")
     if version is not None:
         integer("version", version, 1, MAX_VERSION)
@@ -163,7 +171,7 @@ def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> Memo
         valid_from=to_utc(item["valid_from"], "valid_from") if item.get("valid_from") else None,
         valid_to=to_utc(item["valid_to"], "valid_to") if item.get("valid_to") else None,
         status=status,
-        metadata=_metadata(item.get("metadata"), limits),
+        metadata=metadata,
         doc_key=_optional_text(item.get("doc_key"), "doc_key", limits.max_id_chars),
         version=version,
     )

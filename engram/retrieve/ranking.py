@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.types import Scored
 
@@ -139,6 +140,8 @@ def _reasons(
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"in time range '{label}'")
+    for key, text in attachments(record.metadata, strict=False):
+        reasons.append(f"shows {ATTACHMENT_KEYS[key]}: {text if len(text) <= 80 else text[:79] + '…'}")
     if "procedural" in names or record.kind == "procedure":
         reasons.append("procedure")
     if "summary" in names or record.kind == "summary":

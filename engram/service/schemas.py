@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from engram.attachments import MAX_ATTACHMENT_CHARS
 from engram.documents import STRATEGIES
 from engram.errors import ValidationError as EngramValidationError
 from engram.errors import short_repr
@@ -145,6 +146,13 @@ class MessageIn(_Body):
     content: str | list[dict[str, Any]] = Field(max_length=1_000_000)
     name: str | None = Field(default=None, max_length=256)
     created_at: Time | None = Field(default=None, max_length=64)
+    image_caption: str | None = Field(default=None, max_length=MAX_ATTACHMENT_CHARS,
+                                      description="What an image the message shows depicts: searched and shown "
+                                                  "with its text, kept in its metadata.")
+    alt_text: str | None = Field(default=None, max_length=MAX_ATTACHMENT_CHARS,
+                                 description="An image's alt text, as image_caption.")
+    file_name: str | None = Field(default=None, max_length=MAX_ATTACHMENT_CHARS,
+                                  description="The name of a file the message carries, as image_caption.")
 
 
 class AddRequest(_MemoryFields):
