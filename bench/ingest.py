@@ -1,9 +1,12 @@
 """add_many throughput against the raw embedder's own throughput, same texts, same run.
 
-    python bench/ingest.py [--n 1000]
+    python bench/ingest.py [--n 1000] [--long] [--whole]
 
 Uses the real default embedder (MiniLM int8 ONNX). Each measurement embeds fresh texts so the
-embedding cache cannot flatter the store.
+embedding cache cannot flatter the store. ``--long`` writes long messages instead (about 2,100
+characters each, the mean of a technical assistant's chats: ~500 tokens, past the model's 256);
+``--whole`` reads each text whole, in overlapping windows (``MiniLMEmbedder(whole=True)``), for
+both the embedder alone and ``add_many``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import memories
@@ -21,15 +25,28 @@ from corpus import memories
 from engram import Memory
 from engram.embedders import default_embedder
 
+#: Corpus memories joined into one long message (~2,100 characters).
+LONG_JOIN = 24
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--out", default="bench/results/ingest.json")
+    parser.add_argument("--long", action="store_true", help="messages of ~2,100 characters")
+    parser.add_argument("--whole", action="store_true", help="embed long texts whole, in windows")
     args = parser.parse_args()
-    embedder = default_embedder()
+    if args.whole:
+        from engram.embedders.onnx_minilm import MiniLMEmbedder
+
+        embedder: Any = MiniLMEmbedder(whole=True)
+    else:
+        embedder = default_embedder()
     embedder.embed_batch(["warm up"])
-    items = list(memories(args.n * 2, seed=11))
+    items = list(memories(args.n * 2 * (LONG_JOIN if args.long else 1), seed=11))
+    if args.long:
+        items = [{**items[i], "content": " ".join(str(x["content"]) for x in items[i : i + LONG_JOIN])}
+                 for i in range(0, len(items), LONG_JOIN)]
     raw_texts = [str(i["content"]) + " (raw)" for i in items[: args.n]]
     store_items = items[args.n :]
 
@@ -44,6 +61,8 @@ def main() -> None:
         add_s = time.perf_counter() - started
     report = {
         "texts": args.n,
+        "mean_chars": round(sum(len(str(i["content"])) for i in store_items) / len(store_items)),
+        "whole": args.whole,
         "embedder_per_s": round(args.n / raw_s, 1),
         "add_many_per_s": round(len(store_items) / add_s, 1),
         "ratio": round((len(store_items) / add_s) / (args.n / raw_s), 3),

@@ -23,6 +23,7 @@ from engram.retrieve.sentences import clip_content, split_sentences
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import MemoryEntry, Scored
 from engram.text import STOPWORDS
+from engram.tokens import count_many, count_tokens, cut_to_tokens
 
 __all__ = [
     "BUDGET_RULES",
@@ -203,8 +204,9 @@ def interleave(items: Sequence[Scored], strategy: str, k: int, ratio: float | No
 
 
 def estimate_tokens(text: str) -> int:
-    """The retrieval policy's estimate: one token per four characters, rounded up."""
-    return math.ceil(len(text) / 4)
+    """What ``text`` costs in a prompt, counted by a real tokenizer (:mod:`engram.tokens`); the
+    retrieval policy's one token per four characters undercounts code, numbers and most scripts."""
+    return count_tokens(text)
 
 
 def redact(text: str, cfg: RedactionConfig) -> tuple[str, bool]:
@@ -222,6 +224,8 @@ def redact(text: str, cfg: RedactionConfig) -> tuple[str, bool]:
 #: What the token budget follows (``RetrievalConfig.budget_rules``): the two specifications' rules, or
 #: Engram's merge of them.
 BUDGET_RULES = ("merged", "policy", "pipeline")
+#: What ends a memory cut to fit the budget: one token, where the policy's ``...`` costs three.
+ELLIPSIS = "…"
 #: The pipeline specification's ``query_tokens``: what its context-window fitting keeps for the query.
 QUERY_TOKENS = 100
 
@@ -237,9 +241,9 @@ def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int, rules: str = "me
     does not fit is skipped, and the first other entry that does not fit ends the fitting, uncut.
 
     The policy appends ``...`` after cutting to ``remaining * 4`` characters, which can overshoot the
-    budget by a token; here the cut leaves room for it, so the estimated total never exceeds
-    ``max_tokens``. A cut that would leave no text is skipped. Tokens are estimated as the policy
-    does (rounded up) under every rule.
+    budget by a token; here the cut is made between tokens and ends with ``…`` (one token), so the
+    counted total never exceeds ``max_tokens``. A cut that would leave no text is skipped. Tokens
+    are counted by :func:`estimate_tokens` under every rule.
     """
     if rules not in BUDGET_RULES:
         raise ConfigError("budget_rules", f"must be one of {', '.join(BUDGET_RULES)}; got {rules!r}")
@@ -249,8 +253,7 @@ def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int, rules: str = "me
     budget = max_tokens - QUERY_TOKENS if rules == "pipeline" else max_tokens
     fitted: dict[str, MemoryEntry] = {}
     total = 0
-    for entry in ordered:
-        tokens = estimate_tokens(entry.content)
+    for entry, tokens in zip(ordered, count_many([e.content for e in ordered]), strict=True):
         if total + tokens <= budget:
             fitted[entry.id] = entry
             total += tokens
@@ -260,10 +263,13 @@ def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int, rules: str = "me
                 continue  # the pipeline skips a summary that does not fit and goes on
             break
         remaining = budget - total
-        if remaining > 0:
-            head = entry.content[: remaining * 4 - 3].rstrip()
+        if remaining > 1:
+            head = cut_to_tokens(entry.content, remaining - 1).rstrip()
+            # A cut can join into a different token at its end; shorten until the whole fits.
+            while head and count_tokens(head + ELLIPSIS) > remaining:
+                head = head[:-1].rstrip()
             if head:
-                fitted[entry.id] = replace(entry, content=head + "...")
+                fitted[entry.id] = replace(entry, content=head + ELLIPSIS)
         break
     return [fitted[e.id] for e in entries if e.id in fitted]
 
@@ -353,7 +359,7 @@ def select(
         entries = fitted
         filters.append("token_budget")
 
-    total_tokens = sum(estimate_tokens(e.content) for e in entries)
+    total_tokens = sum(count_many([e.content for e in entries])) if entries else 0
     return Selection(
         entries=entries, dedup_removed=removed, total_tokens=total_tokens, applied_filters=filters,
         mmr_removed=mmr_removed, beyond_top_k=beyond_top_k, budget_removed=budget_removed,

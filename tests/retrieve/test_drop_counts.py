@@ -59,9 +59,9 @@ def test_select_counts_mmr_top_k_and_budget_drops() -> None:
     assert [e.id for e in by_score.entries] == ["a", "b"]
     assert (by_score.mmr_removed, by_score.beyond_top_k) == (0, 3)
 
-    # 9 tokens each: the first fits, the second is cut to what is left, the other three are dropped.
-    budget = select(items, replace(PLAIN, max_tokens=12, dedup=False), collection="user:u1")
-    assert len(budget.entries) == 2 and budget.entries[1].content.endswith("...")
+    # 9 and 11 tokens: the first fits, the second is cut to what is left, the other three are dropped.
+    budget = select(items, replace(PLAIN, max_tokens=13, dedup=False), collection="user:u1")
+    assert len(budget.entries) == 2 and budget.entries[1].content.endswith("…")
     assert (budget.budget_removed, budget.mmr_removed, budget.beyond_top_k) == (3, 0, 0)
 
 
@@ -107,8 +107,8 @@ def test_dedup_and_budget_counts_over_the_pipeline(memory: Memory) -> None:
     assert meta.dedup_removed == 2 and meta.total_results == 8
     small = run(memory, "How does Acme pay?", max_tokens=70)
     kept = small.metadata.included_results
-    # Every entry up to the one cut to fit (ending "...") is returned; the rest is the budget's drop.
-    assert small.memories[-1].content.endswith("...") or small.metadata.total_tokens <= 70
+    # Every entry up to the one cut to fit (ending "…") is returned; the rest is the budget's drop.
+    assert small.memories[-1].content.endswith("…") or small.metadata.total_tokens <= 70
     assert small.metadata.budget_removed == 6 - kept > 0
     assert accounted(small.metadata) == small.metadata.total_results
     topped = run(memory, "How does Acme pay?", top_k=2).metadata

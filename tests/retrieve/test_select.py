@@ -241,10 +241,18 @@ class TestClip:
         assert len(split_sentences(clip_content(text, n))) <= n
 
 
+def words(n: int) -> str:
+    """A text of exactly ``n`` tokens."""
+    return " ".join(["word"] * n)
+
+
 def test_estimate_tokens() -> None:
+    # A real tokenizer's count: four characters a token is right for plain English only.
     assert estimate_tokens("") == 0
-    assert estimate_tokens("abcd") == 1
-    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens(words(7)) == 7
+    assert estimate_tokens("Hello world, how are you?") == 7
+    assert estimate_tokens("東京都庁") == 4  # one token a character, not one for all four
+    assert estimate_tokens("def f(x): return x**2 + 3") == 13  # not 7
 
 
 class TestRedact:
@@ -271,29 +279,30 @@ class TestBudget:
         entries = [entry(str(i), f"memory {i} " + "lorem ipsum dolor sit amet " * 20) for i in range(10000)]
         out = fit_budget(entries, 1500)
         assert sum(estimate_tokens(e.content) for e in out) <= 1500
-        assert out[-1].content.endswith("...")
+        assert out[-1].content.endswith("…")
 
     def test_partial_last_item_exactly_at_budget(self) -> None:
-        out = fit_budget([entry("a", "x" * 40), entry("b", "y" * 40)], 12)
-        assert [e.content for e in out] == ["x" * 40, "y" * 5 + "..."]
+        out = fit_budget([entry("a", words(10)), entry("b", words(10))], 12)
+        assert [e.content for e in out] == [words(10), "word…"]
         assert sum(estimate_tokens(e.content) for e in out) == 12
 
-    def test_seed_overshoot_is_fixed(self) -> None:
-        # The seed would cut to 4 chars and add '...' = 7 chars = 2 tokens for 1 remaining token.
-        out = fit_budget([entry("a", "x" * 36), entry("b", "y" * 40)], 10)
-        assert out[-1].content == "y..."
-        assert sum(estimate_tokens(e.content) for e in out) == 10
+    def test_the_cut_never_overshoots(self) -> None:
+        # The policy cut to remaining * 4 characters and added "..." (three tokens more); the cut
+        # is between tokens and its mark is one token.
+        out = fit_budget([entry("a", words(9)), entry("b", words(40))], 14)
+        assert out[-1].content == words(4) + "…"
+        assert sum(estimate_tokens(e.content) for e in out) == 14
 
     def test_stops_when_cut_leaves_nothing(self) -> None:
-        out = fit_budget([entry("a", "x" * 36), entry("b", " " + "y" * 40)], 10)
+        out = fit_budget([entry("a", words(9)), entry("b", words(40))], 10)
         assert [e.id for e in out] == ["a"]
 
     def test_summaries_first(self) -> None:
         entries = [
-            entry("m1", "a" * 40),
-            entry("s1", "b" * 40, "summary"),
-            entry("m2", "c" * 40),
-            entry("s2", "d" * 40, "summary"),
+            entry("m1", words(10)),
+            entry("s1", words(10), "summary"),
+            entry("m2", words(10)),
+            entry("s2", words(10), "summary"),
         ]
         # Summaries are fitted first; the result keeps rank order (entries[0] stays the best match).
         assert [e.id for e in fit_budget(entries, 1000)] == ["m1", "s1", "m2", "s2"]

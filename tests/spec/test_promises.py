@@ -214,26 +214,27 @@ def test_feedback_records_access_at_the_callers_now(each_backend: Memory) -> Non
 
 def test_budget_rules_follow_each_specification() -> None:
     from engram.errors import ConfigError
-    from engram.retrieve.select import fit_budget
+    from engram.retrieve.select import estimate_tokens, fit_budget
     from engram.retrieve.types import MemoryEntry
 
     def entry(mid: str, tokens: int, kind: str) -> MemoryEntry:
-        return MemoryEntry(id=mid, content="x" * (4 * tokens), score=0.5, timestamp=NOW.isoformat(), session_id=None,
+        text = " ".join(["word"] * tokens)  # one token a word
+        return MemoryEntry(id=mid, content=text, score=0.5, timestamp=NOW.isoformat(), session_id=None,
                            message_id=None, type=kind, role=None, collection="user:u", search_type="hybrid",
-                           original_length=4 * tokens, was_redacted=False)
+                           original_length=len(text), was_redacted=False)
 
     ranked = [entry("m1", 60, "message"), entry("big", 200, "summary"), entry("s2", 30, "summary"),
               entry("m2", 60, "message"), entry("m3", 60, "message")]
 
     def shown(rules: str) -> list[tuple[str, int]]:
-        return [(e.id, len(e.content)) for e in fit_budget(ranked, 250, rules)]
+        return [(e.id, estimate_tokens(e.content)) for e in fit_budget(ranked, 250, rules)]
 
     # The retrieval policy: rank order, the first that does not fit is cut, then stop.
-    assert shown("policy") == [("m1", 240), ("big", 760)]
+    assert shown("policy") == [("m1", 60), ("big", 190)]
     # The pipeline: 100 tokens kept for the query, a summary that does not fit skipped, others stop uncut.
-    assert shown("pipeline") == [("m1", 240), ("s2", 120), ("m2", 240)]
+    assert shown("pipeline") == [("m1", 60), ("s2", 30), ("m2", 60)]
     # Engram's merge: summaries fitted first, then the first other that does not fit is cut; rank order kept.
-    assert shown("merged") == [("m1", 80), ("big", 800), ("s2", 120)]
+    assert shown("merged") == [("m1", 20), ("big", 200), ("s2", 30)]
     with pytest.raises(ConfigError):
         RetrievalConfig(budget_rules="strict")
 
@@ -244,7 +245,7 @@ def test_retrieval_fits_its_budget_by_the_configured_rules(each_backend: Memory)
     config = RetrievalConfig(max_tokens=120, clip_sentences=None, min_score=0.0, cache_ttl=0)
     merged = each_backend.retrieve("Acme", user_id="u", now=NOW, config=config)
     pipeline = each_backend.retrieve("Acme", user_id="u", now=NOW, config=config.with_(budget_rules="pipeline"))
-    assert [m.type for m in merged.memories] == ["summary"] and merged.memories[0].content.endswith("...")
+    assert [m.type for m in merged.memories] == ["summary"] and merged.memories[0].content.endswith("…")
     assert [m.type for m in pipeline.memories] == ["fact"]  # the summary does not fit in 20 tokens: skipped
 
 
