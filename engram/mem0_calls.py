@@ -68,10 +68,10 @@ def search(
 ) -> dict[str, Any]:
     """The user's memories that matter for ``query``, best first, as ``{"results": [...]}``.
 
-    ``in_store``: ``api`` takes ``Filters.where`` (the embedded Memory), so ``filters`` narrow the
-    candidates inside the store before ranking and ``threshold`` is the ranking's floor
-    (``min_score``, lower or higher than the configured one). Over HTTP (EngramClient) the service
-    takes no ``where`` yet: the filter then runs over the ranked results, as before.
+    ``in_store`` (the default): ``api`` takes ``Filters.where`` (the embedded Memory, and the service
+    through EngramClient), so ``filters`` narrow the candidates inside the store before ranking and
+    ``threshold`` is the ranking's floor (``min_score``, lower or higher than the configured one).
+    Without it the filter runs over the ranked results.
     """
     integer("limit", limit, 1, 1000)
     wanted = check(filters) if filters is not None else None

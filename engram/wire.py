@@ -13,6 +13,7 @@ fields' snake_case names. Nested ``metadata`` is the caller's own data and is ne
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import types
 import typing
@@ -72,10 +73,10 @@ _UPPER = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 #: The ``Filters`` fields a list request carries as query parameters (repeatable where a tuple).
 LIST_FILTERS = ("kinds", "tags_all", "session_id", "project_id", "agent_id", "statuses", "created_after",
-                "created_before")
+                "created_before", "where")
 #: The ``Filters`` fields a retrieve request carries in its body (kinds and tags travel beside them).
 RETRIEVE_FILTERS = ("session_id", "project_id", "agent_id", "tags_any", "created_after", "created_before",
-                    "metadata")
+                    "metadata", "where")
 #: Types whose wire names are their snake_case field names (a compatibility contract; see above).
 _SNAKE_TYPES: tuple[type, ...] = (Recall, RecalledMemory, Document, FileResult, IngestReport)
 #: Wire names that are not a field's name spelled another way (``RecalledMemory.to_dict``).
@@ -221,6 +222,8 @@ def _filters(filters: Filters | Mapping[str, Any] | None, allowed: tuple[str, ..
 def list_params(filters: Filters | Mapping[str, Any] | None) -> dict[str, Any]:
     """Query parameters of ``GET /v1/memories`` for ``filters`` (the plural names go singular)."""
     out = _filters(filters, LIST_FILTERS, "by list")
+    if "where" in out:  # a query parameter holds one string: the filter travels as JSON
+        out["where"] = json.dumps(out["where"], separators=(",", ":"))
     renamed = {"kinds": "kind", "tagsAll": "tag", "statuses": "status"}
     return {renamed.get(k, k): v for k, v in out.items()}
 

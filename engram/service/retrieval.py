@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from engram.config import AdminMemorySettings, RetrievalConfig
 from engram.errors import ConfigError, ValidationError
 from engram.ingest.normalize import to_utc
+from engram.metadata_filter import check
 from engram.model import Filters
 from engram.service.auth import ApiKey
 from engram.service.contract import ERRORS, errors
@@ -94,6 +95,7 @@ def _filters(body: RetrieveRequest) -> Filters:
         created_before=to_utc(extra.created_before, "filters.createdBefore")
         if extra and extra.created_before else None,
         metadata=dict(extra.metadata or {}) if extra else {},
+        where=check(extra.where, "filters.where") if extra and extra.where else None,
     )
     return filters
 

@@ -3,7 +3,9 @@ the user it names. Retrieval, recall and feedback live in ``engram.service.retri
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any
 
@@ -11,6 +13,7 @@ from fastapi import APIRouter, Query
 
 from engram.errors import MemoryNotFound, ServiceError, ValidationError
 from engram.ingest.normalize import to_utc
+from engram.metadata_filter import check
 from engram.model import STATUSES, Filters, MemoryRecord
 from engram.service.contract import ERRORS, errors
 from engram.service.deps import LimitedKey, Service, SvcDep, UserParam, UserQ, check_admin, check_user, user_of
@@ -100,20 +103,36 @@ def list_memories(
     created_before: Annotated[str | None, Query(alias="createdBefore", max_length=64)] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    where: Annotated[str | None, Query(max_length=20_000, description=(
+        "A filter in Mem0's language as JSON, applied in the store's query (as filters.where of "
+        "/v1/retrieve)"))] = None,
 ) -> Any:
     """A page of one user's memories, newest first, with the filters of ``engram list``: repeat ``kind``
     (any of them), ``tag`` (all of them) and ``status`` (``all`` is every status; default active);
-    ``createdAfter``/``createdBefore`` take ISO-8601 times with an offset, or a date for a whole UTC day."""
+    ``createdAfter``/``createdBefore`` take ISO-8601 times with an offset, or a date for a whole UTC day;
+    ``where`` a filter in Mem0's language, as JSON."""
     check_user(key, user_id)
     filters: dict[str, Any] = {
         "kinds": kind, "tags_all": tag, "statuses": _statuses(status), "session_id": session_id,
         "project_id": project_id, "agent_id": agent_id,
         "created_after": _bound(created_after, "createdAfter"),
         "created_before": _bound(created_before, "createdBefore", end_of_day=True),
+        "where": _where(where),
     }
     given = {k: v for k, v in filters.items() if v is not None}
     records = svc.memory.list(user_id=user_id, filters=given or None, limit=limit, offset=offset)
     return {"memories": [record_json(r) for r in records]}
+
+
+def _where(value: str | None) -> Mapping[str, Any] | None:
+    """The ``where`` query parameter: a Mem0 filter as JSON; a ValidationError naming what is wrong."""
+    if not value:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise ValidationError("where", f"must be a JSON object (a filter in Mem0's language): {exc}") from None
+    return check(parsed, "where")
 
 
 def _bound(value: str | None, field: str, *, end_of_day: bool = False) -> datetime | None:

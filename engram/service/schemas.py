@@ -81,6 +81,13 @@ class RetrieveFilters(_Body):
     metadata: dict[str, Any] | None = Field(
         default=None, max_length=50, description="Memories whose metadata has each of these values (equality)."
     )
+    where: dict[str, Any] | None = Field(
+        default=None, max_length=50,
+        description="A filter in Mem0's language, applied inside the store before ranking: keys are fields "
+                    "(user_id, agent_id, run_id, role, kind, created_at, ...) or metadata keys; values are "
+                    "a value or {operator: operand} with eq, ne, in, nin, gt, gte, lt, lte, contains, "
+                    "icontains, or '*' (any value); AND, OR and NOT combine filters.",
+    )
 
 
 class RetrieveRequest(_Body):

@@ -77,3 +77,36 @@ def test_client_refuses_filters_the_wire_does_not_carry(served: tuple[Harness, s
         with pytest.raises(ValidationError) as refused:
             client.retrieve("x", user_id="u1", filters={"statuses": ["active", "superseded"]})
         assert refused.value.field == "filters.statuses"
+
+
+ITEMS = ("cranes", "forklifts", "pallets", "monitors", "laptops", "desks", "chairs", "printers", "cables", "routers",
+         "servers", "phones", "tablets", "lamps", "shelves", "lockers", "tents", "ladders", "drills", "saws",
+         "paint", "tiles", "glass", "timber", "steel")
+
+
+def test_a_mem0_filter_narrows_inside_the_servers_store(served: tuple[Harness, str]) -> None:
+    """Mem0's filter language over HTTP: the server's store admits only matching memories before
+    ranking, so a match that twenty-five better non-matches outrank is still found (filtering the
+    20 best results found nothing); a malformed filter is a 422 naming its part, for retrieve and
+    list alike."""
+    h, url = served
+    h.memory.add_many([{"user_id": "u1", "content": f"Acme paid the invoice for the {item} by bank transfer",
+                        "metadata": {"category": "billing"}} for item in ITEMS])
+    h.memory.add_many([{"user_id": "u1", "content": "Lunch with Bruno on Friday",
+                        "metadata": {"category": "work", "priority": 7}}])
+    with EngramClient(url, h.key("u1")) as client:
+        found = client.search("How does Acme pay invoices?", user_id="u1", filters={"category": "work"},
+                              threshold=0.0)
+        assert [r["memory"] for r in found["results"]] == ["Lunch with Bruno on Friday"]
+        ranged = client.search("Acme invoices", user_id="u1", filters={"priority": {"gte": 5}}, threshold=0.0)
+        assert [r["metadata"]["category"] for r in ranged["results"]] == ["work"]
+        listed = client.get_all(user_id="u1", filters={"OR": [{"category": "work"}, {"priority": {"gt": 100}}]})
+        assert [r["memory"] for r in listed["results"]] == ["Lunch with Bruno on Friday"]
+        by_list = client.list(user_id="u1", filters={"where": {"category": {"ne": "work"}}}, limit=100)
+        assert len(by_list) == len(ITEMS)
+        with pytest.raises(ValidationError) as refused:
+            client.retrieve("x", user_id="u1", filters={"where": {"priority": {"between": [1, 2]}}})
+        assert refused.value.field.startswith("filters.where")
+        with pytest.raises(ValidationError) as refused:
+            client.list(user_id="u1", filters={"where": {"priority": {"between": [1, 2]}}})
+        assert refused.value.field.startswith("where")

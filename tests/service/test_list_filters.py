@@ -66,3 +66,11 @@ def test_an_unknown_status_names_the_field(client: TestClient) -> None:
     response = client.get("/v1/memories", params={"userId": "u1", "status": "gone"})
     assert response.status_code == 422, response.text
     assert "status" in response.json()["error"]["message"]
+
+
+def test_a_where_that_is_not_json_is_refused_by_name(client: TestClient) -> None:
+    answer = client.get("/v1/memories", params={"userId": "u1", "where": "{category: work"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["field"] == "where"
+    fine = client.get("/v1/memories", params={"userId": "u1", "where": '{"category": "work"}'})
+    assert fine.status_code == 200 and fine.json()["memories"] == []
