@@ -149,8 +149,11 @@ def gather(
             lambda: store.by_time_range(user_id, time_range.start, time_range.end, TEMPORAL_LIMIT, filters),
         )
     if _allows(filters, "summary"):
-        summaries = replace(filters, kinds=("summary",))
-        lists["summary"] = run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries))
+        # A time-scoped query reads the summaries written in its range (the summaries of that period's
+        # sessions); any other the most recent ones.
+        summaries = replace(scoped if scoped is not None else filters, kinds=("summary",))
+        if scoped is not None or time_range is None:
+            lists["summary"] = run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries))
     if prefetch is not None and pending:
         early = CandidateSet()
         for source in SOURCE_ORDER:
