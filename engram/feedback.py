@@ -15,7 +15,7 @@ explicit "treat every return as a use", so both count as uses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -53,7 +53,8 @@ class FeedbackResult:
         return {"retrievalId": self.retrieval_id, "usedIds": list(self.used_ids), "recorded": self.recorded}
 
 
-def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str, at: datetime) -> LoggedRetrieval:
+def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str, at: datetime,
+              experiment: Mapping[str, str] | None = None) -> LoggedRetrieval:
     meta = retrieval.metadata
     items = tuple(
         LoggedItem(m.id, m.record.kind if m.record is not None else m.type, dict(m.signals))
@@ -66,6 +67,8 @@ def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str
         "weightsSource": weights_source,
         # Which evidence applied to this query (the rest gave its weight back), for re-scoring.
         "applicable": sorted(_applicable(retrieval)),
+        # The A/B test and arm it ran under, if any (engram.experiments).
+        **(experiment or {}),
     }
     return LoggedRetrieval(
         id=meta.retrieval_id or "",

@@ -20,6 +20,7 @@ from engram.conversation import Messages, as_items, is_conversation
 from engram.documents import Document
 from engram.domain import DomainSource
 from engram.errors import MemoryNotFound, ValidationError
+from engram.experiments import Experiment, ExperimentReport, report_store
 from engram.ext import Embedder, Metrics, Store
 from engram.feedback import FeedbackResult, record_feedback
 from engram.ingest import writer
@@ -65,6 +66,7 @@ class Memory:
         store: Store | None = None,
         domain_source: DomainSource | None = None,
         log_retrievals: bool = True,
+        experiment: Experiment | None = None,
     ) -> None:
         self.config = config or RetrievalConfig()
         self.limits = limits or Limits()
@@ -75,7 +77,7 @@ class Memory:
             store if store is not None else open_store(target),
             None if store is not None else lambda: open_store(target),
             embedder=self._get_embedder, limits=self.limits, metrics=self.metrics, config=lambda: self.config,
-            domain_source=domain_source, log_retrievals=log_retrievals,
+            domain_source=domain_source, log_retrievals=log_retrievals, experiment=experiment,
         )
         # Each process's own: a forked child opens the store again on first use (engram.wiring).
         self._wiring: PerProcess[Wiring] = PerProcess(lambda parent: first if parent is None else reopened(parent))
@@ -244,6 +246,10 @@ class Memory:
         report = tune_user(self.store, user, holdout=holdout, min_examples=min_examples, dry_run=dry_run)
         self.caches.invalidate(user, weights=True)
         return report
+
+    def experiment_report(self, name: str) -> ExperimentReport:
+        """How each variant of A/B test ``name`` fared on the feedback its users gave (every user)."""
+        return report_store(self.store, name)
 
     # -- reads ----------------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:

@@ -22,6 +22,7 @@ from engram.caches import Caches
 from engram.config import Limits, RetrievalConfig
 from engram.context import Context
 from engram.domain import DomainSource
+from engram.experiments import Experiment
 from engram.ext import Embedder, Metrics, Store
 from engram.retrieve import Pipeline
 
@@ -45,13 +46,14 @@ class Wiring:
 def wire(
     store: Store, reopen: Callable[[], Store] | None, *, embedder: Callable[[], Embedder], limits: Limits,
     metrics: Metrics, config: Callable[[], RetrievalConfig], domain_source: DomainSource | None,
-    log_retrievals: bool,
+    log_retrievals: bool, experiment: Experiment | None = None,
 ) -> Wiring:
     caches = Caches(store)
     context = Context(store=store, embedder=embedder, limits=limits, metrics=metrics, caches=caches, config=config)
     pipeline = Pipeline(
         store=store, embedder=embedder, metrics=metrics, cache=caches.retrievals, weights_by_strategy=caches.weights,
         domain_source=domain_source, log_retrievals=log_retrievals, entity_indexes=caches.entity_indexes,
+        experiment=experiment,
     )
     return Wiring(store, caches, context, pipeline, None if _in_memory(store) else reopen)
 
@@ -63,6 +65,7 @@ def reopened(parent: Wiring) -> Wiring:
     child = wire(
         store, parent.reopen, embedder=context.embedder, limits=context.limits, metrics=context.metrics,
         config=context.config, domain_source=old.domain_source, log_retrievals=old.log_retrievals,
+        experiment=old.experiment,
     )
     # The service widens these; a child keeps their sizes, with threads and counts of its own.
     workers: Any = getattr(old.executor, "_max_workers", None)

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from engram.config import RetrievalConfig
 from engram.domain import DomainSource
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, ValidationError
+from engram.experiments import Experiment, logged_settings
 from engram.ext import Embedder, Metrics, RetrievalReads, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
@@ -78,6 +79,8 @@ class Pipeline:
     #: Retrievals ranking at once (None: no bound), the others waiting their turn; each starts
     #: embedding its query before it waits, so a model's time overlaps the others' ranking.
     slots: threading.BoundedSemaphore | None = None
+    #: An A/B test of strategy weights: each user ranks under the variant it assigns them.
+    experiment: Experiment | None = None
 
     def retrieve(
         self,
@@ -186,6 +189,9 @@ class Pipeline:
             return budget.optional(name, lambda: timed(name, call), default)
 
         tuned = self.weights_by_strategy(user_id)
+        variant = self.experiment.assign(user_id) if self.experiment is not None else None
+        if variant is not None and variant.weights is not None:
+            tuned = {**(tuned or {}), **variant.weights}  # the variant's strategies over the user's own
         # Without the entity table (still being read at the deadline) a query's names are mentions.
         table: EntityIndex | None = budget.optional("entities", lambda: timed(
             "understand", lambda: self.entity_indexes.get(self.store, user_id, version, budget.soft)), None)
@@ -200,6 +206,8 @@ class Pipeline:
                 query, now=now, known_entities=index, weights_by_strategy=tuned))
         if config.weights is not None:
             weights_source = "config"
+        elif variant is not None and variant.weights is not None and plan.strategy in variant.weights:
+            weights_source = f"variant:{variant.name}"
         else:
             weights_source = "tuned" if tuned and plan.strategy in tuned else "default"
         domain = None
@@ -351,7 +359,7 @@ class Pipeline:
         )
         result = Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now, domain_rows=rows)
         if self.log_retrievals and result.memories:
-            self._log(user_id, result, config, weights_source)
+            self._log(user_id, result, config, weights_source, logged_settings(self.experiment, variant))
         return result
 
     def _embed(self, query: str, config: RetrievalConfig) -> Future[Any] | None:
@@ -380,9 +388,10 @@ class Pipeline:
             message, fallback = FALLBACKS["DOMAIN_UNAVAILABLE"]
             return (), {"code": "DOMAIN_UNAVAILABLE", "message": message, "fallback": fallback}
 
-    def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str) -> None:
+    def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str,
+             experiment: Mapping[str, str]) -> None:
         try:
-            self.store.log_retrieval(user_id, log_entry(result, config, weights_source, datetime.now(UTC)))
+            self.store.log_retrieval(user_id, log_entry(result, config, weights_source, datetime.now(UTC), experiment))
         except StoreError as exc:  # the log serves learning; losing one entry must not fail the answer
             log.warning("[MEM:RETRIEVE] could not log retrieval %s: %s", result.metadata.retrieval_id, exc)
             self.metrics.increment("retrieval.log_errors")
