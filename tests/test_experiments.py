@@ -4,6 +4,7 @@ variants on the feedback to what they served."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,34 +59,52 @@ def _users(arm: str, n: int) -> list[str]:
     return [u for u in (f"user-{i}" for i in range(200)) if TEST.assign(u).name == arm][:n]
 
 
-def test_each_user_ranks_under_their_variant_and_the_report_compares_them(tmp_path: Path) -> None:
-    db = tmp_path / "ab.db"
-    with Memory(db, embedder=FakeEmbedder(), experiment=TEST) as memory:
-        config = RetrievalConfig(cache_ttl=0, min_score=0.0, top_k=2)
-        for arm in ("A", "B"):
-            for user in _users(arm, 3):
-                memory.add_many([
-                    {"user_id": user, "content": "The harbor crane invoice was paid", "importance": 0.1},
-                    {"user_id": user, "content": "The harbor crane safety drill is on the roof", "importance": 1.0},
-                ])
-                result = memory.retrieve("the harbor crane invoice", user_id=user, config=config)
-                first = result.memories[0]
-                # Meaning alone puts the invoice first; importance lifts the drill above it.
-                assert first.content.startswith("The harbor crane invoice" if arm == "A" else "The harbor crane safety")
-                assert result.metadata.config["weightsSource"] == f"variant:{arm}"
-                logged = memory.store.get_retrieval(user, result.metadata.retrieval_id or "")
-                assert logged is not None and logged.settings["experiment"] == "weights-1"
-                assert logged.settings["variant"] == arm
-                # Every user used the invoice memory: first in A, second in B.
-                invoice = next(m.id for m in result.memories if "invoice" in m.content)
-                memory.feedback(result.metadata.retrieval_id or "", [invoice], user_id=user)
-        report = memory.experiment_report("weights-1")
-    by = {v.variant: v for v in report.variants}
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def ab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    """A Memory running ``TEST`` over each backend."""
+    if request.param == "sqlite":
+        made = Memory(tmp_path / "ab.db", embedder=FakeEmbedder(), experiment=TEST)
+    else:
+        made = Memory(store=request.getfixturevalue("postgres_store"), embedder=FakeEmbedder(), experiment=TEST)
+    with made:
+        yield made
+
+
+def _run_and_give_feedback(memory: Memory) -> None:
+    """Three users in each arm ask once and use the invoice memory: first in A, second in B."""
+    config = RetrievalConfig(cache_ttl=0, min_score=0.0, top_k=2)
+    for arm in ("A", "B"):
+        for user in _users(arm, 3):
+            memory.add_many([
+                {"user_id": user, "content": "The harbor crane invoice was paid", "importance": 0.1},
+                {"user_id": user, "content": "The harbor crane safety drill is on the roof", "importance": 1.0},
+            ])
+            result = memory.retrieve("the harbor crane invoice", user_id=user, config=config)
+            first = result.memories[0]
+            # Meaning alone puts the invoice first; importance lifts the drill above it.
+            assert first.content.startswith("The harbor crane invoice" if arm == "A" else "The harbor crane safety")
+            assert result.metadata.config["weightsSource"] == f"variant:{arm}"
+            logged = memory.store.get_retrieval(user, result.metadata.retrieval_id or "")
+            assert logged is not None and logged.settings["experiment"] == "weights-1"
+            assert logged.settings["variant"] == arm
+            # Every user used the invoice memory: first in A, second in B.
+            invoice = next(m.id for m in result.memories if "invoice" in m.content)
+            memory.feedback(result.metadata.retrieval_id or "", [invoice], user_id=user)
+
+
+def test_each_user_ranks_under_their_variant_and_the_report_compares_them(ab: Memory) -> None:
+    _run_and_give_feedback(ab)
+    by = {v.variant: v for v in ab.experiment_report("weights-1").variants}
     assert (by["A"].users, by["A"].retrievals, by["B"].users, by["B"].retrievals) == (3, 3, 3, 3)
     assert by["A"].ndcg == 1.0 and by["A"].reciprocal_rank == 1.0
     assert by["B"].reciprocal_rank == 0.5 and by["B"].ndcg < by["A"].ndcg
     assert by["A"].used_share == by["B"].used_share == 0.5
 
+
+def test_engram_tune_reports_an_experiment(tmp_path: Path) -> None:
+    db = tmp_path / "ab.db"
+    with Memory(db, embedder=FakeEmbedder(), experiment=TEST) as memory:
+        _run_and_give_feedback(memory)
     shown = CliRunner().invoke(cli, ["tune", "--experiment", "weights-1", "--db", str(db)])
     assert shown.exit_code == 0, shown.output
     assert "A: 3 users, 3 retrievals, NDCG 1.000" in shown.output
