@@ -35,7 +35,10 @@ _REQUEST = re.compile(
     re.IGNORECASE,
 )
 
-#: How people state what should hold from now on, or what they like, avoid or cannot have.
+#: How people state what should hold from now on, what they like, avoid or cannot have, and what
+#: they are after or already have ("I'm looking for a screen protector for my iPhone 13 Pro": a
+#: later "suggest accessories for my phone" is shaped by it). The last kind: LongMemEval dev user
+#: turns recall_all@5 0.774 -> 0.786, every turn @10 0.839 -> 0.849, the other sets unchanged.
 _STANDING = re.compile(
     r"\b(?:always|never|from\s+now\s+on|whenever|every\s+time|going\s+forward|in\s+(?:the\s+)?future"
     r"|prefers?|preferred|preferences?|favou?rites?|allergic|allergy|intoleran\w*|vegetarian|vegan"
@@ -43,6 +46,7 @@ _STANDING = re.compile(
     rf"|remember\s+that|make\s+sure|assume|can{_Q}?t\s+stand|(?:don{_Q}?t|do\s+not|doesn{_Q}?t)\s+"
     r"(?:like|want|use|eat|drink)|please\s+(?:use|keep|avoid|write|answer|format|give|add|include|stick"
     rf"|reply|respond|explain|don{_Q}?t|never|always)|i\s+(?:like|love|enjoy|only|usually))\b"
+    rf"|\bi(?:{_Q}m|\s+am)\s+(?:looking\s+for|trying\s+to|planning|thinking\s+of)\b|\bi\s+(?:need|own|use|have)\s+(?:a|an|my|the|some)\b"
     # An instruction as a sentence or clause of its own: "Use metric units.", "...; keep it short".
     rf"|(?:^|[.!?;:]\s*|\b(?:so|and|but)\s+)(?:use|keep|avoid|stick\s+to|give\s+me|answer|reply|respond"
     rf"|write|format|add|include|don{_Q}?t|do\s+not)\b",

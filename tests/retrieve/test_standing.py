@@ -61,6 +61,8 @@ def _said(content: str, role: str | None = "user") -> MemoryRecord:
     "I'm allergic to peanuts.",
     "I prefer tabs over spaces.",
     "Don't use emojis in anything you write for me.",
+    "I'm looking for a new screen protector for my iPhone 13 Pro.",
+    "I have a bad knee.",
 ])
 def test_standing_statements(content: str) -> None:
     assert is_standing(_said(content)) and is_standing(_said(content, role=None))
