@@ -230,7 +230,8 @@ ELLIPSIS = "…"
 QUERY_TOKENS = 100
 
 
-def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int, rules: str = "merged") -> list[MemoryEntry]:
+def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int, rules: str = "merged",
+               counted: dict[str, int] | None = None) -> list[MemoryEntry]:
     """Fit ``entries`` (in rank order) to ``max_tokens``; the returned list keeps their order.
 
     ``merged`` (the default): summaries first (the pipeline specification's
@@ -253,7 +254,10 @@ def fit_budget(entries: Sequence[MemoryEntry], max_tokens: int, rules: str = "me
     budget = max_tokens - QUERY_TOKENS if rules == "pipeline" else max_tokens
     fitted: dict[str, MemoryEntry] = {}
     total = 0
-    for entry, tokens in zip(ordered, count_many([e.content for e in ordered]), strict=True):
+    counts = count_many([e.content for e in ordered])
+    if counted is not None:  # the caller's record of each entry's tokens, as returned (cut ones recounted)
+        counted.update({e.content: n for e, n in zip(ordered, counts, strict=True)})
+    for entry, tokens in zip(ordered, counts, strict=True):
         if total + tokens <= budget:
             fitted[entry.id] = entry
             total += tokens
@@ -353,13 +357,14 @@ def select(
         for item, content, flag in zip(items, contents, flags, strict=True)
     ]
     budget_removed = 0
+    counted: dict[str, int] = {}  # tokens by text, counted once for the budget and the total
     if config.max_tokens is not None:
-        fitted = fit_budget(entries, config.max_tokens, config.budget_rules)
+        fitted = fit_budget(entries, config.max_tokens, config.budget_rules, counted)
         budget_removed = len(entries) - len(fitted)
         entries = fitted
         filters.append("token_budget")
 
-    total_tokens = sum(count_many([e.content for e in entries])) if entries else 0
+    total_tokens = sum(counted[e.content] if e.content in counted else count_tokens(e.content) for e in entries)
     return Selection(
         entries=entries, dedup_removed=removed, total_tokens=total_tokens, applied_filters=filters,
         mmr_removed=mmr_removed, beyond_top_k=beyond_top_k, budget_removed=budget_removed,
