@@ -32,7 +32,6 @@ def attachments(metadata: Mapping[str, Any], *, strict: bool = True) -> list[tup
     """The (key, text) of each attachment in ``metadata``, in :data:`ATTACHMENT_KEYS` order;
     ValidationError naming the key when one is not a string of at most ``MAX_ATTACHMENT_CHARS``
     (without ``strict``, such a value is left out: metadata stored before attachments existed)."""
-    where = "metadata"
     found: list[tuple[str, str]] = []
     for key in ATTACHMENT_KEYS:
         value = metadata.get(key)
@@ -41,10 +40,10 @@ def attachments(metadata: Mapping[str, Any], *, strict: bool = True) -> list[tup
         if not strict and (not isinstance(value, str) or len(value) > MAX_ATTACHMENT_CHARS):
             continue
         if not isinstance(value, str):
-            raise ValidationError(f"{where}.{key}", f"must be a string, got {type(value).__name__}")
+            raise ValidationError(f"metadata.{key}", f"must be a string, got {type(value).__name__}")
         text = " ".join(value.split())
         if len(text) > MAX_ATTACHMENT_CHARS:
-            raise ValidationError(f"{where}.{key}", f"{len(text):,} characters, at most {MAX_ATTACHMENT_CHARS:,}")
+            raise ValidationError(f"metadata.{key}", f"{len(text):,} characters, at most {MAX_ATTACHMENT_CHARS:,}")
         if text:
             found.append((key, text))
     return found

@@ -55,10 +55,8 @@ BATCH_FROM = 64
 def count_many(texts: Sequence[str]) -> list[int]:
     """:func:`count_tokens` of each text."""
     tokenizer = _tokenizer()
-    if tokenizer is None:
-        return [math.ceil(len(t) / 4) for t in texts]
-    if len(texts) < BATCH_FROM:
-        return [len(tokenizer.encode(t, add_special_tokens=False).ids) if t else 0 for t in texts]
+    if tokenizer is None or len(texts) < BATCH_FROM:
+        return [count_tokens(t) for t in texts]
     return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
 

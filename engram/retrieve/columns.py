@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
-from engram.retrieve.standing import is_standing
+from engram.retrieve.standing import NOT_THE_USERS, is_standing
 
 __all__ = ["BASE", "Known", "base_signals", "calibrated", "gains"]
 
@@ -25,7 +25,6 @@ Column = npt.NDArray[np.float64]
 
 #: The per-memory signals that do not depend on the other candidates, in :func:`base_signals` order.
 BASE = ("semantic_similarity", "keyword", "entity_overlap", "temporal_relevance", "importance", "reinforcement")
-_NOT_ASKERS = frozenset(["assistant", "system", "tool"])
 
 
 @dataclass
@@ -113,7 +112,7 @@ def gains(
     if asks:
         for at, record in enumerate(records):
             if "?" in record.content and (
-                said.get(record.id) in voices if voices else record.role not in _NOT_ASKERS
+                said.get(record.id) in voices if voices else record.role not in NOT_THE_USERS
             ):
                 asked[at] = 1.0
     if speaking:

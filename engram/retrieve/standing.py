@@ -17,7 +17,7 @@ import re
 
 from engram.model import MemoryRecord
 
-__all__ = ["is_request", "is_standing"]
+__all__ = ["NOT_THE_USERS", "is_request", "is_standing"]
 
 _Q = "['’]"  # straight or curly apostrophe
 
@@ -54,7 +54,7 @@ _STANDING = re.compile(
 )
 
 #: Roles whose words are not the user's own: an assistant's "always back up first" is advice given.
-_NOT_THE_USERS = frozenset(["assistant", "system", "tool"])
+NOT_THE_USERS = frozenset(["assistant", "system", "tool"])
 
 
 def is_request(query: str) -> bool:
@@ -64,4 +64,4 @@ def is_request(query: str) -> bool:
 
 def is_standing(record: MemoryRecord) -> bool:
     """Whether ``record`` is the user's own standing instruction or stated preference."""
-    return record.role not in _NOT_THE_USERS and _STANDING.search(record.content) is not None
+    return record.role not in NOT_THE_USERS and _STANDING.search(record.content) is not None
