@@ -61,8 +61,9 @@ def count_many(texts: Sequence[str]) -> list[int]:
 
 
 def cut_to_tokens(text: str, tokens: int) -> str:
-    """The longest head of ``text`` that costs at most ``tokens``, cut between tokens."""
-    if tokens <= 0:
+    """The longest head of ``text`` that costs at most ``tokens``, cut between tokens (a text of
+    whitespace alone costs none, so it is kept whole even for 0)."""
+    if tokens < 0:
         return ""
     tokenizer = _tokenizer()
     if tokenizer is None:
