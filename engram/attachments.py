@@ -41,6 +41,8 @@ def attachments(metadata: Mapping[str, Any], *, strict: bool = True) -> list[tup
             continue
         if not isinstance(value, str):
             raise ValidationError(f"metadata.{key}", f"must be a string, got {type(value).__name__}")
+        if "\x00" in value:  # it joins the memory's text, which holds none
+            raise ValidationError(f"metadata.{key}", "must not contain NUL characters")
         text = " ".join(value.split())
         if len(text) > MAX_ATTACHMENT_CHARS:
             raise ValidationError(f"metadata.{key}", f"{len(text):,} characters, at most {MAX_ATTACHMENT_CHARS:,}")

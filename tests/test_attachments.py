@@ -55,6 +55,7 @@ def test_an_update_does_not_show_the_caption_twice(memory: Memory) -> None:
     ({"image_caption": 7}, "metadata.image_caption", "must be a string"),
     ({"file_name": ["a.pdf"]}, "metadata.file_name", "must be a string"),
     ({"alt_text": "x" * (MAX_ATTACHMENT_CHARS + 1)}, "metadata.alt_text", f"at most {MAX_ATTACHMENT_CHARS:,}"),
+    ({"image_caption": "a\x00b"}, "metadata.image_caption", "must not contain NUL"),
 ])
 def test_a_bad_attachment_is_refused_by_name(memory: Memory, given: dict[str, object], field: str,
                                                says: str) -> None:
