@@ -123,8 +123,24 @@ class TestSignalsFusion:
     def test_irrelevant_memory_scores_zero_whatever_its_importance_and_time(self) -> None:
         tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
         r = rec("p", kind="procedure", importance=1.0, access_count=500)
-        [s] = run([r], query_vec=Q, vectors={"p": cosine_vec(0.05)}, time_range=tr)
+        # Below even the lowest bottom the similarity range moves to (0.05 for the default range).
+        [s] = run([r], query_vec=Q, vectors={"p": cosine_vec(0.03)}, time_range=tr)
         assert s.score == 0.0
+
+    def test_when_every_memory_is_far_in_meaning_the_closest_keep_some(self) -> None:
+        meaning_only = RetrievalConfig(search_type="semantic")
+        far = {"a": cosine_vec(0.25), "b": cosine_vec(0.10)}
+        scored = {s.record.id: s.signals["relevance"]
+                  for s in run([rec("a"), rec("b")], meaning_only, query_vec=Q, vectors=far)}
+        # Read from 0.2 under the best cosine (0.05 to 0.65) instead of 0.15 to 0.65.
+        assert scored["a"] == pytest.approx((0.25 - 0.05) / 0.6, rel=1e-5)
+        assert scored["b"] == pytest.approx((0.10 - 0.05) / 0.6, rel=1e-5)
+        # A candidate near the range's bottom keeps the range as it is.
+        near = {"a": cosine_vec(0.40), "b": cosine_vec(0.10)}
+        scored = {s.record.id: s.signals["relevance"]
+                  for s in run([rec("a"), rec("b")], meaning_only, query_vec=Q, vectors=near)}
+        assert scored["a"] == pytest.approx((0.40 - 0.15) / 0.5, rel=1e-5)
+        assert scored["b"] == 0.0
 
     def test_evidence_reorders_equally_relevant_memories(self) -> None:
         tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
