@@ -31,7 +31,7 @@ from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
-from engram.retrieve.candidates import gather, matches, ranked_limit
+from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
 from engram.retrieve.hop import HOP_LIMIT, HOP_SEEDS, bridge_entities, bridged
 from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, in_range_first, rank
@@ -214,12 +214,12 @@ class Pipeline:
         if self.domain_source is not None and plan.requires_domain_db and plan.entities:
             # The domain database is asked in parallel with memory retrieval.
             domain = self.executor.submit(self._query_domain, self.domain_source, plan)
-        query_vec = None
-        if embedding is not None:
-            # Waited for only until most of the deadline has passed: a long query on a loaded machine
-            # embeds for longer than the whole retrieval may take (the work finishes on the worker,
-            # unused), and the other sources answer without it.
-            query_vec = optional("embed", lambda: until(embedding, budget.embedded_by, "embedding the query"), None)
+        # The SQL sources are read while the query is embedded. It is waited for only until most of
+        # the deadline has passed: a long query on a loaded machine embeds for longer than the whole
+        # retrieval may take (the work finishes on the worker, unused), and the other sources
+        # answer without it.
+        pending = None if embedding is None else AwaitedVector(embedding, lambda future: optional(
+            "embed", lambda: until(future, budget.embedded_by, "embedding the query"), None))
 
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
             return optional(f"candidates.{name}", call, [])
@@ -231,9 +231,10 @@ class Pipeline:
             prefetched.update((r.id, r) for r in optional("prefetch", lambda: reads.fetch(user_id, ids), none))
 
         found = gather(
-            reads, user_id=user_id, plan=plan, query_vec=query_vec, config=config,
+            reads, user_id=user_id, plan=plan, query_vec=pending, config=config,
             filters=filters, timed=timed_hits, executor=self.executor, prefetch=prefetch,
         )
+        query_vec = None if pending is None else pending.result()
         owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}
         records: list[MemoryRecord] = []
         vectors: dict[str, Any] = {}

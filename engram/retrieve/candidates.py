@@ -9,7 +9,7 @@ related entity come in as the "ontology" source.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
@@ -19,7 +19,7 @@ from engram.metadata_filter import evaluate, record_value
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 
-__all__ = ["ENTITY_QUERY_LIMIT", "CandidateSet", "gather", "matches", "ranked_limit"]
+__all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
 
 # Per-source limits, as the pipeline spec sets: semantic 50, entity 30, temporal 30, procedural 20,
 # summaries 5.
@@ -87,7 +87,7 @@ def gather(
     *,
     user_id: str,
     plan: QueryPlan,
-    query_vec: Vector | None,
+    query_vec: Vector | PendingVector | None,
     config: RetrievalConfig,
     filters: Filters,
     timed: Callable[[str, Callable[[], list[Hit]]], list[Hit]] | None = None,
@@ -97,6 +97,8 @@ def gather(
 ) -> CandidateSet:
     """Ask every source that applies to this query; ``timed`` wraps each call for per-stage timing.
 
+    ``query_vec`` may still be on its way (a :class:`PendingVector`, the query being embedded): the
+    SQL sources are read meanwhile, and the vector searches start as soon as it is there.
     ``prefetch`` is called, while the vector searches still run, with the ids the other sources
     rank best (as many as a vector source may add): reading those records then overlaps the scan
     instead of following it."""
@@ -104,28 +106,40 @@ def gather(
     limit = _source_depth(config)
     out = CandidateSet()
     lists: dict[str, list[Hit]] = {}
-
-    vector_args: dict[str, tuple[int, Filters]] = {}
     # A time-scoped query also searches its keywords inside its range, so the in-range memories that
     # matter are candidates even when the whole store holds better matches outside it; the temporal
     # source brings the range's most recent memories, whose similarity ranking computes anyway (a
     # second, filtered vector scan cost more than the rest of the retrieval at 100k memories).
     scoped = _within(filters, plan.time_range) if plan.time_range is not None else None
-    if query_vec is not None and config.search_type != "keyword":
-        vector_args["semantic"] = (limit, filters)
+    pending: dict[str, Callable[[], list[Hit]]] = {}
+    waiting = [query_vec] if query_vec is not None and config.search_type != "keyword" else []
+
+    def start_vectors(wait: bool) -> None:
+        """Start the vector searches once the query's vector is there (waiting for it if ``wait``).
+        They overlap the SQL reads that follow: a store that can start one (SQLite) reads its SQL
+        on this thread and scans on a worker of its own; any other search goes whole to the executor
+        (a remote index waits on the network: two database connections)."""
+        if not waiting or (isinstance(waiting[0], PendingVector) and not wait and not waiting[0].done()):
+            return
+        given = waiting.pop()
+        vec = given.result() if isinstance(given, PendingVector) else given
+        if vec is None:  # the embedding failed or passed its deadline: the other sources answer
+            return
+        vector_args = {"semantic": (limit, filters)}
         if plan.procedural and _allows(filters, "procedure"):
             vector_args["procedural"] = (PROCEDURAL_LIMIT, replace(filters, kinds=("procedure",)))
-    # Vector searches overlap the SQL reads below. A store that can start one (SQLite) reads its
-    # SQL on this thread and scans on a worker of its own; any other search goes whole to the
-    # executor (a remote index waits on the network: two database connections).
-    pending = {name: _start_vector_search(store, user_id, query_vec, n, f, run, name, executor)
-               for name, (n, f) in vector_args.items() if query_vec is not None}
+        pending.update((name, _start_vector_search(store, user_id, vec, n, f, run, name, executor))
+                       for name, (n, f) in vector_args.items())
+
+    start_vectors(wait=False)
     if config.search_type != "semantic":
         lists["keyword"] = run("keyword", lambda: store.keyword_search(user_id, plan.text, limit, filters))
+        start_vectors(wait=False)
         if scoped is not None:
             lists["keyword_in_range"] = run(
                 "keyword_in_range", lambda: store.keyword_search(user_id, plan.text, limit, scoped)
             )
+    start_vectors(wait=False)
     if plan.entities:
         asked = list(plan.entities[:ENTITY_QUERY_LIMIT])
         lists["entity"] = run("entity", lambda: store.by_entities(user_id, asked, ENTITY_LIMIT, filters))
@@ -142,6 +156,7 @@ def gather(
             related = out.expansion.ids()
             if related:
                 lists[SOURCE] = run(SOURCE, lambda: store.by_entities(user_id, related, ENTITY_LIMIT, filters))
+    start_vectors(wait=False)
     time_range = plan.time_range
     if time_range is not None:
         lists["temporal"] = run(
@@ -154,6 +169,7 @@ def gather(
         summaries = replace(scoped if scoped is not None else filters, kinds=("summary",))
         if scoped is not None or time_range is None:
             lists["summary"] = run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries))
+    start_vectors(wait=True)
     if prefetch is not None and pending:
         early = CandidateSet()
         for source in SOURCE_ORDER:
@@ -195,6 +211,31 @@ def ranked_limit(config: RetrievalConfig) -> int:
 def _source_depth(config: RetrievalConfig) -> int:
     """How many hits each source is asked for: its limit, or the selection pool when that is deeper."""
     return max(config.candidate_limit, config.top_k * config.overfetch)
+
+
+@runtime_checkable
+class PendingVector(Protocol):
+    """A query vector still being computed: :meth:`result` waits for it (None: there is none)."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> Vector | None: ...
+
+
+class AwaitedVector:
+    """A :class:`PendingVector` over a future, read once through ``wait`` (which may give up on it)."""
+
+    def __init__(self, future: Future[Vector], wait: Callable[[Future[Vector]], Vector | None]) -> None:
+        self._future, self._wait = future, wait
+        self._read: list[Vector | None] = []
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self) -> Vector | None:
+        if not self._read:
+            self._read.append(self._wait(self._future))
+        return self._read[0]
 
 
 @runtime_checkable
