@@ -28,18 +28,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus import NOW, QUERIES, memories
+from corpus import NOW, QUERIES
+from retrieve_latency import USER, fill, percentile
 
 from engram import Memory, RetrievalConfig
 from engram.embedders import default_embedder
 from engram.embedders.fake import FakeEmbedder
-
-USER = "bench"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def open_store(path: Path, embedder: Any, n: int) -> Memory:
@@ -48,16 +42,7 @@ def open_store(path: Path, embedder: Any, n: int) -> Memory:
     if held not in (0, n):
         raise SystemExit(f"{path} holds {held} memories of {USER!r}; remove it first")
     if held == 0:
-        started = time.perf_counter()
-        batch: list[dict[str, Any]] = []
-        for item in memories(n, user_id=USER):
-            batch.append(item)
-            if len(batch) == 1000:
-                memory.add_many(batch)
-                batch = []
-        if batch:
-            memory.add_many(batch)
-        print(f"filled {path.name} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        print(f"filled {path.name} in {fill(memory, n):.1f} s", file=sys.stderr)
     return memory
 
 
