@@ -26,7 +26,9 @@ __all__ = ["import_"]
     "Import memories from a JSON Lines file (one object per line). The whole file is checked first: "
     "one bad line (reported as FILE:LINE: field: problem) imports nothing. Rows already stored for "
     "their user (same id, or same content, kind and created_at) are skipped, so a re-run, or a run "
-    "after a failure while writing, adds only what is missing."
+    "after a failure while writing, adds only what is missing. A line may bring its vector "
+    "(\"vector\": [...], \"embedding_model\": the model that made it, which must be the store's): "
+    "it is stored as it is instead of being embedded again."
 ), epilog="""\b
 Example:
   echo '{"content": "Acme prefers NET30", "kind": "fact", "created_at": "2026-11-10T09:00:00Z"}' > m.jsonl
@@ -102,6 +104,7 @@ def _import_rows(path: Path, user_id: str | None) -> list[_ImportRow]:
 
     from engram.config import Limits
     from engram.errors import ValidationError
+    from engram.ingest.given_vectors import VECTOR_FIELDS
     from engram.ingest.normalize import normalize
 
     limits, now = Limits(), datetime.now(UTC)
@@ -131,8 +134,8 @@ def _import_rows(path: Path, user_id: str | None) -> list[_ImportRow]:
             item.pop(derived, None)
         if user_id and "user_id" not in item:
             item["user_id"] = user_id
-        try:
-            record = normalize(item, limits=limits, now=now)
+        try:  # a vector the line brings is checked against the store's embedder when written
+            record = normalize({k: v for k, v in item.items() if k not in VECTOR_FIELDS}, limits=limits, now=now)
         except ValidationError as exc:
             problems.append(f"{path}:{number}: {exc}")
             continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -39,11 +39,22 @@ def embedding_text(record: MemoryRecord) -> str:
     return f"{name}: {record.content}" if name else record.content
 
 
-def embed_records(embedder: Embedder, store: Store, records: Sequence[MemoryRecord]) -> Vector:
+def embed_records(
+    embedder: Embedder, store: Store, records: Sequence[MemoryRecord], given: Mapping[str, Vector] | None = None
+) -> Vector:
     """One row per record; identical text is embedded once, and a user's content already stored is
     not embedded again (never reused across users: how fast an add is must not tell whether someone
-    else stored the same text)."""
+    else stored the same text). ``given`` holds vectors the caller brought, by record id, already
+    checked (:mod:`engram.ingest.given_vectors`): those records are not embedded."""
     out = np.zeros((len(records), embedder.dimensions), dtype=np.float32)
+    if given:
+        brought = [row for row, record in enumerate(records) if record.id in given]
+        for row in brought:
+            out[row] = given[records[row].id]
+        rest = [row for row in range(len(records)) if records[row].id not in given]
+        if rest:
+            out[rest] = embed_records(embedder, store, [records[row] for row in rest])
+        return out
     if not records:
         return out
     texts = [embedding_text(r) for r in records]

@@ -14,9 +14,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import ValidationError
+from engram.ext import Vector
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
 from engram.ingest.entities import caller_entities, tag_record
+from engram.ingest.given_vectors import take_vector
 from engram.ingest.normalize import FIELDS, normalize
 from engram.model import Entity, Link, MemoryRecord
 from engram.validate import unit, validate_id, validate_strings, validate_text
@@ -40,12 +42,17 @@ def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: 
     ``numbered``: a refused field names its item (``memories[17].content``), for a caller's batch."""
     limits = context.limits
     now = datetime.now(UTC)
+    embedder = context.embedder()
     records: list[MemoryRecord] = []
+    given: dict[str, Vector] = {}  # by record id: the vectors items brought (engram.ingest.given_vectors)
     for i, item in enumerate(items):
         if len(records) >= limits.max_batch:
             raise ValidationError("items", f"at most {limits.max_batch} items per call (Limits.max_batch)")
         try:
+            item, vector = take_vector(item, embedder)
             records.append(normalize(item, limits=limits, now=now))
+            if vector is not None:
+                given[records[-1].id] = vector
         except ValidationError as exc:  # which item of the batch: the whole batch is refused
             if not numbered:
                 raise
@@ -57,10 +64,9 @@ def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: 
     indexes = {user: context.caches.entity_index(user) for user in users}
     records = [tag_record(r, indexes[r.user_id], limits=limits) for r in records]
     records, supersessions = truth.plan(context.store, records)
-    embedder = context.embedder()
     for start in range(0, len(records), BATCH):
         chunk = records[start : start + BATCH]
-        vectors = embed_records(embedder, context.store, chunk)
+        vectors = embed_records(embedder, context.store, chunk, given)
         context.store.put_many(chunk, vectors)
     truth.apply(context.store, supersessions, {r.id for r in records})
     for user in users:
