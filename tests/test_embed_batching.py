@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 
 from engram.embedders.batching import BatchingEmbedder, batching
@@ -177,3 +178,32 @@ def test_a_built_servers_concurrent_queries_meet_in_one_model_call(tmp_path: Pat
         assert sum(sizes) == 8 and max(sizes) >= 4
     finally:
         close()
+
+
+def test_minilm_chunks_run_at_once_keep_every_row_in_its_place() -> None:
+    from engram.embedders.onnx_minilm import BATCH_SIZE, MiniLMEmbedder
+
+    two = MiniLMEmbedder(threads=2)
+    assert two._session.get_session_options().intra_op_num_threads == 1
+    texts = [f"note {i}: " + "coffee order " * (i % 40) for i in range(3 * BATCH_SIZE + 5)]
+    batched = two.embed_batch(texts)
+    for i in (0, 1, BATCH_SIZE, 2 * BATCH_SIZE + 7, len(texts) - 1):
+        assert np.array_equal(batched[i], two.embed_batch([texts[i]])[0]), i
+
+
+def test_a_failed_run_among_chunks_run_at_once_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engram.embedders.onnx_minilm import BATCH_SIZE, MiniLMEmbedder
+
+    two = MiniLMEmbedder(threads=2)
+    real = two._run
+    calls: list[int] = []
+
+    def second_fails(ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(len(ids))
+        if len(calls) == 2:
+            raise RuntimeError("model failed")
+        return real(ids, mask)
+
+    monkeypatch.setattr(two, "_run", second_fails)
+    with pytest.raises(RuntimeError, match="model failed"):
+        two.embed_batch([f"text {i}" for i in range(2 * BATCH_SIZE)])
