@@ -33,8 +33,8 @@ from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
-from engram.retrieve.hop import HOP_LIMIT, HOP_SEEDS, bridge_entities, bridged
-from engram.retrieve.rank import RELEVANCE_SIGNAL, apply_min_score, in_range_first, rank
+from engram.retrieve.hop import bridged, second_hop
+from engram.retrieve.rank import apply_min_score, in_range_first, rank
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
@@ -283,7 +283,9 @@ class Pipeline:
             ranking = ranked()
             hop: tuple[Mapping[str, Mapping[str, float]], list[Hit]] | None = None
             if config.fusion != "rrf":
-                hop = optional("candidates.hop", lambda: _hop(reads, user_id, ranking, plan.entities, filters), None)
+                hop = optional(
+                    "candidates.hop", lambda: second_hop(reads, user_id, ranking, plan.entities, filters), None
+                )
             if hop is not None and hop[0]:
                 bridges, hits = hop
                 known = {r.id for r in records}
@@ -427,17 +429,6 @@ class Pipeline:
         # One observation per retrieval, 1 for a hit: the summary's mean is then the true hit rate
         # (observing the cache's running rate each time weighted early retrievals many times over).
         self.metrics.observe("retrieval.cache_hit_rate", 1.0 if cached else 0.0)
-
-
-def _hop(
-    reads: RetrievalReads, user_id: str, ranking: Ranking, entities: tuple[str, ...], filters: Filters
-) -> tuple[Mapping[str, Mapping[str, float]], list[Hit]]:
-    """The second hop's bridge entities and the memories naming them (none without bridges)."""
-    bridges = bridge_entities(
-        ranking.best(HOP_SEEDS), ranking.records, entities, RELEVANCE_SIGNAL,
-        lambda ids, cap: reads.entity_counts(user_id, ids, cap),
-    )
-    return bridges, (reads.by_entities(user_id, list(bridges), HOP_LIMIT, filters) if bridges else [])
 
 
 def _mark(result: Retrieval, *, cached: bool, error: str | None) -> Retrieval:

@@ -17,10 +17,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from engram.model import MemoryRecord
+from engram.ext import RetrievalReads
+from engram.model import Filters, Hit, MemoryRecord
+from engram.retrieve.rank import RELEVANCE_SIGNAL
+from engram.retrieve.ranking import Ranking
 from engram.retrieve.types import Scored
 
-__all__ = ["HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged"]
+__all__ = ["HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged", "second_hop"]
 
 #: How many of the best first-pass results may bridge.
 HOP_SEEDS = 3
@@ -79,3 +82,14 @@ def bridged(
                 if seed != memory_id and relevance > out.get(memory_id, (0.0, ""))[0]:
                     out[memory_id] = (relevance, entity)
     return out
+
+
+def second_hop(
+    reads: RetrievalReads, user_id: str, ranking: Ranking, entities: tuple[str, ...], filters: Filters
+) -> tuple[Mapping[str, Mapping[str, float]], list[Hit]]:
+    """The second hop's bridge entities and the memories naming them (none without bridges)."""
+    bridges = bridge_entities(
+        ranking.best(HOP_SEEDS), ranking.records, entities, RELEVANCE_SIGNAL,
+        lambda ids, cap: reads.entity_counts(user_id, ids, cap),
+    )
+    return bridges, (reads.by_entities(user_id, list(bridges), HOP_LIMIT, filters) if bridges else [])
