@@ -144,6 +144,13 @@ class MemoryIn(_MemoryFields):
     # No client-chosen ``id``: an id taken by another user would fail the store's unique index
     # (a 500, and an oracle for other users' ids); the service assigns every id.
     content: str = Field(max_length=1_000_000)
+    vector: list[float] | None = Field(
+        default=None, max_length=8192,
+        description="The memory's vector, when the caller already has it (an import): stored instead of "
+                    "embedding the content; needs embeddingModel.")
+    embedding_model: str | None = Field(
+        default=None, max_length=256,
+        description="The model that made vector: it must be the server's embedder (a mismatch is refused, naming it).")
 
 
 class MessageIn(_Body):

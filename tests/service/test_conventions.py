@@ -154,3 +154,23 @@ def test_client_names_the_user_in_the_query(h: Harness) -> None:
         assert request.url.params.get("userId") == "u1", request.url
         body = json.loads(request.content) if request.content else {}
         assert "userId" not in body, (request.url, body)
+
+
+def test_a_batch_item_may_bring_its_vector(client: TestClient, h: Harness) -> None:
+    embedder = h.memory.embedder
+    vector = [float(x) for x in embedder.embed_batch(["zebra crossing at the harbour"])[0]]
+    made = client.post("/v1/memories/batch", params={"userId": "u1"}, json={"memories": [
+        {"content": "a note about invoices", "vector": vector, "embeddingModel": embedder.model_id},
+    ]})
+    assert made.status_code == 201, made.text
+    found = client.post("/v1/retrieve", params={"userId": "u1"},
+                        json={"message": "zebra crossing at the harbour", "config": {"searchType": "semantic"}})
+    assert found.json()["memories"][0]["id"] == made.json()["memories"][0]["id"], found.text
+    other = error_of(client.post("/v1/memories/batch", params={"userId": "u1"}, json={"memories": [
+        {"content": "ok"}, {"content": "x", "vector": vector, "embeddingModel": "text-embedding-3-small"},
+    ]}))
+    assert other["field"] == "memories[1].embeddingModel" and embedder.model_id in other["message"], other
+    short = error_of(client.post("/v1/memories/batch", params={"userId": "u1"}, json={"memories": [
+        {"content": "x", "vector": vector[:10], "embeddingModel": embedder.model_id},
+    ]}))
+    assert short["field"] == "memories[0].vector" and "10 numbers" in short["message"], short
