@@ -48,10 +48,12 @@ def embed_records(
     checked (:mod:`engram.ingest.given_vectors`): those records are not embedded."""
     out = np.zeros((len(records), embedder.dimensions), dtype=np.float32)
     if given:
-        brought = [row for row, record in enumerate(records) if record.id in given]
-        for row in brought:
-            out[row] = given[records[row].id]
-        rest = [row for row in range(len(records)) if records[row].id not in given]
+        rest = []
+        for row, record in enumerate(records):
+            if record.id in given:
+                out[row] = given[record.id]
+            else:
+                rest.append(row)
         if rest:
             out[rest] = embed_records(embedder, store, [records[row] for row in rest])
         return out
