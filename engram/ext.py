@@ -71,11 +71,16 @@ class Store(Protocol):
         (not behind a speaker's name): reuse never crosses users, so it says nothing about another's."""
 
     # -- writes ---------------------------------------------------------------------------------
-    def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
-        """Insert rows, keyword index entries and vectors in one transaction."""
+    def put_many(
+        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Mapping[str, Vector] | None = None
+    ) -> None:
+        """Insert rows, keyword index entries and vectors in one transaction. ``facets`` holds, by
+        record id, a matrix of vectors of parts of that memory (engram.ingest.facets), kept with
+        its row and returned by :meth:`facets`."""
 
-    def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
-        """Overwrite a row (same id and user); a new vector when content changed."""
+    def replace(self, record: MemoryRecord, vector: Vector | None, *, facets: Vector | None = None) -> None:
+        """Overwrite a row (same id and user); a new vector when content changed, with that content's
+        ``facets`` (none when None); without a new vector the stored facets stay."""
 
     def delete(self, user_id: str, memory_id: str) -> bool: ...
 
@@ -95,6 +100,9 @@ class Store(Protocol):
     def fetch(self, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]: ...
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]: ...
+
+    def facets(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        """The facet matrices (one row per part) of those memories that have any."""
 
     def list(
         self, user_id: str, filters: Filters, *, limit: int = 100, offset: int = 0
@@ -217,6 +225,8 @@ class RetrievalReads(Protocol):
     def fetch(self, user_id: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
 
     def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]: ...
+
+    def facets(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]: ...
 
     def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]: ...
 

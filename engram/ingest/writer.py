@@ -18,6 +18,7 @@ from engram.ext import Vector
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
 from engram.ingest.entities import caller_entities, tag_record
+from engram.ingest.facets import embed_facets
 from engram.ingest.given_vectors import take_vector
 from engram.ingest.normalize import FIELDS, normalize
 from engram.model import Entity, Link, MemoryRecord
@@ -67,7 +68,7 @@ def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: 
     for start in range(0, len(records), BATCH):
         chunk = records[start : start + BATCH]
         vectors = embed_records(embedder, context.store, chunk, given)
-        context.store.put_many(chunk, vectors)
+        context.store.put_many(chunk, vectors, facets=embed_facets(embedder, chunk))
     truth.apply(context.store, supersessions, {r.id for r in records})
     for user in users:
         context.wrote(user)
@@ -92,10 +93,12 @@ def update(context: Context, memory_id: str, *, user_id: str, changes: Mapping[s
     index = context.caches.entity_index(record.user_id)
     given = record.entities if "entities" in changes else caller_entities(old, index)
     record = tag_record(record, index, limits=context.limits, given=given)
-    vector = None
+    vector = facets = None
     if record.content_hash != old.content_hash:
-        vector = embed_records(context.embedder(), context.store, [record])[0]
-    context.store.replace(record, vector)
+        embedder = context.embedder()
+        vector = embed_records(embedder, context.store, [record])[0]
+        facets = embed_facets(embedder, [record]).get(record.id)
+    context.store.replace(record, vector, facets=facets)
     context.wrote(record.user_id)
     return record
 

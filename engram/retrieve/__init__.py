@@ -39,6 +39,7 @@ from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
+from engram.retrieve.standing import is_standing
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import understand
 
@@ -238,6 +239,7 @@ class Pipeline:
         owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}
         records: list[MemoryRecord] = []
         vectors: dict[str, Any] = {}
+        facets: dict[str, Any] = {}  # a request's standing memories' sentence vectors (retrieve.standing)
         neighbors: dict[str, tuple[str, ...]] = {}
         speakers: dict[str, str] = {}
 
@@ -252,6 +254,10 @@ class Pipeline:
             records.extend(fresh)
             speakers.update((r.id, who) for r in fresh if r.role and (who := speaker_entity(r.role, index)))
             vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
+            standing = [r.id for r in fresh if is_standing(r)] if plan.requests else []
+            if standing:
+                nothing: dict[str, Any] = {}
+                facets.update(optional("facets", lambda: reads.facets(user_id, standing), nothing))
             alone: dict[str, tuple[str, ...]] = {}
             neighbors.update(optional("neighbors", lambda: reads.session_neighbors(
                 user_id, [r.id for r in fresh if r.session_id is not None]), alone))
@@ -267,7 +273,7 @@ class Pipeline:
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
-                asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first,
+                asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

@@ -50,16 +50,25 @@ def base_signals(
     said: Mapping[str, str],
     voices: frozenset[str],
     known: Known,
+    facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> tuple[list[Column], list[Set[str]]]:
     """The :data:`BASE` signals of ``records`` (one array each; ``keyword`` is the store's raw
     score in [0, 1]) and the entities each names (its entities and subject; none are read when the
-    query names none). Computed only for the records ``known`` does not hold, then kept there."""
+    query names none). A memory with ``facets`` (vectors of its parts, by id) is as close in
+    meaning as the closest of its own vector and those. Computed only for the records ``known``
+    does not hold, then kept there."""
     if known.voices != voices:
         known.voices, known.values, known.named = voices, {}, {}
     new = [r for r in records if r.id not in known.values]
     if new:
         ids = [r.id for r in new]
         cosines = _cosines(query_vec, [vectors.get(i) for i in ids])
+        if facets and query_vec is not None:
+            for at, memory_id in enumerate(ids):
+                parts = facets.get(memory_id)
+                if parts is not None and parts.shape[-1] == query_vec.size:
+                    best = float(np.max(parts @ np.asarray(query_vec, dtype=np.float32).ravel()))
+                    cosines[at] = max(cosines[at], min(1.0, best) if np.isfinite(best) else 0.0)
         keywords = _units(np.array([keyword_scores.get(i, 0.0) for i in ids], dtype=np.float64))
         overlaps = [0.0] * len(new)
         if query_entities:

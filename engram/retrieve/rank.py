@@ -226,6 +226,7 @@ def rank(
     speaking: Sequence[str] = (),
     requests: bool = False,
     known: Known | None = None,
+    facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -244,8 +245,9 @@ def rank(
     assistant's. ``speaking`` names the entities whose words the query asks for: their own
     messages gain ``VOICE_GAIN`` (``voice``). ``requests`` (the query asks for something to be done
     or suggested) lets the user's standing instructions and preferences gain ``STANDING_GAIN`` of
-    their own meaning (``standing``). ``known`` keeps the signals the second hop does
-    not change between a query's rankings.
+    their own meaning (``standing``); ``facets`` (the vectors of a memory's standing sentences,
+    read for requests only) lets such a memory's meaning be its closest sentence's. ``known``
+    keeps the signals the second hop does not change between a query's rankings.
     """
     strategy = dict(weights)
     if config.weights is not None:
@@ -259,7 +261,7 @@ def rank(
     (cosines, raw_keywords, overlaps, temporal, importance, reinforced), named_by = base_signals(
         records, query_vec=query_vec, vectors=vectors, keyword_scores=keyword_scores,
         query_entities=query_entities, time_range=time_range, now=now, said=said, voices=voices,
-        known=known if known is not None else Known(),
+        known=known if known is not None else Known(), facets=facets,
     )
     # Keyword evidence is read against the best keyword match of this query: a question's filler
     # ("How many ... have I attended in the past three months?") is in no memory, so even the

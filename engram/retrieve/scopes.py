@@ -110,6 +110,12 @@ class Scopes:
             out.update(self.store.vectors(scope, memory_ids))
         return out
 
+    def facets(self, _user_id: str, memory_ids: Sequence[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for scope in self.scopes:
+            out.update(self.store.facets(scope, memory_ids))
+        return out
+
     def session_neighbors(self, _user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         out: dict[str, tuple[str, ...]] = {}
         for scope in self.scopes:

@@ -7,8 +7,11 @@ meaning, so without help the instruction ranks behind them. A request (:func:`is
 user's own standing statements (:func:`is_standing`) gain relevance in proportion to their meaning:
 an instruction about something else gains nothing.
 
-Deterministic patterns only, read at query time from the candidates' text: nothing is stored, so
-memories written before this existed are read the same way.
+Deterministic patterns, read at query time from the candidates' text. One thing is stored: an
+instruction said in passing inside a longer message ("...; and please keep examples in Rust's
+standard library") is drowned in that message's vector, so the write path embeds a user's
+:func:`standing_sentences` on their own (:mod:`engram.ingest.facets`) and a request reads a memory's
+meaning as the best of its whole text and those sentences.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from __future__ import annotations
 import re
 
 from engram.model import MemoryRecord
+from engram.retrieve.sentences import split_sentences
 
-__all__ = ["NOT_THE_USERS", "is_request", "is_standing"]
+__all__ = ["MAX_STANDING_SENTENCES", "NOT_THE_USERS", "is_request", "is_standing", "standing_sentences"]
 
 _Q = "['’]"  # straight or curly apostrophe
 
@@ -56,6 +60,10 @@ _STANDING = re.compile(
 #: Roles whose words are not the user's own: an assistant's "always back up first" is advice given.
 NOT_THE_USERS = frozenset(["assistant", "system", "tool"])
 
+#: At most this many of a memory's standing sentences get vectors of their own (the first ones): a
+#: bound on what one long message costs to embed and store.
+MAX_STANDING_SENTENCES = 8
+
 
 def is_request(query: str) -> bool:
     """Whether ``query`` asks for something to be done, made or suggested."""
@@ -65,3 +73,15 @@ def is_request(query: str) -> bool:
 def is_standing(record: MemoryRecord) -> bool:
     """Whether ``record`` is the user's own standing instruction or stated preference."""
     return record.role not in NOT_THE_USERS and _STANDING.search(record.content) is not None
+
+
+def standing_sentences(record: MemoryRecord) -> list[str]:
+    """The sentences of the user's own multi-sentence ``record`` that state a standing instruction or
+    preference (at most :data:`MAX_STANDING_SENTENCES`); none for a memory of one sentence, whose
+    own vector already is that sentence's."""
+    if record.role in NOT_THE_USERS or _STANDING.search(record.content) is None:
+        return []
+    sentences = [s for s in split_sentences(record.content) if s.strip()]
+    if len(sentences) < 2:
+        return []
+    return [s for s in sentences if _STANDING.search(s)][:MAX_STANDING_SENTENCES]

@@ -1,7 +1,8 @@
 """Copy every user's memories, vectors, links and entities from one store to another.
 
-Vectors travel as stored: nothing is re-embedded. The read side uses only the Store protocol
-(``users``, ``list`` over every status, ``vectors``, ``links``, ``entities``). A destination with an
+Vectors, and the facet vectors of parts of a memory, travel as stored: nothing is re-embedded. The
+read side uses only the Store protocol (``users``, ``list`` over every status, ``vectors``,
+``facets``, ``links``, ``entities``). A destination with an
 ``analyze()`` (PostgreSQL) refreshes its planner statistics once the copy is in.
 
     engram copy engram.db postgresql://engram@db:5432/engram
@@ -77,7 +78,7 @@ def copy_store(
                 if model_id and not bound:
                     dst.bind_embedder(str(model_id), int(matrix.shape[1]))
                     bound = True
-                dst.put_many(kept, matrix)
+                dst.put_many(kept, matrix, facets=src.facets(user, [r.id for r in kept]))
                 copied += len(kept)
             for record in records:
                 for link in src.links(user, record.id):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from engram.errors import EmbedderMismatch, ValidationError
+from engram.errors import EmbedderMismatch, StoreError, ValidationError
 from engram.ext import Store
 from engram.ingest.normalize import content_hash
 from engram.model import (
@@ -208,6 +208,36 @@ def test_replace_updates_row_and_indexes(store: Store) -> None:
     assert store.vector_search("u1", unit(2), 10, Filters()) == []  # superseded is not active
     hits = store.vector_search("u1", unit(2), 10, Filters(statuses=("superseded",)))
     assert hits[0][0] == a.id
+
+
+def test_facets_are_kept_replaced_and_erased_with_their_memory(store: Store) -> None:
+    """Vectors of a memory's parts live and die with its row, and are read only by their owner."""
+    a, b, theirs = rec("u1", "one. two."), rec("u1", "plain"), rec("u2", "one. two.")
+    parts = np.stack([unit(20), unit(21)])
+    store.put_many([a, b, theirs], np.stack([unit(1), unit(2), unit(1)]), facets={a.id: parts, theirs.id: parts[:1]})
+    found = store.facets("u1", [a.id, b.id, theirs.id, "nope"])
+    assert set(found) == {a.id}
+    np.testing.assert_allclose(found[a.id], parts, rtol=1e-6)
+    assert set(store.facets("u2", [a.id, theirs.id])) == {theirs.id}
+    # A change that keeps the text keeps its facets; new text brings its own, or none.
+    store.replace(replace(a, importance=0.9), None)
+    np.testing.assert_allclose(store.facets("u1", [a.id])[a.id], parts, rtol=1e-6)
+    store.replace(replace(a, content="three. four."), unit(3), facets=parts[1:])
+    np.testing.assert_allclose(store.facets("u1", [a.id])[a.id], parts[1:], rtol=1e-6)
+    store.replace(replace(a, content="five"), unit(4))
+    assert store.facets("u1", [a.id]) == {}
+    store.replace(replace(a, content="six. seven."), unit(5), facets=parts)
+    assert store.delete("u1", a.id)
+    assert store.facets("u1", [a.id]) == {}
+    store.forget_user("u2")
+    assert store.facets("u2", [theirs.id]) == {}
+
+
+def test_facets_of_another_width_are_refused(store: Store) -> None:
+    a = rec("u1", "one. two.")
+    with pytest.raises(StoreError):
+        store.put_many([a], np.stack([unit(1)]), facets={a.id: np.ones((2, DIM + 1), dtype=np.float32)})
+    assert store.get("u1", a.id) is None
 
 
 def test_embedding_cache_and_model_binding(store: Store) -> None:

@@ -22,8 +22,10 @@ EVERYTHING = Filters(statuses=STATUSES)
 def _fill(store: SQLiteStore) -> None:
     records, vectors = _corpus(seed=21, count=120)
     store.bind_embedder("fake-model", vectors.shape[1])
-    store.put_many(records[:60], vectors[:60])
-    store.put_many(records[60:], vectors[60:])
+    # Every seventh memory has vectors of two of its parts (engram.ingest.facets).
+    facets = {r.id: np.roll(vectors[i : i + 2], 1, axis=1) for i, r in enumerate(records) if i % 7 == 0}
+    store.put_many(records[:60], vectors[:60], facets=facets)
+    store.put_many(records[60:], vectors[60:], facets=facets)
     mine = [r for r in records if r.user_id == "alice"]
     store.add_link("alice", Link(mine[0].id, mine[1].id, "part_of", 0.5))
     store.add_link("alice", Link(mine[2].id, mine[0].id, "supersedes", 0.9))
@@ -37,8 +39,10 @@ def _snapshot(store: Any) -> dict[str, Any]:
     for user in (*USERS, "dave"):
         records = store.list(user, EVERYTHING, limit=10_000)
         vectors = store.vectors(user, [r.id for r in records])
+        facets = store.facets(user, [r.id for r in records])
         links = sorted({(k.from_id, k.to_id, k.type, k.strength) for r in records for k in store.links(user, r.id)})
-        out[user] = (records, {k: v.tobytes() for k, v in vectors.items()}, links, store.entities(user))
+        out[user] = (records, {k: v.tobytes() for k, v in vectors.items()},
+                     {k: v.tobytes() for k, v in facets.items()}, links, store.entities(user))
     return out
 
 

@@ -527,3 +527,30 @@ def test_deleted_document_version_leaves_no_bytes_of_its_passages(tmp_path: Path
     report("traces_after_document_delete", {"passages": result.chunks, "delete_ms": round(delete_ms, 1),
                                             "deleted_text_bytes_found": found})
     assert found == 0
+
+
+def test_a_memorys_facet_vectors_leave_no_bytes_when_it_is_deleted_or_rewritten(tmp_path: Path) -> None:
+    """The vectors of a message's standing sentences (engram.ingest.facets) are part of its row."""
+    db = tmp_path / "facets.db"
+    embedder = FakeEmbedder()
+    said = "Here is my project layout. Please keep every example in the standard library only."
+    other = "We talked about the layout. From now on, always answer in French."
+    with Memory(db, embedder=embedder) as memory:
+        _busy_history(memory, "u")
+        first = memory.add(said, user_id="u", role="user")
+        second = memory.add(other, user_id="u", role="user")
+        memory.store._checkpoint()  # type: ignore[attr-defined]
+        memory.add("later wording", user_id="u")
+        gone, rewritten = (embedder.embed_batch([text])[0].astype("float32").tobytes()[:64]
+                           for text in ("Please keep every example in the standard library only.",
+                                        "From now on, always answer in French."))
+        assert gone in _file_bytes(db) and rewritten in _file_bytes(db)
+
+        assert memory.delete(first.id, user_id="u")
+        memory.update(second.id, user_id="u", content="We talked about the layout of the garden.")
+
+        assert memory.store.facets("u", [first.id, second.id]) == {}
+        raw = _file_bytes(db)
+        assert raw.count(gone) == 0 and raw.count(rewritten) == 0
+    raw = _file_bytes(db)
+    assert raw.count(gone) == 0 and raw.count(rewritten) == 0

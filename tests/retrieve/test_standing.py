@@ -144,3 +144,38 @@ def test_the_gain_puts_an_instruction_above_words_shared_by_chance() -> None:
                   source_ranks={}, config=RetrievalConfig())
     assert [records[i].id for i in rank(records, **common).order] == ["chance", "m"]
     assert [records[i].id for i in rank(records, requests=True, **common).order] == ["m", "chance"]
+
+
+BURIED = ("We just got back from two weeks in Portugal with the kids. The beaches near Lagos were beautiful and "
+          "the food was great. By the way, please use Rust's standard library only in any example code you give "
+          "me. My sister is visiting next month and we plan to go hiking.")
+PARSE = "Show me example code that reads a JSON config file."
+
+
+def test_an_instruction_said_in_passing_is_read_on_its_own_for_a_request(tmp_path: Path, embedder: Embedder) -> None:
+    """With the real model: the sentence holding the instruction gets a vector of its own, and a
+    request reads the message's meaning as that sentence's when it is closer; a question about what
+    happened reads the whole message as before."""
+    with Memory(tmp_path / "buried.db", embedder=embedder) as memory:
+        said = memory.add(BURIED, user_id="u", role="user", created_at="2026-11-01T10:00:00+00:00")
+        memory.add_many([{"content": text, "user_id": "u", "role": "assistant",
+                          "created_at": f"2026-11-{10 + at}T10:00:00+00:00"} for at, text in enumerate(ANSWERS)])
+        facets = memory.store.facets("u", [said.id])[said.id]
+        assert facets.shape == (1, embedder.dimensions)
+        query = np.asarray(embedder.embed_batch([PARSE])[0], dtype=np.float32)
+        whole = float(memory.store.vectors("u", [said.id])[said.id] @ query)
+        sentence = float(facets[0] @ query)
+        assert sentence > whole + 0.05
+        config = RetrievalConfig(top_k=10, min_score=0.0, cache_ttl=0)
+
+        def meaning(question: str) -> float:
+            found = memory.retrieve(question, user_id="u", now=NOW, config=config)
+            return next(m.signals["semantic_similarity"] for m in found.memories if m.id == said.id)
+
+        assert is_request(PARSE)
+        assert meaning(PARSE) == pytest.approx(sentence, abs=1e-4)
+        asked = "What did I say about example code for reading a JSON config file?"
+        assert not is_request(asked)
+        whole_asked = float(memory.store.vectors("u", [said.id])[said.id]
+                            @ np.asarray(embedder.embed_batch([asked])[0], dtype=np.float32))
+        assert meaning(asked) == pytest.approx(max(whole_asked, 0.0), abs=1e-4)

@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from engram.model import Entity, MemoryRecord
+from engram.stores.facets import facet_bytes
 from engram.stores.postgres.dialect import POSTGRES
 from engram.stores.postgres.substrings import create_substring_index
 from engram.stores.sql.rows import COLUMNS, row_to_record
@@ -33,6 +34,7 @@ __all__ = [
     "INSERT_SQL",
     "MIGRATIONS",
     "TABLES",
+    "TERMS_PARAM",
     "hnsw_index_name",
     "hnsw_index_sql",
     "migrate",
@@ -233,6 +235,8 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     CREATE INDEX IF NOT EXISTS engram_memories_user_hash ON engram_memories (user_id, content_hash);
     DROP INDEX IF EXISTS engram_memories_hash;
     """,
+    # 12: vectors of parts of a memory, kept in its row (as SQLite's 17; engram.stores.facets).
+    "ALTER TABLE engram_memories ADD COLUMN IF NOT EXISTS facets bytea",
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
@@ -383,11 +387,14 @@ def redact(url: str) -> str:
 # -- rows ---------------------------------------------------------------------------------------------
 #: The shared columns plus doc_len (indexed terms, for BM25), the terms and the embedding: what an INSERT supplies.
 INSERT_SQL = (
-    f"INSERT INTO engram_memories ({COLUMNS}, doc_len, content_tsv, embedding) "
-    f"VALUES ({', '.join(['%s'] * 28)}, to_tsvector('simple', %s), %s)"
+    f"INSERT INTO engram_memories ({COLUMNS}, doc_len, content_tsv, embedding, facets) "
+    f"VALUES ({', '.join(['%s'] * 28)}, to_tsvector('simple', %s), %s, %s)"
 )
 
+#: Where the indexed terms are in :func:`record_params`' tuple.
+TERMS_PARAM = -3
 
-def record_params(r: MemoryRecord, vector: Any) -> tuple[Any, ...]:
+
+def record_params(r: MemoryRecord, vector: Any, facets: Any = None) -> tuple[Any, ...]:
     terms = memory_terms(r.content, r.role, r.subject, r.predicate, r.object, r.trigger, r.action)
-    return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector)
+    return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector, facet_bytes(facets, vector))

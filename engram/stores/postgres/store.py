@@ -36,6 +36,7 @@ from engram.deadline import check, read_deadline, remaining_ms
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
+from engram.stores.facets import facet_matrix
 from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.dialect import POSTGRES
@@ -191,14 +192,17 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
         self._indexed_dims.add(dimensions)
 
     # -- writes -----------------------------------------------------------------------------------
-    def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
+    def put_many(
+        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Mapping[str, Vector] | None = None
+    ) -> None:
         if len(records) != len(vectors):
             raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
         if not records:
             return
         matrix = np.asarray(vectors, dtype=np.float32)
         self._ensure_hnsw(int(matrix.shape[1]))
-        rows = [schema.record_params(r, v) for r, v in zip(records, matrix, strict=True)]
+        parts = facets or {}
+        rows = [schema.record_params(r, v, parts.get(r.id)) for r, v in zip(records, matrix, strict=True)]
         try:
             with self._keywords.track(r.user_id for r in records) as write:
                 with self._tx() as conn, conn.cursor() as cur:
@@ -210,7 +214,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
                 def apply(user_id: str, held: Held) -> None:
                     for record, row in zip(records, rows, strict=True):
                         if record.user_id == user_id:  # the terms as the INSERT indexed them
-                            held.add(record.id, row[-2].split(), to_us(record.created_at) or 0)
+                            held.add(record.id, row[schema.TERMS_PARAM].split(), to_us(record.created_at) or 0)
 
                 write.done(apply)
         except StoreError as exc:
@@ -252,7 +256,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
             self._analyzed_rows = max(int(row[0]) if row else 0, self._analyzed_rows + self._unanalyzed)
             self._unanalyzed = 0
 
-    def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
+    def replace(self, record: MemoryRecord, vector: Vector | None, *, facets: Vector | None = None) -> None:
         new = None if vector is None else np.asarray(vector, dtype=np.float32)
         if new is not None:
             self._ensure_hnsw(len(new))
@@ -260,17 +264,22 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
             with self._tx() as conn:
                 write.before(conn)
                 row = conn.execute(
-                    f"DELETE FROM engram_memories WHERE user_id = %s AND id = %s RETURNING embedding, {COLUMNS}",
+                    "DELETE FROM engram_memories WHERE user_id = %s AND id = %s "
+                    f"RETURNING embedding, facets, {COLUMNS}",
                     (record.user_id, record.id),
                 ).fetchone()
                 if row is None:
                     return
-                kept = new if new is not None else schema.to_array_or_none(row[0])
-                params = schema.record_params(record, kept)
+                kept, parts = new, facets
+                if new is None:  # the same content: its vector and facets stay
+                    kept = schema.to_array_or_none(row[0])
+                    parts = None if row[1] is None or kept is None else facet_matrix(row[1], kept.size)
+                params = schema.record_params(record, kept, parts)
                 conn.execute(schema.INSERT_SQL, params)
-                log_replace(POSTGRES, conn, row_to_record(POSTGRES, row[1:]), record)
+                log_replace(POSTGRES, conn, row_to_record(POSTGRES, row[2:]), record)
                 write.after(conn)
-            write.done(lambda _, held: held.add(record.id, params[-2].split(), to_us(record.created_at) or 0))
+            write.done(lambda _, held: held.add(
+                record.id, params[schema.TERMS_PARAM].split(), to_us(record.created_at) or 0))
 
     def delete_many(self, user_id: str, memory_ids: Sequence[str]) -> int:
         with self._keywords.track([user_id]) as write:
@@ -302,6 +311,14 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
                 (user_id, list(dict.fromkeys(memory_ids))),
             ).fetchall()
         return {memory_id: schema.to_array(vec) for memory_id, vec in rows}
+
+    def facets(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        rows = self._read(
+            "SELECT id, facets, vector_dims(embedding) FROM engram_memories WHERE user_id = %s "
+            "AND id = ANY(%s::text[]) AND facets IS NOT NULL AND embedding IS NOT NULL",
+            (user_id, list(dict.fromkeys(memory_ids))),
+        )
+        return {memory_id: facet_matrix(blob, int(width)) for memory_id, blob, width in rows}
 
     def change_token(self, user_id: str) -> str:
         """The user's write counter, which triggers bump in every writing transaction."""

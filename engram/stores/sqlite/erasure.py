@@ -38,6 +38,7 @@ import numpy as np
 
 from engram.ext import Vector
 from engram.model import MemoryRecord
+from engram.stores.facets import facet_matrix
 from engram.stores.sql.history import log_replace
 from engram.stores.sql.rows import COLUMNS, record_params, row_to_record
 from engram.stores.sql.writes import WriteMixin
@@ -99,7 +100,9 @@ class ErasureMixin(WriteMixin):
 
         def _write(self, op: Callable[[sqlite3.Connection], T]) -> T: ...
 
-        def _insert(self, c: sqlite3.Connection, record: MemoryRecord, vector: Vector | None) -> int: ...
+        def _insert(
+            self, c: sqlite3.Connection, record: MemoryRecord, vector: Vector | None, facets: Vector | None = None
+        ) -> int: ...
 
         def _keywords_added(self, records: Sequence[MemoryRecord], rowids: Sequence[int]) -> None: ...
 
@@ -107,27 +110,30 @@ class ErasureMixin(WriteMixin):
 
         def _erase_saved(self, user_id: str) -> None: ...
 
-    def replace(self, record: MemoryRecord, vector: Vector | None) -> None:
+    def replace(self, record: MemoryRecord, vector: Vector | None, *, facets: Vector | None = None) -> None:
         """Overwrite a row. Old text is erased from the file before this returns (see the module
         docstring): from the keyword index too when content or role changed."""
         with self._turns.of(record.user_id):
-            self._replace(record, vector)
+            self._replace(record, vector, facets)
 
-    def _replace(self, record: MemoryRecord, vector: Vector | None) -> None:
+    def _replace(self, record: MemoryRecord, vector: Vector | None, facets: Vector | None) -> None:
 
         def op(c: sqlite3.Connection) -> tuple[int, Vector | None, _Erasure] | None:
             row = c.execute(
-                f"SELECT rowid, embedding, {_TEXT_COLUMNS} FROM memories WHERE id = ? AND user_id = ?",
+                f"SELECT rowid, embedding, facets, {_TEXT_COLUMNS} FROM memories WHERE id = ? AND user_id = ?",
                 (record.id, record.user_id),
             ).fetchone()
             if row is None:
                 return None
             old_vector = None if row[1] is None else np.frombuffer(row[1], dtype=np.float32)
-            new_vector = vector if vector is not None else old_vector
-            erasure = _erasure(tuple(row[2:]), record)
+            new_vector, new_facets = vector, facets
+            if vector is None:  # the same content: its vector and facets stay
+                new_vector = old_vector
+                new_facets = None if row[2] is None or old_vector is None else facet_matrix(row[2], old_vector.size)
+            erasure = _erasure(tuple(row[3:]), record)
             old = c.execute(f"SELECT {COLUMNS} FROM memories WHERE rowid = ?", (row[0],)).fetchone()
             c.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
-            rowid = self._insert(c, record, new_vector)
+            rowid = self._insert(c, record, new_vector, new_facets)
             log_replace(SQLITE, c, row_to_record(SQLITE, old), record)
             if erasure == "keywords":
                 _merge_keyword_segments(c)

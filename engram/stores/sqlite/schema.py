@@ -244,6 +244,9 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 16: which rows each user's removals counted, for held indexes to catch up on deletes and
     # changes in place as on inserts (engram.stores.sqlite.versions).
     lambda conn: log_removals(conn),
+    # 17: vectors of parts of a memory, kept in its row (engram.stores.facets). Memories stored before
+    # have none until their text is written again.
+    "ALTER TABLE memories ADD COLUMN facets BLOB",
 )
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.

@@ -20,6 +20,7 @@ import numpy as np
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
+from engram.stores.facets import facet_bytes
 from engram.stores.sql.history import HistoryMixin, log_adds
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.rows import COLUMNS, record_params
@@ -254,11 +255,13 @@ class SQLiteStore(
         }
 
     # -- writes ---------------------------------------------------------------------------------------
-    def _insert(self, c: sqlite3.Connection, record: MemoryRecord, vector: Vector | None) -> int:
+    def _insert(
+        self, c: sqlite3.Connection, record: MemoryRecord, vector: Vector | None, facets: Vector | None = None
+    ) -> int:
         blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
         cur = c.execute(
-            f"INSERT INTO memories ({COLUMNS}, embedding) VALUES ({_PLACEHOLDERS}, ?)",
-            (*record_params(SQLITE, record), blob),
+            f"INSERT INTO memories ({COLUMNS}, embedding, facets) VALUES ({_PLACEHOLDERS}, ?, ?)",
+            (*record_params(SQLITE, record), blob, facet_bytes(facets, vector)),
         )
         rowid = int(cur.lastrowid or 0)
         c.executemany(
@@ -273,16 +276,18 @@ class SQLiteStore(
         )
         return rowid
 
-    def put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
+    def put_many(
+        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Mapping[str, Vector] | None = None
+    ) -> None:
         if len(records) != len(vectors):
             raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
         with self._turns.of(*{r.user_id for r in records}):
-            self._put_many(records, vectors)
+            self._put_many(records, vectors, facets or {})
 
-    def _put_many(self, records: Sequence[MemoryRecord], vectors: Vector) -> None:
+    def _put_many(self, records: Sequence[MemoryRecord], vectors: Vector, facets: Mapping[str, Vector]) -> None:
 
         def op(c: sqlite3.Connection) -> list[int]:
-            rowids = [self._insert(c, r, v) for r, v in zip(records, vectors, strict=True)]
+            rowids = [self._insert(c, r, v, facets.get(r.id)) for r, v in zip(records, vectors, strict=True)]
             log_adds(SQLITE, c, records)
             return rowids
 

@@ -29,6 +29,7 @@ from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.pools import PerProcess
+from engram.stores.facets import facet_matrix
 from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.ann import AnnIndex, attached, index_class, load_index
@@ -350,16 +351,24 @@ class VectorMixin:
         found = self._retry(cached)
         if found is not None:
             return found
-        out: dict[str, Vector] = {}
+        rows = self._by_ids("embedding", "embedding IS NOT NULL", user_id, ids)
+        return {memory_id: np.frombuffer(blob, dtype=np.float32).copy() for memory_id, blob in rows}
+
+    def facets(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        rows = self._by_ids("facets, length(embedding)", "facets IS NOT NULL AND embedding IS NOT NULL",
+                            user_id, list(dict.fromkeys(memory_ids)))
+        return {memory_id: facet_matrix(blob, size // 4) for memory_id, blob, size in rows}
+
+    def _by_ids(self, columns: str, condition: str, user_id: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """``id, columns`` of the user's rows among ``ids`` that meet ``condition``, 500 ids a query."""
+        out: list[tuple[Any, ...]] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            rows = self._read(
-                f"SELECT id, embedding FROM memories WHERE +user_id = ? AND embedding IS NOT NULL "
+            out.extend(self._read(
+                f"SELECT id, {columns} FROM memories WHERE +user_id = ? AND {condition} "
                 f"AND id IN ({','.join('?' * len(chunk))})",
                 (user_id, *chunk),
-            )
-            for memory_id, blob in rows:
-                out[memory_id] = np.frombuffer(blob, dtype=np.float32).copy()
+            ))
         return out
 
     def cached_vectors(self, user_id: str, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
