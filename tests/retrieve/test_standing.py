@@ -32,6 +32,10 @@ NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
     "How do I install and set up Docker?",
     "Put together a 30 minute routine I can do at home.",
     "I'd like some ideas for my father's birthday.",
+    # Questions of general knowledge: the user's instructions shape how they are answered.
+    "What is a bond yield and why does it go down when prices go up?",
+    "How does a hash map handle collisions?",
+    "Why is the sky blue?",
 ])
 def test_requests(query: str) -> None:
     assert is_request(query) and understand(query, now=NOW).requests
@@ -43,6 +47,10 @@ def test_requests(query: str) -> None:
     "When did Acme move to Rotterdam?",
     "Where do I take yoga classes?",
     "What is the total distance of the hikes I did on two consecutive weekends?",
+    "What is Caroline's relationship status?",
+    "How long has it been since the move?",
+    "Why was the delivery late?",
+    "What does your calendar say about Friday?",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
     assert not is_request(query) and not understand(query, now=NOW).requests
