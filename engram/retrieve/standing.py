@@ -60,6 +60,9 @@ _STANDING = re.compile(
 #: Roles whose words are not the user's own: an assistant's "always back up first" is advice given.
 NOT_THE_USERS = frozenset(["assistant", "system", "tool"])
 
+#: A fenced code block (Markdown's ``` or ~~~), or an unclosed one to the end of the text.
+_CODE_BLOCK = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+
 #: At most this many of a memory's standing sentences get vectors of their own (the first ones): a
 #: bound on what one long message costs to embed and store.
 MAX_STANDING_SENTENCES = 8
@@ -96,7 +99,9 @@ def standing_sentences(record: MemoryRecord) -> list[str]:
     own vector already is that sentence's."""
     if record.role in NOT_THE_USERS or _STANDING.search(record.content) is None:
         return []
-    sentences = [s for s in split_sentences(record.content) if s.strip()]
+    # Code is not said in passing: "use std::io;" opens a line of Rust, not an instruction.
+    prose = _CODE_BLOCK.sub("\n\n", record.content)
+    sentences = [s for s in split_sentences(prose) if s.strip()]
     if len(sentences) < 2:
         return []
     return [s for s in sentences if _STANDING.search(s)][:MAX_STANDING_SENTENCES]

@@ -16,7 +16,7 @@ from engram.ext import Embedder
 from engram.memory import Memory
 from engram.model import MemoryRecord
 from engram.retrieve.rank import rank
-from engram.retrieve.standing import is_request, is_standing
+from engram.retrieve.standing import MAX_STANDING_SENTENCES, is_request, is_standing, standing_sentences
 from engram.retrieve.types import MemoryEntry
 from engram.retrieve.understand import understand
 
@@ -187,3 +187,13 @@ def test_an_instruction_said_in_passing_is_read_on_its_own_for_a_request(tmp_pat
         whole_asked = float(memory.store.vectors("u", [said.id])[said.id]
                             @ np.asarray(embedder.embed_batch([asked])[0], dtype=np.float32))
         assert meaning(asked) == pytest.approx(max(whole_asked, 0.0), abs=1e-4)
+
+
+def test_standing_sentences_are_the_users_own_prose() -> None:
+    said = _said("Here is my parser.\n\n```rust\nuse std::env;\nfn main() {}\n```\n\nIt works. From now on, keep "
+                 "every example in Rust.\n\n~~~\nuse std::io;\n")
+    assert standing_sentences(said) == ["From now on, keep every example in Rust."]
+    assert standing_sentences(_said("Always answer in French.")) == []  # one sentence: its own vector says it
+    assert standing_sentences(_said("It rained. Always answer in French.", role="assistant")) == []
+    many = _said(" ".join(f"Always do thing {i}." for i in range(12)))
+    assert len(standing_sentences(many)) == MAX_STANDING_SENTENCES
