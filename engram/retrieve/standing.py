@@ -60,6 +60,9 @@ _STANDING = re.compile(
 #: Roles whose words are not the user's own: an assistant's "always back up first" is advice given.
 NOT_THE_USERS = frozenset(["assistant", "system", "tool"])
 
+#: Kinds that hold a document's text: full of "use X" and "make sure", none of it said in passing.
+_WRITTEN = frozenset(["document", "chunk"])
+
 #: A fenced code block (Markdown's ``` or ~~~), or an unclosed one to the end of the text.
 _CODE_BLOCK = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 
@@ -94,10 +97,10 @@ def is_standing(record: MemoryRecord) -> bool:
 
 
 def standing_sentences(record: MemoryRecord) -> list[str]:
-    """The sentences of the user's own multi-sentence ``record`` that state a standing instruction or
-    preference (at most :data:`MAX_STANDING_SENTENCES`); none for a memory of one sentence, whose
-    own vector already is that sentence's."""
-    if record.role in NOT_THE_USERS or _STANDING.search(record.content) is None:
+    """The sentences of the user's own multi-sentence ``record`` (not a document's passage) that
+    state a standing instruction or preference (at most :data:`MAX_STANDING_SENTENCES`); none for a
+    memory of one sentence, whose own vector already is that sentence's."""
+    if record.role in NOT_THE_USERS or record.kind in _WRITTEN or _STANDING.search(record.content) is None:
         return []
     # Code is not said in passing: "use std::io;" opens a line of Rust, not an instruction.
     prose = _CODE_BLOCK.sub("\n\n", record.content)

@@ -197,3 +197,5 @@ def test_standing_sentences_are_the_users_own_prose() -> None:
     assert standing_sentences(_said("It rained. Always answer in French.", role="assistant")) == []
     many = _said(" ".join(f"Always do thing {i}." for i in range(12)))
     assert len(standing_sentences(many)) == MAX_STANDING_SENTENCES
+    passage = replace(_said("Install the package. Always pin its version. Use a virtual environment."), kind="chunk")
+    assert standing_sentences(passage) == []
