@@ -51,8 +51,10 @@ _STANDING = re.compile(
     r"(?:like|want|use|eat|drink)|please\s+(?:use|keep|avoid|write|answer|format|give|add|include|stick"
     rf"|reply|respond|explain|don{_Q}?t|never|always)|i\s+(?:like|love|enjoy|only|usually))\b"
     rf"|\bi(?:{_Q}m|\s+am)\s+(?:looking\s+for|trying\s+to|planning|thinking\s+of)\b|\bi\s+(?:need|own|use|have)\s+(?:a|an|my|the|some)\b"
-    # An instruction as a sentence or clause of its own: "Use metric units.", "...; keep it short".
-    rf"|(?:^|[.!?;:]\s*|\b(?:so|and|but)\s+)(?:use|keep|avoid|stick\s+to|give\s+me|answer|reply|respond"
+    # An instruction as a sentence or clause of its own: "Use metric units.", "...; keep it short",
+    # "When you write SQL, use uppercase keywords" (instructions set R@10 0.433 -> 0.467, @50 0.500
+    # -> 0.600; the other sets unchanged).
+    rf"|(?:^|[.!?;:,]\s*|\b(?:so|and|but)\s+)(?:use|keep|avoid|stick\s+to|give\s+me|answer|reply|respond"
     rf"|write|format|add|include|don{_Q}?t|do\s+not)\b",
     re.IGNORECASE,
 )

@@ -71,6 +71,9 @@ def _said(content: str, role: str | None = "user") -> MemoryRecord:
     "Don't use emojis in anything you write for me.",
     "I'm looking for a new screen protector for my iPhone 13 Pro.",
     "I have a bad knee.",
+    # An instruction as a clause after a comma.
+    "I'm on a tight budget this year, keep gift suggestions under 30 dollars.",
+    "When you write SQL for me, use uppercase keywords.",
 ])
 def test_standing_statements(content: str) -> None:
     assert is_standing(_said(content)) and is_standing(_said(content, role=None))
@@ -79,6 +82,7 @@ def test_standing_statements(content: str) -> None:
 def test_not_standing() -> None:
     assert not is_standing(_said("We went to the park and used a map."))
     assert not is_standing(_said("The invoice for the crane was paid on Friday."))
+    assert not is_standing(_said("We stopped at the station, used the restroom, kept going."))
     # Advice the assistant gave is not the user's own instruction.
     assert not is_standing(_said("Always back up your database before a migration.", role="assistant"))
 
