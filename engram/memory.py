@@ -199,6 +199,13 @@ class Memory:
         """Remove every row of one user from every table and index; returns memories removed."""
         return writer.forget_user(self.context, user_id)
 
+    def upgrade(self, user_id: str | None = None) -> int:
+        """Bring memories an older version stored up to what this one derives when writing (today:
+        the vectors of the standing instructions said inside a longer message), for one user or
+        every user; returns how many memories changed. Safe to run again: it then changes none."""
+        users = [self._user(user_id)] if user_id is not None else self.store.users()
+        return sum(writer.upgrade(self.context, user) for user in users)
+
     def link(self, from_id: str, to_id: str, type: str, strength: float = 1.0, *, user_id: str) -> Link:
         return writer.link(self.context, from_id, to_id, type, strength, user_id=user_id)
 

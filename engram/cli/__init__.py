@@ -16,7 +16,7 @@ import click
 from engram import __version__
 from engram.cli.common import db_target, existing_db, local_time, open_memory
 from engram.cli.importing import import_
-from engram.cli.memories import add, delete, forget_user, get, history, list_memories, stats, update
+from engram.cli.memories import add, delete, forget_user, get, history, list_memories, stats, update, upgrade
 from engram.cli.search import explain, search
 from engram.errors import EngramError, MissingExtra
 from engram.extras import missing_extra, require
@@ -92,7 +92,7 @@ def cli() -> None:
     pass
 
 
-for _command in (add, import_, search, list_memories, get, history, update, delete, stats, forget_user):
+for _command in (add, import_, search, list_memories, get, history, update, delete, stats, forget_user, upgrade):
     cli.add_command(_command)
 
 

@@ -1,6 +1,7 @@
-"""``engram add``, ``list``, ``get``, ``history``, ``update``, ``delete``, ``stats`` and ``forget-user``: one
-memory at a time. ``add`` and ``update`` are thin calls of the ``Memory`` method of the same name (they
-may embed); the others call the store those methods call through to (:func:`.common.open_store`)."""
+"""``engram add``, ``list``, ``get``, ``history``, ``update``, ``delete``, ``stats``, ``forget-user`` and
+``upgrade``: one memory at a time. ``add``, ``update`` and ``upgrade`` are thin calls of the ``Memory``
+method of the same name (they may embed); the others call the store those methods call through to
+(:func:`.common.open_store`)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from engram.cli.output import (
 )
 from engram.model import STATUSES
 
-__all__ = ["add", "delete", "forget_user", "get", "history", "list_memories", "stats", "update"]
+__all__ = ["add", "delete", "forget_user", "get", "history", "list_memories", "stats", "update", "upgrade"]
 
 JSON_HELP = "Print JSON (one object per line) instead of a table or tab-separated lines."
 
@@ -224,3 +225,18 @@ def forget_user(user_id: str, yes: bool, db: str | None) -> None:
     with open_store(db) as store:
         count = store.forget_user(checked_user(user_id))
     click.echo(f"deleted {plural(count, 'memory', 'memories')} of {user_id}")
+
+
+@click.command(help=(
+    "Bring memories an older version of engram stored up to what this one derives when writing "
+    "(the vectors of standing instructions said inside a longer message); safe to run again."),
+    epilog="""\b
+Example:
+  engram upgrade --db engram.db
+  engram upgrade --user alice""")
+@click.option("--user", "user_id", default=None, help="Only this user's memories (default: every user's).")
+@db_option
+def upgrade(user_id: str | None, db: str | None) -> None:
+    with open_memory(db, create=False) as memory:
+        count = memory.upgrade(None if user_id is None else checked_user(user_id))
+    click.echo(f"upgraded {plural(count, 'memory', 'memories')}")

@@ -21,7 +21,8 @@ from engram.ingest.entities import caller_entities, tag_record
 from engram.ingest.facets import embed_facets
 from engram.ingest.given_vectors import take_vector
 from engram.ingest.normalize import FIELDS, normalize
-from engram.model import Entity, Link, MemoryRecord
+from engram.model import STATUSES, Entity, Filters, Link, MemoryRecord
+from engram.retrieve.standing import standing_sentences
 from engram.validate import unit, validate_id, validate_strings, validate_text
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH", "MAX_ALIASES", "MAX_ENTITY_TEXT_CHARS", "MAX_LINK_TYPE_CHARS", "add_entity", "add_many", "delete",
-    "forget_user", "link", "update",
+    "forget_user", "link", "update", "upgrade",
 ]
 
 BATCH = 256  # records per transaction in add_many: bounded memory, few fsyncs
@@ -113,6 +114,29 @@ def delete(context: Context, memory_id: str, *, user_id: str) -> bool:
     deleted = truth.delete(context.store, user, memory_id)
     context.wrote(user)
     return deleted
+
+
+def upgrade(context: Context, user_id: str, *, batch: int = BATCH) -> int:
+    """Derive for one user's memories what this version derives at write time and an older one did
+    not: the vectors of a message's standing sentences (:mod:`engram.ingest.facets`). Returns how
+    many memories gained them; a second run finds none. A memory edited meanwhile is left as its
+    edit wrote it."""
+    user = context.user(user_id)
+    everything = Filters(statuses=STATUSES)
+    done = offset = 0
+    while page := context.store.list(user, everything, limit=batch, offset=offset):
+        offset += len(page)
+        eligible = [r for r in page if standing_sentences(r)]
+        if not eligible:
+            continue
+        have = context.store.facets(user, [r.id for r in eligible])
+        missing = [r for r in eligible if r.id not in have]
+        if missing:
+            facets = embed_facets(context.embedder(), missing)
+            done += context.store.put_facets(user, [(r.id, r.content_hash, facets[r.id]) for r in missing])
+    if done:
+        context.wrote(user)
+    return done
 
 
 def forget_user(context: Context, user_id: str) -> int:

@@ -16,14 +16,14 @@ from engram.ext import Vector
 __all__ = ["facet_bytes", "facet_matrix"]
 
 
-def facet_bytes(facets: Vector | None, vector: Vector | None) -> bytes | None:
-    """What the column holds for ``facets`` of a memory whose own vector is ``vector``."""
+def facet_bytes(facets: Vector | None, width: int | None) -> bytes | None:
+    """What the column holds for ``facets`` of a memory whose own vector has ``width`` dimensions
+    (None: it has none)."""
     if facets is None:
         return None
     matrix = np.asarray(facets, dtype=np.float32)
     if matrix.size == 0:
         return None
-    width = None if vector is None else np.asarray(vector).size
     if matrix.ndim != 2 or matrix.shape[1] != width or not np.isfinite(matrix).all():
         raise StoreError(f"facets of shape {matrix.shape} do not go with a vector of {width} dimensions")
     return matrix.tobytes()

@@ -233,6 +233,19 @@ def test_facets_are_kept_replaced_and_erased_with_their_memory(store: Store) -> 
     assert store.facets("u2", [theirs.id]) == {}
 
 
+def test_put_facets_sets_only_the_owners_unchanged_memories(store: Store) -> None:
+    a, b, theirs = rec("u1", "one. two."), rec("u1", "three. four."), rec("u2", "one. two.")
+    put(store, a, b, theirs, seeds=[1, 2, 3])
+    parts = np.stack([unit(20), unit(21)])
+    assert store.put_facets("u1", [(a.id, a.content_hash, parts), (b.id, "another hash", parts),
+                                   (theirs.id, theirs.content_hash, parts)]) == 1
+    assert set(store.facets("u1", [a.id, b.id])) == {a.id}
+    assert store.facets("u2", [theirs.id]) == {}
+    np.testing.assert_allclose(store.facets("u1", [a.id])[a.id], parts, rtol=1e-6)
+    assert store.put_facets("u1", [(b.id, b.content_hash, np.ones((1, DIM + 1), dtype=np.float32))]) == 0
+    assert store.put_facets("u1", []) == 0
+
+
 def test_facets_of_another_width_are_refused(store: Store) -> None:
     a = rec("u1", "one. two.")
     with pytest.raises(StoreError):

@@ -397,4 +397,5 @@ TERMS_PARAM = -3
 
 def record_params(r: MemoryRecord, vector: Any, facets: Any = None) -> tuple[Any, ...]:
     terms = memory_terms(r.content, r.role, r.subject, r.predicate, r.object, r.trigger, r.action)
-    return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector, facet_bytes(facets, vector))
+    width = None if vector is None else int(np.size(vector))
+    return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector, facet_bytes(facets, width))

@@ -36,7 +36,7 @@ from engram.deadline import check, read_deadline, remaining_ms
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
-from engram.stores.facets import facet_matrix
+from engram.stores.facets import facet_bytes, facet_matrix
 from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.dialect import POSTGRES
@@ -222,6 +222,20 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
                 raise ValidationError("id", "is already taken; omit it to get a fresh one") from exc
             raise
         self._note_growth(len(records))
+
+    def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
+        if not rows:
+            return 0
+        params = [(facet_bytes(matrix, width), user_id, memory_id, digest, width)
+                  for memory_id, digest, matrix in rows for width in [int(np.shape(matrix)[-1])]]
+        set_count = 0
+        with self._tx() as conn:
+            for row in params:
+                set_count += conn.execute(
+                    "UPDATE engram_memories SET facets = %s WHERE user_id = %s AND id = %s AND content_hash = %s "
+                    "AND vector_dims(embedding) = %s", row,
+                ).rowcount
+        return set_count
 
     def _note_growth(self, inserted: int) -> None:
         """ANALYZE once the rows inserted since the last one reach :data:`_ANALYZE_AFTER` and the

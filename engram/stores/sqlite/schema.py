@@ -246,8 +246,15 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     lambda conn: log_removals(conn),
     # 17: vectors of parts of a memory, kept in its row (engram.stores.facets). Memories stored before
     # have none until their text is written again.
-    "ALTER TABLE memories ADD COLUMN facets BLOB",
+    lambda conn: _add_column(conn, "memories", "facets BLOB"),
 )
+
+
+def _add_column(conn: sqlite3.Connection, table: str, column: str) -> None:
+    """``ALTER TABLE ... ADD COLUMN``, once: a file whose version was set back runs it again."""
+    name = column.split()[0]
+    if not any(row[1] == name for row in conn.execute(f"PRAGMA table_info({table})")):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.
 _TERM_COLUMNS = ("content", "role", "subject", "predicate", "object", "trigger_text", "action_text")

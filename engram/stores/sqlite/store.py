@@ -261,7 +261,7 @@ class SQLiteStore(
         blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
         cur = c.execute(
             f"INSERT INTO memories ({COLUMNS}, embedding, facets) VALUES ({_PLACEHOLDERS}, ?, ?)",
-            (*record_params(SQLITE, record), blob, facet_bytes(facets, vector)),
+            (*record_params(SQLITE, record), blob, facet_bytes(facets, None if vector is None else np.size(vector))),
         )
         rowid = int(cur.lastrowid or 0)
         c.executemany(
@@ -283,6 +283,19 @@ class SQLiteStore(
             raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
         with self._turns.of(*{r.user_id for r in records}):
             self._put_many(records, vectors, facets or {})
+
+    def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
+        widths = [int(np.shape(matrix)[-1]) for _, _, matrix in rows]
+        params = [(facet_bytes(matrix, width), user_id, memory_id, digest, 4 * width)
+                  for (memory_id, digest, matrix), width in zip(rows, widths, strict=True)]
+
+        def op(c: sqlite3.Connection) -> int:
+            return sum(c.execute(
+                "UPDATE memories SET facets = ? WHERE user_id = ? AND id = ? AND content_hash = ? "
+                "AND length(embedding) = ?", row).rowcount for row in params)
+
+        with self._turns.of(user_id):
+            return self._write(op) if params else 0
 
     def _put_many(self, records: Sequence[MemoryRecord], vectors: Vector, facets: Mapping[str, Vector]) -> None:
 
