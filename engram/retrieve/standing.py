@@ -25,11 +25,16 @@ __all__ = ["MAX_STANDING_SENTENCES", "NOT_THE_USERS", "is_request", "is_standing
 
 _Q = "['’]"  # straight or curly apostrophe
 
-#: The query asks the assistant to do, make or suggest something, rather than what happened.
+#: The query asks the assistant to do, make or suggest something, rather than what happened: an
+#: imperative, also after a chat's lead-in ("OK, now add error handling") or as "let's ..." (the
+#: forms of a technical chat; no dev question is phrased so).
 _REQUEST = re.compile(
-    r"^\s*(?:please\s+)?(?:write|show|give|suggest|recommend|draft|build|create|make|plan|put\s+together"
+    r"^\s*(?:(?:ok(?:ay)?|now|next|then|also|and|so|great|thanks|cool|alright)[,!.]?\s+)*(?:please\s+)?"
+    r"(?:write|show|give|suggest|recommend|draft|build|create|make|plan|put\s+together"
     r"|explain|help|compare|list|design|translate|summari[sz]e|outline|generate|fix|refactor|review"
-    r"|implement|prepare|book|find\s+me|pick|choose|propose|teach|set\s+up)\b"
+    r"|implement|prepare|book|find\s+me|pick|choose|propose|teach|set\s+up|add|update|change|convert"
+    r"|rewrite|optimi[sz]e|debug|modify|extend|edit|improve|simplify)\b"
+    rf"|^\s*(?:let{_Q}?s|let\s+us)\s+(?!see\b|say\b)\w+"
     r"|\b(?:can|could|would|will)\s+you\b"
     r"|\bany\s+(?:ideas?|tips?|advice|suggestions?|recommendations?|thoughts)\b"
     r"|\b(?:what|which|where|when|how)\b[^?.!]*\b(?:should|could|shall)\s+(?:i|we|you)\b"

@@ -32,6 +32,9 @@ NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
     "How do I install and set up Docker?",
     "Put together a 30 minute routine I can do at home.",
     "I'd like some ideas for my father's birthday.",
+    "OK, now add error handling to the parser.",
+    "Let's write the migration script next.",
+    "Convert this loop into a list comprehension.",
     # Questions of general knowledge: the user's instructions shape how they are answered.
     "What is a bond yield and why does it go down when prices go up?",
     "How does a hash map handle collisions?",
@@ -51,6 +54,8 @@ def test_requests(query: str) -> None:
     "How long has it been since the move?",
     "Why was the delivery late?",
     "What does your calendar say about Friday?",
+    "Let's see, when did I last call the plumber?",
+    "Now, what did Bob say about the invoice?",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
     assert not is_request(query) and not understand(query, now=NOW).requests
