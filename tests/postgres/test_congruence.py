@@ -258,15 +258,18 @@ def test_retrieve_ranks_identically_on_both_backends(postgres_store: Any, tmp_pa
             ("Acme's payment terms are NET45 now", "user"),
             ("Bob asked about the monitors order again", "Tom"),
             ("We shipped the docks to Globex", "user"),
+            # A request reads this one's meaning from its standing sentence's own vector too.
+            ("The office move went fine. From now on, send every invoice as a PDF. Thanks again.", "user"),
         ])
     ]
     queries = ["What did Acme order?", "What did Bob ask last week?", "What did Priya think of the trial?",
-               "orders", "Globex invoice paid"]
+               "orders", "Globex invoice paid", "Write the invoice e-mail to Globex."]
     results = []
     for store in (SQLiteStore(tmp_path / "c.db"), postgres_store):
         with Memory(store=store, embedder=FakeEmbedder()) as memory:
             memory.add_entity("customer:acme", user_id="u", name="Acme Corporation", aliases=["Acme"])
             memory.add_many(items)
+            assert set(memory.store.facets("u", ["m08"])) == {"m08"}
             now = T0 + timedelta(days=10)
             results.append([
                 [(e.id, round(e.score, 9), tuple(sorted(e.reasons))) for e in memory.retrieve(
@@ -275,3 +278,4 @@ def test_retrieve_ranks_identically_on_both_backends(postgres_store: Any, tmp_pa
             ])
     assert results[0] == results[1]
     assert any(results[0])
+    assert "m08" in [memory_id for memory_id, *_ in results[0][-1]]
