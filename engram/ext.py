@@ -72,11 +72,11 @@ class Store(Protocol):
 
     # -- writes ---------------------------------------------------------------------------------
     def put_many(
-        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Mapping[str, Vector] | None = None
+        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Sequence[Vector | None] | None = None
     ) -> None:
-        """Insert rows, keyword index entries and vectors in one transaction. ``facets`` holds, by
-        record id, a matrix of vectors of parts of that memory (engram.ingest.facets), kept with
-        its row and returned by :meth:`facets`."""
+        """Insert rows, keyword index entries and vectors in one transaction. ``facets`` holds, in
+        the records' order, a matrix of vectors of parts of each memory or None (engram.ingest.facets),
+        kept with its row and returned by :meth:`facets`."""
 
     def replace(self, record: MemoryRecord, vector: Vector | None, *, facets: Vector | None = None) -> None:
         """Overwrite a row (same id and user); a new vector when content changed, with that content's
@@ -84,8 +84,8 @@ class Store(Protocol):
 
     def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
         """Set the facets of memories stored without them: (memory id, the content hash they were
-        read from, matrix) each; a memory whose content changed since is left alone. Returns how
-        many were set."""
+        read from, matrix) each; a memory whose content changed since, or that has facets, is left
+        alone. Returns how many were set."""
 
     def delete(self, user_id: str, memory_id: str) -> bool: ...
 

@@ -40,18 +40,19 @@ def embedding_text(record: MemoryRecord) -> str:
 
 
 def embed_records(
-    embedder: Embedder, store: Store, records: Sequence[MemoryRecord], given: Mapping[str, Vector] | None = None
+    embedder: Embedder, store: Store, records: Sequence[MemoryRecord],
+    given: Mapping[tuple[str, str], Vector] | None = None,
 ) -> Vector:
     """One row per record; identical text is embedded once, and a user's content already stored is
     not embedded again (never reused across users: how fast an add is must not tell whether someone
     else stored the same text). ``given`` holds vectors the caller brought, by record id, already
-    checked (:mod:`engram.ingest.given_vectors`): those records are not embedded."""
+    checked (:mod:`engram.ingest.given_vectors`), by (user id, record id): those records are not embedded."""
     out = np.zeros((len(records), embedder.dimensions), dtype=np.float32)
     if given:
         rest = []
         for row, record in enumerate(records):
-            if record.id in given:
-                out[row] = given[record.id]
+            if (record.user_id, record.id) in given:
+                out[row] = given[record.user_id, record.id]
             else:
                 rest.append(row)
         if rest:

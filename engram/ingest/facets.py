@@ -5,7 +5,8 @@ keep every example in Rust's standard library" has a meaning of config files; th
 it is what a later "show me how to parse arguments" must bring back. Each such sentence
 (:func:`engram.retrieve.standing.standing_sentences`) is embedded on its own, in the same batch as
 the memories, and stored with the memory (``Store.put_many(..., facets=...)``): it is written,
-replaced and erased with its row. Retrieval reads them only for requests (see
+replaced and erased with its row. A memory that brought its own vector (an import) is not embedded
+here either: ``engram upgrade`` derives its facets when an embedder may run. Retrieval reads them only for requests (see
 :mod:`engram.retrieve.rank`).
 """
 
@@ -31,12 +32,14 @@ def facet_texts(record: MemoryRecord) -> list[str]:
     return [f"{name}: {s}" if name else s for s in standing_sentences(record)]
 
 
-def embed_facets(embedder: Embedder, records: Sequence[MemoryRecord]) -> dict[str, Vector]:
-    """Each record's facet vectors (one row per part) by id; records without parts are left out.
-    The same sentence in one batch is embedded once."""
-    parts = {r.id: texts for r in records if (texts := facet_texts(r))}
-    if not parts:
-        return {}
-    unique = list(dict.fromkeys(t for texts in parts.values() for t in texts))
+def embed_facets(
+    embedder: Embedder, records: Sequence[MemoryRecord], wanted: Sequence[bool] | None = None,
+) -> list[Vector | None]:
+    """Each record's facet vectors (one row per part), in the records' order: None for a record
+    without parts or not ``wanted``. The same sentence in one batch is embedded once."""
+    parts = [facet_texts(r) if wanted is None or wanted[at] else [] for at, r in enumerate(records)]
+    unique = list(dict.fromkeys(t for texts in parts for t in texts))
+    if not unique:
+        return [None] * len(records)
     rows = dict(zip(unique, embed_texts(embedder, unique), strict=True))
-    return {memory_id: np.stack([rows[t] for t in texts]) for memory_id, texts in parts.items()}
+    return [np.stack([rows[t] for t in texts]) if texts else None for texts in parts]

@@ -18,7 +18,7 @@ from engram.ext import Vector
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
 from engram.ingest.entities import caller_entities, tag_record
-from engram.ingest.facets import embed_facets
+from engram.ingest.facets import embed_facets, facet_texts
 from engram.ingest.given_vectors import take_vector
 from engram.ingest.normalize import FIELDS, normalize
 from engram.model import STATUSES, Entity, Filters, Link, MemoryRecord
@@ -46,7 +46,9 @@ def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: 
     now = datetime.now(UTC)
     embedder = context.embedder()
     records: list[MemoryRecord] = []
-    given: dict[str, Vector] = {}  # by record id: the vectors items brought (engram.ingest.given_vectors)
+    # By (user, id): the vectors items brought (engram.ingest.given_vectors). Ids are per user in
+    # PostgreSQL, so two users' memories of one batch may share one.
+    given: dict[tuple[str, str], Vector] = {}
     for i, item in enumerate(items):
         if len(records) >= limits.max_batch:
             raise ValidationError("items", f"at most {limits.max_batch} items per call (Limits.max_batch)")
@@ -54,7 +56,7 @@ def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: 
             item, vector = take_vector(item, embedder)
             records.append(normalize(item, limits=limits, now=now))
             if vector is not None:
-                given[records[-1].id] = vector
+                given[records[-1].user_id, records[-1].id] = vector
         except ValidationError as exc:  # which item of the batch: the whole batch is refused
             if not numbered:
                 raise
@@ -69,7 +71,9 @@ def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: 
     for start in range(0, len(records), BATCH):
         chunk = records[start : start + BATCH]
         vectors = embed_records(embedder, context.store, chunk, given)
-        context.store.put_many(chunk, vectors, facets=embed_facets(embedder, chunk))
+        # A memory that brought its vector is not embedded at all: engram upgrade adds its facets.
+        facets = embed_facets(embedder, chunk, [(r.user_id, r.id) not in given for r in chunk])
+        context.store.put_many(chunk, vectors, facets=facets)
     truth.apply(context.store, supersessions, {r.id for r in records})
     for user in users:
         context.wrote(user)
@@ -98,7 +102,11 @@ def update(context: Context, memory_id: str, *, user_id: str, changes: Mapping[s
     if record.content_hash != old.content_hash:
         embedder = context.embedder()
         vector = embed_records(embedder, context.store, [record])[0]
-        facets = embed_facets(embedder, [record]).get(record.id)
+        facets = embed_facets(embedder, [record])[0]
+    elif facet_texts(record) != facet_texts(old):  # a new role or kind: other parts, or none
+        vector = context.store.vectors(record.user_id, [record.id]).get(record.id)
+        if vector is not None:
+            facets = embed_facets(context.embedder(), [record])[0]
     context.store.replace(record, vector, facets=facets)
     context.wrote(record.user_id)
     return record
@@ -133,7 +141,9 @@ def upgrade(context: Context, user_id: str, *, batch: int = BATCH) -> int:
         missing = [r for r in eligible if r.id not in have]
         if missing:
             facets = embed_facets(context.embedder(), missing)
-            done += context.store.put_facets(user, [(r.id, r.content_hash, facets[r.id]) for r in missing])
+            done += context.store.put_facets(user, [(r.id, r.content_hash, matrix)
+                                                    for r, matrix in zip(missing, facets, strict=True)
+                                                    if matrix is not None])
     if done:
         context.wrote(user)
     return done

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
-from engram.retrieve.standing import NOT_THE_USERS, is_standing
+from engram.retrieve.standing import is_standing, not_the_users
 
 __all__ = ["BASE", "Known", "base_signals", "calibrated", "gains"]
 
@@ -121,7 +121,7 @@ def gains(
     if asks:
         for at, record in enumerate(records):
             if "?" in record.content and (
-                said.get(record.id) in voices if voices else record.role not in NOT_THE_USERS
+                said.get(record.id) in voices if voices else not not_the_users(record.role)
             ):
                 asked[at] = 1.0
     if speaking:

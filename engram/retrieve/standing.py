@@ -20,8 +20,11 @@ import re
 
 from engram.model import MemoryRecord
 from engram.retrieve.sentences import split_sentences
+from engram.text import ROLE_WORDS
 
-__all__ = ["MAX_STANDING_SENTENCES", "NOT_THE_USERS", "is_request", "is_standing", "standing_sentences"]
+__all__ = [
+    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "is_request", "is_standing", "not_the_users", "standing_sentences",
+]
 
 _Q = "['’]"  # straight or curly apostrophe
 
@@ -37,7 +40,7 @@ _REQUEST = re.compile(
     rf"|^\s*(?:let{_Q}?s|let\s+us)\s+(?!see\b|say\b)\w+"
     r"|\b(?:can|could|would|will)\s+you\b"
     r"|\bany\s+(?:ideas?|tips?|advice|suggestions?|recommendations?|thoughts)\b"
-    r"|\b(?:what|which|where|when|how)\b[^?.!]*\b(?:should|could|shall)\s+(?:i|we|you)\b"
+    r"|\b(?:what|which|where|when|how)\b[^?.!]{0,200}?\b(?:should|could|shall)\s+(?:i|we|you)\b"
     r"|\bhow\s+(?:do|can|would)\s+(?:i|we)\b"
     rf"|\bi(?:{_Q}d|\s+would)\s+like\s+(?:a|an|some|to|you|help|ideas?)\b"
     r"|\bi\s+(?:need|want)\s+(?:a|an|some|to|you|help|ideas?)\b",
@@ -60,12 +63,14 @@ _STANDING = re.compile(
     # "When you write SQL, use uppercase keywords" (instructions set R@10 0.433 -> 0.467, @50 0.500
     # -> 0.600; the other sets unchanged).
     rf"|(?:^|[.!?;:,]\s*|\b(?:so|and|but)\s+)(?:use|keep|avoid|stick\s+to|give\s+me|answer|reply|respond"
-    rf"|write|format|add|include|don{_Q}?t|do\s+not)\b",
+    rf"|write|format|add|include|don{_Q}?t|do\s+not)\b(?!-|\s+(?:of|to\s+that)\b)",
     re.IGNORECASE,
 )
 
 #: Roles whose words are not the user's own: an assistant's "always back up first" is advice given.
-NOT_THE_USERS = frozenset(["assistant", "system", "tool"])
+#: Every spelling of a conversation's roles that is not a person (``ROLE_WORDS``), compared case-blind:
+#: Gemini's "model", "AI", "Bot", OpenAI's "developer" and "function".
+NOT_THE_USERS = ROLE_WORDS - {"user", "human"}
 
 #: Kinds that hold a document's text: full of "use X" and "make sure", none of it said in passing.
 _WRITTEN = frozenset(["document", "chunk"])
@@ -98,16 +103,22 @@ def is_request(query: str) -> bool:
     return _REQUEST.search(query) is not None or _KNOWLEDGE.search(query) is not None
 
 
+def not_the_users(role: str | None) -> bool:
+    """Whether ``role`` names an assistant, system, tool or model rather than a person."""
+    return role is not None and role.strip().casefold() in NOT_THE_USERS
+
+
 def is_standing(record: MemoryRecord) -> bool:
     """Whether ``record`` is the user's own standing instruction or stated preference."""
-    return record.role not in NOT_THE_USERS and _STANDING.search(record.content) is not None
+    return (not not_the_users(record.role) and record.kind not in _WRITTEN
+            and _STANDING.search(record.content) is not None)
 
 
 def standing_sentences(record: MemoryRecord) -> list[str]:
     """The sentences of the user's own multi-sentence ``record`` (not a document's passage) that
     state a standing instruction or preference (at most :data:`MAX_STANDING_SENTENCES`); none for a
     memory of one sentence, whose own vector already is that sentence's."""
-    if record.role in NOT_THE_USERS or record.kind in _WRITTEN or _STANDING.search(record.content) is None:
+    if not is_standing(record):
         return []
     # Code is not said in passing: "use std::io;" opens a line of Rust, not an instruction.
     prose = _CODE_BLOCK.sub("\n\n", record.content)

@@ -78,7 +78,8 @@ def copy_store(
                 if model_id and not bound:
                     dst.bind_embedder(str(model_id), int(matrix.shape[1]))
                     bound = True
-                dst.put_many(kept, matrix, facets=src.facets(user, [r.id for r in kept]))
+                facets = src.facets(user, [r.id for r in kept])
+                dst.put_many(kept, matrix, facets=[facets.get(r.id) for r in kept])
                 copied += len(kept)
             for record in records:
                 for link in src.links(user, record.id):

@@ -29,6 +29,10 @@ def facet_bytes(facets: Vector | None, width: int | None) -> bytes | None:
     return matrix.tobytes()
 
 
-def facet_matrix(blob: Any, width: int) -> Vector:
-    """The matrix a column's bytes hold, for a memory whose vector has ``width`` dimensions."""
-    return np.frombuffer(bytes(blob), dtype=np.float32).reshape(-1, width).copy()
+def facet_matrix(blob: Any, width: int) -> Vector | None:
+    """The matrix a column's bytes hold, for a memory whose vector has ``width`` dimensions; None
+    for bytes that hold no whole rows of that width (a damaged row is read as having no facets)."""
+    data = bytes(blob)
+    if width <= 0 or not data or len(data) % (4 * width):
+        return None
+    return np.frombuffer(data, dtype=np.float32).reshape(-1, width).copy()

@@ -214,7 +214,7 @@ def test_facets_are_kept_replaced_and_erased_with_their_memory(store: Store) -> 
     """Vectors of a memory's parts live and die with its row, and are read only by their owner."""
     a, b, theirs = rec("u1", "one. two."), rec("u1", "plain"), rec("u2", "one. two.")
     parts = np.stack([unit(20), unit(21)])
-    store.put_many([a, b, theirs], np.stack([unit(1), unit(2), unit(1)]), facets={a.id: parts, theirs.id: parts[:1]})
+    store.put_many([a, b, theirs], np.stack([unit(1), unit(2), unit(1)]), facets=[parts, None, parts[:1]])
     found = store.facets("u1", [a.id, b.id, theirs.id, "nope"])
     assert set(found) == {a.id}
     np.testing.assert_allclose(found[a.id], parts, rtol=1e-6)
@@ -243,13 +243,14 @@ def test_put_facets_sets_only_the_owners_unchanged_memories(store: Store) -> Non
     assert store.facets("u2", [theirs.id]) == {}
     np.testing.assert_allclose(store.facets("u1", [a.id])[a.id], parts, rtol=1e-6)
     assert store.put_facets("u1", [(b.id, b.content_hash, np.ones((1, DIM + 1), dtype=np.float32))]) == 0
+    assert store.put_facets("u1", [(a.id, a.content_hash, parts[:1])]) == 0  # it has facets already
     assert store.put_facets("u1", []) == 0
 
 
 def test_facets_of_another_width_are_refused(store: Store) -> None:
     a = rec("u1", "one. two.")
     with pytest.raises(StoreError):
-        store.put_many([a], np.stack([unit(1)]), facets={a.id: np.ones((2, DIM + 1), dtype=np.float32)})
+        store.put_many([a], np.stack([unit(1)]), facets=[np.ones((2, DIM + 1), dtype=np.float32)])
     assert store.get("u1", a.id) is None
 
 

@@ -23,9 +23,9 @@ def _fill(store: SQLiteStore) -> None:
     records, vectors = _corpus(seed=21, count=120)
     store.bind_embedder("fake-model", vectors.shape[1])
     # Every seventh memory has vectors of two of its parts (engram.ingest.facets).
-    facets = {r.id: np.roll(vectors[i : i + 2], 1, axis=1) for i, r in enumerate(records) if i % 7 == 0}
-    store.put_many(records[:60], vectors[:60], facets=facets)
-    store.put_many(records[60:], vectors[60:], facets=facets)
+    facets = [np.roll(vectors[i : i + 2], 1, axis=1) if i % 7 == 0 else None for i in range(len(records))]
+    store.put_many(records[:60], vectors[:60], facets=facets[:60])
+    store.put_many(records[60:], vectors[60:], facets=facets[60:])
     mine = [r for r in records if r.user_id == "alice"]
     store.add_link("alice", Link(mine[0].id, mine[1].id, "part_of", 0.5))
     store.add_link("alice", Link(mine[2].id, mine[0].id, "supersedes", 0.9))

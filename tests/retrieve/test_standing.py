@@ -88,6 +88,12 @@ def test_not_standing() -> None:
     assert not is_standing(_said("We went to the park and used a map."))
     assert not is_standing(_said("The invoice for the crane was paid on Friday."))
     assert not is_standing(_said("We stopped at the station, used the restroom, kept going."))
+    assert not is_standing(_said("In the end, use of the old API dropped off."))
+    assert not is_standing(_said("The authors, write-ups aside, were thorough."))
+    # Every spelling of a role that is not a person's.
+    for role in ("Assistant", "ASSISTANT", "model", "ai", "Bot", "developer", "function", " System ", "Tool"):
+        assert not is_standing(_said("Always back up your database first. It is cheap.", role=role))
+        assert standing_sentences(_said("It is cheap. Always back up your database first.", role=role)) == []
     # Advice the assistant gave is not the user's own instruction.
     assert not is_standing(_said("Always back up your database before a migration.", role="assistant"))
 

@@ -193,16 +193,16 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
 
     # -- writes -----------------------------------------------------------------------------------
     def put_many(
-        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Mapping[str, Vector] | None = None
+        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Sequence[Vector | None] | None = None
     ) -> None:
-        if len(records) != len(vectors):
+        if len(records) != len(vectors) or (facets is not None and len(facets) != len(records)):
             raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
         if not records:
             return
         matrix = np.asarray(vectors, dtype=np.float32)
         self._ensure_hnsw(int(matrix.shape[1]))
-        parts = facets or {}
-        rows = [schema.record_params(r, v, parts.get(r.id)) for r, v in zip(records, matrix, strict=True)]
+        parts = [None] * len(records) if facets is None else facets
+        rows = [schema.record_params(r, v, f) for r, v, f in zip(records, matrix, parts, strict=True)]
         try:
             with self._keywords.track(r.user_id for r in records) as write:
                 with self._tx() as conn, conn.cursor() as cur:
@@ -233,7 +233,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
             for row in params:
                 set_count += conn.execute(
                     "UPDATE engram_memories SET facets = %s WHERE user_id = %s AND id = %s AND content_hash = %s "
-                    "AND vector_dims(embedding) = %s", row,
+                    "AND vector_dims(embedding) = %s AND facets IS NULL", row,
                 ).rowcount
         return set_count
 
@@ -332,7 +332,8 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
             "AND id = ANY(%s::text[]) AND facets IS NOT NULL AND embedding IS NOT NULL",
             (user_id, list(dict.fromkeys(memory_ids))),
         )
-        return {memory_id: facet_matrix(blob, int(width)) for memory_id, blob, width in rows}
+        found = {memory_id: facet_matrix(blob, int(width)) for memory_id, blob, width in rows}
+        return {memory_id: matrix for memory_id, matrix in found.items() if matrix is not None}
 
     def change_token(self, user_id: str) -> str:
         """The user's write counter, which triggers bump in every writing transaction."""

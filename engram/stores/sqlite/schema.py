@@ -244,10 +244,17 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 16: which rows each user's removals counted, for held indexes to catch up on deletes and
     # changes in place as on inserts (engram.stores.sqlite.versions).
     lambda conn: log_removals(conn),
-    # 17: vectors of parts of a memory, kept in its row (engram.stores.facets). Memories stored before
-    # have none until their text is written again.
-    lambda conn: _add_column(conn, "memories", "facets BLOB"),
+    # 17: vectors of parts of a memory, kept in its row (engram.stores.facets); memories stored
+    # before gain them with engram upgrade. Setting them moves the user's change token.
+    lambda conn: _add_facets(conn),
 )
+
+
+def _add_facets(conn: sqlite3.Connection) -> None:
+    _add_column(conn, "memories", "facets BLOB")
+    # The update trigger names the columns the table had when it was made.
+    conn.execute("DROP TRIGGER IF EXISTS user_version_memories_update")
+    create_user_versions(conn)
 
 
 def _add_column(conn: sqlite3.Connection, table: str, column: str) -> None:

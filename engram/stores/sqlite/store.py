@@ -277,12 +277,12 @@ class SQLiteStore(
         return rowid
 
     def put_many(
-        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Mapping[str, Vector] | None = None
+        self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Sequence[Vector | None] | None = None
     ) -> None:
-        if len(records) != len(vectors):
+        if len(records) != len(vectors) or (facets is not None and len(facets) != len(records)):
             raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
         with self._turns.of(*{r.user_id for r in records}):
-            self._put_many(records, vectors, facets or {})
+            self._put_many(records, vectors, [None] * len(records) if facets is None else facets)
 
     def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
         widths = [int(np.shape(matrix)[-1]) for _, _, matrix in rows]
@@ -292,15 +292,15 @@ class SQLiteStore(
         def op(c: sqlite3.Connection) -> int:
             return sum(c.execute(
                 "UPDATE memories SET facets = ? WHERE user_id = ? AND id = ? AND content_hash = ? "
-                "AND length(embedding) = ?", row).rowcount for row in params)
+                "AND length(embedding) = ? AND facets IS NULL", row).rowcount for row in params)
 
         with self._turns.of(user_id):
             return self._write(op) if params else 0
 
-    def _put_many(self, records: Sequence[MemoryRecord], vectors: Vector, facets: Mapping[str, Vector]) -> None:
+    def _put_many(self, records: Sequence[MemoryRecord], vectors: Vector, facets: Sequence[Vector | None]) -> None:
 
         def op(c: sqlite3.Connection) -> list[int]:
-            rowids = [self._insert(c, r, v, facets.get(r.id)) for r, v in zip(records, vectors, strict=True)]
+            rowids = [self._insert(c, r, v, f) for r, v, f in zip(records, vectors, facets, strict=True)]
             log_adds(SQLITE, c, records)
             return rowids
 

@@ -357,7 +357,8 @@ class VectorMixin:
     def facets(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         rows = self._by_ids("facets, length(embedding)", "facets IS NOT NULL AND embedding IS NOT NULL",
                             user_id, list(dict.fromkeys(memory_ids)))
-        return {memory_id: facet_matrix(blob, size // 4) for memory_id, blob, size in rows}
+        found = {memory_id: facet_matrix(blob, size // 4) for memory_id, blob, size in rows}
+        return {memory_id: matrix for memory_id, matrix in found.items() if matrix is not None}
 
     def _by_ids(self, columns: str, condition: str, user_id: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
         """``id, columns`` of the user's rows among ``ids`` that meet ``condition``, 500 ids a query."""
