@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (a data file: one memory a line reads better than wrapped strings)
 """A realistic agent memory and everyday questions over it, labelled by stable memory keys.
 
-Two accounts, three months before ``NOW`` (Monday 23 November 2026, noon UTC):
+Three accounts, three months before ``NOW`` (Monday 23 November 2026, noon UTC):
 
 - ``kestrel``: the assistant of Kestrel Office Tech, a six-person office-IT reseller in Portland.
   The team chat (speakers Maya, Bob, Priya, Tom, Lena: ``role`` is the speaker's name), the owner's
@@ -9,6 +9,8 @@ Two accounts, three months before ``NOW`` (Monday 23 November 2026, noon UTC):
   superseded by newer ones), episodes (orders, meetings, incidents), procedures and summaries.
 - ``dana``: a personal assistant for Dana Whitfield: chats with her (``user``/``assistant``), a
   family group chat (Dana, Mark, Jess), facts, episodes, procedures and summaries.
+- ``sam``: a backend developer and a coding assistant: long messages with pasted code, tracebacks
+  and config, instructions said in passing, long answers sharing words with later requests.
 
 Distractors are deliberate: other customers' orders, messages that share words with a question but
 are about something else, restated older truths, near-duplicate paraphrases.
@@ -25,7 +27,9 @@ Every memory's key lands in ``metadata["key"]``. Questions name 1-3 gold keys. C
 - update: current truth, where a newer fact superseded an older one;
 - filter: a metadata/tag/kind filter that matches exactly one memory (checked by the tests);
 - verbatim: the gold holds an e-mail, a URL, a version or abbreviations and prices, which must come
-  back intact.
+  back intact;
+- technical: a long technical chat: a request that an instruction said in passing must shape, or a
+  decision, error or fix inside a long message.
 """
 
 from __future__ import annotations
@@ -40,9 +44,11 @@ __all__ = ["CATEGORIES", "INTACT", "NOW", "SCENARIO"]
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 K = "kestrel"
 D = "dana"
+S = "sam"
 
 CATEGORIES = (
     "time", "preference", "procedure", "entity", "speaker", "multihop", "paraphrase", "update", "filter", "verbatim",
+    "technical",
 )
 
 _MEMORIES: list[ScenarioMemory] = []
@@ -632,6 +638,182 @@ dana("dana_restaurant_done", "2026-10-17 10:00", "user", "Booked Mark's birthday
 dana("dana_leo_school_msg", "2026-11-04 16:10", "user", "Leo's teacher emailed about a field trip, can you handle the slip?")
 dana("dana_weekend_plans", "2026-11-13 18:00", "user", "This weekend: groceries Saturday, Mark's parents for lunch Sunday.")
 
+# ==================================================================================================
+# sam: a backend developer and a coding assistant. Long messages: pasted code, tracebacks and
+# config, with instructions said in passing; long answers that share words with later requests.
+# ==================================================================================================
+def dev(key: str, when: str, role: str, text: str, **fields: Any) -> None:
+    """Sam and the coding assistant, one session per day."""
+    _add(key, S, when, text, role=role, session_id=f"dev-{when[:10]}", **fields)
+
+
+dev("dev_intro", "2026-10-05 09:00", "user",
+    "I'm building a small invoicing service for our team: FastAPI in front, PostgreSQL 16 behind it, and a worker "
+    "that renders the invoice PDFs. Current layout:\n\n```\ninvoicing/\n  api/\n    routes.py\n    deps.py\n  worker/\n"
+    "    render.py\n    jobs.py\n  tests/\n    conftest.py\n```\n\nThe worker polls a jobs table every two seconds, "
+    "which feels hacky, and the PDFs sometimes come out twice. One more thing before we start: in this codebase we "
+    "use httpx, never requests, and every function gets type hints. Can you look at the worker first?")
+dev("dev_intro_a", "2026-10-05 09:01", "assistant",
+    "Let's start with why PDFs come out twice. Two workers can read the same pending row before either marks it "
+    "done, so both render it. The fix is to claim a job atomically:\n\n```python\nCLAIM = (\n    \"UPDATE jobs SET "
+    "status = 'running', started_at = now() \"\n    \"WHERE id = (SELECT id FROM jobs WHERE status = 'pending' \"\n"
+    "    \"ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) \"\n    \"RETURNING id, invoice_id\"\n)\n```\n\n"
+    "With SKIP LOCKED each worker takes a different row and never waits on another. Keep the polling for now; we "
+    "can add LISTEN/NOTIFY later so the worker wakes up the moment a job is inserted instead of every two seconds.")
+dev("dev_queue_compare", "2026-10-06 10:00", "user",
+    "Should we move the jobs to a real queue? A colleague keeps saying Redis with RQ, or Celery.")
+dev("dev_queue_decision", "2026-10-06 10:02", "assistant",
+    "For this service I'd stay on PostgreSQL and not add Redis or Celery. You already run Postgres and back it up; "
+    "a job row can be inserted in the same transaction as the invoice, so a job never exists for an invoice that "
+    "was rolled back; and at a few hundred PDFs an hour a SKIP LOCKED table is nowhere near its limits. Celery "
+    "brings a broker, a result backend and its own retry semantics; RQ needs Redis, which is one more thing to "
+    "monitor and to secure. Revisit it if you need scheduled jobs at scale or fan-out to many consumers. Next "
+    "step: add an `attempts` column and a `run_after` timestamp so failed renders back off instead of spinning.")
+dev("dev_queue_ok", "2026-10-06 10:10", "user",
+    "Makes sense, let's keep the SKIP LOCKED table then. Redis is one more thing to babysit.")
+dev("dev_retry_generic", "2026-10-08 15:00", "assistant",
+    "Here is a generic retry pattern you can adapt to any HTTP call:\n\n```python\nimport time\nimport requests\n\n"
+    "def get_with_retry(url, attempts=3, backoff=0.5):\n    for attempt in range(attempts):\n        try:\n"
+    "            response = requests.get(url, timeout=5)\n            response.raise_for_status()\n"
+    "            return response.json()\n        except requests.RequestException:\n            if attempt == "
+    "attempts - 1:\n                raise\n            time.sleep(backoff * 2 ** attempt)\n```\n\nRetry only on "
+    "timeouts, connection errors and 5xx responses: a 4xx means the request itself is wrong and retrying it "
+    "just repeats the failure. For production code, libraries like tenacity give you jitter and logging for free.")
+dev("dev_traceback", "2026-10-13 17:40", "user",
+    "The staging deploy blew up on the new migration:\n\n```\nINFO  [alembic.runtime.migration] Running upgrade "
+    "3f2a -> 9c1d, index invoices by customer\nTraceback (most recent call last):\n  File \"/app/.venv/lib/python3.12/"
+    "site-packages/sqlalchemy/engine/base.py\", line 1967, in _exec_single_context\n    self.dialect.do_execute(\n"
+    "psycopg.errors.LockNotAvailable: canceling statement due to lock timeout\nCONTEXT: while creating index "
+    "invoices_customer_idx\n```\n\nIt ran fine on my laptop. The invoices table on staging has about two million "
+    "rows and the API was serving traffic at the time. Any ideas?")
+dev("dev_traceback_a", "2026-10-13 17:45", "assistant",
+    "A plain CREATE INDEX takes a lock that blocks writes to the table for as long as the build runs; on two "
+    "million rows with the API writing, your lock_timeout fired first. Build it without blocking writes:\n\n"
+    "```python\ndef upgrade() -> None:\n    with op.get_context().autocommit_block():\n        op.create_index(\n"
+    "            'invoices_customer_idx', 'invoices', ['customer_id'],\n            postgresql_concurrently=True,\n"
+    "        )\n```\n\nCONCURRENTLY cannot run inside a transaction, hence the autocommit block. If it fails halfway "
+    "it leaves an INVALID index behind: drop it and run the migration again.")
+dev("dev_review_rule", "2026-10-20 11:00", "user",
+    "Quick context for the next few weeks, then a question. The API is internet-facing and stores customers' bank "
+    "details for direct debit, and we have an audit in January. When you review my code, point out security "
+    "problems first, then correctness, and skip style nitpicks entirely. Anyway, the question: is it fine to keep "
+    "the IBAN in the same table as the customer's name and e-mail, or should it live somewhere separate?")
+dev("dev_review_rule_a", "2026-10-20 11:03", "assistant",
+    "Keep it in a separate table with its own, narrower permissions: the API role that lists customers should not "
+    "be able to read IBANs at all. Encrypt the column with a key the database does not hold (application-side "
+    "encryption, or pgcrypto with the key passed per session), store only the last four digits in clear for "
+    "display, and log every read of the full value. That also shrinks what the January audit has to look at.")
+dev("dev_flaky", "2026-10-27 09:30", "user",
+    "test_due_dates fails on the 31st of every month and passes on every other day. It's driving me nuts.")
+dev("dev_flaky_a", "2026-10-27 09:34", "assistant",
+    "The test builds 'next month' by adding 30 days to today, so on the 31st it lands on the 30th of the next "
+    "month, or skips February entirely. Two changes fix it: compute the date with "
+    "`dateutil.relativedelta(months=1)`, which clamps to the last day of a shorter month, and freeze the clock in "
+    "the test with time-machine (`@time_machine.travel('2026-01-31')`) so it checks the month-end case on every "
+    "run instead of once a month.")
+dev("dev_pytest", "2026-11-02 14:00", "user",
+    "Pasting my conftest so you can see how the tests are set up:\n\n```python\nimport pytest\nimport psycopg\n\n"
+    "@pytest.fixture(scope='session')\ndef dsn(postgresql_proc):\n    return postgresql_proc.dsn()\n\n@pytest.fixture\n"
+    "def db(dsn):\n    with psycopg.connect(dsn) as conn:\n        yield conn\n        conn.rollback()\n```\n\n"
+    "I use pytest with plain fixtures like these, no unittest classes, and no mocks of the database: we run "
+    "against a real Postgres in CI. The render tests take 40 seconds though, is that the PDF library?")
+dev("dev_pytest_a", "2026-11-02 14:05", "assistant",
+    "Most of the 40 seconds is WeasyPrint loading fonts for every test. Build one renderer per session in a "
+    "fixture and reuse it, and mark the two tests that render full multi-page invoices as slow so the default "
+    "run skips them. That should bring the suite under ten seconds.")
+dev("dev_pyproject", "2026-11-09 10:00", "user",
+    "Here's the pyproject for the Docker image:\n\n```toml\n[project]\nname = \"invoicing\"\nversion = \"0.4.0\"\n"
+    "requires-python = \">=3.12\"\ndependencies = [\n  \"fastapi>=0.115\",\n  \"httpx>=0.27\",\n  "
+    "\"psycopg[binary]>=3.2\",\n  \"weasyprint>=62\",\n]\n```\n\nDoes this look right, and which base image "
+    "should I use?")
+dev("dev_docker_a", "2026-11-09 10:04", "assistant",
+    "The pyproject looks fine. For the image, `python:3.12-slim` matches your requires-python; WeasyPrint needs "
+    "Pango, so install `libpango-1.0-0 libpangoft2-1.0-0` with apt in the same layer and clean the apt lists. "
+    "Copy pyproject and the lock file first and install dependencies before copying the code, so a code change "
+    "does not reinstall everything.")
+dev("dev_logging", "2026-11-10 16:20", "user",
+    "For logging, use structlog with JSON output everywhere; plain print statements get lost in the container logs.")
+dev("dev_logging_generic", "2026-11-10 16:22", "assistant",
+    "Python's logging module can do a lot on its own: `logging.basicConfig(level=logging.INFO, format='%(asctime)s "
+    "%(levelname)s %(name)s %(message)s')` at startup, then `log = logging.getLogger(__name__)` in each module and "
+    "`log.info('rendered %s', invoice_id)` where it matters. Log at INFO what an operator needs to follow a job, "
+    "at DEBUG what you need to debug one, and never log secrets or full bank details.")
+dev("dev_regex", "2026-11-12 11:00", "user", "What's a regex for an invoice number like INV-2026-00042?")
+dev("dev_regex_a", "2026-11-12 11:01", "assistant",
+    "`^INV-\\d{4}-\\d{5}$` matches exactly that shape: the prefix, a four-digit year and a five-digit counter.")
+dev("dev_git", "2026-11-16 18:00", "user",
+    "I committed the .env file by accident two commits ago and already pushed. How bad is this and how do I undo it?")
+dev("dev_git_a", "2026-11-16 18:03", "assistant",
+    "Treat every secret in it as leaked: rotate the database password and the API keys first, that matters more "
+    "than the history. Then remove the file from the history with git filter-repo, force-push, and add .env to "
+    ".gitignore so it cannot happen again.")
+dev("dev_render_slow", "2026-11-18 09:15", "user",
+    "The PDF render step takes 3 seconds per invoice in production and I have no idea where the time goes.")
+
+# Sam's other days: questions and answers that share words with the requests above, none their answer.
+_FILLER_DEV = [
+    ("How do I make a CSS grid with three equal columns that wraps on phones?",
+     "`grid-template-columns: repeat(auto-fit, minmax(220px, 1fr))` gives as many equal columns as fit, down to one on a phone."),
+    ("What's the difference between a LEFT JOIN and an INNER JOIN again?",
+     "INNER JOIN keeps only rows with a match on both sides; LEFT JOIN keeps every row of the left table and fills the right side with NULLs where nothing matches."),
+    ("Why does my Docker build reinstall every package when I change one line of code?",
+     "Because the COPY of the code comes before the install: copy the dependency files first, install, then copy the rest, so the install layer stays cached."),
+    ("Is HTTP 422 or 400 the right status for a validation error in a JSON body?",
+     "FastAPI answers 422 for a body that parses but fails validation and 400 for one that does not parse; either is defensible, but be consistent across the API."),
+    ("How do I retry a flaky GitHub Actions step without rerunning the whole job?",
+     "There is no built-in retry for a single step; wrap the command in a small loop, or use a retry action, and fix the flakiness rather than hiding it."),
+    ("Our message queue at my last job was RabbitMQ, is that still a good choice for small teams?",
+     "RabbitMQ is mature and fine, but it is another server to run; for a small team with one database, a table-based queue or a managed service is usually less work."),
+    ("What does 'idempotent' mean for an API endpoint?",
+     "Calling it twice with the same input has the same effect as calling it once: PUT and DELETE should be, POST usually is not unless you add an idempotency key."),
+    ("Can you explain Python's GIL in two sentences?",
+     "The global interpreter lock lets only one thread run Python bytecode at a time, so threads help with I/O but not with CPU-bound work. Use processes, or native code that releases the lock, for parallel CPU work."),
+    ("How should I name database migrations so they sort in order?",
+     "Prefix them with a timestamp or a zero-padded number and a short description, like 20261014_add_invoice_status; most tools then apply them in file-name order."),
+    ("Is there a quick way to see which tests are slowest in pytest?",
+     "Run `pytest --durations=10` and it prints the ten slowest setup, call and teardown phases at the end of the run."),
+    ("What's a sensible timeout for calls to a third-party API?",
+     "Set a connect timeout of a few seconds and a read timeout matched to the API's documented latency, often 10 to 30 seconds; never leave it unbounded."),
+    ("How do I log the request id in every log line of a FastAPI app?",
+     "Set it in a contextvar in a middleware and add a logging filter, or a structlog processor, that copies the contextvar into every record."),
+    ("Which version of PostgreSQL added MERGE?",
+     "MERGE arrived in PostgreSQL 15; version 17 extended it with RETURNING and more actions."),
+    ("How do I review a pull request efficiently when it's 2,000 lines?",
+     "Ask for it to be split; if it cannot be, read the tests and the interfaces first, then the riskiest modules, and leave mechanical changes for last."),
+    ("What's the cleanest way to read environment variables with defaults in Python?",
+     "`os.environ.get('NAME', 'default')` for one or two; for more, a settings class (pydantic-settings) that validates types in one place."),
+    ("My laptop fan spins up whenever the tests run, is that normal?",
+     "Probably: the test database and the PDF rendering both use the CPU hard. Running pytest with `-n auto` would make it worse, not better, for the fan."),
+    ("How do I find which commit broke a test?",
+     "git bisect: mark a good and a bad commit, run the test at each step (or `git bisect run pytest path::test`) and git finds the first bad commit."),
+    ("Should invoice amounts be floats or decimals?",
+     "Decimals, always: store them as NUMERIC in PostgreSQL or as integer cents, and use Python's Decimal for arithmetic so rounding is exact."),
+    ("What does the Python version in a Dockerfile's FROM line actually pin?",
+     "`python:3.12-slim` follows the latest 3.12 patch release; pin a digest or a full tag like 3.12.7-slim-bookworm if you need reproducible builds."),
+    ("How do I stop a long-running SQL query in psql?",
+     "Press Ctrl-C in the session running it, or from another session call `SELECT pg_cancel_backend(pid)` with the pid from pg_stat_activity."),
+    ("Any tips for writing commit messages my team will actually read?",
+     "A short summary line in the imperative, a blank line, then why the change was needed; what changed is already in the diff."),
+    ("What's the difference between a process and a thread, briefly?",
+     "A process has its own memory; threads share their process's memory. Threads are cheaper to start but need care with shared state."),
+    ("How do I format a date as 2026-11-23 in Python?",
+     "`date.isoformat()` or `value.strftime('%Y-%m-%d')`."),
+    ("Is it worth adding type checking to a small codebase?",
+     "Yes if you already write annotations: mypy in CI catches whole classes of bugs for little effort, and strict mode can be adopted module by module."),
+    ("How can I see what queries SQLAlchemy is sending?",
+     "Create the engine with `echo=True`, or set the sqlalchemy.engine logger to INFO, and every statement is logged with its parameters."),
+    ("What's the best way to store uploaded PDFs, in the database or on disk?",
+     "In object storage (S3 or compatible), with the key and a checksum in the database; large binary blobs make database backups slow."),
+    ("My pre-commit hooks take forever, can I speed them up?",
+     "Run the slow ones (like mypy) only in CI or on push, and keep fast formatters and linters on commit."),
+    ("How do I test code that sends e-mails without sending real ones?",
+     "Point the mailer at a local catcher like MailHog in tests, or inject the mailer and assert on what it was asked to send."),
+]
+for _i, (_question, _answer) in enumerate(_FILLER_DEV):
+    _day = f"2026-{9 + _i // 10:02d}-{1 + (_i % 10) * 2:02d}"
+    dev(f"dev_filler_{_i:02d}", f"{_day} 08:00", "user", _question)
+    dev(f"dev_filler_{_i:02d}_a", f"{_day} 08:01", "assistant", _answer)
+
 ENTITIES = (
     ScenarioEntity(K, "customer:acme", "customer", "Acme Corporation", ("Acme", "Acme Inc.", "Acme Corp")),
     ScenarioEntity(K, "customer:globex", "customer", "Globex", ("Globex Corporation",)),
@@ -767,6 +949,22 @@ q("acme_invoice_email", K, "verbatim", "Where should Acme invoices be e-mailed?"
 q("acme_webhook_url", K, "verbatim", "Where do we post Acme's order confirmations?", "acme_webhook")
 q("stockpilot_version", K, "verbatim", "Which StockPilot version broke the scanner?", "tom_231")
 q("refund_approver", K, "verbatim", "Who approved the refund for Acme's damaged cable?", "acme_refund_approved")
+
+# -- technical (a long user-assistant technical chat) ----------------------------------------------
+q("tech_retry", S, "technical", "Write a helper that retries a failed HTTP call to the tax API.", "dev_intro",
+  note="the instruction (httpx, type hints) is one sentence of a long message about the worker")
+q("tech_queue", S, "technical", "Which job queue did we settle on for the PDF worker, and why?",
+  "dev_queue_decision", "dev_queue_ok")
+q("tech_migration_error", S, "technical", "What error did the index migration hit on staging?", "dev_traceback")
+q("tech_review", S, "technical",
+  "Review this handler for me: @app.post('/customers') async def create(body: dict) -> dict: "
+  "return await db.insert('customers', body)", "dev_review_rule")
+q("tech_flaky", S, "technical", "How did we fix the test that failed at the end of the month?",
+  "dev_flaky_a", "dev_flaky")
+q("tech_test_request", S, "technical", "Write a test for the invoice total calculation.", "dev_pytest")
+q("tech_python", S, "technical", "Which Python version does the invoicing service need?",
+  "dev_pyproject", "dev_docker_a")
+q("tech_logging", S, "technical", "Add logging to the PDF render step.", "dev_logging")
 
 #: Question id -> strings the gold memory's returned content must contain unchanged.
 INTACT: dict[str, tuple[str, ...]] = {

@@ -38,7 +38,9 @@ FLOOR = 0.88
 #: multihop 0.75 -> 0.81, overall 0.89 -> 0.90.
 #: Overall hit@1 (the right memory first), minus 0.02: 0.67 once a question by the asker answers
 #: "What did Bob ask last week?" (the four questions that ask what someone asked: 1 first -> 4).
-HIT1_FLOOR = 0.65
+#: The long technical chat's eight questions (2026-11-29; hit@1 0.38, as dense's) made the set's
+#: overall 0.64: the floor follows the set, not a change to the code.
+HIT1_FLOOR = 0.62
 CATEGORY_FLOORS = {
     "time": 0.81,
     "preference": 0.65,
@@ -50,6 +52,8 @@ CATEGORY_FLOORS = {
     "update": 0.98,
     "filter": 0.98,
     "verbatim": 0.98,
+    # Written 2026-11-29 and measured once, untuned: 0.75 (BM25 0.69, dense 0.69, RRF 0.75).
+    "technical": 0.73,
 }
 
 
