@@ -109,9 +109,16 @@ def not_the_users(role: str | None) -> bool:
 
 
 def is_standing(record: MemoryRecord) -> bool:
-    """Whether ``record`` is the user's own standing instruction or stated preference."""
-    return (not not_the_users(record.role) and record.kind not in _WRITTEN
-            and _STANDING.search(record.content) is not None)
+    """Whether ``record`` is the user's own standing instruction or stated preference, in its prose:
+    code is not said in passing ("use std::io;" opens a line of Rust, not an instruction)."""
+    if not_the_users(record.role) or record.kind in _WRITTEN or _STANDING.search(record.content) is None:
+        return False
+    fenced = "```" in record.content or "~~~" in record.content  # the common case skips the rewrite
+    return not fenced or _STANDING.search(_prose(record)) is not None
+
+
+def _prose(record: MemoryRecord) -> str:
+    return _CODE_BLOCK.sub("\n\n", record.content)
 
 
 def standing_sentences(record: MemoryRecord) -> list[str]:
@@ -120,9 +127,7 @@ def standing_sentences(record: MemoryRecord) -> list[str]:
     memory of one sentence, whose own vector already is that sentence's."""
     if not is_standing(record):
         return []
-    # Code is not said in passing: "use std::io;" opens a line of Rust, not an instruction.
-    prose = _CODE_BLOCK.sub("\n\n", record.content)
-    sentences = [s for s in split_sentences(prose) if s.strip()]
+    sentences = [s for s in split_sentences(_prose(record)) if s.strip()]
     if len(sentences) < 2:
         return []
     return [s for s in sentences if _STANDING.search(s)][:MAX_STANDING_SENTENCES]

@@ -214,3 +214,9 @@ def test_standing_sentences_are_the_users_own_prose() -> None:
     assert len(standing_sentences(many)) == MAX_STANDING_SENTENCES
     passage = replace(_said("Install the package. Always pin its version. Use a virtual environment."), kind="chunk")
     assert standing_sentences(passage) == []
+
+
+def test_code_is_no_standing_statement() -> None:
+    pasted = _said("Here is the file.\n\n```rust\nuse std::env;\nfn main() {}\n```\n\nIt compiles now.")
+    assert not is_standing(pasted) and standing_sentences(pasted) == []
+    assert is_standing(_said("Here is the file.\n\n```rust\nfn main() {}\n```\n\nAlways use Rust 2021."))
