@@ -17,9 +17,9 @@ import numpy.typing as npt
 
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
-from engram.retrieve.standing import is_standing, not_the_users
+from engram.retrieve.standing import is_standing, not_the_users, standing_sentences
 
-__all__ = ["BASE", "Known", "base_signals", "calibrated", "gains"]
+__all__ = ["BASE", "Known", "base_signals", "calibrated", "facet_sentences", "gains"]
 
 Column = npt.NDArray[np.float64]
 
@@ -36,6 +36,8 @@ class Known:
     voices: frozenset[str] = frozenset()
     values: dict[str, tuple[float, ...]] = field(default_factory=dict)
     named: dict[str, Set[str]] = field(default_factory=dict)
+    #: Memory id -> the row of its facets whose meaning was closer than its own vector's.
+    facet_rows: dict[str, int] = field(default_factory=dict)
 
 
 def base_signals(
@@ -58,7 +60,7 @@ def base_signals(
     meaning as the closest of its own vector and those. Computed only for the records ``known``
     does not hold, then kept there."""
     if known.voices != voices:
-        known.voices, known.values, known.named = voices, {}, {}
+        known.voices, known.values, known.named, known.facet_rows = voices, {}, {}, {}
     new = [r for r in records if r.id not in known.values]
     if new:
         ids = [r.id for r in new]
@@ -67,8 +69,12 @@ def base_signals(
             for at, memory_id in enumerate(ids):
                 parts = facets.get(memory_id)
                 if parts is not None and parts.shape[-1] == query_vec.size:
-                    best = float(np.max(parts @ np.asarray(query_vec, dtype=np.float32).ravel()))
-                    cosines[at] = max(cosines[at], min(1.0, best) if np.isfinite(best) else 0.0)
+                    sims = parts @ np.asarray(query_vec, dtype=np.float32).ravel()
+                    row = int(np.argmax(sims))
+                    best = float(sims[row])
+                    if np.isfinite(best) and min(1.0, best) > cosines[at]:
+                        cosines[at] = min(1.0, best)
+                        known.facet_rows[memory_id] = row
         keywords = _units(np.array([keyword_scores.get(i, 0.0) for i in ids], dtype=np.float64))
         overlaps = [0.0] * len(new)
         if query_entities:
@@ -88,6 +94,21 @@ def base_signals(
     matrix = np.array([known.values[r.id] for r in records], dtype=np.float64).reshape(len(records), len(BASE))
     nobody: frozenset[str] = frozenset()
     return list(matrix.T), [known.named.get(r.id, nobody) for r in records]
+
+
+def facet_sentences(
+    records: Sequence[MemoryRecord], facets: Mapping[str, npt.NDArray[np.float32]], seen: Known,
+) -> dict[str, str]:
+    """The sentence behind each memory's meaning that came from one of its facets, for its reasons:
+    read again from its text, and only while the text still yields as many as were stored."""
+    out: dict[str, str] = {}
+    for record in records:
+        row = seen.facet_rows.get(record.id)
+        if row is not None:
+            parts = standing_sentences(record)
+            if len(parts) == len(facets.get(record.id, ())) and row < len(parts):
+                out[record.id] = parts[row].strip()
+    return out
 
 
 def gains(

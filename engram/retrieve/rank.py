@@ -35,7 +35,7 @@ import numpy.typing as npt
 from engram.config import SIGNALS, RetrievalConfig
 from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.columns import Known, base_signals, calibrated, gains
+from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains
 from engram.retrieve.ranking import ASK_SIGNAL, STANDING_SIGNAL, VOICE_SIGNAL, Ranking
 from engram.retrieve.signals import (
     DEFAULT_SIMILARITY_RANGE,
@@ -258,10 +258,11 @@ def rank(
     voices = frozenset(query_entities) & frozenset(said.values())
     # Each signal is one array over the records: per-record Python was a third of a small user's
     # retrieval. The signals the second hop does not change are computed once a query (``known``).
+    seen = known if known is not None else Known()
     (cosines, raw_keywords, overlaps, temporal, importance, reinforced), named_by = base_signals(
         records, query_vec=query_vec, vectors=vectors, keyword_scores=keyword_scores,
         query_entities=query_entities, time_range=time_range, now=now, said=said, voices=voices,
-        known=known if known is not None else Known(), facets=facets,
+        known=seen, facets=facets,
     )
     # Keyword evidence is read against the best keyword match of this query: a question's filler
     # ("How many ... have I attended in the past three months?") is in no memory, so even the
@@ -311,7 +312,7 @@ def rank(
     return Ranking(
         records=records, scores=scores, names=names, columns=values, weights=used_weights, order=order,
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
-        time_range=time_range, bridges=bridges or {},
+        time_range=time_range, bridges=bridges or {}, sentences=facet_sentences(records, facets or {}, seen),
     )
 
 

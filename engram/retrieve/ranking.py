@@ -10,7 +10,7 @@ retrieval takes :meth:`Ranking.unexplained` and explains only what selection kee
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -54,6 +54,8 @@ class Ranking:
     named_by: Sequence[Set[str]]
     time_range: TimeRange | None
     bridges: Mapping[str, tuple[float, str]]
+    #: Memory id -> the sentence of it whose own vector gave its meaning (engram.ingest.facets).
+    sentences: Mapping[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -101,7 +103,7 @@ class Ranking:
         bridge = self.bridges.get(record.id)
         reasons = _reasons(
             record, self.sources.get(record.id, ()), signals, self.query_entities, self.named_by[at],
-            self.time_range, bridge[1] if bridge else None,
+            self.time_range, bridge[1] if bridge else None, self.sentences.get(record.id),
         )
         return {"signals": signals, "weights": dict(self.weights), "reasons": reasons}
 
@@ -114,11 +116,15 @@ def _reasons(
     candidate_entities: Set[str],
     time_range: TimeRange | None,
     bridge: str | None = None,
+    sentence: str | None = None,
 ) -> tuple[str, ...]:
     reasons: list[str] = []
     names = set(found_by)
     if "semantic" in names:
         reasons.append(f"semantic match {signals['semantic_similarity']:.2f}")
+    if sentence is not None:
+        shown = sentence if len(sentence) <= 100 else sentence[:99] + "…"
+        reasons.append(f"its sentence '{shown}' matches in meaning {signals['semantic_similarity']:.2f}")
     if "keyword" in names or "keyword_in_range" in names:
         reasons.append("keyword match")
     # Entity and time facts are reported whenever they hold, whichever source found the memory.

@@ -197,6 +197,9 @@ def test_an_instruction_said_in_passing_is_read_on_its_own_for_a_request(tmp_pat
 
         assert is_request(PARSE)
         assert meaning(PARSE) == pytest.approx(sentence, abs=1e-4)
+        found = memory.retrieve(PARSE, user_id="u", now=NOW, config=config)
+        reasons = next(m.reasons for m in found.memories if m.id == said.id)
+        assert any(r.startswith("its sentence 'By the way, please use Rust's standard library only") for r in reasons)
         asked = "What did I say about example code for reading a JSON config file?"
         assert not is_request(asked)
         whole_asked = float(memory.store.vectors("u", [said.id])[said.id]
