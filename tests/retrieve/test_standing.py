@@ -55,6 +55,8 @@ def test_requests(query: str) -> None:
     "Why was the delivery late?",
     "What does your calendar say about Friday?",
     "Let's see, when did I last call the plumber?",
+    "What's the plan for tomorrow?",
+    "What time is the dentist appointment this week?",
     "Now, what did Bob say about the invoice?",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
