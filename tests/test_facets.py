@@ -139,3 +139,19 @@ def test_an_edit_of_role_or_kind_derives_the_facets_again(tmp_path: Path, embedd
         assert set(memory.store.facets("u", [record.id])) == {record.id}
         memory.update(record.id, user_id="u", kind="chunk")
         assert memory.store.facets("u", [record.id]) == {}
+
+
+@pytest.mark.postgres
+def test_upgrade_on_postgresql(postgres_store: Store, postgres_url: str, embedder: Embedder) -> None:
+    import psycopg
+
+    with Memory(store=postgres_store, embedder=embedder) as memory:
+        said = memory.add(SAID, user_id="alice", role="user")
+        memory.add(PLAIN, user_id="alice", role="user")
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("UPDATE engram_memories SET facets = NULL")
+        before = memory.store.change_token("alice")
+        assert memory.upgrade() == 1
+        assert set(memory.store.facets("alice", [said.id])) == {said.id}
+        assert memory.store.change_token("alice") != before
+        assert memory.upgrade() == 0
