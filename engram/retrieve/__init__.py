@@ -39,7 +39,6 @@ from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
-from engram.retrieve.standing import is_standing
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import understand
 
@@ -242,6 +241,7 @@ class Pipeline:
         facets: dict[str, Any] = {}  # a request's standing memories' sentence vectors (retrieve.standing)
         neighbors: dict[str, tuple[str, ...]] = {}
         speakers: dict[str, str] = {}
+        first = Known()  # what the second hop's ranking shares with the first
 
         def load(ids: list[str]) -> None:
             missing = [i for i in ids if i not in prefetched]
@@ -254,7 +254,7 @@ class Pipeline:
             records.extend(fresh)
             speakers.update((r.id, who) for r in fresh if r.role and (who := speaker_entity(r.role, index)))
             vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
-            standing = [r.id for r in fresh if is_standing(r)] if plan.requests else []
+            standing = [r.id for r in fresh if first.standing_of(r)] if plan.requests else []
             if standing:
                 nothing: dict[str, Any] = {}
                 facets.update(optional("facets", lambda: reads.facets(user_id, standing), nothing))
@@ -263,8 +263,6 @@ class Pipeline:
                 user_id, [r.id for r in fresh if r.session_id is not None]), alone))
 
         similarity_range = self._similarity_range(config)
-
-        first = Known()  # what the second hop's ranking shares with the first
 
         def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> Ranking:
             return timed("rank", lambda: rank(

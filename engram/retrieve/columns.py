@@ -8,7 +8,7 @@ second time, and only the memories it added need their own signals computed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -38,6 +38,16 @@ class Known:
     named: dict[str, Set[str]] = field(default_factory=dict)
     #: Memory id -> the row of its facets whose meaning was closer than its own vector's.
     facet_rows: dict[str, int] = field(default_factory=dict)
+    #: Memory id -> whether it is a standing statement: a pattern over its whole text (~30 us for a
+    #: long message), asked by the facets' read and by every ranking of a request.
+    standing: dict[str, bool] = field(default_factory=dict)
+
+    def standing_of(self, record: MemoryRecord) -> bool:
+        """:func:`~engram.retrieve.standing.is_standing`, read once a query."""
+        found = self.standing.get(record.id)
+        if found is None:
+            found = self.standing[record.id] = is_standing(record)
+        return found
 
 
 def base_signals(
@@ -121,6 +131,7 @@ def gains(
     asks: bool,
     speaking: Sequence[str],
     requests: bool = False,
+    standing: Callable[[MemoryRecord], bool] = is_standing,
 ) -> tuple[Column, Column, Column, Column, Column]:
     """Per record: the best neighbouring turn's own relevance, the bridging relevance, whether it is
     a question as asked, whether it is in a voice asked for and whether it is a standing instruction
@@ -151,7 +162,7 @@ def gains(
                 spoke[at] = 1.0
     if requests:
         for at, record in enumerate(records):
-            if is_standing(record):
+            if standing(record):
                 stands[at] = 1.0
     return around, via, asked, spoke, stands
 

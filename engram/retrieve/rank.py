@@ -283,7 +283,7 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     around, via, asked, spoke, stands = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks,
-                                              speaking, requests)
+                                              speaking, requests, seen.standing_of)
     # No ceiling: a memory closer in meaning than a "clear match" (the similarity range's top), or
     # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
     # and bridges pass on relevance read up to a full match, as before.
