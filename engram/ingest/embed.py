@@ -45,8 +45,8 @@ def embed_records(
 ) -> Vector:
     """One row per record; identical text is embedded once, and a user's content already stored is
     not embedded again (never reused across users: how fast an add is must not tell whether someone
-    else stored the same text). ``given`` holds vectors the caller brought, by record id, already
-    checked (:mod:`engram.ingest.given_vectors`), by (user id, record id): those records are not embedded."""
+    else stored the same text). ``given`` holds vectors the caller brought, already checked
+    (:mod:`engram.ingest.given_vectors`), by (user id, record id): those records are not embedded."""
     out = np.zeros((len(records), embedder.dimensions), dtype=np.float32)
     if given:
         rest = []

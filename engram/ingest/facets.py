@@ -6,8 +6,8 @@ it is what a later "show me how to parse arguments" must bring back. Each such s
 (:func:`engram.retrieve.standing.standing_sentences`) is embedded on its own, in the same batch as
 the memories, and stored with the memory (``Store.put_many(..., facets=...)``): it is written,
 replaced and erased with its row. A memory that brought its own vector (an import) is not embedded
-here either: ``engram upgrade`` derives its facets when an embedder may run. Retrieval reads them only for requests (see
-:mod:`engram.retrieve.rank`).
+here either: ``engram upgrade`` derives its facets when an embedder may run. Retrieval reads them
+only for requests (see :mod:`engram.retrieve.rank`).
 """
 
 from __future__ import annotations

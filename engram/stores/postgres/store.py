@@ -36,7 +36,7 @@ from engram.deadline import check, read_deadline, remaining_ms
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
-from engram.stores.facets import facet_bytes, facet_matrix
+from engram.stores.facets import aligned_facets, facet_matrices, facet_matrix, facet_updates
 from engram.stores.postgres import distributed, schema
 from engram.stores.postgres.candidates import CandidateMixin
 from engram.stores.postgres.dialect import POSTGRES
@@ -195,13 +195,11 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
     def put_many(
         self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Sequence[Vector | None] | None = None
     ) -> None:
-        if len(records) != len(vectors) or (facets is not None and len(facets) != len(records)):
-            raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+        parts = aligned_facets(records, vectors, facets)
         if not records:
             return
         matrix = np.asarray(vectors, dtype=np.float32)
         self._ensure_hnsw(int(matrix.shape[1]))
-        parts = [None] * len(records) if facets is None else facets
         rows = [schema.record_params(r, v, f) for r, v, f in zip(records, matrix, parts, strict=True)]
         try:
             with self._keywords.track(r.user_id for r in records) as write:
@@ -226,8 +224,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
     def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
         if not rows:
             return 0
-        params = [(facet_bytes(matrix, width), user_id, memory_id, digest, width)
-                  for memory_id, digest, matrix in rows for width in [int(np.shape(matrix)[-1])]]
+        params = facet_updates(user_id, rows)
         set_count = 0
         with self._tx() as conn:
             for row in params:
@@ -332,8 +329,7 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
             "AND id = ANY(%s::text[]) AND facets IS NOT NULL AND embedding IS NOT NULL",
             (user_id, list(dict.fromkeys(memory_ids))),
         )
-        found = {memory_id: facet_matrix(blob, int(width)) for memory_id, blob, width in rows}
-        return {memory_id: matrix for memory_id, matrix in found.items() if matrix is not None}
+        return facet_matrices(rows)
 
     def change_token(self, user_id: str) -> str:
         """The user's write counter, which triggers bump in every writing transaction."""

@@ -20,7 +20,7 @@ import numpy as np
 from engram.errors import EmbedderMismatch, StoreError, StoreUnavailable, ValidationError
 from engram.ext import Vector
 from engram.model import MemoryRecord
-from engram.stores.facets import facet_bytes
+from engram.stores.facets import aligned_facets, facet_bytes, facet_updates
 from engram.stores.sql.history import HistoryMixin, log_adds
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.rows import COLUMNS, record_params
@@ -279,20 +279,17 @@ class SQLiteStore(
     def put_many(
         self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Sequence[Vector | None] | None = None
     ) -> None:
-        if len(records) != len(vectors) or (facets is not None and len(facets) != len(records)):
-            raise StoreError(f"{len(records)} records but {len(vectors)} vectors")
+        parts = aligned_facets(records, vectors, facets)
         with self._turns.of(*{r.user_id for r in records}):
-            self._put_many(records, vectors, [None] * len(records) if facets is None else facets)
+            self._put_many(records, vectors, parts)
 
     def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
-        widths = [int(np.shape(matrix)[-1]) for _, _, matrix in rows]
-        params = [(facet_bytes(matrix, width), user_id, memory_id, digest, 4 * width)
-                  for (memory_id, digest, matrix), width in zip(rows, widths, strict=True)]
+        params = facet_updates(user_id, rows)
 
         def op(c: sqlite3.Connection) -> int:
             return sum(c.execute(
                 "UPDATE memories SET facets = ? WHERE user_id = ? AND id = ? AND content_hash = ? "
-                "AND length(embedding) = ? AND facets IS NULL", row).rowcount for row in params)
+                "AND length(embedding) = 4 * ? AND facets IS NULL", row).rowcount for row in params)
 
         with self._turns.of(user_id):
             return self._write(op) if params else 0

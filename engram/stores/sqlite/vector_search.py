@@ -29,7 +29,7 @@ from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import Filters, Hit
 from engram.pools import PerProcess
-from engram.stores.facets import facet_matrix
+from engram.stores.facets import facet_matrices
 from engram.stores.sql.rows import filter_sql
 from engram.stores.sqlite import saved
 from engram.stores.sqlite.ann import AnnIndex, attached, index_class, load_index
@@ -357,8 +357,7 @@ class VectorMixin:
     def facets(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         rows = self._by_ids("facets, length(embedding)", "facets IS NOT NULL AND embedding IS NOT NULL",
                             user_id, list(dict.fromkeys(memory_ids)))
-        found = {memory_id: facet_matrix(blob, size // 4) for memory_id, blob, size in rows}
-        return {memory_id: matrix for memory_id, matrix in found.items() if matrix is not None}
+        return facet_matrices((memory_id, blob, size // 4) for memory_id, blob, size in rows)
 
     def _by_ids(self, columns: str, condition: str, user_id: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
         """``id, columns`` of the user's rows among ``ids`` that meet ``condition``, 500 ids a query."""
