@@ -46,6 +46,14 @@ def test_an_entity_most_candidates_name_is_no_bridge() -> None:
     assert set(bridges_of(scored, [])) == {"topic0", "topic1", "topic2"}
 
 
+def test_a_thing_a_few_candidates_name_still_bridges() -> None:
+    # A tool named in 8 of 77 candidates is how "the tool Priya liked" reaches its price.
+    scored = [item("liked", ("priya", "ledgerly"), 0.7)]
+    scored += [item(f"trial{i}", ("ledgerly",), 0.3) for i in range(7)]
+    scored += [item(f"o{i}", ("priya",), 0.2) for i in range(69)]
+    assert set(bridges_of(scored, ["priya"])) == {"ledgerly"}
+
+
 def test_out_of_range_and_irrelevant_results_do_not_bridge() -> None:
     scored = [item("a", ("x",), 0.0), item("b", ("y",), 0.8, tier=1)]
     assert bridges_of(scored, []) == {}

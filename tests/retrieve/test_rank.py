@@ -15,6 +15,7 @@ from engram.retrieve.columns import Known
 from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
+    BRIDGE_MENTION,
     KEYWORD_FULL_SHARE,
     KEYWORD_LENGTH,
     KEYWORD_LENGTH_POWER,
@@ -375,6 +376,22 @@ def test_a_memory_naming_what_a_top_result_names_gains_from_it() -> None:
     assert hop["p"].score > hop["o"].score
     assert "mentions mention:patel, as a top result does" in hop["p"].reasons
     assert hop["o"].signals["entity_bridge"] == 0.0 and hop["d"].score == plain["d"].score
+    # It names the query's entity at one remove: half a mention, instead of none.
+    assert plain["p"].signals["entity_overlap"] == 0.0
+    assert hop["p"].signals["entity_overlap"] == BRIDGE_MENTION and hop["o"].signals["entity_overlap"] == 0.0
+
+
+def test_a_bridge_is_no_entity_overlap_when_the_query_names_none() -> None:
+    # Entity overlap does not apply to a query that names no entity; a bridge does not make it apply.
+    dentist = rec("d", content="Leo sees Dr. Patel.", entities=("mention:leo", "mention:patel"))
+    phone = rec("p", content="Dr. Patel's phone is 503-555-0142.", entities=("mention:patel",))
+    out = {s.record.id: s for s in rank(
+        [dentist, phone], query_vec=None, vectors={}, query_entities=(), time_range=None, now=NOW,
+        weights=EXPLORATORY, keyword_scores={"d": 0.8, "p": 0.2}, sources={}, source_ranks={},
+        config=RetrievalConfig(), bridges={"p": (0.4, "mention:patel")},
+    ).scored()}
+    assert out["p"].signals["entity_overlap"] == 0.0
+    assert "entity_overlap" not in out["p"].weights or out["p"].weights["entity_overlap"] == 0.0
 
 
 def test_a_query_entity_no_candidate_names_gives_its_weight_back() -> None:
