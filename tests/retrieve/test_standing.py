@@ -81,6 +81,11 @@ def _said(content: str, role: str | None = "user") -> MemoryRecord:
     # An instruction as a clause after a comma.
     "I'm on a tight budget this year, keep gift suggestions under 30 dollars.",
     "When you write SQL for me, use uppercase keywords.",
+    # What the user works with or on.
+    "I use pytest with plain fixtures, no unittest classes.",
+    "We run Postgres 16 in CI.",
+    "I've been learning Rust in the evenings.",
+    "I'm working on a Unity game about trains.",
 ])
 def test_standing_statements(content: str) -> None:
     assert is_standing(_said(content)) and is_standing(_said(content, role=None))
@@ -92,6 +97,8 @@ def test_not_standing() -> None:
     assert not is_standing(_said("We stopped at the station, used the restroom, kept going."))
     assert not is_standing(_said("In the end, use of the old API dropped off."))
     assert not is_standing(_said("The authors, write-ups aside, were thorough."))
+    assert not is_standing(_said("Last night we ran out of milk, so we ran to the shop."))
+    assert not is_standing(_said("Sometimes we run out of time at the end of the meeting."))
     # Every spelling of a role that is not a person's.
     for role in ("Assistant", "ASSISTANT", "model", "ai", "Bot", "developer", "function", " System ", "Tool"):
         assert not is_standing(_said("Always back up your database first. It is cheap.", role=role))
