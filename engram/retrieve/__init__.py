@@ -287,8 +287,9 @@ class Pipeline:
             ranking = ranked()
             hop: tuple[Mapping[str, Mapping[str, float]], list[Hit]] | None = None
             if config.fusion != "rrf":
+                voices = frozenset(speakers.values())
                 hop = optional(
-                    "candidates.hop", lambda: second_hop(reads, user_id, ranking, plan.entities, filters), None
+                    "candidates.hop", lambda: second_hop(reads, user_id, ranking, plan.entities, filters, voices), None
                 )
             if hop is not None and hop[0]:
                 bridges, hits = hop

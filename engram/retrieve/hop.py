@@ -7,15 +7,18 @@ bridge are fetched (if the first pass missed them) and gain part of the bridging
 (``entity_bridge``), as a turn gains from the turn before it.
 
 An entity most candidates name (a conversation's speakers, the company everything is about) is no
-bridge: it would lift everything alike. Nor is one that more memories name than the hop reads
-(:data:`HOP_LIMIT`): its memories are a topic, not the few facts about a thing, and the hop would
-see only an arbitrary slice of them (at 100k memories such topics made the hop the slowest stage).
+bridge: it would lift everything alike. Nor is anyone who speaks among the candidates, however few
+of them name her: a colleague in the team chat is common ground, not the thing a result points to
+("What happened with Acme in October?" put two chat lines naming Maya above Acme's delivery).
+Nor is one that more memories name than the hop reads (:data:`HOP_LIMIT`): its memories are a
+topic, not the few facts about a thing, and the hop would see only an arbitrary slice of them (at
+100k memories such topics made the hop the slowest stage).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from engram.ext import RetrievalReads
 from engram.model import Filters, Hit, MemoryRecord
@@ -43,6 +46,7 @@ MAX_BRIDGES = 6
 def bridge_entities(
     best: Sequence[Scored], candidates: Sequence[MemoryRecord], query_entities: Sequence[str],
     relevance_signal: str, counts: Callable[[list[str], int], Mapping[str, int]] | None = None,
+    speakers: Collection[str] = (),
 ) -> dict[str, dict[str, float]]:
     """Bridge entity -> {seed memory id: that seed's relevance}, from the first-pass results: the
     ``best`` (best first; the first :data:`HOP_SEEDS` may bridge) among all ``candidates``.
@@ -50,13 +54,14 @@ def bridge_entities(
     ``counts(entities, cap)`` says how many of the user's memories name each entity (up to
     ``cap``; the store's ``entity_counts``): entities more memories name than the hop reads are
     left out. Without it every entity rare among the candidates may bridge.
+    ``speakers`` (who speaks among the candidates) never bridge.
     """
     seeds = [s for s in best[:HOP_SEEDS] if s.tier == 0 and s.signals.get(relevance_signal, 0.0) > 0.0]
     if not seeds:
         return {}
     counts_here = Counter(e for record in candidates for e in set(record.entities))
     common = max(COMMON_MIN, COMMON_SHARE * len(candidates))
-    asked = set(query_entities)
+    asked = set(query_entities) | set(speakers)
     out: dict[str, dict[str, float]] = {}
     for seed in seeds:
         for entity in set(seed.record.entities) - asked:
@@ -87,11 +92,12 @@ def bridged(
 
 
 def second_hop(
-    reads: RetrievalReads, user_id: str, ranking: Ranking, entities: tuple[str, ...], filters: Filters
+    reads: RetrievalReads, user_id: str, ranking: Ranking, entities: tuple[str, ...], filters: Filters,
+    speakers: Collection[str] = (),
 ) -> tuple[Mapping[str, Mapping[str, float]], list[Hit]]:
     """The second hop's bridge entities and the memories naming them (none without bridges)."""
     bridges = bridge_entities(
         ranking.best(HOP_SEEDS), ranking.records, entities, RELEVANCE_SIGNAL,
-        lambda ids, cap: reads.entity_counts(user_id, ids, cap),
+        lambda ids, cap: reads.entity_counts(user_id, ids, cap), speakers,
     )
     return bridges, (reads.by_entities(user_id, list(bridges), HOP_LIMIT, filters) if bridges else [])

@@ -54,6 +54,14 @@ def test_a_thing_a_few_candidates_name_still_bridges() -> None:
     assert set(bridges_of(scored, ["priya"])) == {"ledgerly"}
 
 
+def test_who_speaks_among_the_candidates_is_no_bridge() -> None:
+    # A colleague in the team chat is common ground, however few candidates name her.
+    scored = [item("a", ("acme", "maya", "po-5531"), 0.8), item("b", ("maya",), 0.3), item("c", ("acme",), 0.2)]
+    assert set(bridges_of(scored, ["acme"])) == {"maya", "po-5531"}
+    found = bridge_entities(scored, [s.record for s in scored], ["acme"], RELEVANCE_SIGNAL, speakers={"maya"})
+    assert set(found) == {"po-5531"}
+
+
 def test_out_of_range_and_irrelevant_results_do_not_bridge() -> None:
     scored = [item("a", ("x",), 0.0), item("b", ("y",), 0.8, tier=1)]
     assert bridges_of(scored, []) == {}
