@@ -39,6 +39,7 @@ from engram.metrics import RETRIEVER_LATENCY, RETRIEVER_QUERIES, RETRIEVER_RESUL
 from engram.model import KIND_ALIASES, KINDS, STATUSES, Filters, Hit, MemoryRecord
 from engram.recall_types import Recall, RecalledMemory
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
+from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.timeparse import parse_datetime
 from engram.retrieve.types import Scored
 from engram.salience import (
@@ -64,6 +65,9 @@ log = logging.getLogger("engram.recall")
 
 #: The recall mode names (``RecallMode``), as they appear in logs and metric labels.
 MODES = {"relevant": "Relevant", "recent": "Recent", "important": "Important", "frequent": "Frequent"}
+#: The other modes, named to :func:`recall`: answered in relevant mode, as the spec's ``RecallAsync``
+#: does; each has a function of its own (recall_temporal, recall_by_kind, recall_linked, find_contradictions).
+AS_RELEVANT = frozenset({"temporal", "by_type", "bytype", "by_kind", "linked", "contradictions"})
 MAX_RESULTS = 1000
 MAX_POOL = 10_000  # the most a temporal recall may be asked for
 MAX_DEPTH = 3
@@ -128,6 +132,13 @@ def _embed(ctx: Context, text: str, field: str) -> Vector:
 BY_SALIENCE = Weighting({"salience": 1.0})
 
 
+def _floor(ctx: Context, options: RecallOptions) -> float:
+    """The similarity below which a memory is not recalled (see ``RecallOptions.min_similarity``)."""
+    if options.min_similarity is not None:
+        return options.min_similarity
+    return float(getattr(ctx.embedder(), "similarity_range", DEFAULT_SIMILARITY_RANGE)[0])
+
+
 def _by_salience(
     now: datetime, options: RecallOptions, min_salience: float, reason: Callable[[MemoryRecord, float], str],
     admit: Callable[[MemoryRecord, Raw], bool] | None = None,
@@ -149,11 +160,12 @@ def _relevant(
     """Similarity gated: ``similarity * (similarity_weight + salience_weight * salience)``, best
     first, ties to the larger id; ``admit`` narrows what may be recalled before the cut."""
     vector = _embed(ctx, query, "query")
+    floor = _floor(ctx, options)
 
     def judge(record: MemoryRecord, raw: Raw) -> Evidence | None:
         sim = raw["semantic"][record.id]
         value = salience(record, now=now, config=options.salience)
-        if sim < options.min_similarity or value < min_salience or (admit is not None and not admit(record)):
+        if sim < floor or value < min_salience or (admit is not None and not admit(record)):
             return None
         return Evidence({"similarity": sim, "salience": value}, (f"Similarity: {sim:.2f}, Salience: {value:.2f}",))
 
@@ -216,10 +228,13 @@ def recall(
     kind: str | None = None, min_salience: float = 0.0, project_id: str | None = None,
     include_archived: bool = False, now: datetime | str | None = None, options: RecallOptions | None = None,
 ) -> Recall:
-    """Recall by mode (``RecallAsync``): ``query`` is required in relevant mode and only logged otherwise."""
+    """Recall by mode (``RecallAsync``): ``query`` is required in relevant mode and only logged otherwise.
+    The other modes' names (temporal, by_type, linked, contradictions) are answered in relevant mode."""
     started = time.perf_counter()
     ctx = context_of(source)
     user = _user(ctx, user_id)
+    if isinstance(mode, str) and mode.casefold() in AS_RELEVANT:
+        mode = "relevant"
     choice("mode", mode, list(MODES))
     if query is not None and not isinstance(query, str):
         raise InvalidQuery("query", f"must be a string, got {type(query).__name__}")
@@ -264,6 +279,7 @@ def recall_temporal(
     when = _now(now)
     filters = _filters(ctx, kind, project_id, include_archived)
     topic_vector = None if topic is None else _embed(ctx, topic, "topic")
+    floor = _floor(ctx, opts)
 
     def topic_similarity(records: list[MemoryRecord]) -> Raw:
         if topic_vector is None:
@@ -273,7 +289,7 @@ def recall_temporal(
         return {"topic": {i: float(np.dot(v, topic_vector)) for i, v in vectors.items()}}
 
     def close(record: MemoryRecord, raw: Raw) -> bool:
-        return topic_vector is None or raw["topic"].get(record.id, -1.0) >= opts.min_similarity
+        return topic_vector is None or raw["topic"].get(record.id, -1.0) >= floor
 
     in_range = Source("temporal", lambda n: ctx.store.by_time_range(user, begin, finish, n, filters),
                       want if topic is None else want * opts.candidate_multiplier, grows=True)

@@ -193,18 +193,25 @@ class RecallOptions:
 
     Kept beside salience because the weights say how salience may trade against relevance; see
     :func:`combined_score` for why that trade is bounded.
+
+    ``min_similarity`` is a cosine floor. Its default, None, is the level at which the store's
+    embedder calls texts unrelated (the bottom of its ``similarity_range``; MiniLM 0.15), not the
+    spec's 0.3: that is its own embedder's scale, and with MiniLM "what do I know about databases?"
+    is 0.23 from "Our MySQL server was slow when running reports", which 0.3 dropped.
     """
 
     similarity_weight: float = 0.6
     salience_weight: float = 0.4
-    min_similarity: float = 0.3
+    min_similarity: float | None = None
     candidate_multiplier: int = 3
     track_access: bool = True
     salience: SalienceConfig = DEFAULT_SALIENCE
 
     def __post_init__(self) -> None:
-        for name in ("similarity_weight", "salience_weight", "min_similarity"):
+        for name in ("similarity_weight", "salience_weight"):
             check_unit(name, getattr(self, name))
+        if self.min_similarity is not None:
+            check_unit("min_similarity", self.min_similarity)
         if self.similarity_weight == 0:
             # With no weight on similarity every score is 0 and relevance stops meaning anything.
             raise ConfigError("similarity_weight", "must be > 0")

@@ -339,12 +339,41 @@ def test_user_isolation(memory: Memory) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"mode": "temporal"}, {"max_results": 0}, {"max_results": 1001}, {"min_salience": 1.5}, {"kind": "semantics"},
+    [{"mode": "sideways"}, {"max_results": 0}, {"max_results": 1001}, {"min_salience": 1.5}, {"kind": "semantics"},
      {"min_salience": True}],
 )
 def test_recall_validates_arguments(memory: Memory, kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         recall(memory, "Acme", user_id=U, **kwargs)
+
+
+PARAPHRASED = ["Our MySQL server was slow when running reports",
+               "We added an index to the orders table and queries got faster"]
+UNRELATED = ["Leo's piano lesson is on Tuesdays at 4pm", "The office plants need watering on Fridays"]
+
+
+def test_what_do_i_know_about_finds_what_shares_no_word(memory: Memory) -> None:
+    # The spec's floor (0.3) is its own embedder's scale: MiniLM puts these 0.18-0.23 from the
+    # question, and the default floor, its "unrelated" level, keeps them while dropping the rest.
+    for i, text in enumerate(PARAPHRASED + UNRELATED):
+        add(memory, text, days=i + 1)
+    found = contents(recall(memory, "database", user_id=U, now=NOW))
+    assert set(found) == set(PARAPHRASED)
+    assert contents(recall(memory, "what do I know about databases?", user_id=U, now=NOW)) == PARAPHRASED[:1]
+    scope = contents(recall_temporal(memory, NOW - timedelta(days=7), NOW, user_id=U, topic="database", now=NOW))
+    assert set(scope) == set(PARAPHRASED)
+    # A floor the caller sets is a cosine, as before.
+    assert contents(recall(memory, "database", user_id=U, now=NOW, options=RecallOptions(min_similarity=0.3))) == []
+
+
+def test_the_other_modes_named_to_recall_answer_as_relevant(memory: Memory) -> None:
+    # The spec's RecallAsync sends every other mode to relevant recall.
+    for i, text in enumerate(PARAPHRASED + UNRELATED):
+        add(memory, text, days=i + 1)
+    relevant = contents(recall(memory, "database", user_id=U, now=NOW, options=RecallOptions(track_access=False)))
+    for mode in ("temporal", "by_type", "linked", "contradictions", "Temporal"):
+        result = recall(memory, "database", user_id=U, now=NOW, mode=mode, options=RecallOptions(track_access=False))
+        assert contents(result) == relevant and result.mode == "relevant"
 
 
 def test_relevant_needs_a_query(memory: Memory) -> None:

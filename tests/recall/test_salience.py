@@ -194,6 +194,7 @@ def test_recall_options_validated(changes: dict[str, object]) -> None:
 
 def test_recall_options_defaults_are_the_seeds() -> None:
     options = RecallOptions()
-    assert (options.similarity_weight, options.salience_weight, options.min_similarity) == (0.6, 0.4, 0.3)
+    # The similarity floor follows the embedder's scale (its "unrelated" level), not the seed's 0.3.
+    assert (options.similarity_weight, options.salience_weight, options.min_similarity) == (0.6, 0.4, None)
     assert options.candidate_multiplier == 3 and options.track_access is True
     assert options.max_lift == pytest.approx(5 / 3)
