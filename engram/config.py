@@ -30,6 +30,7 @@ __all__ = [
     "RetrievalConfig",
     "ann_above",
     "cache_dir",
+    "check_settings",
     "vector_cache_bytes",
 ]
 
@@ -328,3 +329,13 @@ class Limits:
         _check_int("max_id_chars", self.max_id_chars, 1, 10_000)
         _check_int("max_batch", self.max_batch, 1, 10_000_000)
         _check_int("max_entities_per_user", self.max_entities_per_user, 1, 10_000_000)
+
+
+def check_settings(config: object, limits: object) -> None:
+    """A settings object of the wrong type fails here, naming it, rather than at the first search."""
+    if config is not None and not isinstance(config, RetrievalConfig):
+        hint = (" (a Mem0 config dict configures vector-store, LLM and embedder providers Engram does not have:"
+                " open Memory(path_or_url) and pass a RetrievalConfig)") if isinstance(config, Mapping) else ""
+        raise ConfigError("config", f"must be an engram.RetrievalConfig, got {type(config).__name__}{hint}")
+    if limits is not None and not isinstance(limits, Limits):
+        raise ConfigError("limits", f"must be an engram.Limits, got {type(limits).__name__}")

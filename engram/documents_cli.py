@@ -81,7 +81,8 @@ Example:
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="latest", show_default=True,
               help="Which version to pick.")
 @click.option("--as-of", default=None,
-              help=f"With latest: the newest version ingested at or before this time: {LOCAL_TIME}.")
+              help=f"With latest: the newest version ingested at or before this time (none was: the newest of all, as "
+                   f"the document specification falls back): {LOCAL_TIME}.")
 @click.option("--k", default=50, show_default=True, help="Candidates to consider.")
 @click.option("--db", default=None, help=DB_HELP)
 def doc_get(user_id: str, filename: str | None, topic: str | None, note: str | None, provider: str | None,

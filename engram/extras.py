@@ -34,8 +34,10 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 
 
 def install_line(extra: str) -> str:
-    """The command that installs ``extra``, e.g. ``pip install 'engram-retrieval[service]'``."""
-    return f"pip install '{DISTRIBUTION}[{extra}]'"
+    """The command that installs ``extra``, e.g. ``pip install '.[service]'`` in a checkout: Engram is
+    not on the package index (its ``engram-memory`` is another project), so a name there would
+    install nothing of ours."""
+    return f"pip install '.[{extra}]' in a checkout of Engram"
 
 
 def missing_extra(what: str, extra: str) -> MissingExtra:

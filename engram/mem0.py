@@ -29,7 +29,12 @@ from engram.metadata_filter import check
 from engram.model import HistoryEvent, plain
 from engram.validate import to_utc
 
-__all__ = ["AsyncMemory", "Memory"]
+__all__ = ["AsyncMemory", "Memory", "MemoryNotFoundError"]
+
+class MemoryNotFoundError(MemoryNotFound, ValueError):
+    """A missing id: Engram's MemoryNotFound, and a ValueError as Mem0's is, so a migrated
+    ``except ValueError:`` around ``update`` or ``delete`` still catches it."""
+
 
 UPDATED = "Memory updated successfully!"
 DELETED = "Memory deleted successfully!"
@@ -108,13 +113,16 @@ class Memory:
             changes["created_at"] = _when(timestamp, "timestamp")
         if not changes:
             raise ValidationError("data", "give the new text (data=...) or metadata")
-        self.engram.update(memory_id, **changes)
+        try:
+            self.engram.update(memory_id, **changes)
+        except MemoryNotFound as exc:
+            raise MemoryNotFoundError(str(exc)) from exc
         return {"message": UPDATED}
 
     def delete(self, memory_id: str) -> dict[str, str]:
-        """Delete one memory; a missing id raises MemoryNotFound (Mem0 raises too)."""
+        """Delete one memory; a missing id raises MemoryNotFoundError (Mem0 raises a ValueError)."""
         if not self.engram.delete(memory_id):
-            raise MemoryNotFound(f"no memory {memory_id!r}")
+            raise MemoryNotFoundError(f"no memory {memory_id!r}")
         return {"message": DELETED}
 
     def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
@@ -137,7 +145,7 @@ class Memory:
 
     def get_all(self, *, filters: Mapping[str, Any] | None = None, top_k: int = 20, user_id: str | None = None,
                 agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """The scope's memories, oldest first, at most ``top_k`` (or ``limit``, Mem0's older name)."""
+        """The scope's memories, newest first, at most ``top_k`` (or ``limit``, Mem0's older name)."""
         user, agent, run, where = _scoped(filters, user_id, agent_id, run_id)
         found = mem0_calls.get_all(self.engram, user_id=user, agent_id=agent, run_id=run, filters=_unexpired(where),
                                    limit=limit if limit is not None else top_k)

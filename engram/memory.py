@@ -14,7 +14,7 @@ from engram import documents, keyword_search
 from engram import mem0_calls as mem0
 from engram import recall as recall_modes
 from engram.caches import Caches
-from engram.config import Limits, RetrievalConfig
+from engram.config import Limits, RetrievalConfig, check_settings
 from engram.context import Context
 from engram.conversation import Messages, as_items, is_conversation
 from engram.documents import Document
@@ -68,6 +68,7 @@ class Memory:
         log_retrievals: bool = True,
         experiment: Experiment | None = None,
     ) -> None:
+        check_settings(config, limits)
         self.config = config or RetrievalConfig()
         self.limits = limits or Limits()
         self.metrics: Metrics = metrics or InMemoryMetrics()
@@ -435,3 +436,4 @@ class Memory:
     def clear_cached_retrievals(self) -> None:
         """Forget every cached retrieval, e.g. after the settings they ran under changed."""
         self.caches.retrievals.clear()
+

