@@ -10,8 +10,9 @@ Two styles:
     facts (with ``confidence``), summaries in that order, then Engram's other kinds, then the
     "_Retrieved N memories in T ms_" footer.
 ``augmentation``
-    The augmentation format (``format_augmentation_context``): summaries, procedures, facts as natural-language
-    triples, past interactions with a relative time, and the domain database rows when a
+    The augmentation format (``format_augmentation_context``): summaries, procedures (as "When: ..." /
+    "Then: ..." when worded "When <trigger>: <action>"), facts as natural-language triples, past
+    interactions with a relative time, and the domain database rows when a
     retrieval carries them (as in the specification's example augmented prompt).
 
 Order: ``policy`` and ``augmentation`` keep the specifications' sections but put them, and the
@@ -314,6 +315,12 @@ _AUGMENTATION_HEADINGS: Mapping[str, str] = {
 }
 
 
+#: A procedure worded "When <trigger>: <action>" (as one given only its trigger and action is
+#: stored): the augmentation format shows it as its "- When: ..." / "  Then: ..." pair. Read from the
+#: content shown, so redaction, clipping and the token budget still hold.
+_WHEN_THEN = re.compile(r"When\s+(.+?):\s+(.+)\Z", re.DOTALL)
+
+
 def _augmentation_type(entry: Shown) -> str:
     # Messages, episodes, documents and chunks are all "what happened / was said" to this format.
     return _AUGMENTATION_TYPES.get(entry.type, "episodic")
@@ -338,6 +345,9 @@ def format_augmentation_context(retrieval: Rendered, *, now: datetime | None = N
     groups = _group(presented(retrieval), _augmentation_type)
 
     def line(entry: Shown) -> str:
+        rule = _WHEN_THEN.match(entry.content) if entry.type == "procedure" else None
+        if rule is not None:
+            return f"- When: {rule[1]}\n  Then: {rule[2]}\n"
         created = _created_at(entry) if _augmentation_type(entry) == "episodic" else None
         if created is None:
             return f"- {entry.content}\n"

@@ -319,7 +319,8 @@ def test_augmentation_procedures_and_fallbacks() -> None:
             'The following information from your memory may be relevant to the query: "q"\n'
             "\n"
             "## Relevant Procedures\n"
-            "- When a customer disputes an invoice: pull the delivery proof\n"
+            "- When: a customer disputes an invoice\n"
+            "  Then: pull the delivery proof\n"
             "- escalate after 3 days\n"
             "\n"
             "## Relevant Facts\n"
