@@ -330,6 +330,10 @@ class QueryPlan:
     #: The query asks for something to be done or suggested ("Write a function that ...", "Any
     #: tips on what to bake?"): the user's standing instructions and preferences shape the answer.
     requests: bool = False
+    #: A type of the user's entities the query asks about as a whole ("Tell me about my customers"):
+    #: its slot among ``entities`` (``type:customer``) -> the ids of the entities of that type. A
+    #: memory naming any of them names the slot.
+    typed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

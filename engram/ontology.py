@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXPANSION_LIMIT",
+    "IS_A",
     "SOURCE",
+    "TYPE_SLOT",
     "EntitiesAccessor",
     "EntityRelation",
     "Expansion",
@@ -46,6 +48,10 @@ __all__ = [
 
 #: Related entities followed per query entity (``limit=10`` in the ontology spec).
 EXPANSION_LIMIT = 10
+#: A query that asks about a type of entity as a whole ("Tell me about my customers") asks about a
+#: slot, ``type:customer``, which every entity of that type fills: the expansion relates them to it.
+TYPE_SLOT = "type:"
+IS_A = "is_a"
 #: The candidate source name of memories found through expansion.
 SOURCE = "ontology"
 _MAX_NAME = 64
@@ -58,7 +64,14 @@ class Expansion:
     via: Mapping[str, tuple[EntityRelation, ...]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, query_entities: Sequence[str], relations: Sequence[EntityRelation]) -> Expansion:
+    def of(
+        cls, query_entities: Sequence[str], relations: Sequence[EntityRelation],
+        typed: Mapping[str, Sequence[str]] | None = None,
+    ) -> Expansion:
+        """What ``relations`` reach from ``query_entities``, and the entities filling each type
+        slot among them (``typed``: slot -> entity ids)."""
+        relations = [*relations, *(EntityRelation(slot, IS_A, entity, "type", slot[len(TYPE_SLOT):])
+                                   for slot, ids in (typed or {}).items() for entity in ids)]
         asked = set(query_entities)
         via: dict[str, list[EntityRelation]] = {}
         for rel in relations:
@@ -151,7 +164,8 @@ def restore(
         record = originals.get(item.record.id, item.record)
         named = {*record.entities, *([record.subject] if record.subject else [])}
         via = [
-            (rel.from_id, f"related to {rel.from_id} via {rel.relation}")
+            (rel.from_id, f"names {e}, a {rel.to_type}" if rel.relation == IS_A and rel.from_id.startswith(TYPE_SLOT)
+             else f"related to {rel.from_id} via {rel.relation}")
             for e in record.entities
             for rel in expansion.via.get(e, ())
             if rel.from_id not in named

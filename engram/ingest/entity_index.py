@@ -86,10 +86,12 @@ class EntityIndex:
 
     When two entities share a name, the one listed first wins, and canonical names win over aliases.
     ``by_words`` maps a name's words to its entity id; ``longest`` maps a first word to the most
-    words of a name starting with it; ``types`` are the entities' types, lowercased.
+    words of a name starting with it; ``types`` are the entities' types, lowercased, and ``of_type``
+    the ids of each type's entities.
     """
 
-    __slots__ = ("_fuzzy_cache", "_fuzzy_ids", "_fuzzy_lens", "_fuzzy_names", "by_words", "longest", "types")
+    __slots__ = ("_fuzzy_cache", "_fuzzy_ids", "_fuzzy_lens", "_fuzzy_names", "by_words", "longest", "of_type",
+                 "types")
 
     def __init__(self, entities: Iterable[Entity] = ()) -> None:
         exact: dict[tuple[str, ...], str] = {}
@@ -97,6 +99,12 @@ class EntityIndex:
         fuzzy: dict[str, str] = {}
         valid = [e for e in entities if isinstance(e, Entity) and isinstance(e.id, str) and e.id]
         self.types = frozenset(e.type.lower() for e in valid if isinstance(e.type, str))
+        of_type: dict[str, list[str]] = {}
+        for e in valid:
+            if isinstance(e.type, str) and e.type.strip():
+                of_type.setdefault(e.type.lower(), []).append(e.id)
+        #: Type (lowercased) -> the ids of the entities of that type, in the table's order.
+        self.of_type: dict[str, tuple[str, ...]] = {t: tuple(ids) for t, ids in of_type.items()}
         names = chain(
             ((e.id, e.name) for e in valid),
             ((e.id, a) for e in valid if isinstance(e.aliases, tuple | list) for a in e.aliases),

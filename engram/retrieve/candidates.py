@@ -143,16 +143,18 @@ def gather(
     if plan.entities:
         asked = list(plan.entities[:ENTITY_QUERY_LIMIT])
         lists["entity"] = run("entity", lambda: store.by_entities(user_id, asked, ENTITY_LIMIT, filters))
+        # Two reads only for queries that name entities, and the second only if something is related
+        # (or the query asks about a type of entity as a whole: its entities fill the type's slot).
+        relations: list[EntityRelation] = []
         if expand_entities:
-            # Two reads only for queries that name entities, and the second only if something is related.
-            relations: list[EntityRelation] = []
 
             def related_entities() -> list[Hit]:  # a list of hits only so ``run`` can time it
                 relations.extend(store.related_entities(user_id, asked, EXPANSION_LIMIT))
                 return []
 
             run("expand", related_entities)
-            out.expansion = Expansion.of(plan.entities, relations)
+        if expand_entities or plan.typed:
+            out.expansion = Expansion.of(plan.entities, relations, plan.typed)
             related = out.expansion.ids()
             if related:
                 lists[SOURCE] = run(SOURCE, lambda: store.by_entities(user_id, related, ENTITY_LIMIT, filters))

@@ -35,8 +35,9 @@ import numpy.typing as npt
 from engram.config import SIGNALS, RetrievalConfig
 from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
+from engram.ontology import TYPE_SLOT
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains
-from engram.retrieve.ranking import ASK_SIGNAL, STANDING_SIGNAL, VOICE_SIGNAL, Ranking
+from engram.retrieve.ranking import ASK_SIGNAL, STANDING_SIGNAL, TYPE_SIGNAL, VOICE_SIGNAL, Ranking
 from engram.retrieve.signals import (
     DEFAULT_SIMILARITY_RANGE,
     reciprocal_rank,
@@ -66,6 +67,8 @@ __all__ = [
     "STANDING_GAIN",
     "STANDING_SIGNAL",
     "TIMELESS_KINDS",
+    "TYPE_GAIN",
+    "TYPE_SIGNAL",
     "VOICE_GAIN",
     "VOICE_SIGNAL",
     "apply_min_score",
@@ -136,18 +139,22 @@ BRIDGE_MENTION = 0.5
 #: How much of its own meaning a standing instruction or stated preference gains when the query is a
 #: request (engram.retrieve.standing): "Write a CSV reader" must bring back "always use type hints".
 STANDING_GAIN = 0.5
+#: How much relevance a memory gains by naming an entity of a type the query asks about as a whole
+#: ("Tell me about my customers"): the answer is whatever is said about each customer, in words
+#: the query cannot know (their names), as with ASK_GAIN.
+TYPE_GAIN = 0.3
 #: The evidence that rides on relevance, in SIGNALS order after semantic similarity.
 CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
-    RELEVANCE_SIGNAL,
+    TYPE_SIGNAL, RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
-    STANDING_SIGNAL,
+    STANDING_SIGNAL, TYPE_SIGNAL,
 )
 
 
@@ -297,16 +304,19 @@ def rank(
         reported[name] = weight / total
     around, via, asked, spoke, stands = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks,
                                               speaking, requests, seen.standing_of)
+    slots = [e for e in query_entities if e.startswith(TYPE_SLOT)]
+    typed = np.fromiter((any(slot in named for slot in slots) for named in named_by), dtype=np.float64,
+                        count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)
     # No ceiling: a memory closer in meaning than a "clear match" (the similarity range's top), or
     # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
     # and bridges pass on relevance read up to a full match, as before.
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
-                 + STANDING_GAIN * stands * np.minimum(meaning, 1.0))
+                 + STANDING_GAIN * stands * np.minimum(meaning, 1.0) + TYPE_GAIN * typed)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands]
+               asked, spoke, stands, typed]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

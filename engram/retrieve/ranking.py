@@ -21,11 +21,12 @@ from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.types import Scored
 
-__all__ = ["ASK_SIGNAL", "STANDING_SIGNAL", "VOICE_SIGNAL", "Ranking"]
+__all__ = ["ASK_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL", "VOICE_SIGNAL", "Ranking"]
 
 ASK_SIGNAL = "asked"
 VOICE_SIGNAL = "voice"
 STANDING_SIGNAL = "standing"
+TYPE_SIGNAL = "entity_type"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 

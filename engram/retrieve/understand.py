@@ -15,6 +15,7 @@ from datetime import datetime
 from engram.config import STRATEGY_WEIGHTS
 from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids, speaker_entity
 from engram.model import Entity, QueryPlan
+from engram.ontology import TYPE_SLOT
 from engram.retrieve.standing import is_request
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
@@ -90,6 +91,28 @@ def _speaking(query: str, index: EntityIndex, entities: Sequence[str]) -> tuple[
     return tuple(found)
 
 
+#: At most this many entities fill a type's slot (the first in the user's entity table).
+TYPE_LIMIT = 30
+
+
+def _asked_types(query: str, index: EntityIndex) -> dict[str, tuple[str, ...]]:
+    """The type slots a query asks about as a whole, with the entities filling them: the plural of a
+    type the user's entities have ("Tell me about my customers", "Which suppliers deliver on
+    Fridays?"). A singular ("the customer that ordered 30 monitors") asks about one it does not name."""
+    if not index.of_type:
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for word in _TOKEN.findall(query.lower()):
+        if len(word) < 4 or word[-1] != "s" or word.endswith("ss"):
+            continue
+        for singular in (word[:-1], word[:-3] + "y", word[:-2]):
+            ids = index.of_type.get(singular)
+            if ids:
+                out.setdefault(TYPE_SLOT + singular, ids[:TYPE_LIMIT])
+                break
+    return out
+
+
 def keywords(text: str) -> tuple[str, ...]:
     """Lowercased content words (length >= 2, stopwords dropped), de-duplicated in order."""
     seen: dict[str, None] = {}
@@ -152,6 +175,9 @@ def understand(
 
     index = known_entities if isinstance(known_entities, EntityIndex) else EntityIndex(known_entities)
     entities = extract(query, index=index, deadline=deadline)
+    # In a how-to question a type word names a class of things ("rush orders"), not the user's own.
+    typed = {} if procedural else _asked_types(query, index)
+    entities = (*entities, *typed)
 
     types = ENTITY_TYPE_WORDS | index.types
     # In a how-to question a type word names a class of things ("rush orders"), not a particular one.
@@ -181,4 +207,5 @@ def understand(
         asks=_ASKS.search(query) is not None,
         speaking=_speaking(query, index, entities),
         requests=is_request(query),
+        typed=typed,
     )

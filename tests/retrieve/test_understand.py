@@ -218,3 +218,22 @@ def test_only_words_asking_for_what_is_new_prefer_recent_memories(query: str, re
     # "When did ...?" wants a date, not the newest memory: favouring recency put last week's small
     # talk ahead of the May turn that answered it.
     assert understand(query, now=NOW).recency is recent
+
+
+TYPED = [Entity("customer:acme", "customer", "Acme Corporation", ("Acme",)), Entity("customer:globex", "customer",
+         "Globex"), Entity("supplier:northwind", "supplier", "Northwind"), Entity("city:paris", "City", "Paris")]
+
+
+def test_a_plural_of_a_type_of_the_users_entities_asks_about_them_all() -> None:
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    plan = understand("Tell me about my customers", now=now, known_entities=TYPED)
+    assert plan.typed == {"type:customer": ("customer:acme", "customer:globex")}
+    assert "type:customer" in plan.entities and plan.entity_focused
+    assert understand("Which cities did we ship to?", now=now, known_entities=TYPED).typed == {
+        "type:city": ("city:paris",)}
+    # A singular asks about one it does not name; a how-to question about a class of things.
+    assert understand("What does the customer that ordered 30 monitors pay?", now=now, known_entities=TYPED).typed == {}
+    assert understand("How do we onboard new customers?", now=now, known_entities=TYPED).typed == {}
+    # A type no entity of the user's has is no slot.
+    assert understand("Tell me about my vendors", now=now, known_entities=TYPED).typed == {}
+    assert understand("Tell me about my customers", now=now).typed == {}

@@ -262,3 +262,20 @@ def test_the_semantic_source_drops_hits_below_min_similarity(each_backend: Memor
                                     config=config.with_(min_similarity=0.99))
     assert [m.content for m in floored.memories if "semantic" in " ".join(m.reasons)] == []
     assert len(floored.memories) < 2
+
+
+def test_a_question_about_a_type_of_entity_finds_what_is_said_of_each(each_backend: Memory) -> None:
+    # The pipeline's "Tell me about my customers": memories naming any customer, none naming it.
+    memory = each_backend
+    memory.add_entity("customer:acme", user_id="u", type="customer", name="Acme Corporation", aliases=["Acme"])
+    memory.add_entity("customer:globex", user_id="u", type="customer", name="Globex")
+    memory.add_entity("supplier:northwind", user_id="u", type="supplier", name="Northwind")
+    said = ["Acme ordered 30 monitors for their new office.", "Globex pays NET15 since two invoices were late.",
+            "Northwind delivers Dell monitors in 5 days.", "The office plants need watering on Fridays."]
+    memory.add_many([{"content": text, "user_id": "u", "kind": "fact"} for text in said])
+    result = memory.retrieve("Tell me about my customers", user_id="u")
+    assert {m.content for m in result.memories} == set(said[:2])
+    acme = next(m for m in result.memories if m.content == said[0])
+    assert acme.signals["entity_type"] == 1.0 and "names customer:acme, a customer" in acme.reasons
+    found = memory.retrieve("Which suppliers do we use?", user_id="u").memories
+    assert found and found[0].content == said[2]
