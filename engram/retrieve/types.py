@@ -178,6 +178,13 @@ class Retrieval:
     def ids(self) -> list[str]:
         return [m.id for m in self.memories]
 
+    def used_in(self, response: str) -> list[str]:
+        """The ids of these memories that a model's ``response`` used, read from its words
+        (:mod:`engram.retrieve.used`): implicit feedback for ``Memory.feedback``."""
+        from engram.retrieve.used import used_in
+
+        return used_in(((m.id, m.content) for m in self.memories), response)
+
     def presented(self) -> list[MemoryEntry]:
         """The memories in the order the ``interleave`` setting presents them (``alternate``: best,
         newest, next best, ...): the order prompts list them in."""
