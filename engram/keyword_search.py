@@ -51,9 +51,9 @@ if TYPE_CHECKING:
     from engram.context import Context, ContextSource
 
 __all__ = [
-    "CACHE_MAX_ENTRIES", "CACHE_TTL", "PREFERRED_KINDS", "SCAN_LIMIT", "SCAN_PAGE", "WEIGHTS", "KeywordResult",
-    "cache_stats", "clear_cache", "enrich_context", "invalidate", "match_keywords", "relevance", "search_keywords",
-    "search_with_cache",
+    "CACHE_MAX_ENTRIES", "CACHE_TTL", "CONTEXT_ORDERS", "PREFERRED_KINDS", "SCAN_LIMIT", "SCAN_PAGE", "WEIGHTS",
+    "KeywordResult", "cache_stats", "clear_cache", "enrich_context", "invalidate", "match_keywords", "relevance",
+    "search_keywords", "search_with_cache",
 ]
 
 WEIGHTS: Mapping[str, float] = {"keyword": 0.4, "recency": 0.2, "importance": 0.2, "type": 0.2}
@@ -103,6 +103,16 @@ class EnrichKwargs(TypedDict, total=False):
     max_tokens: int
     limit: int
     now: datetime | str | None
+    kind: str | None
+    min_importance: float | None
+    recency_boost: bool
+    match_mode: str
+    order: str
+
+
+#: How :func:`enrich_context` lists what it found: best first, grouped by kind (kinds in the order of
+#: their best memory, best first within each), or oldest first.
+CONTEXT_ORDERS = ("relevance", "type", "chronological")
 
 
 def _keywords(keywords: str | Sequence[str]) -> list[str]:
@@ -369,19 +379,25 @@ def _line(result: KeywordResult) -> str:
 
 def enrich_context(
     source: ContextSource, query: str | Sequence[str], *, user_id: str, max_tokens: int = 1000, limit: int = 5,
-    now: datetime | str | None = None,
+    now: datetime | str | None = None, kind: str | None = None, min_importance: float | None = None,
+    recency_boost: bool = True, match_mode: str = "substring", order: str = "relevance",
 ) -> dict[str, Any]:
     """Prompt context from keyword search (``enrich_context``): ``{memories, summary, count, last_retrieved}``.
 
-    ``summary`` is the context for the prompt: a header and one line per memory, best first, within
-    ``max_tokens`` (at ``CHARS_PER_TOKEN`` characters a token). A line that does not fit whole is cut
-    if at least a few words of it fit, and nothing after it is added; ``memories`` and ``count`` cover
-    exactly what ``summary`` shows. A string query gives its content words as keywords.
+    ``summary`` is the context for the prompt: a header and one line per memory within ``max_tokens``
+    (at ``CHARS_PER_TOKEN`` characters a token), taken best first: a line that does not fit whole is
+    cut if at least a few words of it fit, and nothing after it is added; ``memories`` and ``count``
+    cover exactly what ``summary`` shows. ``order`` then lists them best first (``relevance``),
+    grouped by kind (``type``) or oldest first (``chronological``). A string query gives its content
+    words as keywords; ``kind``, ``min_importance``, ``recency_boost`` and ``match_mode`` are
+    :func:`search_keywords`'.
     """
     integer("max_tokens", max_tokens, 1, 1_000_000)
+    choice("order", order, list(CONTEXT_ORDERS))
     keywords = keyword_terms(query) if isinstance(query, str) else list(query)
     when = datetime.now(UTC) if now is None else to_utc(now, "now")
-    results = search_keywords(source, keywords, user_id=user_id, limit=limit, now=when)
+    results = search_keywords(source, keywords, user_id=user_id, limit=limit, now=when, kind=kind,
+                              min_importance=min_importance, recency_boost=recency_boost, match_mode=match_mode)
     budget = max_tokens * CHARS_PER_TOKEN
     # The header with the largest possible count: the real one is never longer.
     header = f"Found {len(results)} related memories:"
@@ -405,6 +421,14 @@ def enrich_context(
         })
         if truncated:
             break
+    if order != "relevance" and shown:
+        keyed = list(zip(shown, lines, strict=True))
+        if order == "type":
+            first = {item["kind"]: at for at, item in reversed(list(enumerate(shown)))}
+            keyed.sort(key=lambda pair: first[pair[0]["kind"]])  # stable: best first within a kind
+        else:
+            keyed.sort(key=lambda pair: pair[0]["created_at"])
+        shown, lines = [item for item, _ in keyed], [line for _, line in keyed]
     if shown:
         noun = "memory" if len(shown) == 1 else "memories"
         summary = "\n".join([f"Found {len(shown)} related {noun}:", *lines])

@@ -307,3 +307,28 @@ def test_enrich_context_with_nothing_found(memory: Memory) -> None:
     assert context == {"memories": [], "summary": "No related memories found.", "count": 0, "last_retrieved": NOW}
     with pytest.raises(ValidationError):
         enrich_context(memory, "Acme", user_id=U, max_tokens=0)
+
+
+def test_enrich_context_filters_and_groups_by_type_or_time(memory: Memory) -> None:
+    add(memory, "Acme prefers NET30 payment terms", kind="fact", days=5, importance=0.9)
+    add(memory, "Acme called about the late delivery", kind="episode", days=1, importance=0.4)
+    add(memory, "Acme billing contact is Dana", kind="fact", days=3, importance=0.8)
+    add(memory, "When Acme orders: confirm the roast date", kind="procedure", days=2, importance=0.8)
+
+    def kinds(context: dict[str, Any]) -> list[str]:
+        return [m["kind"] for m in context["memories"]]
+
+    best = enrich_context(memory, ["acme"], user_id=U, now=NOW)
+    grouped = enrich_context(memory, ["acme"], user_id=U, now=NOW, order="type")
+    assert sorted(kinds(grouped)) == sorted(kinds(best))
+    # Each kind's memories together, kinds in the order of their best memory.
+    seen = list(dict.fromkeys(kinds(grouped)))
+    assert seen == list(dict.fromkeys(kinds(best))) and len(seen) == len(set(kinds(grouped)))
+    assert [line.split("]")[0] for line in grouped["summary"].splitlines()[1:]] == [f"- [{k}" for k in kinds(grouped)]
+    oldest = enrich_context(memory, ["acme"], user_id=U, now=NOW, order="chronological")
+    assert [m["created_at"] for m in oldest["memories"]] == sorted(m["created_at"] for m in best["memories"])
+    facts = enrich_context(memory, ["acme"], user_id=U, now=NOW, kind="fact", min_importance=0.85)
+    assert [m["content"] for m in facts["memories"]] == ["Acme prefers NET30 payment terms"]
+    with pytest.raises(ValidationError) as error:
+        enrich_context(memory, ["acme"], user_id=U, order="sideways")
+    assert error.value.field == "order"
