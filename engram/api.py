@@ -91,12 +91,12 @@ class MemoryAPI(Protocol):
     def search(
         self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
         limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,
-        config: RetrievalConfig | None = None,
+        config: RetrievalConfig | None = None, top_k: int | None = None,
     ) -> dict[str, Any]: ...
 
     def get_all(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-        filters: Mapping[str, Any] | None = None, limit: int = 100,
+        filters: Mapping[str, Any] | None = None, limit: int = 100, top_k: int | None = None,
     ) -> dict[str, Any]: ...
 
     def recall(

@@ -236,13 +236,14 @@ class EngramClient:
 
     def search(self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
                limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,
-               config: RetrievalConfig | None = None) -> dict[str, Any]:
-        return mem0.search(self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
-                           filters=filters, threshold=threshold, config=config)
+               config: RetrievalConfig | None = None, top_k: int | None = None) -> dict[str, Any]:
+        return mem0.search(self, query, user_id=user_id, agent_id=agent_id, run_id=run_id,
+                           limit=mem0.top_k_or(top_k, limit), filters=filters, threshold=threshold, config=config)
 
     def get_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-                filters: Mapping[str, Any] | None = None, limit: int = 100) -> dict[str, Any]:
-        return mem0.get_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit)
+                filters: Mapping[str, Any] | None = None, limit: int = 100, top_k: int | None = None) -> dict[str, Any]:
+        return mem0.get_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters,
+                            limit=mem0.top_k_or(top_k, limit))
 
     def recall(self, query: str | None = None, *, user_id: str, mode: str = "relevant", max_results: int = 10,
                kind: str | None = None, min_salience: float = 0.0, project_id: str | None = None,

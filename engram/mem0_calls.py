@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from engram.api import MemoryAPI
     from engram.ext import Store
 
-__all__ = ["DELETED", "delete_all", "from_export", "get_all", "owner_of", "record_result", "search"]
+__all__ = ["DELETED", "delete_all", "from_export", "get_all", "owner_of", "record_result", "search", "top_k_or"]
 
 DELETED = "Memories deleted successfully!"
 PAGE = 500
@@ -39,6 +39,11 @@ PAGE = 500
 #: range), so a search answers the same in-process and over HTTP. Over HTTP a filtered search
 #: ranks this many before filtering (the service takes no filter tree), to fill ``limit`` when it can.
 SEARCH_TOP_K = 20
+
+
+def top_k_or(top_k: int | None, limit: int) -> int:
+    """How many results a call asked for: ``top_k`` (Mem0's newer name) when given, else ``limit``."""
+    return limit if top_k is None else top_k
 
 
 def entry_result(entry: MemoryEntry, user_id: str, explain: bool = False) -> dict[str, Any]:

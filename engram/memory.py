@@ -272,16 +272,19 @@ class Memory:
         return self._user(user_id) if user_id is not None else mem0.owner_of(self.store, memory_id)
 
     def get_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-                filters: Mapping[str, Any] | None = None, limit: int = 100) -> dict[str, Any]:
-        """Mem0's ``get_all``: ``{"results": [...]}`` (``engram.mem0_calls``); ``filters`` in Mem0's operators."""
-        return mem0.get_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters, limit=limit)
+                filters: Mapping[str, Any] | None = None, limit: int = 100, top_k: int | None = None) -> dict[str, Any]:
+        """Mem0's ``get_all``: ``{"results": [...]}`` (``engram.mem0_calls``); ``filters`` in Mem0's operators,
+        ``top_k`` Mem0's newer name of ``limit``."""
+        return mem0.get_all(self, user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters,
+                            limit=mem0.top_k_or(top_k, limit))
 
     def search(self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
                limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,
-               config: RetrievalConfig | None = None) -> dict[str, Any]:
-        """Mem0's ``search`` over ``retrieve``: ``{"results": [...]}``, best first, each with its reasons."""
-        return mem0.search(self, query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
-                           filters=filters, threshold=threshold, config=config)
+               config: RetrievalConfig | None = None, top_k: int | None = None) -> dict[str, Any]:
+        """Mem0's ``search`` over ``retrieve``: ``{"results": [...]}``, best first, each with its reasons;
+        ``top_k`` is Mem0's newer name of ``limit``."""
+        return mem0.search(self, query, user_id=user_id, agent_id=agent_id, run_id=run_id,
+                           limit=mem0.top_k_or(top_k, limit), filters=filters, threshold=threshold, config=config)
 
     def list(
         self, *, user_id: str, filters: Filters | Mapping[str, Any] | None = None, limit: int = 100,

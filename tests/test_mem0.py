@@ -218,3 +218,12 @@ def test_engram_import_from_mem0(tmp_path: Path) -> None:
     export.write_text("[1, 2]")
     bad = CliRunner().invoke(cli, ["import", str(export), "--from", "mem0", "--db", db])
     assert bad.exit_code != 0 and "not a Mem0 export" in bad.output
+
+
+def test_search_and_get_all_take_mem0s_top_k(memory: Memory) -> None:
+    memory.add(MESSAGES, user_id="u1")
+    assert len(memory.search("movies", filters={"user_id": "u1"}, top_k=1)["results"]) == 1
+    assert len(memory.get_all(user_id="u1", top_k=1)["results"]) == 1
+    assert len(memory.get_all(user_id="u1", limit=1)["results"]) == 1
+    with pytest.raises(ValidationError):
+        memory.search("movies", user_id="u1", top_k=0)
