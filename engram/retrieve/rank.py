@@ -72,6 +72,7 @@ __all__ = [
     "VOICE_GAIN",
     "VOICE_SIGNAL",
     "apply_min_score",
+    "as_speakers",
     "displayed",
     "fuse",
     "in_range_first",
@@ -270,6 +271,7 @@ def rank(
     w = [float(strategy.get(name, 0.0)) for name in SIGNALS]
     share = meaning_share(config.search_type, config.keyword_weight)
     said = speakers or {}
+    query_entities = as_speakers(query_entities, frozenset(said.values()))
     voices = frozenset(query_entities) & frozenset(said.values())
     # Each signal is one array over the records: per-record Python was a third of a small user's
     # retrieval. The signals the second hop does not change are computed once a query (``known``).
@@ -337,6 +339,25 @@ def rank(
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {}, sentences=facet_sentences(records, facets or {}, seen),
     )
+
+
+def as_speakers(query_entities: Sequence[str], speakers: frozenset[str]) -> tuple[str, ...]:
+    """The query's entities, a short name of one who speaks among the candidates read as that
+    speaker: "How long have Mel and her husband been married?" asks about Melanie, who says it (a
+    name of at least 3 letters that begins exactly one speaker's name; LoCoMo dev asks 5 questions
+    about "Mel")."""
+    out: list[str] = []
+    for entity in query_entities:
+        name = entity[len(_MENTION):] if entity.startswith(_MENTION) else ""
+        if len(name) >= 3 and " " not in name and entity not in speakers:
+            longer = [s for s in speakers if s.startswith(entity) and s[len(entity):len(entity) + 1].isalpha()]
+            if len(longer) == 1:
+                entity = longer[0]
+        out.append(entity)
+    return tuple(dict.fromkeys(out))
+
+
+_MENTION = "mention:"
 
 
 def _reach(cosines: npt.NDArray[np.float64], similarity_range: tuple[float, float]) -> tuple[float, float]:

@@ -22,6 +22,7 @@ from engram.retrieve.rank import (
     SCOPE_TRUST,
     SCORE_KNEE,
     apply_min_score,
+    as_speakers,
     displayed,
     in_range_first,
     meaning_share,
@@ -525,3 +526,28 @@ def test_a_long_message_keeps_less_of_its_keyword_evidence() -> None:
     kept = (KEYWORD_LENGTH / 2000) ** KEYWORD_LENGTH_POWER
     assert out["long"].signals["keyword_relevance"] == pytest.approx(kept)
     assert out["long"].score < out["short"].score
+
+
+def test_a_short_name_of_a_speaker_is_that_speaker() -> None:
+    speakers = frozenset({"mention:melanie", "mention:caroline"})
+    assert as_speakers(("mention:mel", "mention:kids"), speakers) == ("mention:melanie", "mention:kids")
+    assert as_speakers(("mention:caro",), speakers) == ("mention:caroline",)
+    # Too short, ambiguous, not a prefix at a letter, or already a speaker: as it was.
+    assert as_speakers(("mention:me",), speakers) == ("mention:me",)
+    assert as_speakers(("mention:mel",), speakers | {"mention:melvin"}) == ("mention:mel",)
+    assert as_speakers(("mention:melanie",), speakers) == ("mention:melanie",)
+    assert as_speakers(("customer:mel",), speakers) == ("customer:mel",)
+    # A speaker's full name begins with the short one too.
+    assert as_speakers(("mention:mel",), frozenset({"mention:melanie smith"})) == ("mention:melanie smith",)
+
+
+def test_a_question_about_mel_is_about_what_melanie_says() -> None:
+    hers = rec("h", content="5 years already! Feels like yesterday I put this dress on.", entities=("mention:melanie",))
+    other = rec("o", content="Married life suits you both, five years is lovely.", entities=("mention:caroline",))
+    ranked = {s.record.id: s for s in rank(
+        [hers, other], query_vec=None, vectors={}, query_entities=("mention:mel",), time_range=None, now=NOW,
+        weights=EXPLORATORY, keyword_scores={"h": 0.3, "o": 0.3}, sources={}, source_ranks={},
+        config=RetrievalConfig(), speakers={"h": "mention:melanie", "o": "mention:caroline"},
+    ).scored()}
+    assert ranked["h"].signals["entity_overlap"] == 1.0 and ranked["o"].signals["entity_overlap"] == 0.0
+    assert "mentions mention:melanie" in ranked["h"].reasons and ranked["h"].score > ranked["o"].score
