@@ -174,7 +174,8 @@ def test_import_reports_every_bad_line_not_just_the_first(db: str, tmp_path: Pat
     path = _jsonl(tmp_path / "bad.jsonl", rows)
     result = CliRunner().invoke(cli, ["import", str(path), "--db", db])
     assert result.exit_code != 0
-    for expected in (f"{path}:2: not JSON", f"{path}:3: must be a JSON object", f"{path}:4: user_id:",
+    for expected in (f"{path}:2: not JSON", f"{path}:3: must be a JSON object",
+                     f"{path}:4: user_id: must be a non-empty string (give --user, or a user_id on the line)",
                      f"{path}:7: id: repeats the id of line 6"):
         assert expected in result.output, result.output
     assert not Path(db).exists()

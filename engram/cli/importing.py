@@ -137,7 +137,8 @@ def _import_rows(path: Path, user_id: str | None) -> list[_ImportRow]:
         try:  # a vector the line brings is checked against the store's embedder when written
             record = normalize({k: v for k, v in item.items() if k not in VECTOR_FIELDS}, limits=limits, now=now)
         except ValidationError as exc:
-            problems.append(f"{path}:{number}: {exc}")
+            hint = " (give --user, or a user_id on the line)" if exc.field == "user_id" and not user_id else ""
+            problems.append(f"{path}:{number}: {exc}{hint}")
             continue
         if item.get("id") is not None:
             if record.id in first_line_of:
