@@ -34,7 +34,8 @@ from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, sco
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
 from engram.retrieve.hop import bridged, second_hop
-from engram.retrieve.rank import apply_min_score, in_range_first, rank
+from engram.retrieve.in_range import apply_min_score, in_range_first
+from engram.retrieve.rank import rank
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select

@@ -37,13 +37,20 @@ from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains
+from engram.retrieve.in_range import (
+    RANGE_MATCH,
+    SCOPE_TRUST,
+    TIMELESS_KINDS,
+    apply_min_score,
+    in_range_first,
+    pointed_at,
+)
 from engram.retrieve.ranking import ASK_SIGNAL, STANDING_SIGNAL, TYPE_SIGNAL, VOICE_SIGNAL, Ranking
 from engram.retrieve.signals import (
     DEFAULT_SIMILARITY_RANGE,
     reciprocal_rank,
     type_boost,
 )
-from engram.retrieve.types import Scored
 
 __all__ = [
     "ALL_SIGNALS",
@@ -61,6 +68,7 @@ __all__ = [
     "KEYWORD_SIGNAL",
     "MEANING_LOW_SLACK",
     "MEANING_REACH",
+    "RANGE_MATCH",
     "RELEVANCE_SIGNAL",
     "SCOPE_TRUST",
     "SCORE_KNEE",
@@ -100,14 +108,6 @@ KEYWORD_FULL_SHARE = 0.5
 KEYWORD_LENGTH = 500
 KEYWORD_LENGTH_POWER = 0.75
 BRIDGE_SIGNAL = "entity_bridge"
-#: Kinds whose date is when they were stored, not when what they say happened: a time scope
-#: neither lifts them above other memories nor keeps them under the score floor.
-TIMELESS_KINDS = ("fact", "procedure")
-#: A time scope lifts the memories inside it (and keeps them above the score floor) only while the
-#: best of them scores at least this share of the best memory overall: a scope read into a question
-#: that means no date ("the rotation for Admon on a Sunday") must not put that day's unrelated
-#: messages above a match at 0.99. 0.25 cost the everyday set a time question; 0.1 changed no dev answer.
-SCOPE_TRUST = 0.1
 #: When no candidate comes near the similarity range's bottom, meaning is read from ``MEANING_REACH``
 #: of the range's width below the best candidate's cosine instead, though never from more than
 #: ``MEANING_LOW_SLACK`` of the width below the range (MiniLM: from best - 0.2, not under 0.05). A
@@ -375,66 +375,3 @@ def _length_discount(records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]
     lengths = np.fromiter((len(r.content) for r in records), dtype=np.float64, count=len(records))
     return np.asarray(np.minimum(1.0, (KEYWORD_LENGTH / np.maximum(lengths, 1.0)) ** KEYWORD_LENGTH_POWER),
                       dtype=np.float64)
-
-
-def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scored]:
-    """A time-scoped query's answer: memories that happened inside the range ahead of the others
-    (tier 1), each part in score order; facts and procedures (:data:`TIMELESS_KINDS`) stored in
-    the range are not lifted, so "What did Acme order last month?" is not answered with last
-    month's procedures. Outside memories still follow, so a range that holds nothing relevant
-    falls back to the best matches overall instead of an empty answer. A vague range ("recently")
-    keeps plain score order: its temporal signal already favours what falls inside it, and "What did
-    Melanie paint recently?" still wants the painting she mentioned a month before."""
-    ids = pointed_at(scored, time_range)
-    if not ids:
-        return list(scored)
-    inside = [s for s in scored if s.record.id in ids]
-    # Built directly: dataclasses.replace, which checks its fields each call, cost more.
-    outside = [s for s in scored if s.record.id not in ids]
-    return inside + [Scored(s.record, s.score, s.signals, s.weights, s.reasons, s.vector, 1) for s in outside]
-
-
-def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None) -> set[str]:
-    """The ids of the memories a query's time scope points at: dated inside a precise range
-    (:func:`_dated_inside`), provided the best of them scores at least :data:`SCOPE_TRUST` of the
-    best memory overall (else the scope says nothing about what answers, and none are)."""
-    if time_range is None or time_range.vague:
-        return set()
-    inside = [s for s in scored if _dated_inside(s, time_range)]
-    best = max((s.score for s in scored), default=0.0)
-    if not inside or max(s.score for s in inside) < SCOPE_TRUST * best:
-        return set()
-    return {s.record.id for s in inside}
-
-
-def _dated_inside(item: Scored, time_range: TimeRange) -> bool:
-    """Whether a time scope points at this memory: it happened inside the range, as far as its
-    date tells (a fact or procedure is dated by when it was stored, which says nothing of what it
-    is about), and some evidence relates it to the query."""
-    record = item.record
-    return (
-        item.score > 0 and record.kind not in TIMELESS_KINDS
-        and time_range.start <= record.created_at <= time_range.end
-    )
-
-
-def apply_min_score(
-    scored: Sequence[Scored], min_score: float, *, keep_best: bool = False, time_range: TimeRange | None = None
-) -> tuple[list[Scored], int]:
-    """Keep items scoring at least ``min_score`` (the ``score_threshold`` filter); also the count dropped.
-
-    With ``keep_best`` (the caller narrowed the search with filters) a floor that would drop every
-    candidate keeps them all instead: the filter already says what is wanted, and "What happened?"
-    over one ticket's memories carries no words to score. Likewise the query's own time scope
-    (``time_range``, unless vague) is evidence the floor does not overrule: a memory inside it with
-    any score is kept (not a fact or procedure: their date is when they were stored; not when the
-    scope points at nothing relevant, :func:`pointed_at`), so "What did I do a week ago?" is not
-    answered with better-worded memories from other weeks while that week's are dropped
-    (LongMemEval dev turn recall_all@10 +1.2 with the defaults; the everyday time questions 0.78 ->
-    0.83).
-    """
-    inside = pointed_at(scored, time_range)
-    kept = [s for s in scored if s.score >= min_score or s.record.id in inside]
-    if not kept and keep_best:
-        kept = list(scored)
-    return kept, len(scored) - len(kept)

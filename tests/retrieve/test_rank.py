@@ -310,6 +310,21 @@ class TestTimeScope:
         assert pointed_at(near, tr) == {"near"}
         assert [s.record.id for s in in_range_first(near, tr)] == ["near", "answer"]
 
+    def test_only_in_range_memories_whose_content_matches_are_lifted(self) -> None:
+        # "What did Acme order last month?": last month's serviced afterburner (0.064) is in range
+        # but about nothing asked; Acme's order (0.96) is. The first is neither lifted nor kept.
+        tr = TimeRange(NOW - timedelta(days=30), NOW - timedelta(days=1), "last month")
+        order = Scored(rec("order", created_at=NOW - timedelta(days=20)), 0.96)
+        afterburner = Scored(rec("afterburner", created_at=NOW - timedelta(days=10)), 0.064)
+        summary = Scored(rec("summary", created_at=NOW - timedelta(days=60)), 0.95)
+        scored = [order, summary, afterburner]
+        assert pointed_at(scored, tr) == {"order"}
+        assert [s.record.id for s in in_range_first(scored, tr)] == ["order", "summary", "afterburner"]
+        assert [s.record.id for s in apply_min_score(scored, 0.1, time_range=tr)[0]] == ["order", "summary"]
+        # "What did I do last weekend?": every answer scores low, each at least RANGE_MATCH of the best.
+        weekend = [Scored(rec(f"w{i}", created_at=NOW - timedelta(days=3)), v) for i, v in enumerate((0.113, 0.015))]
+        assert pointed_at([*weekend, summary], tr) == {"w0", "w1"}
+
     def test_an_empty_range_falls_back_to_the_best_overall(self) -> None:
         tr = TimeRange(NOW - timedelta(days=7), NOW, "last week")
         scored = run([rec("old", created_at=NOW - timedelta(days=60))], query_vec=Q, vectors={"old": cosine_vec(0.9)},
