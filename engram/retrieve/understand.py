@@ -175,8 +175,9 @@ def understand(
 
     index = known_entities if isinstance(known_entities, EntityIndex) else EntityIndex(known_entities)
     entities = extract(query, index=index, deadline=deadline)
-    # In a how-to question a type word names a class of things ("rush orders"), not the user's own.
-    typed = {} if procedural else _asked_types(query, index)
+    # In a how-to question a type word names a class of things ("rush orders"), not the user's own;
+    # beside a named entity ("How many orders did Acme place?") it narrows what is said of that one.
+    typed = {} if procedural or entities else _asked_types(query, index)
     entities = (*entities, *typed)
 
     types = ENTITY_TYPE_WORDS | index.types

@@ -234,6 +234,8 @@ def test_a_plural_of_a_type_of_the_users_entities_asks_about_them_all() -> None:
     # A singular asks about one it does not name; a how-to question about a class of things.
     assert understand("What does the customer that ordered 30 monitors pay?", now=now, known_entities=TYPED).typed == {}
     assert understand("How do we onboard new customers?", now=now, known_entities=TYPED).typed == {}
+    # Beside a named entity the type narrows what is said of that one.
+    assert understand("Which suppliers does Acme use?", now=now, known_entities=TYPED).typed == {}
     # A type no entity of the user's has is no slot.
     assert understand("Tell me about my vendors", now=now, known_entities=TYPED).typed == {}
     assert understand("Tell me about my customers", now=now).typed == {}
