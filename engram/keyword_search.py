@@ -422,13 +422,13 @@ def enrich_context(
         if truncated:
             break
     if order != "relevance" and shown:
-        keyed = list(zip(shown, lines, strict=True))
+        keyed = list(zip(shown, lines, [r.record.created_at for r in results], strict=False))
         if order == "type":
             first = {item["kind"]: at for at, item in reversed(list(enumerate(shown)))}
-            keyed.sort(key=lambda pair: first[pair[0]["kind"]])  # stable: best first within a kind
+            keyed.sort(key=lambda row: first[row[0]["kind"]])  # stable: best first within a kind
         else:
-            keyed.sort(key=lambda pair: pair[0]["created_at"])
-        shown, lines = [item for item, _ in keyed], [line for _, line in keyed]
+            keyed.sort(key=lambda row: row[2])
+        shown, lines = [item for item, _, _ in keyed], [line for _, line, _ in keyed]
     if shown:
         noun = "memory" if len(shown) == 1 else "memories"
         summary = "\n".join([f"Found {len(shown)} related {noun}:", *lines])

@@ -31,6 +31,7 @@ from engram.validate import to_utc
 
 __all__ = ["AsyncMemory", "Memory", "MemoryNotFoundError"]
 
+
 class MemoryNotFoundError(MemoryNotFound, ValueError):
     """A missing id: Engram's MemoryNotFound, and a ValueError as Mem0's is, so a migrated
     ``except ValueError:`` around ``update`` or ``delete`` still catches it."""

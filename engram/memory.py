@@ -439,4 +439,3 @@ class Memory:
     def clear_cached_retrievals(self) -> None:
         """Forget every cached retrieval, e.g. after the settings they ran under changed."""
         self.caches.retrievals.clear()
-

@@ -234,6 +234,10 @@ def recall(
     ctx = context_of(source)
     user = _user(ctx, user_id)
     if isinstance(mode, str) and mode.casefold() in AS_RELEVANT:
+        if not (isinstance(query, str) and query.strip()):
+            raise InvalidQuery("query", f"mode {mode!r} is answered in relevant mode, which needs a query "
+                               "(recall_temporal, recall_by_kind, recall_linked and find_contradictions read "
+                               "by time, kind, link or content)")
         mode = "relevant"
     choice("mode", mode, list(MODES))
     if query is not None and not isinstance(query, str):
@@ -279,7 +283,7 @@ def recall_temporal(
     when = _now(now)
     filters = _filters(ctx, kind, project_id, include_archived)
     topic_vector = None if topic is None else _embed(ctx, topic, "topic")
-    floor = _floor(ctx, opts)
+    floor = -1.0 if topic_vector is None else _floor(ctx, opts)  # without a topic, no model is loaded
 
     def topic_similarity(records: list[MemoryRecord]) -> Raw:
         if topic_vector is None:

@@ -99,6 +99,8 @@ class _NotInstalled(click.Group):
         return []
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if ctx.resilient_parsing:  # shell completion: nothing to complete, nothing to refuse
+            return None
         raise click.ClickException(self.message)
 
 

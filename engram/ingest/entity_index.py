@@ -102,7 +102,7 @@ class EntityIndex:
         of_type: dict[str, list[str]] = {}
         for e in valid:
             if isinstance(e.type, str) and e.type.strip():
-                of_type.setdefault(e.type.lower(), []).append(e.id)
+                of_type.setdefault(e.type.strip().lower(), []).append(e.id)
         #: Type (lowercased) -> the ids of the entities of that type, in the table's order.
         self.of_type: dict[str, tuple[str, ...]] = {t: tuple(ids) for t, ids in of_type.items()}
         names = chain(

@@ -30,10 +30,13 @@ BASE = ("semantic_similarity", "keyword", "entity_overlap", "temporal_relevance"
 @dataclass
 class Known:
     """Base signals already computed for this query, by memory id, and the entities each memory
-    names. Entity overlap depends on which query entities speak among the candidates (``voices``):
-    when a ranking sees other voices, what was known is computed again."""
+    names. Entity overlap depends on which query entities speak among the candidates (``voices``)
+    and on how the query's entities read among them: when a ranking sees other voices or entities,
+    what was known is computed again."""
 
     voices: frozenset[str] = frozenset()
+    #: The query entities the values were computed for (a short name may read as a speaker's).
+    entities: tuple[str, ...] = ()
     values: dict[str, tuple[float, ...]] = field(default_factory=dict)
     named: dict[str, Set[str]] = field(default_factory=dict)
     #: Memory id -> the row of its facets whose meaning was closer than its own vector's.
@@ -69,8 +72,9 @@ def base_signals(
     query names none). A memory with ``facets`` (vectors of its parts, by id) is as close in
     meaning as the closest of its own vector and those. Computed only for the records ``known``
     does not hold, then kept there."""
-    if known.voices != voices:
-        known.voices, known.values, known.named, known.facet_rows = voices, {}, {}, {}
+    if known.voices != voices or known.entities != tuple(query_entities):
+        known.voices, known.entities = voices, tuple(query_entities)
+        known.values, known.named, known.facet_rows = {}, {}, {}
     new = [r for r in records if r.id not in known.values]
     if new:
         ids = [r.id for r in new]

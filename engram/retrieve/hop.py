@@ -60,7 +60,8 @@ def bridge_entities(
     if not seeds:
         return {}
     counts_here = Counter(e for record in candidates for e in set(record.entities))
-    common = max(COMMON_MIN, COMMON_SHARE * len(candidates))
+    # Named by more than half the candidates is common ground however few they are (a small user).
+    common = min(max(COMMON_MIN, COMMON_SHARE * len(candidates)), len(candidates) // 2)
     asked = set(query_entities) | set(speakers)
     out: dict[str, dict[str, float]] = {}
     for seed in seeds:

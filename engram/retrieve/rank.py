@@ -26,7 +26,7 @@ the candidate sources, for comparison. Both fill every signal so a result can al
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from datetime import datetime
 
 import numpy as np
@@ -271,7 +271,12 @@ def rank(
     w = [float(strategy.get(name, 0.0)) for name in SIGNALS]
     share = meaning_share(config.search_type, config.keyword_weight)
     said = speakers or {}
-    query_entities = as_speakers(query_entities, frozenset(said.values()))
+    own_words: dict[str, set[str]] = {}  # speaker -> the entities their own turns name
+    for record in records:
+        if record.id in said:
+            own_words.setdefault(said[record.id], set()).update(record.entities)
+    query_entities = as_speakers(query_entities, frozenset(said.values()), own_words)
+    speaking = as_speakers(speaking, frozenset(said.values()), own_words)
     voices = frozenset(query_entities) & frozenset(said.values())
     # Each signal is one array over the records: per-record Python was a third of a small user's
     # retrieval. The signals the second hop does not change are computed once a query (``known``).
@@ -341,17 +346,20 @@ def rank(
     )
 
 
-def as_speakers(query_entities: Sequence[str], speakers: frozenset[str]) -> tuple[str, ...]:
+def as_speakers(
+    query_entities: Sequence[str], speakers: frozenset[str], own_words: Mapping[str, Set[str]] | None = None
+) -> tuple[str, ...]:
     """The query's entities, a short name of one who speaks among the candidates read as that
-    speaker: "How long have Mel and her husband been married?" asks about Melanie, who says it (a
-    name of at least 3 letters that begins exactly one speaker's name; LoCoMo dev asks 5 questions
-    about "Mel")."""
+    speaker: "How long have Mel and her husband been married?" asks about Melanie, whom the others
+    call Mel (a name of at least 3 letters that begins exactly one speaker's name; LoCoMo dev asks 5
+    questions about "Mel"). Not a name the speaker's own turns use (``own_words``: speaker -> the
+    entities they name): people do not call themselves so, and Annabel's "my aunt Ann" is someone else."""
     out: list[str] = []
     for entity in query_entities:
         name = entity[len(_MENTION):] if entity.startswith(_MENTION) else ""
         if len(name) >= 3 and " " not in name and entity not in speakers:
             longer = [s for s in speakers if s.startswith(entity) and s[len(entity):len(entity) + 1].isalpha()]
-            if len(longer) == 1:
+            if len(longer) == 1 and entity not in (own_words or {}).get(longer[0], ()):
                 entity = longer[0]
         out.append(entity)
     return tuple(dict.fromkeys(out))

@@ -347,7 +347,7 @@ def format_augmentation_context(retrieval: Rendered, *, now: datetime | None = N
     def line(entry: Shown) -> str:
         rule = _WHEN_THEN.match(entry.content) if entry.type == "procedure" else None
         if rule is not None:
-            return f"- When: {rule[1]}\n  Then: {rule[2]}\n"
+            return f"- When: {' '.join(rule[1].split())}\n  Then: {' '.join(rule[2].split())}\n"
         created = _created_at(entry) if _augmentation_type(entry) == "episodic" else None
         if created is None:
             return f"- {entry.content}\n"

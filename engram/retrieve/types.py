@@ -183,7 +183,7 @@ class Retrieval:
         (:mod:`engram.retrieve.used`): implicit feedback for ``Memory.feedback``."""
         from engram.retrieve.used import used_in
 
-        return used_in(((m.id, m.content) for m in self.memories), response)
+        return used_in(((m.id, m.content) for m in self.memories), response, self.query)
 
     def presented(self) -> list[MemoryEntry]:
         """The memories in the order the ``interleave`` setting presents them (``alternate``: best,

@@ -95,17 +95,36 @@ def _speaking(query: str, index: EntityIndex, entities: Sequence[str]) -> tuple[
 TYPE_LIMIT = 30
 
 
+#: Words before a plural that make it the user's things as a whole ("my customers", "which
+#: suppliers", "how many clients"), not a verb ("the team orders coffee", "who books flights").
+_DETERMINERS = frozenset({"my", "our", "your", "the", "all", "which", "what", "any", "many", "some", "these",
+                          "those", "other"})
+
+
+def _singulars(word: str) -> tuple[str, ...]:
+    """What a plural may be the plural of: "cities" -> city, "addresses" -> address, "orders" -> order."""
+    if len(word) < 4 or not word.endswith("s") or word.endswith(("ss", "us", "is")):
+        return ()
+    if word.endswith("ies"):
+        return (word[:-3] + "y", word[:-1])
+    if word.endswith("es"):
+        return (word[:-1], word[:-2])
+    return (word[:-1],)
+
+
 def _asked_types(query: str, index: EntityIndex) -> dict[str, tuple[str, ...]]:
     """The type slots a query asks about as a whole, with the entities filling them: the plural of a
-    type the user's entities have ("Tell me about my customers", "Which suppliers deliver on
-    Fridays?"). A singular ("the customer that ordered 30 monitors") asks about one it does not name."""
+    type the user's entities have, after a determiner ("Tell me about my customers", "Which
+    suppliers deliver on Fridays?"). A singular ("the customer that ordered 30 monitors") asks about
+    one it does not name."""
     if not index.of_type:
         return {}
     out: dict[str, tuple[str, ...]] = {}
-    for word in _TOKEN.findall(query.lower()):
-        if len(word) < 4 or word[-1] != "s" or word.endswith("ss"):
+    words = _TOKEN.findall(query.lower())
+    for before, word in zip(["", *words], words, strict=False):
+        if before not in _DETERMINERS:
             continue
-        for singular in (word[:-1], word[:-3] + "y", word[:-2]):
+        for singular in _singulars(word):
             ids = index.of_type.get(singular)
             if ids:
                 out.setdefault(TYPE_SLOT + singular, ids[:TYPE_LIMIT])

@@ -374,6 +374,9 @@ def test_the_other_modes_named_to_recall_answer_as_relevant(memory: Memory) -> N
     for mode in ("temporal", "by_type", "linked", "contradictions", "Temporal"):
         result = recall(memory, "database", user_id=U, now=NOW, mode=mode, options=RecallOptions(track_access=False))
         assert contents(result) == relevant and result.mode == "relevant"
+    with pytest.raises(InvalidQuery) as error:
+        recall(memory, None, user_id=U, now=NOW, mode="temporal")
+    assert "recall_temporal" in str(error.value)
 
 
 def test_relevant_needs_a_query(memory: Memory) -> None:

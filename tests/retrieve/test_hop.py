@@ -46,6 +46,12 @@ def test_an_entity_most_candidates_name_is_no_bridge() -> None:
     assert set(bridges_of(scored, [])) == {"topic0", "topic1", "topic2"}
 
 
+def test_what_most_of_few_candidates_name_is_no_bridge() -> None:
+    # Ten candidates, all naming Acme: under COMMON_MIN, yet common ground.
+    scored = [item(f"t{i}", ("acme", "maya") if i == 0 else ("acme",), 0.9 - i / 100) for i in range(10)]
+    assert set(bridges_of(scored, ["maya"])) == set()
+
+
 def test_a_thing_a_few_candidates_name_still_bridges() -> None:
     # A tool named in 8 of 77 candidates is how "the tool Priya liked" reaches its price.
     scored = [item("liked", ("priya", "ledgerly"), 0.7)]
@@ -57,6 +63,7 @@ def test_a_thing_a_few_candidates_name_still_bridges() -> None:
 def test_who_speaks_among_the_candidates_is_no_bridge() -> None:
     # A colleague in the team chat is common ground, however few candidates name her.
     scored = [item("a", ("acme", "maya", "po-5531"), 0.8), item("b", ("maya",), 0.3), item("c", ("acme",), 0.2)]
+    scored += [item(f"x{i}", (f"x{i}",), 0.1) for i in range(5)]
     assert set(bridges_of(scored, ["acme"])) == {"maya", "po-5531"}
     found = bridge_entities(scored, [s.record for s in scored], ["acme"], RELEVANCE_SIGNAL, speakers={"maya"})
     assert set(found) == {"po-5531"}

@@ -465,6 +465,27 @@ def test_a_second_ranking_sharing_what_the_first_computed_scores_as_a_fresh_one(
     assert {s.record.id: s.signals["entity_overlap"] for s in first} == {"c": 1.0, "m": 1.0}
 
 
+def test_a_second_ranking_that_reads_a_short_name_otherwise_scores_as_a_fresh_one() -> None:
+    # "Mel" reads as Melanie while she is the only speaker it begins; once Melvin speaks too, it is
+    # ambiguous and stays "mel": what the first ranking computed must not be reused.
+    a = rec("a", content="My wedding was five years ago.", entities=("mention:melanie",))
+    b = rec("b", content="Mel, Melanie and Melvin went hiking.", entities=("mention:mel", "mention:melanie"))
+    c = rec("c", content="I fixed the bike.", entities=("mention:melvin",))
+
+    def overlaps(records: list[MemoryRecord], speakers: dict[str, str], known: Known | None) -> dict[str, float]:
+        return {s.record.id: s.signals["entity_overlap"] for s in rank(
+            records, query_vec=None, vectors={}, query_entities=("mention:mel", "mention:melanie"), time_range=None,
+            now=NOW, weights=EXPLORATORY, keyword_scores={"a": 0.3, "b": 0.3, "c": 0.3}, sources={}, source_ranks={},
+            config=RetrievalConfig(), speakers=speakers, known=known,
+        ).scored()}
+
+    known = Known()
+    assert overlaps([a, b], {"a": "mention:melanie"}, known) == {"a": 1.0, "b": 0.5}
+    # Melanie speaks in both rankings (the same voices); only how "mel" reads changed.
+    both = {"a": "mention:melanie", "c": "mention:melvin"}
+    assert overlaps([a, b, c], both, known) == overlaps([a, b, c], both, None) == {"a": 0.5, "b": 0.75, "c": 0.0}
+
+
 def test_explaining_the_unexplained_items_gives_what_scored_gives() -> None:
     """A retrieval explains only the items it returns; each reads as if all had been explained."""
     records = [
@@ -554,6 +575,10 @@ def test_a_short_name_of_a_speaker_is_that_speaker() -> None:
     assert as_speakers(("customer:mel",), speakers) == ("customer:mel",)
     # A speaker's full name begins with the short one too.
     assert as_speakers(("mention:mel",), frozenset({"mention:melanie smith"})) == ("mention:melanie smith",)
+    # Not a name the speaker's own turns use: Annabel's "my aunt Ann" is someone else.
+    annabel = frozenset({"mention:annabel", "mention:bob"})
+    assert as_speakers(("mention:ann",), annabel, {"mention:annabel": {"mention:ann"}}) == ("mention:ann",)
+    assert as_speakers(("mention:ann",), annabel, {"mention:bob": {"mention:ann"}}) == ("mention:annabel",)
 
 
 def test_a_question_about_mel_is_about_what_melanie_says() -> None:
@@ -566,3 +591,10 @@ def test_a_question_about_mel_is_about_what_melanie_says() -> None:
     ).scored()}
     assert ranked["h"].signals["entity_overlap"] == 1.0 and ranked["o"].signals["entity_overlap"] == 0.0
     assert "mentions mention:melanie" in ranked["h"].reasons and ranked["h"].score > ranked["o"].score
+    # "What did Mel say ...?" asks for Melanie's words.
+    spoken = {s.record.id: s for s in rank(
+        [hers, other], query_vec=None, vectors={}, query_entities=("mention:mel",), time_range=None, now=NOW,
+        weights=EXPLORATORY, keyword_scores={"h": 0.3, "o": 0.3}, sources={}, source_ranks={},
+        config=RetrievalConfig(), speakers={"h": "mention:melanie", "o": "mention:caroline"}, speaking=("mention:mel",),
+    ).scored()}
+    assert spoken["h"].signals["voice"] == 1.0 and spoken["o"].signals["voice"] == 0.0

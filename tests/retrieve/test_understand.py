@@ -236,6 +236,15 @@ def test_a_plural_of_a_type_of_the_users_entities_asks_about_them_all() -> None:
     assert understand("How do we onboard new customers?", now=now, known_entities=TYPED).typed == {}
     # Beside a named entity the type narrows what is said of that one.
     assert understand("Which suppliers does Acme use?", now=now, known_entities=TYPED).typed == {}
+    # Not a plural, or a verb: no slot.
+    odd = [Entity("stay:1", "stay", "Lisbon stay"), Entity("order:1", "order", "A-1042"),
+           Entity("book:1", "book", "Dune")]
+    for query in ("What's the status of my booking?", "Which team orders the most coffee?",
+                  "Who books the flights for the offsite?"):
+        assert understand(query, now=now, known_entities=odd).typed == {}, query
+    assert understand("How many orders came in?", now=now, known_entities=odd).typed == {"type:order": ("order:1",)}
+    assert understand("Which items did I buy?", now=now,
+                      known_entities=[Entity("item:1", "Item ", "lamp")]).typed == {"type:item": ("item:1",)}
     # A type no entity of the user's has is no slot.
     assert understand("Tell me about my vendors", now=now, known_entities=TYPED).typed == {}
     assert understand("Tell me about my customers", now=now).typed == {}

@@ -22,6 +22,11 @@ def test_a_memory_is_used_when_the_answer_repeats_what_it_says() -> None:
     # One shared word ("pays", "Acme") is chance, not use.
     assert used_in(MEMORIES, "Acme pays on time.") == []
     assert used_in(MEMORIES, "I don't know.") == [] and used_in(MEMORIES, "   ") == []
+    # An answer that only restates the question used nothing.
+    assert used_in(MEMORIES, "What did Acme order? Acme ordered something in May.", "What did Acme order?") == []
+    # A possessive names the same one; a memory without text is used by nothing.
+    assert used_in([("dentist", "Priya sees Dr. Patel")], "Priya's dentist is Dr. Patel.") == ["dentist"]
+    assert used_in([("none", None)], "anything at all") == []  # type: ignore[list-item]
 
 
 def test_a_long_memory_quoted_in_part_is_used() -> None:
