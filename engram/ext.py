@@ -82,10 +82,10 @@ class Store(Protocol):
         """Overwrite a row (same id and user); a new vector when content changed, with that content's
         ``facets`` (none when None); without a new vector the stored facets stay."""
 
-    def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
-        """Set the facets of memories stored without them: (memory id, the content hash they were
-        read from, matrix) each; a memory whose content changed since, or that has facets, is left
-        alone. Returns how many were set."""
+    def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]], *, replace: bool = False) -> int:
+        """Set the facets of memories stored without them (or, with ``replace``, whatever they hold):
+        (memory id, the content hash they were read from, matrix) each; a memory whose content
+        changed since, or that has facets and no ``replace``, is left alone. Returns how many were set."""
 
     def delete(self, user_id: str, memory_id: str) -> bool: ...
 

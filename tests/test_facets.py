@@ -54,6 +54,25 @@ def test_upgrade_gives_old_memories_their_facets_once(
         assert memory.upgrade() == 0
 
 
+def test_upgrade_derives_again_the_facets_an_older_version_found_fewer_of(tmp_path: Path, embedder: Embedder) -> None:
+    # An older version's patterns saw one standing sentence here; this one sees two ("I use ...").
+    said = "We moved offices last week. Always send invoices as PDF files. I use pytest with plain fixtures."
+    db = tmp_path / "m.db"
+    with Memory(db, embedder=embedder) as memory:
+        memory_id = memory.add(said, user_id="alice", role="user").id
+        assert len(memory.store.facets("alice", [memory_id])[memory_id]) == 2
+        record = memory.get(memory_id, user_id="alice")
+        one = embed_facets(embedder, [record])[0][:1]  # as the older version stored them
+        assert memory.store.put_facets("alice", [(memory_id, record.content_hash, one)], replace=True) == 1
+        assert len(memory.store.facets("alice", [memory_id])[memory_id]) == 1
+        # Without replace a memory that has facets is left alone; upgrade replaces the stale ones once.
+        assert memory.store.put_facets("alice", [(memory_id, record.content_hash, one)]) == 0
+        assert memory.upgrade("alice") == 1
+        np.testing.assert_allclose(memory.store.facets("alice", [memory_id])[memory_id],
+                                   embed_facets(embedder, [record])[0], rtol=1e-6)
+        assert memory.upgrade("alice") == 0
+
+
 def test_upgrade_leaves_a_memory_edited_since_it_was_read(
     old_store: tuple[Path, dict[str, str]], embedder: Embedder,
 ) -> None:

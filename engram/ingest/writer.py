@@ -126,24 +126,28 @@ def delete(context: Context, memory_id: str, *, user_id: str) -> bool:
 
 def upgrade(context: Context, user_id: str, *, batch: int = BATCH) -> int:
     """Derive for one user's memories what this version derives at write time and an older one did
-    not: the vectors of a message's standing sentences (:mod:`engram.ingest.facets`). Returns how
-    many memories gained them; a second run finds none. A memory edited meanwhile is left as its
-    edit wrote it."""
+    not: the vectors of a message's standing sentences (:mod:`engram.ingest.facets`), also where an
+    older version found fewer or more of them (its patterns differed). Returns how many memories
+    gained them; a second run finds none. A memory edited meanwhile is left as its edit wrote it."""
     user = context.user(user_id)
     everything = Filters(statuses=STATUSES)
     done = offset = 0
     while page := context.store.list(user, everything, limit=batch, offset=offset):
         offset += len(page)
-        eligible = [r for r in page if standing_sentences(r)]
-        if not eligible:
+        sentences = {r.id: len(found) for r in page if (found := standing_sentences(r))}
+        if not sentences:
             continue
+        eligible = [r for r in page if r.id in sentences]
         have = context.store.facets(user, [r.id for r in eligible])
         missing = [r for r in eligible if r.id not in have]
-        if missing:
-            facets = embed_facets(context.embedder(), missing)
-            done += context.store.put_facets(user, [(r.id, r.content_hash, matrix)
-                                                    for r, matrix in zip(missing, facets, strict=True)
-                                                    if matrix is not None])
+        # Facets an older version derived from other sentences (its patterns found more or fewer).
+        stale = [r for r in eligible if r.id in have and len(have[r.id]) != sentences[r.id]]
+        for todo, again in ((missing, False), (stale, True)):
+            if todo:
+                facets = embed_facets(context.embedder(), todo)
+                done += context.store.put_facets(user, [(r.id, r.content_hash, matrix)
+                                                        for r, matrix in zip(todo, facets, strict=True)
+                                                        if matrix is not None], replace=again)
     if done:
         context.wrote(user)
     return done

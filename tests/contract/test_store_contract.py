@@ -244,6 +244,11 @@ def test_put_facets_sets_only_the_owners_unchanged_memories(store: Store) -> Non
     np.testing.assert_allclose(store.facets("u1", [a.id])[a.id], parts, rtol=1e-6)
     assert store.put_facets("u1", [(b.id, b.content_hash, np.ones((1, DIM + 1), dtype=np.float32))]) == 0
     assert store.put_facets("u1", [(a.id, a.content_hash, parts[:1])]) == 0  # it has facets already
+    # ... unless they are replaced, still only while the content is what they were read from.
+    assert store.put_facets("u1", [(a.id, "another hash", parts[:1])], replace=True) == 0
+    assert store.put_facets("u1", [(a.id, a.content_hash, parts[:1])], replace=True) == 1
+    assert len(store.facets("u1", [a.id])[a.id]) == 1
+    assert store.put_facets("u1", [(theirs.id, theirs.content_hash, parts[:1])], replace=True) == 0  # not theirs
     assert store.put_facets("u1", []) == 0
 
 

@@ -221,16 +221,17 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
             raise
         self._note_growth(len(records))
 
-    def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
+    def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]], *, replace: bool = False) -> int:
         if not rows:
             return 0
         params = facet_updates(user_id, rows)
+        unset = "" if replace else " AND facets IS NULL"
         set_count = 0
         with self._tx() as conn:
             for row in params:
                 set_count += conn.execute(
                     "UPDATE engram_memories SET facets = %s WHERE user_id = %s AND id = %s AND content_hash = %s "
-                    "AND vector_dims(embedding) = %s AND facets IS NULL", row,
+                    f"AND vector_dims(embedding) = %s{unset}", row,
                 ).rowcount
         return set_count
 

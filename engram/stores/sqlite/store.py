@@ -283,13 +283,14 @@ class SQLiteStore(
         with self._turns.of(*{r.user_id for r in records}):
             self._put_many(records, vectors, parts)
 
-    def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]]) -> int:
+    def put_facets(self, user_id: str, rows: Sequence[tuple[str, str, Vector]], *, replace: bool = False) -> int:
         params = facet_updates(user_id, rows)
+        unset = "" if replace else " AND facets IS NULL"
 
         def op(c: sqlite3.Connection) -> int:
             return sum(c.execute(
                 "UPDATE memories SET facets = ? WHERE user_id = ? AND id = ? AND content_hash = ? "
-                "AND length(embedding) = 4 * ? AND facets IS NULL", row).rowcount for row in params)
+                f"AND length(embedding) = 4 * ?{unset}", row).rowcount for row in params)
 
         with self._turns.of(user_id):
             return self._write(op) if params else 0
