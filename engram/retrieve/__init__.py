@@ -15,10 +15,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from engram.config import RetrievalConfig
-from engram.domain import DomainSource
+from engram.domain import DOMAIN_UNAVAILABLE, DomainSource, RelatedEntities, domain_relations, domain_rows
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, ValidationError
 from engram.experiments import Experiment, logged_settings
 from engram.ext import Embedder, Metrics, RetrievalReads, Store
@@ -55,9 +56,8 @@ FALLBACKS = {
     "RATE_LIMITED": ("Memory retrieval rate limit exceeded", "cache"),
     "INVALID_QUERY": ("Query text invalid or too long", "skip"),
     "TIMEOUT": ("Memory retrieval exceeded its deadline", "skip"),
-    "DOMAIN_UNAVAILABLE": ("Domain database query failed", "skip"),
+    "DOMAIN_UNAVAILABLE": DOMAIN_UNAVAILABLE,
 }
-DOMAIN_ROW_LIMIT = 50  # rows of a domain source kept for the prompt
 
 
 @dataclass
@@ -214,7 +214,7 @@ class Pipeline:
         domain = None
         if self.domain_source is not None and plan.requires_domain_db and plan.entities:
             # The domain database is asked in parallel with memory retrieval.
-            domain = self.executor.submit(self._query_domain, self.domain_source, plan)
+            domain = self.executor.submit(domain_rows, self.domain_source, plan, self.metrics)
         # The SQL sources are read while the query is embedded. It is waited for only until most of
         # the deadline has passed: a long query on a loaded machine embeds for longer than the whole
         # retrieval may take (the work finishes on the worker, unused), and the other sources
@@ -231,9 +231,11 @@ class Pipeline:
             none: list[MemoryRecord] = []
             prefetched.update((r.id, r) for r in optional("prefetch", lambda: reads.fetch(user_id, ids), none))
 
+        source = self.domain_source
+        relations_of = partial(domain_relations, source, self.metrics) if isinstance(source, RelatedEntities) else None
         found = gather(
             reads, user_id=user_id, plan=plan, query_vec=pending, config=config,
-            filters=filters, timed=timed_hits, executor=self.executor, prefetch=prefetch,
+            filters=filters, timed=timed_hits, executor=self.executor, prefetch=prefetch, relations_of=relations_of,
         )
         query_vec = None if pending is None else pending.result()
         owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}
@@ -383,19 +385,6 @@ class Pipeline:
             return DEFAULT_SIMILARITY_RANGE
         low, high = getattr(self.embedder(), "similarity_range", DEFAULT_SIMILARITY_RANGE)
         return float(low), float(high)
-
-    def _query_domain(
-        self, source: DomainSource, plan: QueryPlan
-    ) -> tuple[tuple[Mapping[str, Any], ...], Mapping[str, str] | None]:
-        """The source's rows, or none and the error: a domain failure must not cost the memories."""
-        try:
-            rows = source.query(plan, plan.entities, plan.time_range)
-            return tuple(dict(row) for row in list(rows)[:DOMAIN_ROW_LIMIT]), None
-        except Exception as exc:  # any failure of user code: the "skip" fallback
-            log.warning("[MEM:RETRIEVE] domain source failed, continuing without it: %r", exc)
-            self.metrics.increment("retrieval.domain_errors")
-            message, fallback = FALLBACKS["DOMAIN_UNAVAILABLE"]
-            return (), {"code": "DOMAIN_UNAVAILABLE", "message": message, "fallback": fallback}
 
     def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str,
              experiment: Mapping[str, str]) -> None:

@@ -8,7 +8,7 @@ related entity come in as the "ontology" source.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
@@ -94,6 +94,7 @@ def gather(
     executor: Executor | None = None,
     expand_entities: bool = True,
     prefetch: Callable[[list[str]], None] | None = None,
+    relations_of: Callable[[list[str], int], Sequence[EntityRelation]] | None = None,
 ) -> CandidateSet:
     """Ask every source that applies to this query; ``timed`` wraps each call for per-stage timing.
 
@@ -101,7 +102,8 @@ def gather(
     SQL sources are read meanwhile, and the vector searches start as soon as it is there.
     ``prefetch`` is called, while the vector searches still run, with the ids the other sources
     rank best (as many as a vector source may add): reading those records then overlaps the scan
-    instead of following it."""
+    instead of following it. ``relations_of`` (a domain source's ``related_entities``) adds the relations
+    of the caller's own database to the store's for the ontology expansion."""
     run = timed or (lambda _name, call: call())
     limit = _source_depth(config)
     out = CandidateSet()
@@ -153,6 +155,14 @@ def gather(
                 return []
 
             run("expand", related_entities)
+            if relations_of is not None:
+                domain = relations_of
+
+                def domain_relations() -> list[Hit]:  # its failure costs only its own relations
+                    relations.extend(domain(asked, EXPANSION_LIMIT))
+                    return []
+
+                run("expand_domain", domain_relations)
         if expand_entities or plan.typed:
             out.expansion = Expansion.of(plan.entities, relations, plan.typed)
             related = out.expansion.ids()

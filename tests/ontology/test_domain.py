@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from engram import Memory, RetrievalConfig
-from engram.domain import DomainSource, SQLiteDomainSource
+from engram.domain import DomainSource, RelatedEntities, SQLiteDomainSource
 from engram.ext import Embedder
 from engram.metrics import InMemoryMetrics
-from engram.model import QueryPlan, TimeRange
+from engram.model import EntityRelation, QueryPlan, TimeRange
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 USER = "maya"
@@ -118,3 +118,41 @@ def test_memory_constructor_takes_a_source(tmp_path: Path, embedder: Embedder) -
         m.add("Acme ordered coffee.", user_id=USER, entities=["customer:acme"])
         result = m.retrieve("What did Acme order?", user_id=USER, now=NOW, config=CONFIG)
     assert result.domain_rows == ({"order": "Y"},)
+
+
+def test_a_domain_source_relates_a_customer_to_its_orders(tmp_path: Path, embedder: Embedder) -> None:
+    # The pipeline's ontology expansion from the domain database: "What happened with Acme?" also
+    # reads the memories of Acme's orders, with no relation registered by hand.
+    source = SQLiteDomainSource(make_domain_db(tmp_path / "domain.db"))
+    assert isinstance(source, RelatedEntities)
+    relations = source.related_entities(["customer:acme", "mention:x"], 2)
+    assert [(r.from_id, r.relation, r.to_id) for r in relations] == [
+        ("customer:acme", "HAS_MANY", "order:A-1043"), ("customer:acme", "HAS_MANY", "order:A-1042")]
+    assert source.related_entities(["supplier:finca"], 10) == [] and source.related_entities(["customer:acme"], 0) == []
+
+    delayed = "The courier missed the Friday pickup, so the first 20 kg went over a day late."
+
+    def found(domain: DomainSource | None) -> list[tuple[str, tuple[str, ...]]]:
+        with Memory(tmp_path / f"m-{domain is None}.db", embedder=embedder, domain_source=domain) as m:
+            m.add_entity("customer:acme", user_id=USER, name="Acme Corporation", aliases=["Acme"])
+            m.add(delayed, user_id=USER, kind="episode", entities=["order:A-1042"], created_at=NOW)
+            m.add("The roaster's afterburner was serviced.", user_id=USER, kind="episode", created_at=NOW)
+            result = m.retrieve("What happened with Acme?", user_id=USER, config=CONFIG, now=NOW)
+            return [(e.content, e.reasons) for e in result.memories]
+
+    related = "related to customer:acme via HAS_MANY"
+    assert not any(related in reasons for _, reasons in found(None))
+    first, reasons = found(source)[0]
+    assert first == delayed and related in reasons
+
+
+def test_a_failing_related_entities_costs_only_its_relations(tmp_path: Path, embedder: Embedder) -> None:
+    class Broken(Recording):
+        def related_entities(self, entities: Sequence[str], limit: int) -> Sequence[EntityRelation]:
+            raise sqlite3.OperationalError("database is locked")
+
+    with Memory(tmp_path / "m.db", embedder=embedder, domain_source=Broken()) as m:
+        m.add_entity("customer:acme", user_id=USER, name="Acme Corporation", aliases=["Acme"])
+        m.add("Acme usually pays late.", user_id=USER, kind="fact", entities=["customer:acme"])
+        result = m.retrieve("How does Acme pay?", user_id=USER, config=CONFIG, now=NOW)
+        assert [e.content for e in result.memories] == ["Acme usually pays late."]
