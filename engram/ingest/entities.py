@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTITY_TYPE_WORDS", "EXTRACTED_PREFIXES", "MAX_IDS", "MAX_INDEX_NAMES", "EntityIndex", "backfill",
-    "caller_entities", "extract", "extract_record", "mention_ids", "speaker_entity", "tag_record",
+    "caller_entities", "extract", "extract_record", "mention_ids", "speaker_entity", "tag_record", "users_voice",
 ]
 
 MAX_IDS = 32  # ids per text: a pasted page should not drown the entity signal
@@ -196,6 +196,20 @@ def speaker_entity(role: str | None, index: EntityIndex) -> str | None:
     if not any(ch.isalpha() for ch in role):
         return None
     return index.resolve(role) or _name_id(role)
+
+
+#: Roles of the user's own words.
+_THE_USER = frozenset(["user", "human"])
+
+
+def users_voice(record: MemoryRecord, index: EntityIndex, asked: Sequence[str]) -> str | None:
+    """The entity of the user whose memory this is, when it is the user's own message and the query
+    names that user by the user id ("What does Alice like?" of user ``alice``): Mem0's convention
+    names users so, and the user's own "I love sci-fi movies" is Alice speaking. None otherwise."""
+    if not asked or not isinstance(record.role, str) or record.role.strip().casefold() not in _THE_USER:
+        return None
+    who = speaker_entity(record.user_id, index)
+    return who if who is not None and who in asked else None
 
 
 def _scan(text: str, index: EntityIndex, deadline: float | None) -> list[str]:

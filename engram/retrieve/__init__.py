@@ -26,7 +26,7 @@ from engram.ext import Embedder, Metrics, RetrievalReads, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
-from engram.ingest.entities import speaker_entity
+from engram.ingest.entities import speaker_entity, users_voice
 from engram.ingest.entity_index import EntityIndex, EntityIndexes
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
@@ -42,7 +42,7 @@ from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
-from engram.retrieve.understand import understand
+from engram.retrieve.understand import about_the_user, understand
 
 __all__ = ["Pipeline", "Retrieval"]
 
@@ -150,7 +150,7 @@ class Pipeline:
                     return _mark(cached, cached=True, error=None)
             if not reads.user_exists(user_id):
                 return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
-            embedding = self._embed(query, config)
+            embedding = self._embed(about_the_user(query, user_id), config)
             with self.slots or nullcontext():
                 result = self._run(
                     query, user_id, config, now, filters, started, as_of, (token, generation), reads, embedding
@@ -256,6 +256,7 @@ class Pipeline:
                 fresh = [r for r in fresh if truth.valid_at(r, as_of)]
             records.extend(fresh)
             speakers.update((r.id, who) for r in fresh if r.role and (who := speaker_entity(r.role, index)))
+            speakers.update((r.id, who) for r in fresh if (who := users_voice(r, index, plan.entities)))
             vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
             standing = [r.id for r in fresh if first.standing_of(r)] if plan.requests else []
             if standing:

@@ -96,6 +96,9 @@ def base_signals(
                 named = set(record.entities)
                 if record.subject:
                     named.add(record.subject)
+                speaker = said.get(record.id)
+                if speaker is not None:  # the user's own message names no one, yet the user says it
+                    named.add(speaker)
                 known.named[record.id] = named
                 overlaps[at] = entity_overlap(query_entities, named, speaker=said.get(record.id), speakers=voices)
         temporal = [temporal_relevance(r.created_at, time_range, now) for r in new]

@@ -1,0 +1,41 @@
+"""A user named by their user id ("What does Alice like?" of user ``alice``, as Mem0's examples name
+users) is the one who says the user's own messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engram import Memory
+from engram.ext import Embedder
+from engram.retrieve.understand import about_the_user
+
+CHAT = [
+    {"role": "user", "content": "I'm not a big fan of thriller movies but I love sci-fi movies."},
+    {"role": "assistant", "content": "Got it, Alice! I'll suggest sci-fi movies."},
+    {"role": "user", "content": "My sister Alice-Mae says hi."},
+    {"role": "assistant", "content": "Alice, here are some thrillers you might like: Se7en, Zodiac."},
+]
+
+
+def test_the_meaning_source_reads_the_user_named_by_id_as_the_user() -> None:
+    assert about_the_user("Which genre does Alice love?", "alice") == "Which genre does the user love?"
+    assert about_the_user("What is Alice's favorite color?", "alice") == "What is the user's favorite color?"
+    # Not a name written as one, not a user id that is a name, not another name that begins with it.
+    assert about_the_user("mark the invoice as paid", "mark") == "mark the invoice as paid"
+    assert about_the_user("What does Alice like?", "u-123") == "What does Alice like?"
+    assert about_the_user("What does Alicia like?", "alice") == "What does Alicia like?"
+
+
+def test_the_users_own_words_answer_a_question_about_them(tmp_path: Path, embedder: Embedder) -> None:
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add(CHAT, user_id="alice")
+        result = memory.retrieve("Which genre does Alice love?", user_id="alice")
+        first = result.memories[0]
+        assert first.content == CHAT[0]["content"] and first.signals["entity_overlap"] == 1.0
+        # The assistant's turns that only address her count as mentions, half.
+        addressed = next(m for m in result.memories if m.content == CHAT[1]["content"])
+        assert addressed.signals["entity_overlap"] == 0.5
+        # Another user's memories are not hers: the same words under user "bob" name no speaker.
+        memory.add(CHAT[:1], user_id="bob")
+        theirs = memory.retrieve("Which genre does Alice love?", user_id="bob").memories
+        assert all(m.signals.get("entity_overlap", 0.0) == 0.0 for m in theirs)
