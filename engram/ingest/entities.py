@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTITY_TYPE_WORDS", "EXTRACTED_PREFIXES", "MAX_IDS", "MAX_INDEX_NAMES", "EntityIndex", "backfill",
-    "caller_entities", "extract", "extract_record", "mention_ids", "speaker_entity", "tag_record", "users_voice",
+    "caller_entities", "extract", "extract_record", "mention_ids", "self_declared", "speaker_entity", "tag_record",
+    "users_voice",
 ]
 
 MAX_IDS = 32  # ids per text: a pasted page should not drown the entity signal
@@ -202,14 +203,41 @@ def speaker_entity(role: str | None, index: EntityIndex) -> str | None:
 _THE_USER = frozenset(["user", "human"])
 
 
-def users_voice(record: MemoryRecord, index: EntityIndex, asked: Sequence[str]) -> str | None:
+def users_voice(
+    record: MemoryRecord, index: EntityIndex, asked: Sequence[str], declared: Sequence[str] = ()
+) -> str | None:
     """The entity of the user whose memory this is, when it is the user's own message and the query
-    names that user by the user id ("What does Alice like?" of user ``alice``): Mem0's convention
-    names users so, and the user's own "I love sci-fi movies" is Alice speaking. None otherwise."""
-    if not asked or not isinstance(record.role, str) or record.role.strip().casefold() not in _THE_USER:
+    names that user: by the user id ("What does Alice like?" of user ``alice``, as Mem0's examples
+    name users), or by a name the user gave themselves (``declared``, see :func:`self_declared`).
+    The user's own "I love sci-fi movies" is then Alice speaking. None otherwise."""
+    if not asked or not _said_by_the_user(record):
         return None
     who = speaker_entity(record.user_id, index)
-    return who if who is not None and who in asked else None
+    if who is not None and who in asked:
+        return who
+    return next((name for name in declared if name in asked), None)
+
+
+#: "I'm Maya", "my name is Maya", "call me Maya": the user says who they are.
+_SELF_NAMED = re.compile(
+    r"\b(?:i['’]m|i\s+am|my\s+name\s+is|call\s+me)\s+([A-Z][\w'’-]+)(?=[\s,.!?;:]|$)", re.IGNORECASE
+)
+
+
+def self_declared(record: MemoryRecord, index: EntityIndex) -> str | None:
+    """The entity of the name the user gives themselves in their own message ("Hi! I'm Maya, I run
+    Kestrel Office Tech"), as a name (capitalized); None otherwise."""
+    if not _said_by_the_user(record):
+        return None
+    for match in _SELF_NAMED.finditer(record.content[:MAX_SCAN_CHARS]):
+        name = match.group(1)
+        if name[0].isupper() and name.casefold() not in _COMMON:
+            return speaker_entity(name, index)
+    return None
+
+
+def _said_by_the_user(record: MemoryRecord) -> bool:
+    return isinstance(record.role, str) and record.role.strip().casefold() in _THE_USER
 
 
 def _scan(text: str, index: EntityIndex, deadline: float | None) -> list[str]:

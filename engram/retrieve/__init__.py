@@ -26,7 +26,7 @@ from engram.ext import Embedder, Metrics, RetrievalReads, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
-from engram.ingest.entities import speaker_entity, users_voice
+from engram.ingest.entities import self_declared, speaker_entity, users_voice
 from engram.ingest.entity_index import EntityIndex, EntityIndexes
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
@@ -244,6 +244,7 @@ class Pipeline:
         facets: dict[str, Any] = {}  # a request's standing memories' sentence vectors (retrieve.standing)
         neighbors: dict[str, tuple[str, ...]] = {}
         speakers: dict[str, str] = {}
+        declared: dict[str, None] = {}  # names the user gave themselves, that the query names
         first = Known()  # what the second hop's ranking shares with the first
 
         def load(ids: list[str]) -> None:
@@ -256,7 +257,12 @@ class Pipeline:
                 fresh = [r for r in fresh if truth.valid_at(r, as_of)]
             records.extend(fresh)
             speakers.update((r.id, who) for r in fresh if r.role and (who := speaker_entity(r.role, index)))
-            speakers.update((r.id, who) for r in fresh if (who := users_voice(r, index, plan.entities)))
+            # The user's own messages are said by the user the query names, by user id or by the name
+            # the user gave themselves in a message among the candidates ("I'm Maya"): all of them,
+            # those loaded earlier too.
+            declared.update((n, None) for r in fresh if (n := self_declared(r, index)) in plan.entities)
+            names = list(declared)
+            speakers.update((r.id, who) for r in records if (who := users_voice(r, index, plan.entities, names)))
             vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
             standing = [r.id for r in fresh if first.standing_of(r)] if plan.requests else []
             if standing:

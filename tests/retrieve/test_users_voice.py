@@ -39,3 +39,36 @@ def test_the_users_own_words_answer_a_question_about_them(tmp_path: Path, embedd
         memory.add(CHAT[:1], user_id="bob")
         theirs = memory.retrieve("Which genre does Alice love?", user_id="bob").memories
         assert all(m.signals.get("entity_overlap", 0.0) == 0.0 for m in theirs)
+
+
+def test_a_name_the_user_gave_themselves_is_theirs(tmp_path: Path, embedder: Embedder) -> None:
+    # An opaque user id; the user said who they are. Their own messages are then Maya's.
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add([
+            {"role": "user", "content": "Hi! I'm Maya, I run Kestrel Office Tech."},
+            {"role": "user", "content": "Don't ring me after 7pm unless something is on fire."},
+            {"role": "assistant", "content": "Noted, Maya: no calls after 7pm."},
+        ], user_id="u-7f3a")
+        result = memory.retrieve("Can I phone Maya in the evening?", user_id="u-7f3a")
+        hers = next(m for m in result.memories if m.content.startswith("Don't ring me"))
+        assert hers.signals["entity_overlap"] == 1.0 and "mentions mention:maya" in hers.reasons
+        assert next(m for m in result.memories if m.role == "assistant").signals["entity_overlap"] == 0.5
+
+
+def test_what_is_no_self_introduction() -> None:
+    from datetime import UTC, datetime
+
+    from engram.ingest.entities import self_declared
+    from engram.ingest.entity_index import EntityIndex
+    from engram.model import MemoryRecord
+
+    def said(content: str, role: str = "user") -> MemoryRecord:
+        now = datetime(2026, 11, 29, tzinfo=UTC)
+        return MemoryRecord(id="m", user_id="u", content=content, role=role, created_at=now, recorded_at=now,
+                            content_hash="h", kind="message")
+
+    index = EntityIndex()
+    assert self_declared(said("Hi! I'm Maya, I run Kestrel."), index) == "mention:maya"
+    assert self_declared(said("My name is Dana."), index) == "mention:dana"
+    assert self_declared(said("I'm sorry, I'm late."), index) is None  # not a name
+    assert self_declared(said("I'm Maya.", role="assistant"), index) is None  # not the user's own words
