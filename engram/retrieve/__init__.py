@@ -244,7 +244,7 @@ class Pipeline:
         facets: dict[str, Any] = {}  # a request's standing memories' sentence vectors (retrieve.standing)
         neighbors: dict[str, tuple[str, ...]] = {}
         speakers: dict[str, str] = {}
-        declared: dict[str, None] = {}  # names the user gave themselves, that the query names
+        declared: dict[str, dict[str, None]] = {}  # user -> names they gave themselves, that the query names
         first = Known()  # what the second hop's ranking shares with the first
 
         def load(ids: list[str]) -> None:
@@ -260,9 +260,11 @@ class Pipeline:
             # The user's own messages are said by the user the query names, by user id or by the name
             # the user gave themselves in a message among the candidates ("I'm Maya"): all of them,
             # those loaded earlier too.
-            declared.update((n, None) for r in fresh if (n := self_declared(r, index)) in plan.entities)
-            names = list(declared)
-            speakers.update((r.id, who) for r in records if (who := users_voice(r, index, plan.entities, names)))
+            for r in fresh:  # per user: a shared scope's "I'm Maya" is not this user's name
+                if (name := self_declared(r, index)) in plan.entities:
+                    declared.setdefault(r.user_id, {})[name] = None
+            speakers.update((r.id, who) for r in records
+                            if (who := users_voice(r, index, plan.entities, list(declared.get(r.user_id, ())))))
             vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
             standing = [r.id for r in fresh if first.standing_of(r)] if plan.requests else []
             if standing:

@@ -72,3 +72,13 @@ def test_what_is_no_self_introduction() -> None:
     assert self_declared(said("My name is Dana."), index) == "mention:dana"
     assert self_declared(said("I'm sorry, I'm late."), index) is None  # not a name
     assert self_declared(said("I'm Maya.", role="assistant"), index) is None  # not the user's own words
+
+
+def test_a_shared_scopes_self_introduction_names_only_its_own_user(tmp_path: Path, embedder: Embedder) -> None:
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add([{"role": "user", "content": "Hi! I'm Maya, I keep the shared knowledge base."}], user_id="kb")
+        memory.add([{"role": "user", "content": "Don't ring me after 7pm unless something is on fire."}],
+                   user_id="u-7f3a")
+        result = memory.retrieve("Can I phone Maya in the evening?", user_id="u-7f3a", also=["kb"])
+        mine = next(m for m in result.memories if m.content.startswith("Don't ring me"))
+        assert mine.signals.get("entity_overlap", 0.0) == 0.0
