@@ -61,6 +61,8 @@ QUESTION_WORDS = frozenset(["many", "much", "combined", "altogether"])
 
 #: Roles that name a part in a conversation, not a person.
 ROLE_WORDS = frozenset(["user", "assistant", "system", "tool", "ai", "human", "bot", "agent", "function", "developer", "model"])
+#: Of those, the roles of the user's own words.
+USER_ROLES = frozenset(["user", "human"])
 
 # Letters and digits only: "_" and punctuation separate terms on every backend's tokenizer too.
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)

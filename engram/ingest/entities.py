@@ -45,15 +45,15 @@ from engram.ingest.entity_index import (
 )
 from engram.ingest.entity_patterns import pattern_ids
 from engram.model import STATUSES, Filters, MemoryRecord
-from engram.text import STOPWORDS
+from engram.text import STOPWORDS, USER_ROLES
 
 if TYPE_CHECKING:
     from engram.ext import Store
 
 __all__ = [
     "ENTITY_TYPE_WORDS", "EXTRACTED_PREFIXES", "MAX_IDS", "MAX_INDEX_NAMES", "EntityIndex", "backfill",
-    "caller_entities", "extract", "extract_record", "mention_ids", "self_declared", "speaker_entity", "tag_record",
-    "users_voice",
+    "caller_entities", "extract", "extract_record", "mention_ids", "said_by_the_user", "self_declared",
+    "speaker_entity", "tag_record", "users_voice",
 ]
 
 MAX_IDS = 32  # ids per text: a pasted page should not drown the entity signal
@@ -199,20 +199,14 @@ def speaker_entity(role: str | None, index: EntityIndex) -> str | None:
     return index.resolve(role) or _name_id(role)
 
 
-#: Roles of the user's own words.
-_THE_USER = frozenset(["user", "human"])
-
-
-def users_voice(
-    record: MemoryRecord, index: EntityIndex, asked: Sequence[str], declared: Sequence[str] = ()
-) -> str | None:
-    """The entity of the user whose memory this is, when it is the user's own message and the query
-    names that user: by the user id ("What does Alice like?" of user ``alice``, as Mem0's examples
-    name users), or by a name the user gave themselves (``declared``, see :func:`self_declared`).
-    The user's own "I love sci-fi movies" is then Alice speaking. None otherwise."""
-    if not asked or not _said_by_the_user(record):
+def users_voice(user_id: str, index: EntityIndex, asked: Sequence[str], declared: Sequence[str] = ()) -> str | None:
+    """Who the user's own messages (:func:`said_by_the_user`) are said by, when the query names
+    that user: by the user id ("What does Alice like?" of user ``alice``, as Mem0's examples name
+    users), or by a name the user gave themselves (``declared``, see :func:`self_declared`). The
+    user's own "I love sci-fi movies" is then Alice speaking. None otherwise."""
+    if not asked:
         return None
-    who = speaker_entity(record.user_id, index)
+    who = speaker_entity(user_id, index)
     if who is not None and who in asked:
         return who
     return next((name for name in declared if name in asked), None)
@@ -227,7 +221,7 @@ _SELF_NAMED = re.compile(
 def self_declared(record: MemoryRecord, index: EntityIndex) -> str | None:
     """The entity of the name the user gives themselves in their own message ("Hi! I'm Maya, I run
     Kestrel Office Tech"), as a name (capitalized); None otherwise."""
-    if not _said_by_the_user(record):
+    if not said_by_the_user(record):
         return None
     for match in _SELF_NAMED.finditer(record.content[:MAX_SCAN_CHARS]):
         name = match.group(1)
@@ -236,8 +230,9 @@ def self_declared(record: MemoryRecord, index: EntityIndex) -> str | None:
     return None
 
 
-def _said_by_the_user(record: MemoryRecord) -> bool:
-    return isinstance(record.role, str) and record.role.strip().casefold() in _THE_USER
+def said_by_the_user(record: MemoryRecord) -> bool:
+    """Whether ``record`` is the user's own message (role ``user`` or ``human``, any case)."""
+    return isinstance(record.role, str) and record.role.strip().casefold() in USER_ROLES
 
 
 def _scan(text: str, index: EntityIndex, deadline: float | None) -> list[str]:

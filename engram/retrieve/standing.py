@@ -20,7 +20,7 @@ import re
 
 from engram.model import MemoryRecord
 from engram.retrieve.sentences import split_sentences
-from engram.text import ROLE_WORDS
+from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
     "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "is_request", "is_standing", "not_the_users", "standing_sentences",
@@ -75,7 +75,7 @@ _STANDING = re.compile(
 #: Roles whose words are not the user's own: an assistant's "always back up first" is advice given.
 #: Every spelling of a conversation's roles that is not a person (``ROLE_WORDS``), compared case-blind:
 #: Gemini's "model", "AI", "Bot", OpenAI's "developer" and "function".
-NOT_THE_USERS = ROLE_WORDS - {"user", "human"}
+NOT_THE_USERS = ROLE_WORDS - USER_ROLES
 
 #: Kinds that hold a document's text: full of "use X" and "make sure", none of it said in passing.
 _WRITTEN = frozenset(["document", "chunk"])
