@@ -39,7 +39,7 @@ from engram.metrics import RETRIEVER_LATENCY, RETRIEVER_QUERIES, RETRIEVER_RESUL
 from engram.model import KIND_ALIASES, KINDS, STATUSES, Filters, Hit, MemoryRecord
 from engram.recall_types import Recall, RecalledMemory
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
-from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
+from engram.retrieve.signals import similarity_range
 from engram.retrieve.timeparse import parse_datetime
 from engram.retrieve.types import Scored
 from engram.salience import (
@@ -136,7 +136,7 @@ def _floor(ctx: Context, options: RecallOptions) -> float:
     """The similarity below which a memory is not recalled (see ``RecallOptions.min_similarity``)."""
     if options.min_similarity is not None:
         return options.min_similarity
-    return float(getattr(ctx.embedder(), "similarity_range", DEFAULT_SIMILARITY_RANGE)[0])
+    return similarity_range(ctx.embedder())[0]
 
 
 def _by_salience(

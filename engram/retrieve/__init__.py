@@ -40,7 +40,7 @@ from engram.retrieve.rank import rank
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
-from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
+from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, similarity_range
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import about_the_user, understand
 
@@ -407,8 +407,7 @@ class Pipeline:
     def _similarity_range(self, config: RetrievalConfig) -> tuple[float, float]:
         if config.search_type == "keyword":
             return DEFAULT_SIMILARITY_RANGE
-        low, high = getattr(self.embedder(), "similarity_range", DEFAULT_SIMILARITY_RANGE)
-        return float(low), float(high)
+        return similarity_range(self.embedder())
 
     def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str,
              experiment: Mapping[str, str]) -> None:

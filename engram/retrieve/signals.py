@@ -25,6 +25,7 @@ __all__ = [
     "reciprocal_rank",
     "reinforcement",
     "semantic_similarity",
+    "similarity_range",
     "temporal_relevance",
     "type_boost",
 ]
@@ -110,6 +111,13 @@ def temporal_relevance(created_at: datetime, time_range: TimeRange | None, now: 
 def reinforcement(use_count: int) -> float:
     """Reinforcement ``min(1, log(1 + use_count) / 5)``; saturates at ``use_count = e^5 - 1 ≈ 147``."""
     return min(1.0, math.log1p(max(0, use_count)) / 5.0)
+
+
+def similarity_range(embedder: object) -> tuple[float, float]:
+    """The cosines ``embedder`` gives unrelated texts and a clear match: its own
+    ``similarity_range`` when it says, else :data:`DEFAULT_SIMILARITY_RANGE`."""
+    low, high = getattr(embedder, "similarity_range", DEFAULT_SIMILARITY_RANGE)
+    return float(low), float(high)
 
 
 def calibrated_similarity(cosine: float, similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE) -> float:
