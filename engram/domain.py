@@ -92,7 +92,7 @@ class SQLiteDomainSource:
     def query(
         self, query_type: QueryPlan, entities: Sequence[str], time_range: TimeRange | None
     ) -> list[dict[str, Any]]:
-        customers = [e.split(":", 1)[1] for e in entities if e.startswith("customer:")]
+        customers = _customers(entities)
         if not customers:
             return []
         sql = (
@@ -105,36 +105,38 @@ class SQLiteDomainSource:
             params += [_iso(time_range.start), _iso(time_range.end)]
         sql += " ORDER BY o.ordered_at DESC, o.id LIMIT ?"
         params.append(self.limit)
-        # A connection per query: retrieval may call from a worker thread, and the file is opened
-        # read-only so the source can never write to the business's data.
-        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(sql, params).fetchall()
-        finally:
-            conn.close()
         return [
             {"customer": name, "order": order_id, "item": item, "kg": kg, "ordered_at": ordered_at}
-            for name, order_id, item, kg, ordered_at in rows
+            for name, order_id, item, kg, ordered_at in self._read(sql, params)
         ]
-
 
     def related_entities(self, entities: Sequence[str], limit: int) -> list[EntityRelation]:
         """Each ``customer:<id>``'s newest ``limit`` orders, as ``order:<id>`` (relation ``HAS_MANY``)."""
-        customers = [e.split(":", 1)[1] for e in entities if e.startswith("customer:")]
+        customers = _customers(entities)
         if not customers or limit < 1:
             return []
-        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(
-                "SELECT customer_id, id FROM (SELECT customer_id, id, ROW_NUMBER() OVER (PARTITION BY customer_id "
-                "ORDER BY ordered_at DESC, id) AS n FROM orders "
-                f"WHERE customer_id IN ({','.join('?' * len(customers))})) WHERE n <= ? ORDER BY customer_id, n",
-                [*customers, limit],
-            ).fetchall()
-        finally:
-            conn.close()
+        rows = self._read(
+            "SELECT customer_id, id FROM (SELECT customer_id, id, ROW_NUMBER() OVER (PARTITION BY customer_id "
+            "ORDER BY ordered_at DESC, id) AS n FROM orders "
+            f"WHERE customer_id IN ({','.join('?' * len(customers))})) WHERE n <= ? ORDER BY customer_id, n",
+            [*customers, limit],
+        )
         return [EntityRelation(f"customer:{customer}", "HAS_MANY", f"order:{order}", "customer", "order")
                 for customer, order in rows]
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        # A connection per call: retrieval may call from a worker thread, and the file is opened
+        # read-only so the source can never write to the business's data.
+        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
+
+def _customers(entities: Sequence[str]) -> list[str]:
+    """The ids of the ``customer:<id>`` entities among ``entities``."""
+    return [e.split(":", 1)[1] for e in entities if e.startswith("customer:")]
 
 
 def _iso(value: datetime) -> str:
