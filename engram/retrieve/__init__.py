@@ -26,7 +26,7 @@ from engram.ext import Embedder, Metrics, RetrievalReads, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
-from engram.ingest.entities import said_by_the_user, self_declared, speaker_entity, users_voice
+from engram.ingest.entities import speaker_entity
 from engram.ingest.entity_index import EntityIndex, EntityIndexes
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
 from engram.ontology import credit, restore
@@ -43,6 +43,7 @@ from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, similarity_range
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import about_the_user, understand
+from engram.retrieve.users_words import UsersWords
 
 __all__ = ["Pipeline", "Retrieval"]
 
@@ -244,29 +245,8 @@ class Pipeline:
         facets: dict[str, Any] = {}  # a request's standing memories' sentence vectors (retrieve.standing)
         neighbors: dict[str, tuple[str, ...]] = {}
         speakers: dict[str, str] = {}
-        declared: dict[str, dict[str, None]] = {}  # user -> names they gave themselves, that the query names
-        user_voice: dict[str, str | None] = {}  # user -> who their own messages are said by, this query
+        users_words = UsersWords(index, plan.entities)  # who says the user's own messages
         first = Known()  # what the second hop's ranking shares with the first
-
-        def the_users_words(fresh: list[MemoryRecord]) -> None:
-            """The user's own messages are said by the user the query names: by user id, or by the name
-            the user gave themselves in a message among the candidates ("I'm Maya"), those loaded
-            earlier too. Kept per user: a shared scope's "I'm Maya" is not this user's name."""
-            asked = set(plan.entities)
-            for r in fresh:
-                # A self-introduction names the user, and writing tagged the message with that name:
-                # only messages naming a query entity are read for one (~4 us a 1,000-character message).
-                name = self_declared(r, index) if not asked.isdisjoint(r.entities) else None
-                if name in asked and name not in declared.setdefault(r.user_id, {}):
-                    declared[r.user_id][name] = None
-                    user_voice.pop(r.user_id, None)
-            for r in records:
-                if said_by_the_user(r):
-                    if r.user_id not in user_voice:
-                        user_voice[r.user_id] = users_voice(r.user_id, index, plan.entities,
-                                                            list(declared.get(r.user_id, ())))
-                    if (who := user_voice[r.user_id]) is not None:
-                        speakers[r.id] = who
 
         def load(ids: list[str]) -> None:
             missing = [i for i in ids if i not in prefetched]
@@ -279,7 +259,7 @@ class Pipeline:
             records.extend(fresh)
             speakers.update((r.id, who) for r in fresh if r.role and (who := speaker_entity(r.role, index)))
             if plan.entities:
-                the_users_words(fresh)
+                speakers.update(users_words.speakers(fresh, records))
             vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
             standing = [r.id for r in fresh if first.standing_of(r)] if plan.requests else []
             if standing:
