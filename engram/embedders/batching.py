@@ -113,6 +113,12 @@ class BatchingEmbedder:
     def dimensions(self) -> int:
         return self.inner.dimensions
 
+    @property
+    def similarity_range(self) -> tuple[float, float]:
+        """The range ``inner`` declares; none (an AttributeError) when it declares none, so that the
+        range is measured from this embedder as it would be from ``inner`` (engram.embedders.scale)."""
+        return self.inner.similarity_range  # type: ignore[attr-defined, no-any-return]
+
     def embed_batch(self, texts: Sequence[str]) -> Vector:
         return self._passages.embed(texts)
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE
 from engram.ext import Vector
 
 __all__ = ["FakeEmbedder"]
@@ -21,6 +22,10 @@ _WORD = re.compile(r"\w+")
 
 
 class FakeEmbedder:
+    #: Hashed words have no scale of meaning to measure; the arithmetic that tests pin reads them on
+    #: the default one.
+    similarity_range = DEFAULT_SIMILARITY_RANGE
+
     def __init__(self, dimensions: int = 64) -> None:
         self._dimensions = dimensions
         self.calls = 0

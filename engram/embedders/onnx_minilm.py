@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE
 from engram.errors import EmbedderError
 from engram.ext import Vector
 
@@ -43,6 +44,9 @@ def _sha256(path: Path) -> str:
 
 class MiniLMEmbedder:
     """384-dimensional sentence embeddings, mean-pooled and L2-normalized."""
+
+    #: Unrelated texts ~0.06, a question and its answer ~0.63 (both the float and integer kernels).
+    similarity_range = DEFAULT_SIMILARITY_RANGE
 
     def __init__(
         self, *, threads: int | None = None, verify: bool = True, integer: bool = False, whole: bool = False

@@ -62,6 +62,12 @@ class CachedEmbedder:
     def dimensions(self) -> int:
         return self.inner.dimensions
 
+    @property
+    def similarity_range(self) -> tuple[float, float]:
+        """The range ``inner`` declares; none (an AttributeError) when it declares none, so that the
+        range is measured from this embedder as it would be from ``inner`` (engram.embedders.scale)."""
+        return self.inner.similarity_range  # type: ignore[attr-defined, no-any-return]
+
     def stats(self) -> dict[str, int | str]:
         return {"path": str(self.path), "hits": self.hits, "misses": self.misses, "entries": self.entries()}
 

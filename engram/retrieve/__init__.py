@@ -382,6 +382,7 @@ class Pipeline:
         if config.search_type == "keyword":
             return None
         embedder = self.embedder()  # loading the model (once per process) is set-up, not retrieval time
+        similarity_range(embedder)  # so is measuring its scale, when it declares none (embedders.scale)
         return self.executor.submit(lambda: embed_texts(embedder, [query], as_query=True)[0])
 
     def _similarity_range(self, config: RetrievalConfig) -> tuple[float, float]:

@@ -13,6 +13,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE, similarity_range
 from engram.model import TimeRange
 
 __all__ = [
@@ -33,9 +34,6 @@ __all__ = [
 #: Summaries are dense: prefer them a little.
 SUMMARY_BOOST = 1.15
 
-#: Cosine similarities an embedder gives unrelated texts (low) and clear matches (high), when the
-#: embedder does not say (``Embedder.similarity_range``): MiniLM-class models and OpenAI's.
-DEFAULT_SIMILARITY_RANGE = (0.15, 0.65)
 
 Vector = npt.NDArray[np.floating]
 
@@ -111,13 +109,6 @@ def temporal_relevance(created_at: datetime, time_range: TimeRange | None, now: 
 def reinforcement(use_count: int) -> float:
     """Reinforcement ``min(1, log(1 + use_count) / 5)``; saturates at ``use_count = e^5 - 1 ≈ 147``."""
     return min(1.0, math.log1p(max(0, use_count)) / 5.0)
-
-
-def similarity_range(embedder: object) -> tuple[float, float]:
-    """The cosines ``embedder`` gives unrelated texts and a clear match: its own
-    ``similarity_range`` when it says, else :data:`DEFAULT_SIMILARITY_RANGE`."""
-    low, high = getattr(embedder, "similarity_range", DEFAULT_SIMILARITY_RANGE)
-    return float(low), float(high)
 
 
 def calibrated_similarity(cosine: float, similarity_range: tuple[float, float] = DEFAULT_SIMILARITY_RANGE) -> float:

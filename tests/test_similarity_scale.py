@@ -1,0 +1,122 @@
+"""An embedder's similarity range: declared, forwarded by wrappers, or measured from the model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram import Memory
+from engram.embedders import scale
+from engram.embedders.batching import batching
+from engram.embedders.fake import FakeEmbedder
+from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE, declared_range, measure_range, similarity_range
+from engram.eval.cached_embedder import CachedEmbedder
+from engram.ext import Vector
+
+ACME = "Acme prefers NET30 payment terms."
+PLANTS = "The office plants need watering on Fridays."
+
+
+class Compressed:
+    """Hashed words behind a constant direction: every cosine is 0.7 + 0.3 x the hash's, so unrelated
+    texts sit at ~0.7, as E5-like models put them, which MiniLM's range reads as a full match."""
+
+    def __init__(self, model_id: str = "compressed-64") -> None:
+        self.words = FakeEmbedder(63)
+        self.model_id = model_id
+        self.dimensions = 64
+        self.calls = 0
+        self.fail = 0
+
+    def embed_batch(self, texts: Sequence[str]) -> Vector:
+        self.calls += 1
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("endpoint down")
+        hashed = np.asarray(self.words.embed_batch(texts), dtype=np.float32)
+        lead = np.full((len(texts), 1), np.sqrt(0.7), dtype=np.float32)
+        return np.hstack([lead, np.sqrt(0.3, dtype=np.float32) * hashed])
+
+
+class Declared(Compressed):
+    similarity_range = (0.2, 0.9)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scale, "_measured", {})
+
+
+def test_a_declared_range_is_read_as_declared_and_forwarded_by_wrappers(tmp_path: Path) -> None:
+    inner = Declared()
+    assert similarity_range(inner) == (0.2, 0.9)
+    assert similarity_range(batching(inner)) == (0.2, 0.9)  # what `engram serve` runs
+    cached = CachedEmbedder(inner, tmp_path / "cache.sqlite")
+    assert similarity_range(cached) == (0.2, 0.9)
+    assert inner.calls == 0  # nothing measured
+    # A wrapper of a model that declares none declares none either: it is measured like its model.
+    assert declared_range(batching(Compressed())) is None
+    assert declared_range(CachedEmbedder(Compressed(), tmp_path / "cache2.sqlite")) is None
+
+
+def test_the_built_in_embedders_declare_theirs() -> None:
+    assert declared_range(FakeEmbedder(8)) == DEFAULT_SIMILARITY_RANGE
+    from engram.embedders.onnx_minilm import MiniLMEmbedder
+
+    assert MiniLMEmbedder.similarity_range == DEFAULT_SIMILARITY_RANGE
+
+
+def test_an_undeclared_range_is_measured_once_per_model() -> None:
+    embedder = Compressed()
+    low, high = similarity_range(embedder)
+    # Unrelated questions and answers sit near 0.7 here; the answers a little higher.
+    assert 0.70 < low < 0.75 < high < 0.85
+    calls = embedder.calls
+    assert similarity_range(embedder) == (low, high)
+    assert similarity_range(Compressed()) == (low, high)  # same model id: not measured again
+    assert embedder.calls == calls
+    assert similarity_range(Compressed("another")) == (low, high)  # another id: measured, same result
+
+
+def test_a_failed_measurement_reads_on_the_default_and_is_tried_again() -> None:
+    embedder = Compressed()
+    embedder.fail = 1
+    assert similarity_range(embedder) == DEFAULT_SIMILARITY_RANGE
+    measured = similarity_range(embedder)
+    assert measured != DEFAULT_SIMILARITY_RANGE and measured[0] > 0.7
+
+
+def test_a_model_that_cannot_tell_answers_apart_is_read_on_the_default() -> None:
+    class Constant(Compressed):
+        def embed_batch(self, texts: Sequence[str]) -> Vector:
+            return np.tile(np.eye(1, 64, dtype=np.float32), (len(texts), 1))
+
+    assert measure_range(Constant()) is None
+    assert similarity_range(Constant("constant")) == DEFAULT_SIMILARITY_RANGE
+
+
+@pytest.mark.parametrize(("embedder", "expected"), [
+    (Compressed(), [ACME]),
+    # The control: read on a range that puts unrelated texts (0.7) above a clear match, the
+    # unrelated memory passes the score floor as a full match of meaning.
+    (type("OnMiniLMs", (Compressed,), {"similarity_range": DEFAULT_SIMILARITY_RANGE})(), [ACME, PLANTS]),
+])
+def test_the_measured_range_lets_the_floor_drop_the_unrelated(
+    tmp_path: Path, embedder: Compressed, expected: list[str]
+) -> None:
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"user_id": "u", "content": ACME, "kind": "fact"},
+                         {"user_id": "u", "content": PLANTS, "kind": "fact"}])
+        found = [m.content for m in memory.retrieve("How does Acme pay its invoices?", user_id="u").memories]
+        assert sorted(found) == sorted(expected)
+
+
+def test_the_default_model_measures_inside_the_range_its_figures_hold_on() -> None:
+    from engram.embedders import default_embedder
+
+    low, high = measure_range(default_embedder()) or (0.0, 0.0)
+    # The development sets are flat for MiniLM across bottoms 0.10-0.15 and tops 0.65-0.81.
+    assert 0.10 <= low <= 0.16 and 0.65 <= high <= 0.83
