@@ -23,10 +23,12 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from engram import mem0_calls
+from engram.conversation import MESSAGE_FIELDS
 from engram.errors import MemoryNotFound, ValidationError
 from engram.memory import Memory as EngramMemory
 from engram.metadata_filter import check
 from engram.model import HistoryEvent, plain
+from engram.text import ROLE_WORDS
 from engram.validate import to_utc
 
 __all__ = ["AsyncMemory", "Memory", "MemoryNotFoundError"]
@@ -43,6 +45,9 @@ ALL_DELETED = "Memories deleted successfully!"
 #: Mem0's one memory_type, and the Engram kind it is stored as.
 PROCEDURAL = "procedural_memory"
 _EXPIRES = "expiration_date"
+#: Keys ``update``'s metadata cannot change: a memory's scope is fixed when it is added.
+_SCOPE_KEYS = frozenset(["user_id", "agent_id", "run_id", "actor_id"])
+_UNSET: Any = object()
 
 
 class Memory:
@@ -84,7 +89,7 @@ class Memory:
             messages = [messages]
         if not isinstance(messages, Sequence) or isinstance(messages, str):
             raise ValidationError("messages", "must be a text, a message or a list of messages")
-        said = [m for m in messages if not (isinstance(m, Mapping) and m.get("role") == "system")]
+        said = _said(messages)
         if not said:
             return {"results": []}
         fields: dict[str, Any] = {"agent_id": agent_id, "run_id": run_id}
@@ -98,23 +103,32 @@ class Memory:
         kind = "procedure" if memory_type == PROCEDURAL else "message"
         records = self.engram.add(said, user_id=_scope(user_id, agent_id, run_id), kind=kind,
                                   **{k: v for k, v in fields.items() if v is not None})
-        return {"results": [{"id": r.id, "memory": r.content, "event": "ADD", "role": r.role,
-                             "metadata": _metadata(r.metadata)} for r in records]}
+        return {"results": [{"id": r.id, "memory": r.content, "event": "ADD", "actor_id": m.get("name"),
+                             "role": m.get("role", r.role), "metadata": _metadata(r.metadata)}
+                            for r, m in zip(records, said, strict=True)]}
 
     def update(self, memory_id: str, data: str | None = None, metadata: Mapping[str, Any] | None = None, *,
-               text: str | None = None, timestamp: Any = None) -> dict[str, str]:
-        """New text (``data``, or ``text`` as Mem0's platform names it) and/or metadata; re-embeds."""
+               text: str | None = None, timestamp: Any = None, expiration_date: Any = _UNSET) -> dict[str, str]:
+        """New text (``data``, or ``text`` as Mem0 now names it), metadata merged into the memory's
+        (its scope's keys left out, as Mem0 leaves them), and ``expiration_date`` (None clears it);
+        a new text re-embeds."""
         changes: dict[str, Any] = {}
         content = data if data is not None else text
         if content is not None:
             changes["content"] = content
-        if metadata is not None:
-            changes["metadata"] = dict(metadata)
         if timestamp is not None:
             changes["created_at"] = _when(timestamp, "timestamp")
-        if not changes:
-            raise ValidationError("data", "give the new text (data=...) or metadata")
+        if not changes and metadata is None and expiration_date is _UNSET:
+            raise ValidationError("data", "give the new text (data=...), metadata or expiration_date")
         try:
+            if metadata is not None or expiration_date is not _UNSET:
+                merged = {**self.engram.get(memory_id).metadata,
+                          **{k: v for k, v in (metadata or {}).items() if k not in _SCOPE_KEYS}}
+                if expiration_date is None:
+                    merged.pop(_EXPIRES, None)
+                elif expiration_date is not _UNSET:
+                    merged[_EXPIRES] = _day(expiration_date, "expiration_date")
+                changes["metadata"] = merged
             self.engram.update(memory_id, **changes)
         except MemoryNotFound as exc:
             raise MemoryNotFoundError(str(exc)) from exc
@@ -142,23 +156,32 @@ class Memory:
             record = self.engram.get(memory_id)
         except MemoryNotFound:
             return None
-        return self._item(mem0_calls.record_result(record), record.user_id)
+        return {**self._item(mem0_calls.record_result(record), record.user_id), "score": None}
 
     def get_all(self, *, filters: Mapping[str, Any] | None = None, top_k: int = 20, user_id: str | None = None,
-                agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> dict[str, Any]:
+                agent_id: str | None = None, run_id: str | None = None, limit: int | None = None,
+                **unsupported: Any) -> dict[str, Any]:
         """The scope's memories, newest first, at most ``top_k`` (or ``limit``, Mem0's older name)."""
+        _refuse(unsupported)
         user, agent, run, where = _scoped(filters, user_id, agent_id, run_id)
+        wanted = limit if limit is not None else top_k
+        if wanted == 0:
+            return {"results": []}
         found = mem0_calls.get_all(self.engram, user_id=user, agent_id=agent, run_id=run, filters=_unexpired(where),
-                                   limit=limit if limit is not None else top_k)
+                                   limit=wanted)
         return {"results": [self._item(r, user) for r in found["results"]]}
 
     def search(self, query: str, *, top_k: int = 20, filters: Mapping[str, Any] | None = None,
                threshold: float | None = 0.1, rerank: bool = False, explain: bool = False, user_id: str | None = None,
-               agent_id: str | None = None, run_id: str | None = None, limit: int | None = None) -> dict[str, Any]:
+               agent_id: str | None = None, run_id: str | None = None, limit: int | None = None,
+               **unsupported: Any) -> dict[str, Any]:
         """The scope's memories that matter for ``query``, best first; ``filters`` narrow the
         candidates before ranking, ``threshold`` is the floor. Engram's ranking fuses its signals
         already, so ``rerank`` runs no second model; ``explain`` adds each result's ``score_details``."""
+        _refuse(unsupported)
         user, agent, run, where = _scoped(filters, user_id, agent_id, run_id)
+        if (limit if limit is not None else top_k) == 0:
+            return {"results": []}
         config = self.engram.config.with_(clip_sentences=None, max_tokens=None)  # whole memories, as Mem0 returns
         # Without a filter of the caller's, expiry is checked on the results: a query on every
         # memory's metadata for the rare expired one would slow each search down.
@@ -171,8 +194,13 @@ class Memory:
                             if str((r["metadata"] or {}).get(_EXPIRES, today)) >= today]}
 
     def history(self, memory_id: str) -> builtins.list[dict[str, Any]]:
-        """Mem0's history rows, oldest first (Engram erases a deleted memory's texts from its log)."""
-        return [_history_row(i, event) for i, event in enumerate(self.engram.history(memory_id), 1)]
+        """Mem0's history rows, oldest first (Engram erases a deleted memory's texts from its log);
+        none for an id it has no record of, as Mem0 answers."""
+        try:
+            events = self.engram.history(memory_id)
+        except MemoryNotFound:
+            return []
+        return [_history_row(i, event) for i, event in enumerate(events, 1)]
 
     # -- shapes
     def _item(self, result: Mapping[str, Any], user: str) -> dict[str, Any]:
@@ -192,6 +220,9 @@ class Memory:
         for name in ("agent_id", "run_id", "role"):
             if result.get(name) is not None:
                 item[name] = result[name]
+        role = result.get("role")
+        if isinstance(role, str) and role.strip().casefold() not in ROLE_WORDS:
+            item["actor_id"] = role  # a message's ``name``: Engram keeps the speaker as its role
         if expires is not None:
             item[_EXPIRES] = expires
         if "score_details" in result:
@@ -205,11 +236,18 @@ class AsyncMemory:
     def __init__(self, path_or_url: str | os.PathLike[str] | None = None, **options: Any) -> None:
         self.sync = Memory(path_or_url, **options)
 
-    async def add(self, messages: Any, **options: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.add, messages, **options)
+    @classmethod
+    def from_config(cls, config_dict: Mapping[str, Any]) -> AsyncMemory:
+        """As :meth:`Memory.from_config`: refused, naming what Engram has instead."""
+        Memory.from_config(config_dict)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    async def search(self, query: str, **options: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.search, query, **options)
+    # Each call takes what :class:`Memory`'s does, positional arguments included, as Mem0's twin does.
+    async def add(self, *args: Any, **options: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.add, *args, **options)
+
+    async def search(self, *args: Any, **options: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.search, *args, **options)
 
     async def get_all(self, **options: Any) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.get_all, **options)
@@ -217,14 +255,14 @@ class AsyncMemory:
     async def get(self, memory_id: str) -> dict[str, Any] | None:
         return await asyncio.to_thread(self.sync.get, memory_id)
 
-    async def update(self, memory_id: str, data: str | None = None, **options: Any) -> dict[str, str]:
-        return await asyncio.to_thread(self.sync.update, memory_id, data, **options)
+    async def update(self, *args: Any, **options: Any) -> dict[str, str]:
+        return await asyncio.to_thread(self.sync.update, *args, **options)
 
     async def delete(self, memory_id: str) -> dict[str, str]:
         return await asyncio.to_thread(self.sync.delete, memory_id)
 
-    async def delete_all(self, **scope: Any) -> dict[str, str]:
-        return await asyncio.to_thread(self.sync.delete_all, **scope)
+    async def delete_all(self, *args: Any, **scope: Any) -> dict[str, str]:
+        return await asyncio.to_thread(self.sync.delete_all, *args, **scope)
 
     async def history(self, memory_id: str) -> builtins.list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.history, memory_id)
@@ -239,11 +277,12 @@ class AsyncMemory:
 def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
     """The Engram user of a Mem0 scope: the user, else the agent's or run's own (Engram scopes
     every memory by one user, and one user never sees another's)."""
-    if user_id is not None:
+    user_id, agent_id, run_id = (v.strip() if isinstance(v, str) else v for v in (user_id, agent_id, run_id))
+    if user_id:
         return user_id
-    if agent_id is not None:
+    if agent_id:
         return f"agent:{agent_id}"
-    if run_id is not None:
+    if run_id:
         return f"run:{run_id}"
     raise ValidationError("user_id", "at least one of user_id, agent_id or run_id is required")
 
@@ -259,6 +298,25 @@ def _scoped(filters: Mapping[str, Any] | None, user_id: str | None, agent_id: st
         if given is None and isinstance(named, str) and named != "*":
             scope[name] = where.pop(name)
     return _scope(**scope), scope["agent_id"], scope["run_id"], where
+
+
+def _said(messages: Sequence[Any]) -> list[Any]:
+    """The messages Mem0 would store: no system message, none without text (an assistant's tool
+    call), and of each only the keys Engram reads (Mem0 ignores the others: ``id``, ``tool_calls``)."""
+    out: list[Any] = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            out.append(message)  # refused by name downstream
+        elif message.get("role") != "system" and message.get("content") not in (None, ""):
+            out.append({k: v for k, v in message.items() if k in MESSAGE_FIELDS})
+    return out
+
+
+def _refuse(unsupported: Mapping[str, Any]) -> None:
+    """Mem0 takes extra keywords and refuses those it cannot honour with a ValueError; so does this."""
+    if unsupported:
+        name = sorted(unsupported)[0]
+        raise ValidationError(name, "is not an argument Engram's Mem0 API honours; see docs/from-mem0.md")
 
 
 def _today() -> str:
@@ -297,4 +355,4 @@ def _metadata(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
 def _history_row(n: int, event: HistoryEvent) -> dict[str, Any]:
     return {"id": n, "memory_id": event.memory_id, "old_memory": event.before, "new_memory": event.after,
             "event": event.event.upper(), "created_at": event.at.isoformat(), "updated_at": None,
-            "is_deleted": int(event.event == "delete")}
+            "is_deleted": event.event == "delete", "actor_id": None, "role": None}

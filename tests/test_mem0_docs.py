@@ -63,7 +63,7 @@ def test_the_python_quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert first["updated_at"] == first["created_at"]  # Mem0 sets both when a memory is made
 
     specific_memory = m.get(first["id"])
-    assert specific_memory == first
+    assert specific_memory == {**first, "score": None}  # Mem0's get dumps its item whole, get_all without score
 
     related_memories = m.search(query="What do you know about me?", user_id="alice")
     assert isinstance(related_memories["results"], list)
@@ -132,7 +132,9 @@ def test_add_search_update_delete_pages(tmp_path: Path, embedder: Embedder) -> N
                   metadata={"category": "profile-update"}, timestamp="2025-01-15T12:00:00Z")
     item = m.get(memory_id)
     assert item is not None and item["memory"] == "Updated memory content about the user"
-    assert item["metadata"] == {"category": "profile-update"} and item["created_at"].startswith("2025-01-15T12:00:00")
+    # Mem0 merges the new metadata into the memory's (mem0/memory/main.py, _update_memory).
+    assert item["metadata"] == {"categories": ["diet", "health"], "category": "profile-update"}
+    assert item["created_at"].startswith("2025-01-15T12:00:00")
     # delete.mdx: OSS, and the scopes delete_all takes
     memory.delete(memory_id=memory_id)
     memory.add("ticket 1", agent_id="support-bot")
@@ -327,3 +329,59 @@ def test_migrated_error_handling_and_settings(tmp_path: Path) -> None:
     with pytest.raises(ValidationError) as error:
         Memory(tmp_path / "m.db", limits={"max_content_chars": 10})
     assert error.value.field == "limits"
+
+
+def test_what_mem0_code_passes_that_mem0_accepts(tmp_path: Path) -> None:
+    """Found by running Mem0's documented calls after only the import changed (2026-11-29)."""
+    m = Memory(tmp_path / "m.db", embedder=FakeEmbedder(64))
+    # An OpenAI chat history: extra keys on a message are ignored, an assistant's tool call (no
+    # text) is skipped, a named speaker is the item's actor_id with its role kept.
+    added = m.add([
+        {"role": "user", "content": "What's the weather in Oslo?", "id": "msg_1", "timestamp": "2025-01-01"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Oslo: sunny, 4 degrees"},
+        {"role": "user", "name": "carol", "content": "I always cycle to work when it is sunny."},
+    ], user_id=" alice ", infer=False)["results"]
+    assert [r["memory"] for r in added] == ["What's the weather in Oslo?", "Oslo: sunny, 4 degrees",
+                                            "I always cycle to work when it is sunny."]
+    assert [(r["role"], r["actor_id"]) for r in added] == [("user", None), ("tool", None), ("user", "carol")]
+    # Ids are trimmed as Mem0 trims them.
+    assert len(m.get_all(filters={"user_id": "alice"})["results"]) == 3
+    carol = m.get(added[-1]["id"])
+    assert carol is not None and carol["actor_id"] == "carol" and carol["score"] is None
+    # top_k=0 is a valid, empty answer; an argument Engram cannot honour is a ValueError naming it.
+    assert m.search("weather", user_id="alice", top_k=0) == {"results": []} == m.get_all(user_id="alice", top_k=0)
+    with pytest.raises(ValueError, match="reference_date"):
+        m.search("weather", user_id="alice", reference_date="2025-01-01")
+    # update merges metadata, leaves the scope alone and sets or clears the expiry.
+    first = added[0]["id"]
+    m.update(first, metadata={"topic": "weather"})
+    m.update(first, metadata={"source": "chat", "user_id": "mallory"}, expiration_date="2099-12-31")
+    item = m.get(first)
+    assert item is not None and item["metadata"] == {"topic": "weather", "source": "chat"}
+    assert item["user_id"] == "alice" and item["expiration_date"] == "2099-12-31"
+    m.update(first, expiration_date=None)
+    assert "expiration_date" not in (m.get(first) or {})
+    # history: none for an unknown id, as Mem0 answers; its rows' types are Mem0's.
+    assert m.history("no-such-id") == []
+    rows = m.history(first)
+    assert rows[0]["event"] == "ADD" and rows[0]["is_deleted"] is False
+    assert {"actor_id", "role"} <= set(rows[0])
+    m.close()
+
+
+def test_async_memory_takes_positional_arguments_as_mem0s(tmp_path: Path) -> None:
+    async def run() -> None:
+        am = AsyncMemory(tmp_path / "a.db", embedder=FakeEmbedder(64))
+        mid = (await am.add("I like tea", user_id="z"))["results"][0]["id"]
+        await am.update(mid, "I like green tea", {"k": 1})
+        item = await am.get(mid)
+        assert item is not None and item["memory"] == "I like green tea" and item["metadata"] == {"k": 1}
+        await am.delete_all("z")
+        assert (await am.get_all(user_id="z")) == {"results": []}
+        am.close()
+
+    asyncio.run(run())
+    with pytest.raises(ValidationError) as error:
+        AsyncMemory.from_config({"vector_store": {"provider": "qdrant"}})
+    assert error.value.field == "config_dict"
