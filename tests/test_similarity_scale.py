@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from engram import Memory
+from engram import Memory, RetrievalConfig
 from engram.embedders import scale
 from engram.embedders.batching import batching
 from engram.embedders.fake import FakeEmbedder
@@ -48,6 +50,7 @@ class Declared(Compressed):
 @pytest.fixture(autouse=True)
 def _fresh_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scale, "_measured", {})
+    monkeypatch.setattr(scale, "_pending", {})
 
 
 def test_a_declared_range_is_read_as_declared_and_forwarded_by_wrappers(tmp_path: Path) -> None:
@@ -120,3 +123,32 @@ def test_the_default_model_measures_inside_the_range_its_figures_hold_on() -> No
     low, high = measure_range(default_embedder()) or (0.0, 0.0)
     # The development sets are flat for MiniLM across bottoms 0.10-0.15 and tops 0.65-0.81.
     assert 0.10 <= low <= 0.16 and 0.65 <= high <= 0.83
+
+
+def test_a_slow_measurement_holds_no_retrieval_past_its_deadline(tmp_path: Path) -> None:
+    # A model behind an endpoint that hangs: the first retrieval reads on the default range at
+    # its deadline, and the measurement, going on, serves the ones after it.
+    gate = threading.Event()
+
+    class Hanging(Compressed):
+        def embed_batch(self, texts: Sequence[str]) -> Vector:
+            if len(texts) == len(scale.PAIRS):  # the measurement's batches
+                gate.wait(30)
+            return super().embed_batch(texts)
+
+    embedder = Hanging("hanging-64")
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"user_id": "u", "content": ACME, "kind": "fact"},
+                         {"user_id": "u", "content": PLANTS, "kind": "fact"}])
+        config = RetrievalConfig(timeout_ms=300, cache_ttl=0)
+        started = time.perf_counter()
+        first = memory.retrieve("How does Acme pay its invoices?", user_id="u", config=config)
+        assert time.perf_counter() - started < 5
+        assert sorted(m.content for m in first.memories) == sorted([ACME, PLANTS])  # the default's reading
+        gate.set()
+        deadline = time.perf_counter() + 20
+        while declared_range(embedder) is None and ("hanging-64", 64) not in scale._measured:
+            assert time.perf_counter() < deadline
+            time.sleep(0.01)
+        later = memory.retrieve("How does Acme pay its invoices?", user_id="u", config=config)
+        assert [m.content for m in later.memories] == [ACME]

@@ -25,15 +25,20 @@ LoCoMo R@10 0.746 against 0.748, where a top of 0.87 gives 0.730 and MiniLM's ra
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 import numpy as np
 
 from engram.ext import Embedder
 from engram.ingest.embed import embed_texts
-from engram.pools import ProcessLock
+from engram.pools import ProcessLock, process_pool
 
-__all__ = ["DEFAULT_SIMILARITY_RANGE", "PAIRS", "declared_range", "measure_range", "similarity_range"]
+__all__ = ["DEFAULT_SIMILARITY_RANGE", "PAIRS", "declared_range", "measure_range", "measuring", "similarity_range"]
 
 log = logging.getLogger("engram")
 
@@ -82,6 +87,9 @@ PAIRS: tuple[tuple[str, str], ...] = (
 )
 
 _measured: dict[tuple[str, int], tuple[float, float]] = {}
+#: Measurements under way: key -> (the process that started it, its future). A forked child's
+#: inherited entry names its parent, whose thread it does not have, so it starts its own.
+_pending: dict[tuple[str, int], tuple[int, Future[tuple[float, float]]]] = {}
 _lock = ProcessLock()
 
 
@@ -109,29 +117,70 @@ def measure_range(embedder: Embedder, pairs: Sequence[tuple[str, str]] = PAIRS) 
     return round(unrelated + BOTTOM * gap, 3), round(min(1.0, unrelated + TOP * gap), 3)
 
 
-def similarity_range(embedder: object) -> tuple[float, float]:
-    """The cosines ``embedder`` gives unrelated texts and a clear match: the range it declares, else
-    the one measured from it (once per process and model), else :data:`DEFAULT_SIMILARITY_RANGE`.
-    A measurement that fails (an endpoint down) is tried again at the next call."""
-    said = declared_range(embedder)
-    if said is not None:
-        return said
+def _key(embedder: object) -> tuple[str, int] | None:
     model_id, dimensions = getattr(embedder, "model_id", None), getattr(embedder, "dimensions", None)
     if not isinstance(model_id, str) or not isinstance(dimensions, int) or not callable(
             getattr(embedder, "embed_batch", None)):
+        return None
+    return model_id, dimensions
+
+
+def measuring(embedder: object) -> Future[tuple[float, float]] | None:
+    """The measurement of ``embedder``'s range, started on a worker thread if it was not under way;
+    None when its range is declared or measured already (or it is no embedder)."""
+    if declared_range(embedder) is not None:
+        return None
+    key = _key(embedder)
+    if key is None or key in _measured:
+        return None
+    pid = os.getpid()
+    with _lock.get():
+        if key in _measured:
+            return None
+        held = _pending.get(key)
+        if held is not None and held[0] == pid:
+            return held[1]
+        future = process_pool("engram-scale", 1).submit(_measure, embedder, key)
+        _pending[key] = (pid, future)
+        return future
+
+
+def _measure(embedder: Any, key: tuple[str, int]) -> tuple[float, float]:
+    try:
+        found = measure_range(embedder) or DEFAULT_SIMILARITY_RANGE
+    except Exception as exc:  # any embedder failure: read on the default now, measured again next time
+        log.warning("[MEM:EMBED] could not measure %s's similarity range (%s); reading it on %s",
+                    key[0], exc, DEFAULT_SIMILARITY_RANGE)
+        with _lock.get():
+            _pending.pop(key, None)
         return DEFAULT_SIMILARITY_RANGE
-    key = (model_id, dimensions)
+    with _lock.get():
+        _measured[key] = found
+        _pending.pop(key, None)
+    return found
+
+
+def similarity_range(embedder: object, *, deadline: float | None = None) -> tuple[float, float]:
+    """The cosines ``embedder`` gives unrelated texts and a clear match: the range it declares, else
+    the one measured from it (once per process and model), else :data:`DEFAULT_SIMILARITY_RANGE`.
+
+    The measurement embeds sixty short texts (a model behind an endpoint: two requests). It is
+    waited for until ``deadline`` (a ``time.perf_counter()`` time; None: for as long as it takes);
+    a retrieval that cannot wait reads on the default, and the measurement, going on, serves the
+    next. One that fails (an endpoint down) is tried again at the next call."""
+    said = declared_range(embedder)
+    if said is not None:
+        return said
+    key = _key(embedder)
+    if key is None:
+        return DEFAULT_SIMILARITY_RANGE
     found = _measured.get(key)
     if found is not None:
         return found
-    with _lock.get():
-        found = _measured.get(key)
-        if found is None:
-            try:
-                found = measure_range(embedder) or DEFAULT_SIMILARITY_RANGE  # type: ignore[arg-type]
-            except Exception as exc:  # any embedder failure: read on the default, try again later
-                log.warning("[MEM:EMBED] could not measure %s's similarity range (%s); reading it on %s",
-                            model_id, exc, DEFAULT_SIMILARITY_RANGE)
-                return DEFAULT_SIMILARITY_RANGE
-            _measured[key] = found
-    return found
+    future = measuring(embedder)
+    if future is None:  # finished between the two looks
+        return _measured.get(key, DEFAULT_SIMILARITY_RANGE)
+    try:
+        return future.result(timeout=None if deadline is None else max(0.0, deadline - time.perf_counter()))
+    except FutureTimeout:
+        return DEFAULT_SIMILARITY_RANGE

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from engram.config import RetrievalConfig
 from engram.domain import DOMAIN_UNAVAILABLE, DomainSource, RelatedEntities, domain_relations, domain_rows
+from engram.embedders.scale import measuring
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, ValidationError
 from engram.experiments import Experiment, logged_settings
 from engram.ext import Embedder, Metrics, RetrievalReads, Store
@@ -269,7 +270,7 @@ class Pipeline:
             neighbors.update(optional("neighbors", lambda: reads.session_neighbors(
                 user_id, [r.id for r in fresh if r.session_id is not None]), alone))
 
-        similarity_range = self._similarity_range(config)
+        similarity_range = self._similarity_range(config, budget.soft)
 
         def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> Ranking:
             return timed("rank", lambda: rank(
@@ -382,13 +383,13 @@ class Pipeline:
         if config.search_type == "keyword":
             return None
         embedder = self.embedder()  # loading the model (once per process) is set-up, not retrieval time
-        similarity_range(embedder)  # so is measuring its scale, when it declares none (embedders.scale)
+        measuring(embedder)  # the scale of one that declares none, measured meanwhile (embedders.scale)
         return self.executor.submit(lambda: embed_texts(embedder, [query], as_query=True)[0])
 
-    def _similarity_range(self, config: RetrievalConfig) -> tuple[float, float]:
+    def _similarity_range(self, config: RetrievalConfig, deadline: float | None) -> tuple[float, float]:
         if config.search_type == "keyword":
             return DEFAULT_SIMILARITY_RANGE
-        return similarity_range(self.embedder())
+        return similarity_range(self.embedder(), deadline=deadline)
 
     def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str,
              experiment: Mapping[str, str]) -> None:
