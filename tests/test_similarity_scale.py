@@ -145,6 +145,7 @@ def test_a_slow_measurement_holds_no_retrieval_past_its_deadline(tmp_path: Path)
         first = memory.retrieve("How does Acme pay its invoices?", user_id="u", config=config)
         assert time.perf_counter() - started < 5
         assert sorted(m.content for m in first.memories) == sorted([ACME, PLANTS])  # the default's reading
+        assert "similarity_range" in first.metadata.cut_stages  # a partial answer, so never cached
         gate.set()
         deadline = time.perf_counter() + 20
         while declared_range(embedder) is None and ("hanging-64", 64) not in scale._measured:

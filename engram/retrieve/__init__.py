@@ -270,7 +270,7 @@ class Pipeline:
             neighbors.update(optional("neighbors", lambda: reads.session_neighbors(
                 user_id, [r.id for r in fresh if r.session_id is not None]), alone))
 
-        similarity_range = self._similarity_range(config, budget.soft)
+        similarity_range = self._similarity_range(config, budget)
 
         def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> Ranking:
             return timed("rank", lambda: rank(
@@ -386,10 +386,19 @@ class Pipeline:
         measuring(embedder)  # the scale of one that declares none, measured meanwhile (embedders.scale)
         return self.executor.submit(lambda: embed_texts(embedder, [query], as_query=True)[0])
 
-    def _similarity_range(self, config: RetrievalConfig, deadline: float | None) -> tuple[float, float]:
+    def _similarity_range(self, config: RetrievalConfig, budget: Budget) -> tuple[float, float]:
+        """The embedder's range; the default, in an answer marked partial, while it is measured."""
         if config.search_type == "keyword":
             return DEFAULT_SIMILARITY_RANGE
-        return similarity_range(self.embedder(), deadline=deadline)
+        embedder = self.embedder()
+        pending = measuring(embedder)
+        if pending is not None:
+            try:
+                until(pending, budget.soft, "measuring the embedder's similarity range")
+            except DeadlineExceeded:
+                budget.drop("similarity_range")
+                return DEFAULT_SIMILARITY_RANGE
+        return similarity_range(embedder)
 
     def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str,
              experiment: Mapping[str, str]) -> None:
