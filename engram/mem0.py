@@ -23,6 +23,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from engram import mem0_calls
+from engram.attachments import ATTACHMENT_KEYS
 from engram.conversation import MESSAGE_FIELDS
 from engram.errors import MemoryNotFound, ValidationError
 from engram.memory import Memory as EngramMemory
@@ -45,8 +46,9 @@ ALL_DELETED = "Memories deleted successfully!"
 #: Mem0's one memory_type, and the Engram kind it is stored as.
 PROCEDURAL = "procedural_memory"
 _EXPIRES = "expiration_date"
-#: Keys ``update``'s metadata cannot change: a memory's scope is fixed when it is added.
-_SCOPE_KEYS = frozenset(["user_id", "agent_id", "run_id", "actor_id"])
+#: Keys ``update``'s metadata cannot change: a memory's scope is fixed when it is added, and its
+#: expiry is ``expiration_date``'s to set.
+_SCOPE_KEYS = frozenset(["user_id", "agent_id", "run_id", "actor_id", _EXPIRES])
 _UNSET: Any = object()
 
 
@@ -92,7 +94,7 @@ class Memory:
         said = _said(messages)
         if not said:
             return {"results": []}
-        fields: dict[str, Any] = {"agent_id": agent_id, "run_id": run_id}
+        fields: dict[str, Any] = dict(zip(("agent_id", "run_id"), _trimmed(agent_id, run_id), strict=True))
         extra = dict(metadata or {})
         if expiration_date is not None:
             extra[_EXPIRES] = _day(expiration_date, "expiration_date")
@@ -143,6 +145,7 @@ class Memory:
     def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
                    run_id: str | None = None) -> dict[str, str]:
         user = _scope(user_id, agent_id, run_id)
+        _, agent_id, run_id = _trimmed(None, agent_id, run_id)
         mem0_calls.delete_all(self.engram, user_id=user, agent_id=agent_id, run_id=run_id)
         return {"message": ALL_DELETED}
 
@@ -277,14 +280,19 @@ class AsyncMemory:
 def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
     """The Engram user of a Mem0 scope: the user, else the agent's or run's own (Engram scopes
     every memory by one user, and one user never sees another's)."""
-    user_id, agent_id, run_id = (v.strip() if isinstance(v, str) else v for v in (user_id, agent_id, run_id))
-    if user_id:
-        return user_id
-    if agent_id:
+    user_id, agent_id, run_id = _trimmed(user_id, agent_id, run_id)
+    if user_id is not None:
+        return user_id  # an empty one is refused downstream, never read as no user
+    if agent_id is not None:
         return f"agent:{agent_id}"
-    if run_id:
+    if run_id is not None:
         return f"run:{run_id}"
     raise ValidationError("user_id", "at least one of user_id, agent_id or run_id is required")
+
+
+def _trimmed(*ids: Any) -> tuple[Any, ...]:
+    """Each id without surrounding spaces, as Mem0 trims them (None stays None)."""
+    return tuple(value.strip() if isinstance(value, str) else value for value in ids)
 
 
 def _scoped(filters: Mapping[str, Any] | None, user_id: str | None, agent_id: str | None,
@@ -297,25 +305,30 @@ def _scoped(filters: Mapping[str, Any] | None, user_id: str | None, agent_id: st
         named = where.get(name)
         if given is None and isinstance(named, str) and named != "*":
             scope[name] = where.pop(name)
-    return _scope(**scope), scope["agent_id"], scope["run_id"], where
+    _, agent, run = _trimmed(None, scope["agent_id"], scope["run_id"])
+    return _scope(**scope), agent, run, where
 
 
 def _said(messages: Sequence[Any]) -> list[Any]:
-    """The messages Mem0 would store: no system message, none without text (an assistant's tool
-    call), and of each only the keys Engram reads (Mem0 ignores the others: ``id``, ``tool_calls``)."""
+    """The messages Mem0 would store: no system message, none without content (an assistant's tool
+    call), and of each only the keys Engram reads (Mem0 ignores the others: ``id``, ``tool_calls``).
+    An empty text is refused downstream by name, as before."""
     out: list[Any] = []
     for message in messages:
         if not isinstance(message, Mapping):
             out.append(message)  # refused by name downstream
-        elif message.get("role") != "system" and message.get("content") not in (None, ""):
+        elif message.get("role") != "system" and (message.get("content") is not None
+                                                  or any(message.get(k) for k in ATTACHMENT_KEYS)):
             out.append({k: v for k, v in message.items() if k in MESSAGE_FIELDS})
     return out
 
 
 def _refuse(unsupported: Mapping[str, Any]) -> None:
-    """Mem0 takes extra keywords and refuses those it cannot honour with a ValueError; so does this."""
-    if unsupported:
-        name = sorted(unsupported)[0]
+    """An argument given (not None) that Engram cannot honour is a ValueError naming it, rather than
+    an answer that silently ignores it (Mem0 ignores some, refuses ``reference_date``)."""
+    given = sorted(name for name, value in unsupported.items() if value is not None)
+    if given:
+        name = given[0]
         raise ValidationError(name, "is not an argument Engram's Mem0 API honours; see docs/from-mem0.md")
 
 

@@ -334,6 +334,9 @@ class QueryPlan:
     #: its slot among ``entities`` (``type:customer``) -> the ids of the entities of that type. A
     #: memory naming any of them names the slot.
     typed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The query asks what is known of the user as a whole ("What do you know about me?"): what
+    #: the user said of themselves, and the facts kept, answer it whatever their words.
+    profile: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,7 +66,10 @@ def test_the_python_quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert specific_memory == {**first, "score": None}  # Mem0's get dumps its item whole, get_all without score
 
     related_memories = m.search(query="What do you know about me?", user_id="alice")
-    assert isinstance(related_memories["results"], list)
+    # What alice said of herself, though no word or meaning of it is in the question; not the assistant's.
+    said = {r["memory"] for r in related_memories["results"]}
+    assert "I'm not a big fan of thriller movies but I love sci-fi movies." in said
+    assert not any("Got it!" in text or "How about" in text for text in said)
     hits = m.search(query="Which movie genre do I love?", user_id="alice")["results"]
     assert "I love sci-fi movies" in hits[0]["memory"] and ITEM_KEYS | {"score", "user_id"} <= set(hits[0])
 
@@ -349,10 +352,20 @@ def test_what_mem0_code_passes_that_mem0_accepts(tmp_path: Path) -> None:
     assert len(m.get_all(filters={"user_id": "alice"})["results"]) == 3
     carol = m.get(added[-1]["id"])
     assert carol is not None and carol["actor_id"] == "carol" and carol["score"] is None
+    # An empty user id stays an error, even beside an agent's id: never the agent's shared memories.
+    m.add("The staging password is hunter2", agent_id=" bot ")
+    for call in (lambda: m.get_all(user_id="", agent_id="bot"), lambda: m.delete_all(user_id=" ", agent_id="bot")):
+        with pytest.raises(ValidationError):
+            call()
+    assert [r["agent_id"] for r in m.get_all(agent_id="bot")["results"]] == ["bot"]  # trimmed as stored
+    # A message with a caption but no text is refused by name, not dropped in silence.
+    with pytest.raises(ValidationError):
+        m.add([{"role": "user", "content": "", "image_caption": "a red bicycle"}], user_id="alice")
     # top_k=0 is a valid, empty answer; an argument Engram cannot honour is a ValueError naming it.
     assert m.search("weather", user_id="alice", top_k=0) == {"results": []} == m.get_all(user_id="alice", top_k=0)
     with pytest.raises(ValueError, match="reference_date"):
         m.search("weather", user_id="alice", reference_date="2025-01-01")
+    assert m.search("weather", user_id="alice", reference_date=None)["results"]  # Mem0's default
     # update merges metadata, leaves the scope alone and sets or clears the expiry.
     first = added[0]["id"]
     m.update(first, metadata={"topic": "weather"})

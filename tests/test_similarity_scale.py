@@ -51,6 +51,7 @@ class Declared(Compressed):
 def _fresh_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scale, "_measured", {})
     monkeypatch.setattr(scale, "_pending", {})
+    monkeypatch.setattr(scale, "_failed", {})
 
 
 def test_a_declared_range_is_read_as_declared_and_forwarded_by_wrappers(tmp_path: Path) -> None:
@@ -84,10 +85,16 @@ def test_an_undeclared_range_is_measured_once_per_model() -> None:
     assert similarity_range(Compressed("another")) == (low, high)  # another id: measured, same result
 
 
-def test_a_failed_measurement_reads_on_the_default_and_is_tried_again() -> None:
+def test_a_failed_measurement_reads_on_the_default_and_is_tried_again_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     embedder = Compressed()
     embedder.fail = 1
     assert similarity_range(embedder) == DEFAULT_SIMILARITY_RANGE
+    calls = embedder.calls
+    assert similarity_range(embedder) == DEFAULT_SIMILARITY_RANGE  # not tried again at once
+    assert embedder.calls == calls
+    monkeypatch.setattr(scale, "RETRY_AFTER", 0.0)
     measured = similarity_range(embedder)
     assert measured != DEFAULT_SIMILARITY_RANGE and measured[0] > 0.7
 
@@ -153,3 +160,26 @@ def test_a_slow_measurement_holds_no_retrieval_past_its_deadline(tmp_path: Path)
             time.sleep(0.01)
         later = memory.retrieve("How does Acme pay its invoices?", user_id="u", config=config)
         assert [m.content for m in later.memories] == [ACME]
+
+
+def test_a_measurement_failing_during_a_retrieval_holds_it_no_longer_and_is_not_cached(tmp_path: Path) -> None:
+    class SlowlyFailing(Compressed):
+        def embed_batch(self, texts: Sequence[str]) -> Vector:
+            if len(texts) == len(scale.PAIRS):
+                time.sleep(0.1)
+                raise RuntimeError("413 batch too large")
+            return super().embed_batch(texts)
+
+    embedder = SlowlyFailing("failing-64")
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"user_id": "u", "content": ACME, "kind": "fact"}])
+        config = RetrievalConfig(timeout_ms=2000, cache_ttl=60)
+        started = time.perf_counter()
+        first = memory.retrieve("How does Acme pay its invoices?", user_id="u", config=config)
+        assert time.perf_counter() - started < 2.5
+        assert "similarity_range" in first.metadata.cut_stages
+        again = memory.retrieve("How does Acme pay its invoices?", user_id="u", config=config)
+        assert not again.metadata.cached  # the partial answer was not kept
+        calls = embedder.calls
+        memory.retrieve("What does Acme pay?", user_id="u", config=config)
+        assert embedder.calls == calls + 1  # the query only: no measurement until RETRY_AFTER

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -36,7 +37,7 @@ import numpy as np
 
 from engram.ext import Embedder
 from engram.ingest.embed import embed_texts
-from engram.pools import ProcessLock, process_pool
+from engram.pools import ProcessLock
 
 __all__ = ["DEFAULT_SIMILARITY_RANGE", "PAIRS", "declared_range", "measure_range", "measuring", "similarity_range"]
 
@@ -51,6 +52,11 @@ BOTTOM, TOP = 0.12, 1.30
 #: A model whose answers are not this much closer than unrelated statements cannot be read on a
 #: scale of its own: its "range" would make noise look like evidence.
 MIN_GAP = 0.02
+
+#: How long a caller without a deadline of its own waits for a first measurement, in seconds.
+FIRST_WAIT = 1.0
+#: Seconds before a failed measurement is tried again (each try embeds sixty texts).
+RETRY_AFTER = 60.0
 
 #: A question and a statement that answers it, across the kinds of things people keep.
 PAIRS: tuple[tuple[str, str], ...] = (
@@ -89,7 +95,9 @@ PAIRS: tuple[tuple[str, str], ...] = (
 _measured: dict[tuple[str, int], tuple[float, float]] = {}
 #: Measurements under way: key -> (the process that started it, its future). A forked child's
 #: inherited entry names its parent, whose thread it does not have, so it starts its own.
-_pending: dict[tuple[str, int], tuple[int, Future[tuple[float, float]]]] = {}
+_pending: dict[tuple[str, int], tuple[int, Future[tuple[float, float] | None]]] = {}
+#: When a model's measurement last failed (``time.monotonic()``).
+_failed: dict[tuple[str, int], float] = {}
 _lock = ProcessLock()
 
 
@@ -125,9 +133,11 @@ def _key(embedder: object) -> tuple[str, int] | None:
     return model_id, dimensions
 
 
-def measuring(embedder: object) -> Future[tuple[float, float]] | None:
-    """The measurement of ``embedder``'s range, started on a worker thread if it was not under way;
-    None when its range is declared or measured already (or it is no embedder)."""
+def measuring(embedder: object) -> Future[tuple[float, float] | None] | None:
+    """The measurement of ``embedder``'s range, started on a daemon thread (a process may exit
+    without it) if it was not under way; None when its range is declared or measured already, it
+    is no embedder, or its last measurement failed less than :data:`RETRY_AFTER` seconds ago. The
+    future's result is the range, or None if the measurement failed."""
     if declared_range(embedder) is not None:
         return None
     key = _key(embedder)
@@ -135,39 +145,43 @@ def measuring(embedder: object) -> Future[tuple[float, float]] | None:
         return None
     pid = os.getpid()
     with _lock.get():
-        if key in _measured:
+        if key in _measured or time.monotonic() < _failed.get(key, -RETRY_AFTER) + RETRY_AFTER:
             return None
         held = _pending.get(key)
         if held is not None and held[0] == pid:
             return held[1]
-        future = process_pool("engram-scale", 1).submit(_measure, embedder, key)
+        future: Future[tuple[float, float] | None] = Future()
         _pending[key] = (pid, future)
-        return future
+    threading.Thread(target=_measure, args=(embedder, key, future), name="engram-scale", daemon=True).start()
+    return future
 
 
-def _measure(embedder: Any, key: tuple[str, int]) -> tuple[float, float]:
+def _measure(embedder: Any, key: tuple[str, int], future: Future[tuple[float, float] | None]) -> None:
     try:
         found = measure_range(embedder) or DEFAULT_SIMILARITY_RANGE
-    except Exception as exc:  # any embedder failure: read on the default now, measured again next time
-        log.warning("[MEM:EMBED] could not measure %s's similarity range (%s); reading it on %s",
-                    key[0], exc, DEFAULT_SIMILARITY_RANGE)
+    except Exception as exc:  # any embedder failure: read on the default, measured again later
+        log.warning("[MEM:EMBED] could not measure %s's similarity range (%s); reading it on %s for %d s",
+                    key[0], exc, DEFAULT_SIMILARITY_RANGE, RETRY_AFTER)
         with _lock.get():
+            _failed[key] = time.monotonic()
             _pending.pop(key, None)
-        return DEFAULT_SIMILARITY_RANGE
+        future.set_result(None)
+        return
     with _lock.get():
         _measured[key] = found
         _pending.pop(key, None)
-    return found
+    future.set_result(found)
 
 
 def similarity_range(embedder: object, *, deadline: float | None = None) -> tuple[float, float]:
     """The cosines ``embedder`` gives unrelated texts and a clear match: the range it declares, else
     the one measured from it (once per process and model), else :data:`DEFAULT_SIMILARITY_RANGE`.
 
-    The measurement embeds sixty short texts (a model behind an endpoint: two requests). It is
-    waited for until ``deadline`` (a ``time.perf_counter()`` time; None: for as long as it takes);
-    a retrieval that cannot wait reads on the default, and the measurement, going on, serves the
-    next. One that fails (an endpoint down) is tried again at the next call."""
+    The measurement embeds sixty short texts (a model behind an endpoint: two requests) on a
+    thread of its own. It is waited for until ``deadline`` (a ``time.perf_counter()`` time; None:
+    :data:`FIRST_WAIT` seconds); a caller that cannot wait reads on the default, and the
+    measurement, going on, serves the next. One that fails (an endpoint down) is tried again
+    :data:`RETRY_AFTER` seconds later."""
     said = declared_range(embedder)
     if said is not None:
         return said
@@ -178,9 +192,10 @@ def similarity_range(embedder: object, *, deadline: float | None = None) -> tupl
     if found is not None:
         return found
     future = measuring(embedder)
-    if future is None:  # finished between the two looks
+    if future is None:  # finished between the two looks, or failed a moment ago
         return _measured.get(key, DEFAULT_SIMILARITY_RANGE)
+    until = time.perf_counter() + FIRST_WAIT if deadline is None else deadline
     try:
-        return future.result(timeout=None if deadline is None else max(0.0, deadline - time.perf_counter()))
+        return future.result(timeout=max(0.0, until - time.perf_counter())) or DEFAULT_SIMILARITY_RANGE
     except FutureTimeout:
         return DEFAULT_SIMILARITY_RANGE

@@ -41,7 +41,7 @@ from engram.retrieve.rank import rank
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
-from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, similarity_range
+from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import about_the_user, understand
 from engram.retrieve.users_words import UsersWords
@@ -279,7 +279,8 @@ class Pipeline:
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
-                asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
+                asks=plan.asks, speaking=plan.speaking, requests=plan.requests, profile=plan.profile, known=first,
+                facets=facets,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found
@@ -383,22 +384,13 @@ class Pipeline:
         if config.search_type == "keyword":
             return None
         embedder = self.embedder()  # loading the model (once per process) is set-up, not retrieval time
-        measuring(embedder)  # the scale of one that declares none, measured meanwhile (embedders.scale)
-        return self.executor.submit(lambda: embed_texts(embedder, [query], as_query=True)[0])
+        future = self.executor.submit(lambda: embed_texts(embedder, [query], as_query=True)[0])
+        # The scale of a model that declares none is measured once the query no longer needs it.
+        future.add_done_callback(lambda _: measuring(embedder))
+        return future
 
     def _similarity_range(self, config: RetrievalConfig, budget: Budget) -> tuple[float, float]:
-        """The embedder's range; the default, in an answer marked partial, while it is measured."""
-        if config.search_type == "keyword":
-            return DEFAULT_SIMILARITY_RANGE
-        embedder = self.embedder()
-        pending = measuring(embedder)
-        if pending is not None:
-            try:
-                until(pending, budget.soft, "measuring the embedder's similarity range")
-            except DeadlineExceeded:
-                budget.drop("similarity_range")
-                return DEFAULT_SIMILARITY_RANGE
-        return similarity_range(embedder)
+        return DEFAULT_SIMILARITY_RANGE if config.search_type == "keyword" else budget.scale(self.embedder())
 
     def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str,
              experiment: Mapping[str, str]) -> None:

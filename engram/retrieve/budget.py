@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from typing import TypeVar
 
 from engram.deadline import reads_until
+from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE, measuring, similarity_range
 from engram.errors import DeadlineExceeded
 
 __all__ = ["EMBED_RESERVE", "HARD_SHARE", "PARTIAL", "Budget", "until"]
@@ -75,6 +76,21 @@ class Budget:
         except DeadlineExceeded:
             self.drop(stage)
             return default
+
+    def scale(self, embedder: object) -> tuple[float, float]:
+        """``embedder``'s similarity range (:mod:`engram.embedders.scale`). One still being measured
+        at the deadline, or whose measurement fails meanwhile, reads as the default, and the stage is
+        listed as cut: the answer so read is partial (never cached)."""
+        pending = measuring(embedder)
+        if pending is None:  # declared, measured, or its measurement failed a moment ago
+            return similarity_range(embedder, deadline=self.soft)
+        try:
+            measured = until(pending, self.soft, "measuring the embedder's similarity range")
+        except DeadlineExceeded:
+            measured = None
+        if measured is None:
+            self.drop("similarity_range")
+        return measured or DEFAULT_SIMILARITY_RANGE
 
     def essential(self) -> AbstractContextManager[None]:
         """Store reads inside are cut at :attr:`hard`, or a quarter of a deadline from now if that is

@@ -27,6 +27,9 @@ ENTITY_LIMIT = 30
 TEMPORAL_LIMIT = 30
 PROCEDURAL_LIMIT = 20
 SUMMARY_LIMIT = 5
+#: The newest memories a question about the user as a whole reads ("What do you know about me?",
+#: ``QueryPlan.profile``): no source ranks what the user said of themselves by its words.
+PROFILE_LIMIT = 100
 #: Query entities the entity source and the ontology expansion read, in the query's order (a query
 #: names up to 32). Each costs one more look at every memory naming it: at 20,000 memories each
 #: naming 30 of 40 names, the entity source read for 120 ms with 8 of them and 1,080 ms with 32
@@ -34,7 +37,8 @@ SUMMARY_LIMIT = 5
 ENTITY_QUERY_LIMIT = 8
 LINK_SEEDS = 5
 LINK_LIMIT = 10
-SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural", "summary")
+SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural", "summary",
+                "profile")
 
 
 @dataclass
@@ -181,6 +185,10 @@ def gather(
         summaries = replace(scoped if scoped is not None else filters, kinds=("summary",))
         if scoped is not None or time_range is None:
             lists["summary"] = run("summary", lambda: store.most_recent(user_id, SUMMARY_LIMIT, summaries))
+    if plan.profile:  # the newest memories, and the newest facts (what holds is often said early)
+        facts = [replace(filters, kinds=("fact",))] if _allows(filters, "fact") else []
+        lists["profile"] = run("profile", lambda: [hit for f in (*facts, filters)
+                                                   for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
     start_vectors(wait=True)
     if prefetch is not None and pending:
         early = CandidateSet()

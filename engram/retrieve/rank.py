@@ -51,6 +51,7 @@ from engram.retrieve.signals import (
     reciprocal_rank,
     type_boost,
 )
+from engram.retrieve.standing import said_of_themselves
 
 __all__ = [
     "ALL_SIGNALS",
@@ -140,6 +141,9 @@ BRIDGE_MENTION = 0.5
 #: How much of its own meaning a standing instruction or stated preference gains when the query is a
 #: request (engram.retrieve.standing): "Write a CSV reader" must bring back "always use type hints".
 STANDING_GAIN = 0.5
+#: The share of it a passing statement of the user's about themselves gains when the query asks what
+#: is known of the user (``QueryPlan.profile``): what holds comes first.
+PASSING = 0.5
 #: How much relevance a memory gains by naming an entity of a type the query asks about as a whole
 #: ("Tell me about my customers"): the answer is whatever is said about each customer, in words
 #: the query cannot know (their names), as with ASK_GAIN.
@@ -241,6 +245,7 @@ def rank(
     asks: bool = False,
     speaking: Sequence[str] = (),
     requests: bool = False,
+    profile: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -261,7 +266,9 @@ def rank(
     assistant's. ``speaking`` names the entities whose words the query asks for: their own
     messages gain ``VOICE_GAIN`` (``voice``). ``requests`` (the query asks for something to be done
     or suggested) lets the user's standing instructions and preferences gain ``STANDING_GAIN`` of
-    their own meaning (``standing``); ``facets`` (the vectors of a memory's standing sentences,
+    their own meaning (``standing``); ``profile`` (the query asks what is known of the user) lets
+    what the user said of themselves, and facts, gain it whatever their meaning; ``facets`` (the
+    vectors of a memory's standing sentences,
     read for requests only) lets such a memory's meaning be its closest sentence's. ``known``
     keeps the signals the second hop does not change between a query's rankings.
     """
@@ -310,7 +317,8 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     around, via, asked, spoke, stands = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks,
-                                              speaking, requests, seen.standing_of)
+                                              speaking, requests or profile,
+                                              said_of_themselves if profile else seen.standing_of)
     slots = [e for e in query_entities if e.startswith(TYPE_SLOT)]
     typed = np.fromiter((any(slot in named for slot in slots) for named in named_by), dtype=np.float64,
                         count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)
@@ -319,7 +327,8 @@ def rank(
     # and bridges pass on relevance read up to a full match, as before.
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
-                 + STANDING_GAIN * stands * np.minimum(meaning, 1.0) + TYPE_GAIN * typed)
+                 + STANDING_GAIN * stands * (_lasting(records, seen) if profile else np.minimum(meaning, 1.0))
+                 + TYPE_GAIN * typed)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
@@ -383,3 +392,11 @@ def _length_discount(records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]
     lengths = np.fromiter((len(r.content) for r in records), dtype=np.float64, count=len(records))
     return np.asarray(np.minimum(1.0, (KEYWORD_LENGTH / np.maximum(lengths, 1.0)) ** KEYWORD_LENGTH_POWER),
                       dtype=np.float64)
+
+
+def _lasting(records: Sequence[MemoryRecord], seen: Known) -> npt.NDArray[np.float64]:
+    """For a question about the user as a whole: 1 for a fact or a standing statement (what holds:
+    "I'm vegetarian"), :data:`PASSING` for the rest of what the user said of themselves ("I'm
+    flying to Denver on Thursday")."""
+    return np.fromiter((1.0 if r.kind == "fact" or seen.standing_of(r) else PASSING for r in records),
+                       dtype=np.float64, count=len(records))

@@ -143,7 +143,7 @@ def _reasons(
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
     if signals.get(STANDING_SIGNAL):
-        reasons.append("a standing instruction or preference, for a request")
+        reasons.append("the user's standing instruction, preference or own statement, asked for")
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"in time range '{label}'")

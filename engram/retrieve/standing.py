@@ -23,7 +23,8 @@ from engram.retrieve.sentences import split_sentences
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
-    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "is_request", "is_standing", "not_the_users", "standing_sentences",
+    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "is_request", "is_standing", "not_the_users",
+    "said_of_themselves", "standing_sentences",
 ]
 
 _Q = "['’]"  # straight or curly apostrophe
@@ -101,6 +102,36 @@ _KNOWLEDGE = re.compile(
     r"(?![^?]*\s(?-i:[A-Z]))",
     re.IGNORECASE,
 )
+
+
+#: The user asks what is known of them as a whole ("What do you know about me?", Mem0's quickstart
+#: question; "What do you remember about me?", "Tell me about myself", "What have I told you?"):
+#: no memory is close to it in words or meaning, and every memory of what the user said of
+#: themselves answers it.
+_ABOUT_THE_USER = re.compile(
+    r"\b(?:know|remember|recall|learned|learnt|have|store[ds]?|kept|saved)\b[^?.!]{0,30}\babout\s+(?:me|myself)\b"
+    r"|\btell\s+me\s+(?:about\s+)?(?:me|myself)\b|\bwho\s+am\s+i\b"
+    r"|\bwhat\s+(?:have|did)\s+i\s+(?:told|tell)\s+you\b",
+    re.IGNORECASE,
+)
+
+#: A statement of the user's about themselves: the first person, outside a question.
+_FIRST_PERSON = re.compile(rf"\b(?:i|i{_Q}m|i{_Q}ve|i{_Q}d|my|me|we|our)\b[^?]*(?:[.!]|$)", re.IGNORECASE)
+
+
+def asks_about_the_user(query: str) -> bool:
+    """Whether ``query`` asks what is known of the user as a whole (see ``_ABOUT_THE_USER``)."""
+    return _ABOUT_THE_USER.search(query) is not None
+
+
+def said_of_themselves(record: MemoryRecord) -> bool:
+    """Whether ``record`` tells something of the user: a fact, or the user's own words in the first
+    person outside a question ("I live in Paris", "my sister is a nurse"); not what anyone else said."""
+    if record.kind == "fact":
+        return True
+    if record.kind in _WRITTEN or (record.role is not None and record.role.strip().casefold() not in USER_ROLES):
+        return False
+    return _FIRST_PERSON.search(_prose(record) if "```" in record.content else record.content) is not None
 
 
 def is_request(query: str) -> bool:

@@ -16,7 +16,7 @@ from engram.config import STRATEGY_WEIGHTS
 from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids, speaker_entity
 from engram.model import Entity, QueryPlan
 from engram.ontology import TYPE_SLOT
-from engram.retrieve.standing import is_request
+from engram.retrieve.standing import asks_about_the_user, is_request
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
 
@@ -244,5 +244,6 @@ def understand(
         asks=_ASKS.search(query) is not None,
         speaking=_speaking(query, index, entities),
         requests=is_request(query),
+        profile=asks_about_the_user(query),
         typed=typed,
     )

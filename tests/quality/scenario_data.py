@@ -857,6 +857,8 @@ q("dana_diet", D, "preference", "What should a restaurant know about my diet?", 
 q("dana_seat", D, "preference", "Which seat should you book for me on a plane?", "dana_seat_window",
   note="stated only indirectly: a complaint about the window seat")
 q("dana_hotel", D, "preference", "What kind of hotel room do I like?", "dana_hotel_pref")
+q("dana_about_me", D, "preference", "What do you know about me?", "dana_family", "dana_vegetarian", "dana_peanut",
+  note="the question of Mem0's quickstart: what holds of the user, said in no word of it")
 
 # -- procedure -------------------------------------------------------------------------------------
 q("refund", K, "procedure", "How do I issue a refund?", "proc_refund")

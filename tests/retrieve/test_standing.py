@@ -16,7 +16,14 @@ from engram.ext import Embedder
 from engram.memory import Memory
 from engram.model import MemoryRecord
 from engram.retrieve.rank import rank
-from engram.retrieve.standing import MAX_STANDING_SENTENCES, is_request, is_standing, standing_sentences
+from engram.retrieve.standing import (
+    MAX_STANDING_SENTENCES,
+    asks_about_the_user,
+    is_request,
+    is_standing,
+    said_of_themselves,
+    standing_sentences,
+)
 from engram.retrieve.types import MemoryEntry
 from engram.retrieve.understand import understand
 
@@ -158,7 +165,7 @@ def test_a_request_lifts_the_standing_instruction(
         assert standing.signals["relevance"] == pytest.approx(before.signals["relevance"] + 0.5 * meaning)
         assert standing.score > before.score
         assert standing.signals["standing"] == 1.0 and before.signals["standing"] == 1.0
-        assert "a standing instruction or preference, for a request" in standing.reasons
+        assert "the user's standing instruction, preference or own statement, asked for" in standing.reasons
         assert all(m.signals["standing"] == 0.0 for m in after.values() if m is not standing)
         asked = memory.retrieve("What did we discuss about CSV files?", user_id="u", now=NOW, config=config)
         assert asked.memories and all(m.signals["standing"] == 0.0 for m in asked.memories)
@@ -232,3 +239,50 @@ def test_code_is_no_standing_statement() -> None:
     pasted = _said("Here is the file.\n\n```rust\nuse std::env;\nfn main() {}\n```\n\nIt compiles now.")
     assert not is_standing(pasted) and standing_sentences(pasted) == []
     assert is_standing(_said("Here is the file.\n\n```rust\nfn main() {}\n```\n\nAlways use Rust 2021."))
+
+
+@pytest.mark.parametrize(("query", "about_the_user"), [
+    ("What do you know about me?", True),
+    ("What do you remember about me?", True),
+    ("Tell me about myself", True),
+    ("What have I told you so far?", True),
+    ("Who am I?", True),
+    ("What do you know about Priya?", False),
+    ("Tell me about my customers", False),
+    ("What did I say about the trip?", False),
+])
+def test_a_question_about_the_user_as_a_whole(query: str, about_the_user: bool) -> None:
+    assert asks_about_the_user(query) is about_the_user
+
+
+def test_what_the_user_said_of_themselves() -> None:
+    def said(content: str, role: str | None = "user", kind: str = "message") -> bool:
+        return said_of_themselves(replace(_said(content, role), kind=kind))
+
+    assert said("I live in Paris") and said("My sister is a nurse.", role=None)
+    assert said("Acme pays NET15.", role=None, kind="fact")  # a fact kept is something known
+    assert not said("Where do I keep the spare key?")  # a question tells nothing
+    assert not said("I can recommend a good thriller.", role="assistant")
+    assert not said("I play chess", role="carol")  # someone else's words
+
+
+def test_what_do_you_know_about_me_answers_with_the_user_s_own_statements(tmp_path: Path) -> None:
+    from engram.embedders.fake import FakeEmbedder
+
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add_many([
+            {"user_id": "u", "content": "I'm allergic to peanuts.", "role": "user"},
+            {"user_id": "u", "content": "I live in Lisbon with my two cats.", "role": "user"},
+            {"user_id": "u", "content": "Lisbon has lovely trams, you should ride one.", "role": "assistant"},
+            {"user_id": "u", "content": "I play chess on Sundays.", "role": "carol"},
+            {"user_id": "u", "content": "Dana's passport expires in March 2027.", "kind": "fact"},
+            {"user_id": "u", "content": "What time is it in Tokyo?", "role": "user"},
+        ])
+        found = memory.retrieve("What do you know about me?", user_id="u", now=NOW).memories
+        told = {m.content for m in found if m.signals["standing"] == 1.0}
+        assert told == {"I'm allergic to peanuts.", "I live in Lisbon with my two cats.",
+                        "Dana's passport expires in March 2027."}
+        assert [m.content for m in found[:3]] and {m.content for m in found[:3]} == told  # ahead of the rest
+        # Another question reads them by their words and meaning as before: no gain of that kind.
+        other = memory.retrieve("Where do I live?", user_id="u", now=NOW).memories
+        assert all(m.signals.get("standing", 0.0) == 0.0 for m in other)
