@@ -111,7 +111,8 @@ _KNOWLEDGE = re.compile(
 _ABOUT_THE_USER = re.compile(
     r"\b(?:know|remember|recall|learned|learnt|have|store[ds]?|kept|saved)\b[^?.!]{0,30}\babout\s+(?:me|myself)\b"
     r"|\btell\s+me\s+(?:about\s+)?(?:me|myself)\b|\bwho\s+am\s+i\b"
-    r"|\bwhat\s+(?:have|did)\s+i\s+(?:told|tell)\s+you\b",
+    r"|\bwhat\s+(?:have|did)\s+i\s+(?:told|tell)\s+you\b|\bask(?:ed)?\s+you\s+to\s+(?:remember|note|keep)\b"
+    r"|\b(?:what\s+(?:are|is)|list|tell\s+me)\s+my\s+(?:preferences|likes|dislikes|habits|profile)\b",
     re.IGNORECASE,
 )
 

@@ -241,7 +241,7 @@ def understand(
         strategy=strategy,
         keywords=keywords(query),
         recency=_RECENT.search(query) is not None,
-        asks=_ASKS.search(query) is not None,
+        asks=_ASKS.search(query) is not None and not asks_about_the_user(query),
         speaking=_speaking(query, index, entities),
         requests=is_request(query),
         profile=asks_about_the_user(query),
