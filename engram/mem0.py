@@ -311,13 +311,13 @@ def _scoped(filters: Mapping[str, Any] | None, user_id: str | None, agent_id: st
 
 def _said(messages: Sequence[Any]) -> list[Any]:
     """The messages Mem0 would store: no system message, none without content (an assistant's tool
-    call), and of each only the keys Engram reads (Mem0 ignores the others: ``id``, ``tool_calls``).
-    An empty text is refused downstream by name, as before."""
+    call: None or ""), and of each only the keys Engram reads (Mem0 ignores the others: ``id``,
+    ``tool_calls``). One with an attachment but no text, or with spaces only, is refused by name."""
     out: list[Any] = []
     for message in messages:
         if not isinstance(message, Mapping):
             out.append(message)  # refused by name downstream
-        elif message.get("role") != "system" and (message.get("content") is not None
+        elif message.get("role") != "system" and (message.get("content") not in (None, "")
                                                   or any(message.get(k) for k in ATTACHMENT_KEYS)):
             out.append({k: v for k, v in message.items() if k in MESSAGE_FIELDS})
     return out

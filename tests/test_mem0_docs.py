@@ -358,6 +358,14 @@ def test_what_mem0_code_passes_that_mem0_accepts(tmp_path: Path) -> None:
         with pytest.raises(ValidationError):
             call()
     assert [r["agent_id"] for r in m.get_all(agent_id="bot")["results"]] == ["bot"]  # trimmed as stored
+    # A tool call's empty text is skipped, as Mem0 skips it; the turns around it are kept.
+    kept = m.add([{"role": "user", "content": "Book the 9am train"},
+                  {"role": "assistant", "content": "", "tool_calls": [{"id": "c2"}]}], user_id="alice")["results"]
+    assert [r["memory"] for r in kept] == ["Book the 9am train"]
+    # Ids are trimmed wherever a scope is named: delete_all finds what add stored.
+    m.add("Agent note", user_id="alice", agent_id=" helper ")
+    m.delete_all(user_id="alice", agent_id=" helper")
+    assert not [r for r in m.get_all(user_id="alice")["results"] if r.get("agent_id") == "helper"]
     # A message with a caption but no text is refused by name, not dropped in silence.
     with pytest.raises(ValidationError):
         m.add([{"role": "user", "content": "", "image_caption": "a red bicycle"}], user_id="alice")
@@ -373,6 +381,8 @@ def test_what_mem0_code_passes_that_mem0_accepts(tmp_path: Path) -> None:
     item = m.get(first)
     assert item is not None and item["metadata"] == {"topic": "weather", "source": "chat"}
     assert item["user_id"] == "alice" and item["expiration_date"] == "2099-12-31"
+    m.update(first, metadata={"expiration_date": "2000-01-01"})  # only expiration_date= sets it
+    assert (m.get(first) or {})["expiration_date"] == "2099-12-31"
     m.update(first, expiration_date=None)
     assert "expiration_date" not in (m.get(first) or {})
     # history: none for an unknown id, as Mem0 answers; its rows' types are Mem0's.

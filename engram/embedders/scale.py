@@ -152,7 +152,12 @@ def measuring(embedder: object) -> Future[tuple[float, float] | None] | None:
             return held[1]
         future: Future[tuple[float, float] | None] = Future()
         _pending[key] = (pid, future)
-    threading.Thread(target=_measure, args=(embedder, key, future), name="engram-scale", daemon=True).start()
+    try:
+        threading.Thread(target=_measure, args=(embedder, key, future), name="engram-scale", daemon=True).start()
+    except RuntimeError:  # no new thread (the interpreter shutting down): read on the default
+        with _lock.get():
+            _pending.pop(key, None)
+        future.set_result(None)
     return future
 
 

@@ -279,8 +279,8 @@ class Pipeline:
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
-                asks=plan.asks, speaking=plan.speaking, requests=plan.requests, profile=plan.profile, known=first,
-                facets=facets,
+                asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
+                profile=user_id if plan.profile else None,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

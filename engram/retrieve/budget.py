@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from typing import TypeVar
 
 from engram.deadline import reads_until
-from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE, measuring, similarity_range
+from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE, FIRST_WAIT, measuring, similarity_range
 from engram.errors import DeadlineExceeded
 
 __all__ = ["EMBED_RESERVE", "HARD_SHARE", "PARTIAL", "Budget", "until"]
@@ -84,8 +84,9 @@ class Budget:
         pending = measuring(embedder)
         if pending is None:  # declared, measured, or its measurement failed a moment ago
             return similarity_range(embedder, deadline=self.soft)
-        try:
-            measured = until(pending, self.soft, "measuring the embedder's similarity range")
+        try:  # a retrieval without a deadline waits as long as any caller without one does
+            measured = until(pending, self.soft or time.perf_counter() + FIRST_WAIT,
+                             "measuring the embedder's similarity range")
         except DeadlineExceeded:
             measured = None
         if measured is None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 from datetime import datetime
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -245,7 +246,7 @@ def rank(
     asks: bool = False,
     speaking: Sequence[str] = (),
     requests: bool = False,
-    profile: bool = False,
+    profile: str | None = None,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -266,8 +267,8 @@ def rank(
     assistant's. ``speaking`` names the entities whose words the query asks for: their own
     messages gain ``VOICE_GAIN`` (``voice``). ``requests`` (the query asks for something to be done
     or suggested) lets the user's standing instructions and preferences gain ``STANDING_GAIN`` of
-    their own meaning (``standing``); ``profile`` (the query asks what is known of the user) lets
-    what the user said of themselves, and facts, gain it whatever their meaning; ``facets`` (the
+    their own meaning (``standing``); ``profile`` (the user, when the query asks what is known of
+    them) lets what that user said of themselves, and their facts, gain it whatever their meaning; ``facets`` (the
     vectors of a memory's standing sentences,
     read for requests only) lets such a memory's meaning be its closest sentence's. ``known``
     keeps the signals the second hop does not change between a query's rankings.
@@ -317,8 +318,9 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     around, via, asked, spoke, stands = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks,
-                                              speaking, requests or profile,
-                                              said_of_themselves if profile else seen.standing_of)
+                                              speaking, requests or profile is not None,
+                                              seen.standing_of if profile is None
+                                              else partial(said_of_themselves, user_id=profile))
     slots = [e for e in query_entities if e.startswith(TYPE_SLOT)]
     typed = np.fromiter((any(slot in named for slot in slots) for named in named_by), dtype=np.float64,
                         count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)
@@ -327,7 +329,7 @@ def rank(
     # and bridges pass on relevance read up to a full match, as before.
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
-                 + STANDING_GAIN * stands * (_lasting(records, seen) if profile else np.minimum(meaning, 1.0))
+                 + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else _lasting(records, seen))
                  + TYPE_GAIN * typed)
 
     used_weights: dict[str, float] = reported

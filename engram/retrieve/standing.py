@@ -107,17 +107,25 @@ _KNOWLEDGE = re.compile(
 #: The user asks what is known of them as a whole ("What do you know about me?", Mem0's quickstart
 #: question; "What do you remember about me?", "Tell me about myself", "What have I told you?"):
 #: no memory is close to it in words or meaning, and every memory of what the user said of
-#: themselves answers it.
+#: themselves answers it. Each form must end the query: "What have I told you about the budget?",
+#: "Who am I meeting tomorrow?" or "What are my preferences for hotel rooms?" ask about one thing.
 _ABOUT_THE_USER = re.compile(
-    r"\b(?:know|remember|recall|learned|learnt|have|store[ds]?|kept|saved)\b[^?.!]{0,30}\babout\s+(?:me|myself)\b"
-    r"|\btell\s+me\s+(?:about\s+)?(?:me|myself)\b|\bwho\s+am\s+i\b"
-    r"|\bwhat\s+(?:have|did)\s+i\s+(?:told|tell)\s+you\b|\bask(?:ed)?\s+you\s+to\s+(?:remember|note|keep)\b"
-    r"|\b(?:what\s+(?:are|is)|list|tell\s+me)\s+my\s+(?:preferences|likes|dislikes|habits|profile)\b",
+    r"(?:\b(?:you|u)\b[^?.!]{0,20}\b(?:know|remember|recall|learned|learnt|have|stored|kept|saved)\b[^?.!]{0,20}"
+    r"\babout\s+(?:me|myself)|\btell\s+me\s+about\s+(?:me|myself)|\btell\s+me\s+(?:who|what)\s+i\s+am|\bwho\s+am\s+i"
+    r"|\bwhat\s+(?:have|did)\s+i\s+(?:told|tell)\s+you(?:\s+(?:so\s+far|about\s+(?:me|myself)))?"
+    r"|\bwhat\s+(?:have|did)\s+i\s+ask(?:ed)?\s+you\s+to\s+(?:remember|note|keep\s+in\s+mind)"
+    r"|\b(?:what\s+(?:are|is)|list|tell\s+me)\s+my\s+(?:preferences|likes|dislikes|habits|profile))"
+    r"\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
 
-#: A statement of the user's about themselves: the first person, outside a question.
-_FIRST_PERSON = re.compile(rf"\b(?:i|i{_Q}m|i{_Q}ve|i{_Q}d|my|me|we|our)\b[^?]*(?:[.!]|$)", re.IGNORECASE)
+#: A first-person word, and the clause it stands in (up to the next end of a sentence, or 400 characters).
+_FIRST_PERSON = re.compile(rf"\b(?:i|i{_Q}m|i{_Q}ve|i{_Q}d|my|me|we|our)\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.!?]")
+
+
+#: How much of a memory is read for a first-person statement.
+_FIRST_PERSON_CHARS = 4_000
 
 
 def asks_about_the_user(query: str) -> bool:
@@ -125,14 +133,24 @@ def asks_about_the_user(query: str) -> bool:
     return _ABOUT_THE_USER.search(query) is not None
 
 
-def said_of_themselves(record: MemoryRecord) -> bool:
-    """Whether ``record`` tells something of the user: a fact, or the user's own words in the first
-    person outside a question ("I live in Paris", "my sister is a nurse"); not what anyone else said."""
+def said_of_themselves(record: MemoryRecord, user_id: str) -> bool:
+    """Whether ``record`` tells something of the user ``user_id``: one of their facts, or their own
+    words (a role of the user's, or their id as a speaker's name) in the first person outside a
+    question ("I live in Paris", "my sister is a nurse"); not what anyone else said, nor what a
+    shared scope holds."""
+    if record.user_id != user_id or record.kind in _WRITTEN:
+        return False
     if record.kind == "fact":
         return True
-    if record.kind in _WRITTEN or (record.role is not None and record.role.strip().casefold() not in USER_ROLES):
+    role = None if record.role is None else record.role.strip().casefold()
+    if role is not None and role not in USER_ROLES and role != user_id.strip().casefold():
         return False
-    return _FIRST_PERSON.search(_prose(record) if "```" in record.content else record.content) is not None
+    text = (_prose(record) if "```" in record.content else record.content)[:_FIRST_PERSON_CHARS]
+    for found in _FIRST_PERSON.finditer(text):  # linear: each clause is read up to its end once
+        end = _CLAUSE_END.search(text, found.end(), found.end() + 400)
+        if end is None or text[end.start()] != "?":
+            return True
+    return False
 
 
 def is_request(query: str) -> bool:

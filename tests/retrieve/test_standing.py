@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -251,6 +252,14 @@ def test_code_is_no_standing_statement() -> None:
     ("What did I ask you to remember?", True),
     ("What did Bob ask last week?", False),
     ("Which of my preferences changed in March?", False),
+    # Each names one thing: not the user as a whole.
+    ("What do you know about me and Sarah's trip?", False),
+    ("What have I told you about the budget?", False),
+    ("Who am I meeting tomorrow?", False),
+    ("Who am I to judge?", False),
+    ("What are my preferences for hotel rooms?", False),
+    ("Did I ask you to remember the Wi-Fi password?", False),
+    ("What does Bob know about me?", False),
     ("What do you know about Priya?", False),
     ("Tell me about my customers", False),
     ("What did I say about the trip?", False),
@@ -260,14 +269,21 @@ def test_a_question_about_the_user_as_a_whole(query: str, about_the_user: bool) 
 
 
 def test_what_the_user_said_of_themselves() -> None:
-    def said(content: str, role: str | None = "user", kind: str = "message") -> bool:
-        return said_of_themselves(replace(_said(content, role), kind=kind))
+    def said(content: str, role: str | None = "user", kind: str = "message", user: str = "u") -> bool:
+        return said_of_themselves(replace(_said(content, role), kind=kind), user)
 
     assert said("I live in Paris") and said("My sister is a nurse.", role=None)
     assert said("Acme pays NET15.", role=None, kind="fact")  # a fact kept is something known
     assert not said("Where do I keep the spare key?")  # a question tells nothing
     assert not said("I can recommend a good thriller.", role="assistant")
     assert not said("I play chess", role="carol")  # someone else's words
+    assert said("I play chess", role="U")  # the user's own id as the speaker (Mem0's `name`)
+    assert not said("Acme pays NET15.", role=None, kind="fact", user="alice")  # a shared scope's fact
+    # Read in one pass: a long run of words ending in a question costs no more than its length.
+    long = "I " * 8_000 + "?"
+    started = time.perf_counter()
+    said(long)
+    assert time.perf_counter() - started < 0.05
 
 
 def test_what_do_you_know_about_me_answers_with_the_user_s_own_statements(tmp_path: Path) -> None:
@@ -287,6 +303,12 @@ def test_what_do_you_know_about_me_answers_with_the_user_s_own_statements(tmp_pa
         assert told == {"I'm allergic to peanuts.", "I live in Lisbon with my two cats.",
                         "Dana's passport expires in March 2027."}
         assert [m.content for m in found[:3]] and {m.content for m in found[:3]} == told  # ahead of the rest
+        # The caller's filters hold: asked for messages only, no fact comes back.
+        only = memory.retrieve("What do you know about me?", user_id="u", now=NOW,
+                               filters={"kinds": ["message"]}).memories
+        assert only and "Dana's passport expires in March 2027." not in {m.content for m in only}
+        # "What did I ask you to remember?" lifts no question, as "What did Bob ask?" does.
+        assert not understand("What did I ask you to remember?", now=NOW).asks
         # Another question reads them by their words and meaning as before: no gain of that kind.
         other = memory.retrieve("Where do I live?", user_id="u", now=NOW).memories
         assert all(m.signals.get("standing", 0.0) == 0.0 for m in other)
