@@ -183,3 +183,28 @@ def test_a_measurement_failing_during_a_retrieval_holds_it_no_longer_and_is_not_
         calls = embedder.calls
         memory.retrieve("What does Acme pay?", user_id="u", config=config)
         assert embedder.calls == calls + 1  # the query only: no measurement until RETRY_AFTER
+
+
+def test_a_caller_without_a_deadline_waits_a_bounded_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # recall() and a retrieval with no deadline wait FIRST_WAIT for a measurement, then read on the default.
+    monkeypatch.setattr(scale, "FIRST_WAIT", 0.2)
+    gate = threading.Event()
+
+    class Hanging(Compressed):
+        def embed_batch(self, texts: Sequence[str]) -> Vector:
+            if len(texts) == len(scale.PAIRS):
+                gate.wait(30)
+            return super().embed_batch(texts)
+
+    try:
+        started = time.perf_counter()
+        assert similarity_range(Hanging("hanging-recall")) == DEFAULT_SIMILARITY_RANGE
+        assert time.perf_counter() - started < 5
+        with Memory(tmp_path / "m.db", embedder=Hanging("hanging-nodeadline")) as memory:
+            memory.add_many([{"user_id": "u", "content": ACME, "kind": "fact"}])
+            started = time.perf_counter()
+            found = memory.retrieve("How does Acme pay?", user_id="u", config=RetrievalConfig(timeout_ms=None))
+            assert time.perf_counter() - started < 5
+            assert "similarity_range" in found.metadata.cut_stages
+    finally:
+        gate.set()
