@@ -145,7 +145,7 @@ class Memory:
     def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
                    run_id: str | None = None) -> dict[str, str]:
         user = _scope(user_id, agent_id, run_id)
-        _, agent_id, run_id = _trimmed(None, agent_id, run_id)
+        agent_id, run_id = _trimmed(agent_id, run_id)
         mem0_calls.delete_all(self.engram, user_id=user, agent_id=agent_id, run_id=run_id)
         return {"message": ALL_DELETED}
 
@@ -305,7 +305,7 @@ def _scoped(filters: Mapping[str, Any] | None, user_id: str | None, agent_id: st
         named = where.get(name)
         if given is None and isinstance(named, str) and named != "*":
             scope[name] = where.pop(name)
-    _, agent, run = _trimmed(None, scope["agent_id"], scope["run_id"])
+    agent, run = _trimmed(scope["agent_id"], scope["run_id"])
     return _scope(**scope), agent, run, where
 
 

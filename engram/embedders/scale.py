@@ -39,7 +39,10 @@ from engram.ext import Embedder
 from engram.ingest.embed import embed_texts
 from engram.pools import ProcessLock
 
-__all__ = ["DEFAULT_SIMILARITY_RANGE", "PAIRS", "declared_range", "measure_range", "measuring", "similarity_range"]
+__all__ = [
+    "DEFAULT_SIMILARITY_RANGE", "PAIRS", "declared_range", "measure_range", "measuring", "range_until",
+    "similarity_range",
+]
 
 log = logging.getLogger("engram")
 
@@ -187,20 +190,27 @@ def similarity_range(embedder: object, *, deadline: float | None = None) -> tupl
     :data:`FIRST_WAIT` seconds); a caller that cannot wait reads on the default, and the
     measurement, going on, serves the next. One that fails (an endpoint down) is tried again
     :data:`RETRY_AFTER` seconds later."""
+    return range_until(embedder, deadline)[0]
+
+
+def range_until(embedder: object, deadline: float | None) -> tuple[tuple[float, float], bool]:
+    """:func:`similarity_range`, and whether it is the default read in place of a measurement
+    still under way at ``deadline`` or failing meanwhile (an answer so read is provisional)."""
     said = declared_range(embedder)
     if said is not None:
-        return said
+        return said, False
     key = _key(embedder)
     if key is None:
-        return DEFAULT_SIMILARITY_RANGE
+        return DEFAULT_SIMILARITY_RANGE, False
     found = _measured.get(key)
     if found is not None:
-        return found
+        return found, False
     future = measuring(embedder)
     if future is None:  # finished between the two looks, or failed a moment ago
-        return _measured.get(key, DEFAULT_SIMILARITY_RANGE)
+        return _measured.get(key, DEFAULT_SIMILARITY_RANGE), False
     until = time.perf_counter() + FIRST_WAIT if deadline is None else deadline
     try:
-        return future.result(timeout=max(0.0, until - time.perf_counter())) or DEFAULT_SIMILARITY_RANGE
+        measured = future.result(timeout=max(0.0, until - time.perf_counter()))
     except FutureTimeout:
-        return DEFAULT_SIMILARITY_RANGE
+        measured = None
+    return (DEFAULT_SIMILARITY_RANGE, True) if measured is None else (measured, False)

@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from typing import TypeVar
 
 from engram.deadline import reads_until
-from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE, FIRST_WAIT, measuring, similarity_range
+from engram.embedders.scale import range_until
 from engram.errors import DeadlineExceeded
 
 __all__ = ["EMBED_RESERVE", "HARD_SHARE", "PARTIAL", "Budget", "until"]
@@ -81,17 +81,10 @@ class Budget:
         """``embedder``'s similarity range (:mod:`engram.embedders.scale`). One still being measured
         at the deadline, or whose measurement fails meanwhile, reads as the default, and the stage is
         listed as cut: the answer so read is partial (never cached)."""
-        pending = measuring(embedder)
-        if pending is None:  # declared, measured, or its measurement failed a moment ago
-            return similarity_range(embedder, deadline=self.soft)
-        try:  # a retrieval without a deadline waits as long as any caller without one does
-            measured = until(pending, self.soft or time.perf_counter() + FIRST_WAIT,
-                             "measuring the embedder's similarity range")
-        except DeadlineExceeded:
-            measured = None
-        if measured is None:
+        found, provisional = range_until(embedder, self.soft)
+        if provisional:
             self.drop("similarity_range")
-        return measured or DEFAULT_SIMILARITY_RANGE
+        return found
 
     def essential(self) -> AbstractContextManager[None]:
         """Store reads inside are cut at :attr:`hard`, or a quarter of a deadline from now if that is

@@ -268,9 +268,9 @@ def rank(
     messages gain ``VOICE_GAIN`` (``voice``). ``requests`` (the query asks for something to be done
     or suggested) lets the user's standing instructions and preferences gain ``STANDING_GAIN`` of
     their own meaning (``standing``); ``profile`` (the user, when the query asks what is known of
-    them) lets what that user said of themselves, and their facts, gain it whatever their meaning; ``facets`` (the
-    vectors of a memory's standing sentences,
-    read for requests only) lets such a memory's meaning be its closest sentence's. ``known``
+    them) lets what that user said of themselves, and their facts, gain it whatever their meaning;
+    ``facets`` (the vectors of a memory's standing sentences, read for requests only) lets such a
+    memory's meaning be its closest sentence's. ``known``
     keeps the signals the second hop does not change between a query's rankings.
     """
     strategy = dict(weights)

@@ -119,12 +119,11 @@ _ABOUT_THE_USER = re.compile(
     re.IGNORECASE,
 )
 
-#: A first-person word, and the clause it stands in (up to the next end of a sentence, or 400 characters).
+#: A first-person word; the clause it stands in runs to the next end of a sentence (``_CLAUSE_END``),
+#: read at most ``_CLAUSE_CHARS`` on, within a memory's first ``_FIRST_PERSON_CHARS``.
 _FIRST_PERSON = re.compile(rf"\b(?:i|i{_Q}m|i{_Q}ve|i{_Q}d|my|me|we|our)\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.!?]")
-
-
-#: How much of a memory is read for a first-person statement.
+_CLAUSE_CHARS = 400
 _FIRST_PERSON_CHARS = 4_000
 
 
@@ -146,8 +145,8 @@ def said_of_themselves(record: MemoryRecord, user_id: str) -> bool:
     if role is not None and role not in USER_ROLES and role != user_id.strip().casefold():
         return False
     text = (_prose(record) if "```" in record.content else record.content)[:_FIRST_PERSON_CHARS]
-    for found in _FIRST_PERSON.finditer(text):  # linear: each clause is read up to its end once
-        end = _CLAUSE_END.search(text, found.end(), found.end() + 400)
+    for found in _FIRST_PERSON.finditer(text):  # bounded: no backtracking, at most _CLAUSE_CHARS a word
+        end = _CLAUSE_END.search(text, found.end(), found.end() + _CLAUSE_CHARS)
         if end is None or text[end.start()] != "?":
             return True
     return False

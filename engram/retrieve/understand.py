@@ -228,6 +228,7 @@ def understand(
     strategy = select_strategy(category, entity_focused=entity_focused, procedural=procedural)
     table = weights_by_strategy or STRATEGY_WEIGHTS
     weights = dict(table.get(strategy) or STRATEGY_WEIGHTS[strategy])
+    about_the_user_as_a_whole = asks_about_the_user(query)
     return QueryPlan(
         text=query,
         category=category,
@@ -241,9 +242,9 @@ def understand(
         strategy=strategy,
         keywords=keywords(query),
         recency=_RECENT.search(query) is not None,
-        asks=_ASKS.search(query) is not None and not asks_about_the_user(query),
+        asks=_ASKS.search(query) is not None and not about_the_user_as_a_whole,
         speaking=_speaking(query, index, entities),
         requests=is_request(query),
-        profile=asks_about_the_user(query),
+        profile=about_the_user_as_a_whole,
         typed=typed,
     )
