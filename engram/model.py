@@ -337,6 +337,9 @@ class QueryPlan:
     #: The query asks what is known of the user as a whole ("What do you know about me?"): what
     #: the user said of themselves, and the facts kept, answer it whatever their words.
     profile: bool = False
+    #: The query asks what was said in the last conversation ("What did we talk about last time?",
+    #: "Where did we leave off?"): the newest conversation answers it whatever its words.
+    latest: bool = False
 
 
 @dataclass(frozen=True, slots=True)

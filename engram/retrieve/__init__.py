@@ -280,7 +280,7 @@ class Pipeline:
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
                 asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
-                profile=user_id if plan.profile else None,
+                profile=user_id if plan.profile else None, latest=plan.text if plan.latest else None,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

@@ -46,7 +46,8 @@ from engram.retrieve.in_range import (
     in_range_first,
     pointed_at,
 )
-from engram.retrieve.ranking import ASK_SIGNAL, STANDING_SIGNAL, TYPE_SIGNAL, VOICE_SIGNAL, Ranking
+from engram.retrieve.latest import conversation_recency
+from engram.retrieve.ranking import ASK_SIGNAL, LATEST_SIGNAL, STANDING_SIGNAL, TYPE_SIGNAL, VOICE_SIGNAL, Ranking
 from engram.retrieve.signals import (
     DEFAULT_SIMILARITY_RANGE,
     reciprocal_rank,
@@ -68,6 +69,8 @@ __all__ = [
     "KEYWORD_LENGTH",
     "KEYWORD_LENGTH_POWER",
     "KEYWORD_SIGNAL",
+    "LATEST_GAIN",
+    "LATEST_SIGNAL",
     "MEANING_LOW_SLACK",
     "MEANING_REACH",
     "RANGE_MATCH",
@@ -149,18 +152,25 @@ PASSING = 0.5
 #: ("Tell me about my customers"): the answer is whatever is said about each customer, in words
 #: the query cannot know (their names), as with ASK_GAIN.
 TYPE_GAIN = 0.3
+#: How much relevance a memory of the last conversation gains when the query asks about it ("What
+#: did we talk about last time?", engram.retrieve.latest): half of it for the one before, a quarter
+#: for the one before that.
+LATEST_GAIN = 1.0
+#: The share of its own relevance a memory keeps in such a query: the question's words ("talk",
+#: "leave off") are in memories by chance.
+LATEST_WORDS = 0.5
 #: The evidence that rides on relevance, in SIGNALS order after semantic similarity.
 CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
-    TYPE_SIGNAL, RELEVANCE_SIGNAL,
+    TYPE_SIGNAL, LATEST_SIGNAL, RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
-    STANDING_SIGNAL, TYPE_SIGNAL,
+    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL,
 )
 
 
@@ -247,6 +257,7 @@ def rank(
     speaking: Sequence[str] = (),
     requests: bool = False,
     profile: str | None = None,
+    latest: str | None = None,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -270,7 +281,8 @@ def rank(
     their own meaning (``standing``); ``profile`` (the user, when the query asks what is known of
     them) lets what that user said of themselves, and their facts, gain it whatever their meaning;
     ``facets`` (the vectors of a memory's standing sentences, read for requests only) lets such a
-    memory's meaning be its closest sentence's. ``known``
+    memory's meaning be its closest sentence's. ``latest`` (the query, when it asks about the last
+    conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency. ``known``
     keeps the signals the second hop does not change between a query's rankings.
     """
     strategy = dict(weights)
@@ -324,17 +336,21 @@ def rank(
     slots = [e for e in query_entities if e.startswith(TYPE_SLOT)]
     typed = np.fromiter((any(slot in named for slot in slots) for named in named_by), dtype=np.float64,
                         count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)
+    recent = conversation_recency(records, latest) if latest is not None else np.zeros(len(records))
+    if latest is not None:  # the newest questions first; the query's own words say little
+        asked = asked * recent
+        relevance = relevance * LATEST_WORDS
     # No ceiling: a memory closer in meaning than a "clear match" (the similarity range's top), or
     # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
     # and bridges pass on relevance read up to a full match, as before.
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else _lasting(records, seen))
-                 + TYPE_GAIN * typed)
+                 + TYPE_GAIN * typed + LATEST_GAIN * recent)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, typed]
+               asked, spoke, stands, typed, recent]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

@@ -21,18 +21,19 @@ from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.types import Scored
 
-__all__ = ["ASK_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL", "VOICE_SIGNAL", "Ranking"]
+__all__ = ["ASK_SIGNAL", "LATEST_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL", "VOICE_SIGNAL", "Ranking"]
 
 ASK_SIGNAL = "asked"
 VOICE_SIGNAL = "voice"
 STANDING_SIGNAL = "standing"
 TYPE_SIGNAL = "entity_type"
+LATEST_SIGNAL = "last_conversation"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 
 # Sources whose reasons are written out by name; any other source is credited as "found by <name>".
 _KNOWN_SOURCES = frozenset(
-    ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links")
+    ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links", "latest")
 )
 
 
@@ -142,6 +143,8 @@ def _reasons(
         reasons.append("a question, as asked")
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
+    if signals.get(LATEST_SIGNAL):
+        reasons.append("from the last conversation" if signals[LATEST_SIGNAL] > 0.5 else "from a recent conversation")
     if signals.get(STANDING_SIGNAL):
         reasons.append("the user's standing instruction, preference or own statement, asked for")
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:

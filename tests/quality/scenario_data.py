@@ -845,6 +845,12 @@ q("globex_september", K, "time", "What happened with Globex in September?", "glo
 q("decided_yesterday", D, "time", "What did we decide yesterday?", "dana_decision_xmas")
 q("bought_last_month", D, "time", "What did I buy last month?", "dana_running_shoes", "dana_air_fryer", "dana_leo_coat")
 q("last_weekend", D, "time", "What did I do last weekend?", "dana_hike", "dana_decision_xmas")
+q("last_time", S, "time", "What did we talk about last time?", "dev_render_slow",
+  note="the last conversation: no word or meaning of the question is in it")
+q("left_off", K, "time", "Where did we leave off?", "maya_1123_q", "maya_1123_a",
+  note="the owner's last chat with the assistant, not the team chat's newer messages")
+q("last_asked", D, "time", "What was the last thing I asked you?", "dana_1123_today",
+  note="Dana's own last request, not a newer or older question of the family chat's")
 
 # -- preference ------------------------------------------------------------------------------------
 q("priya_reports", K, "preference", "How does Priya like her reports?", "priya_report_pref", "priya_spreadsheet_rant")
