@@ -281,6 +281,7 @@ class Pipeline:
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
                 asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
                 profile=user_id if plan.profile else None, latest=plan.text if plan.latest else None,
+                described=plan.described,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

@@ -38,6 +38,7 @@ from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains
+from engram.retrieve.identity import described as describing
 from engram.retrieve.in_range import (
     RANGE_MATCH,
     SCOPE_TRUST,
@@ -47,7 +48,15 @@ from engram.retrieve.in_range import (
     pointed_at,
 )
 from engram.retrieve.latest import conversation_recency
-from engram.retrieve.ranking import ASK_SIGNAL, LATEST_SIGNAL, STANDING_SIGNAL, TYPE_SIGNAL, VOICE_SIGNAL, Ranking
+from engram.retrieve.ranking import (
+    ASK_SIGNAL,
+    DESCRIBES_SIGNAL,
+    LATEST_SIGNAL,
+    STANDING_SIGNAL,
+    TYPE_SIGNAL,
+    VOICE_SIGNAL,
+    Ranking,
+)
 from engram.retrieve.signals import (
     DEFAULT_SIMILARITY_RANGE,
     reciprocal_rank,
@@ -65,6 +74,8 @@ __all__ = [
     "CONTEXT_GAIN",
     "CONTEXT_SIGNAL",
     "CONTEXT_SIGNALS",
+    "DESCRIBES_GAIN",
+    "DESCRIBES_SIGNAL",
     "KEYWORD_FULL_SHARE",
     "KEYWORD_LENGTH",
     "KEYWORD_LENGTH_POWER",
@@ -156,6 +167,10 @@ TYPE_GAIN = 0.3
 #: did we talk about last time?", engram.retrieve.latest): half of it for the one before, a quarter
 #: for the one before that.
 LATEST_GAIN = 1.0
+#: How much relevance a memory that says who someone is gains when the query asks who they are
+#: ("Who is Priya?" against "Priya Nair does operations and finance", engram.retrieve.identity):
+#: her own chat messages name her as often and share more of the question's words.
+DESCRIBES_GAIN = 1.0
 #: The share of its own relevance a memory keeps in such a query: the question's words ("talk",
 #: "leave off") are in memories by chance.
 LATEST_WORDS = 0.5
@@ -164,13 +179,13 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
-    TYPE_SIGNAL, LATEST_SIGNAL, RELEVANCE_SIGNAL,
+    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
-    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL,
+    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL,
 )
 
 
@@ -258,6 +273,7 @@ def rank(
     requests: bool = False,
     profile: str | None = None,
     latest: str | None = None,
+    described: Sequence[str] = (),
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -282,7 +298,8 @@ def rank(
     them) lets what that user said of themselves, and their facts, gain it whatever their meaning;
     ``facets`` (the vectors of a memory's standing sentences, read for requests only) lets such a
     memory's meaning be its closest sentence's. ``latest`` (the query, when it asks about the last
-    conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency. ``known``
+    conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency; ``described``
+    (the name the query asks who they are) lets what describes them gain ``DESCRIBES_GAIN``. ``known``
     keeps the signals the second hop does not change between a query's rankings.
     """
     strategy = dict(weights)
@@ -314,6 +331,9 @@ def rank(
     keywords = np.minimum(1.0, raw_keywords * keyword_scale) * _length_discount(records)
     meaning = calibrated(cosines, _reach(cosines, similarity_range), ceiling=False)
     relevance = share * np.minimum(meaning, 1.0) + (1.0 - share) * keywords
+    # What says who the query's person is names them, by whatever name ("Priya Nair" for "Priya").
+    describes = describing(records, described)
+    overlaps = np.maximum(overlaps, describes) if described else overlaps
     # Entity overlap is evidence only if some candidate names a query entity: a name no memory
     # carries ("EPs") would otherwise lower every score alike and push relevant ones under min_score.
     applicable = (bool(overlaps.any()), time_range is not None or recency, True, True)
@@ -346,11 +366,11 @@ def rank(
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else _lasting(records, seen))
-                 + TYPE_GAIN * typed + LATEST_GAIN * recent)
+                 + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, typed, recent]
+               asked, spoke, stands, typed, recent, describes]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

@@ -21,13 +21,16 @@ from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.types import Scored
 
-__all__ = ["ASK_SIGNAL", "LATEST_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL", "VOICE_SIGNAL", "Ranking"]
+__all__ = [
+    "ASK_SIGNAL", "DESCRIBES_SIGNAL", "LATEST_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL", "VOICE_SIGNAL", "Ranking",
+]
 
 ASK_SIGNAL = "asked"
 VOICE_SIGNAL = "voice"
 STANDING_SIGNAL = "standing"
 TYPE_SIGNAL = "entity_type"
 LATEST_SIGNAL = "last_conversation"
+DESCRIBES_SIGNAL = "describes"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 
@@ -143,6 +146,8 @@ def _reasons(
         reasons.append("a question, as asked")
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
+    if signals.get(DESCRIBES_SIGNAL):
+        reasons.append("says who or what the query asks about is")
     if signals.get(LATEST_SIGNAL):
         reasons.append("from the last conversation" if signals[LATEST_SIGNAL] > 0.5 else "from a recent conversation")
     if signals.get(STANDING_SIGNAL):

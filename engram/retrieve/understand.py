@@ -16,6 +16,7 @@ from engram.config import STRATEGY_WEIGHTS
 from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids, speaker_entity
 from engram.model import Entity, QueryPlan
 from engram.ontology import TYPE_SLOT
+from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.standing import asks_about_the_user, is_request
 from engram.retrieve.timeparse import parse_time_scope
@@ -248,5 +249,6 @@ def understand(
         requests=is_request(query),
         profile=about_the_user_as_a_whole,
         latest=asks_for_the_last_conversation(query),
+        described=asked_who(query, entities),
         typed=typed,
     )

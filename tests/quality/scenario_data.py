@@ -887,6 +887,10 @@ q("globex_orders", K, "entity", "What has Globex ordered?", "globex_order_laptop
 q("northwind", K, "entity", "What does Northwind Distribution supply?", "northwind_supplies")
 q("pinecrest", K, "entity", "Where do we stand with Pinecrest Law?", "bob_pinecrest_renewal", "pinecrest_plan")
 q("keisha", K, "entity", "Who is Keisha Brown?", "brightwater_contact")
+q("who_priya", K, "entity", "Who is Priya?", "k_team",
+  note="what she does is said once, under her full name; her own chat messages name her far more often")
+q("who_tiago", D, "entity", "Who is Tiago?", "jess_lives_porto", note="'her husband Tiago'")
+q("who_alice", K, "entity", "Who's Alice?", "acme_ap_email", note="'Acme's accounts-payable contact is Alice Moreau'")
 q("leo_trip", D, "entity", "When is Leo's field trip to OMSI?", "leo_field_trip")
 q("dr_patel", D, "entity", "When am I seeing Dr. Patel?", "dana_dentist_appt")
 
