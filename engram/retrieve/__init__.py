@@ -37,6 +37,7 @@ from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_li
 from engram.retrieve.columns import Known
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first
+from engram.retrieve.latest import Asked
 from engram.retrieve.rank import rank
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
@@ -280,7 +281,7 @@ class Pipeline:
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
                 asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
-                profile=user_id if plan.profile else None, latest=plan.text if plan.latest else None,
+                profile=user_id if plan.profile else None, latest=Asked(user_id, plan.text) if plan.latest else None,
                 described=plan.described,
             ))
 

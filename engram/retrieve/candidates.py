@@ -18,7 +18,7 @@ from engram.ext import RetrievalReads, Vector
 from engram.metadata_filter import evaluate, record_value
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
-from engram.retrieve.latest import LATEST_LIMIT
+from engram.retrieve.latest import CONVERSATION_KINDS, LATEST_LIMIT
 
 __all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
 
@@ -190,8 +190,9 @@ def gather(
         facts = [replace(filters, kinds=("fact",))] if _allows(filters, "fact") else []
         lists["profile"] = run("profile", lambda: [hit for f in (*facts, filters)
                                                    for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
-    if plan.latest:  # the newest memories: the last conversation, in words the query cannot know
-        lists["latest"] = run("latest", lambda: store.most_recent(user_id, LATEST_LIMIT, filters))
+    said = tuple(k for k in CONVERSATION_KINDS if _allows(filters, k))
+    if plan.latest and said:  # the newest of what was said: the last conversation, in words the query cannot know
+        lists["latest"] = run("latest", lambda: store.most_recent(user_id, LATEST_LIMIT, replace(filters, kinds=said)))
     start_vectors(wait=True)
     if prefetch is not None and pending:
         early = CandidateSet()

@@ -2,7 +2,7 @@
 Tiago?"): their answer says what the person is, does or is to the user ("Priya Nair does operations
 and finance", "my sister Jess", "Jess lives in Porto"), while the person's own chat messages name
 them as often and share more of the question's words. Such a question lets the memories that
-describe the person gain (:func:`describes`).
+describe the person gain (:func:`described`).
 """
 
 from __future__ import annotations
@@ -14,18 +14,25 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from engram.ingest.entity_index import EntityIndex
 from engram.model import MemoryRecord
+from engram.retrieve.latest import SHORT_QUESTION
 
 __all__ = ["asked_who", "described"]
 
+_OPENING = r"^\W*(?:(?:so|and|ok|okay|hey|sorry|remind\s+me|tell\s+me|do\s+you\s+(?:know|remember))\b[\s,]*)*"
+_NAME = r"(?P<name>[\w'’-]+(?:\s+[\w'’-]+){0,3}?)"
 #: The question names one person or thing and asks only who or what they are; each form must be
 #: the whole question ("Who is Priya meeting tomorrow?" asks about one thing she does).
-_WHO = re.compile(
-    r"^\W*(?:(?:so|and|ok|okay|hey|remind\s+me)[\s,]+)?"
-    r"(?:who(?:\s+(?:is|was)|'s|’s)|tell\s+me\s+(?:more\s+)?about|what\s+do\s+(?:you|we|i)\s+know\s+about"
-    r"|what\s+(?:have\s+i|did\s+i)\s+(?:told|tell)\s+you\s+about)"
-    r"\s+(?P<name>[\w'’-]+(?:\s+[\w'’-]+){0,3}?)\s*[?.!]*\s*$",
-    re.IGNORECASE,
+_WHO = (
+    re.compile(
+        _OPENING + r"(?:who(?:\s+(?:is|was)|'s|’s)|tell\s+me\s+(?:more\s+)?about|what\s+(?:do|can)\s+you\s+"
+        r"(?:know|tell\s+me|remember)\s+about|what\s+do\s+(?:we|i)\s+know\s+about"
+        rf"|what\s+(?:have\s+i|did\s+i)\s+(?:told|tell)\s+you\s+about)\s+{_NAME}(?:\s+again)?[\s?.!]*$",
+        re.IGNORECASE,
+    ),
+    # "Remind me who Priya is", "Do you know who Tiago is?"
+    re.compile(_OPENING + rf"who\s+{_NAME}\s+(?:is|was)(?:\s+again)?[\s?.!]*$", re.IGNORECASE),
 )
 #: Not a person or thing of the user's: the user themselves, a group, a type ("my customers").
 _NOT_A_NAME = re.compile(
@@ -43,22 +50,33 @@ _RELATION = (r"(?:sister|brother|husband|wife|partner|son|daughter|mum|mom|mothe
              r"|dentist|lawyer|assistant|contact|client|customer|teacher|coach|therapist|landlord|mentor)")
 
 
-def asked_who(query: str, entities: Sequence[str]) -> tuple[str, ...]:
-    """The name ``query`` asks about when it asks only who or what someone is, else (): it must be
-    the name of one of the query's ``entities`` (ids such as ``mention:priya`` or ``person:alice``),
-    so "Who is Priya meeting tomorrow?" asks about no one's identity."""
-    found = _WHO.search(query)
+def asked_who(query: str, entities: Sequence[str], index: EntityIndex | None = None) -> tuple[str, ...]:
+    """The names ``query`` asks about when it asks only who or what someone is, else (): the name
+    must be one of the query's ``entities`` (ids such as ``mention:priya``), so "Who is Priya
+    meeting tomorrow?" asks about no one's identity; for an entity of the user's table (``index``),
+    its name and aliases come too ("Priya Nair", "PN" for "Who is Priya?")."""
+    if len(query) > SHORT_QUESTION:
+        return ()
+    found = next((m for form in _WHO if (m := form.search(query)) is not None), None)
     if found is None:
         return ()
     name = " ".join(found["name"].replace("’", "'").split())
     if _NOT_A_NAME.match(name):
         return ()
-    folded = name.casefold()
+    folded = _folded(name)
+    resolved = index.resolve(name) if index is not None else None
+    if resolved is not None and resolved in entities:  # a registered entity: its name and aliases too
+        names = [" ".join(key) for key, eid in index.by_words.items() if eid == resolved] if index else []
+        return tuple(dict.fromkeys([name, *(n for n in names if n.casefold() != name.casefold())]))
     for entity in entities:
-        known = " ".join(entity.split(":", 1)[-1].replace("_", " ").replace("-", " ").split()).casefold()
+        known = _folded(entity.split(":", 1)[-1])
         if known == folded or known.startswith(folded + " "):
             return (name,)
     return ()
+
+
+def _folded(name: str) -> str:
+    return " ".join(name.replace("_", " ").replace("-", " ").split()).casefold()
 
 
 def described(records: Sequence[MemoryRecord], names: Sequence[str]) -> npt.NDArray[np.float64]:
@@ -81,10 +99,12 @@ def described(records: Sequence[MemoryRecord], names: Sequence[str]) -> npt.NDAr
 
 @lru_cache(maxsize=64)
 def _pattern(names: tuple[str, ...]) -> re.Pattern[str]:
-    name = "(?:" + "|".join(re.escape(n) for n in names) + ")"
+    # A name as a name: each word capitalised ("Bill", not the water bill), whatever the rest's case.
+    name = "(?:" + "|".join(r"\s+".join(rf"(?-i:{re.escape(w[0].upper())}){re.escape(w[1:])}" for w in n.split())
+                            for n in names if n.strip()) + ")"
     return re.compile(
-        rf"\b{name}(?:\s+(?-i:[A-Z])[\w'-]+)?(?:\s*,\s*(?:my|our|the|a|an|his|her|their|who)\b|\s+{_SAYS_WHAT}\b)"
-        rf"|\b(?:my|our|his|her|their|your)\s+(?:\w+\s+)?{_RELATION}\s*,?\s+{name}\b"
+        rf"\b{name}(?:\s+(?-i:[A-Z])[\w'-]+)?(?:(?:\s*,)\s*(?:my|our|the|a|an|his|her|their|who)\b|\s+{_SAYS_WHAT}\b)"
+        rf"|\b(?:my|our|his|her|their|your)\s+(?:\w+\s+)?{_RELATION}(?:\s*,)?\s+{name}\b"
         rf"|\b{_RELATION}\s+(?:is|was)\s+{name}\b",
         re.IGNORECASE,
     )

@@ -47,7 +47,7 @@ from engram.retrieve.in_range import (
     in_range_first,
     pointed_at,
 )
-from engram.retrieve.latest import conversation_recency
+from engram.retrieve.latest import Asked, conversation_recency, echoes
 from engram.retrieve.ranking import (
     ASK_SIGNAL,
     DESCRIBES_SIGNAL,
@@ -272,7 +272,7 @@ def rank(
     speaking: Sequence[str] = (),
     requests: bool = False,
     profile: str | None = None,
-    latest: str | None = None,
+    latest: Asked | None = None,
     described: Sequence[str] = (),
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
@@ -297,8 +297,8 @@ def rank(
     their own meaning (``standing``); ``profile`` (the user, when the query asks what is known of
     them) lets what that user said of themselves, and their facts, gain it whatever their meaning;
     ``facets`` (the vectors of a memory's standing sentences, read for requests only) lets such a
-    memory's meaning be its closest sentence's. ``latest`` (the query, when it asks about the last
-    conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency; ``described``
+    memory's meaning be its closest sentence's. ``latest`` (the user and the query, when it asks
+    about the last conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency; ``described``
     (the name the query asks who they are) lets what describes them gain ``DESCRIBES_GAIN``. ``known``
     keeps the signals the second hop does not change between a query's rankings.
     """
@@ -356,10 +356,10 @@ def rank(
     slots = [e for e in query_entities if e.startswith(TYPE_SLOT)]
     typed = np.fromiter((any(slot in named for slot in slots) for named in named_by), dtype=np.float64,
                         count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)
-    recent = conversation_recency(records, latest) if latest is not None else np.zeros(len(records))
+    recent = conversation_recency(records, latest, now) if latest is not None else np.zeros(len(records))
     if latest is not None:  # the newest questions first; the query's own words say little
         asked = asked * recent
-        relevance = relevance * LATEST_WORDS
+        relevance = relevance * LATEST_WORDS * (1.0 - echoes(records, latest))
     # No ceiling: a memory closer in meaning than a "clear match" (the similarity range's top), or
     # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
     # and bridges pass on relevance read up to a full match, as before.

@@ -249,6 +249,6 @@ def understand(
         requests=is_request(query),
         profile=about_the_user_as_a_whole,
         latest=asks_for_the_last_conversation(query),
-        described=asked_who(query, entities),
+        described=asked_who(query, entities, index),
         typed=typed,
     )

@@ -3,6 +3,7 @@ entities, answered first by what describes the person rather than by their own c
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,6 +25,10 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("So, who was Keisha Brown?", "Keisha Brown"),
     ("What do you know about Tiago?", "Tiago"),
     ("What have I told you about Jess?", "Jess"),
+    ("Remind me who Priya is", "Priya"),
+    ("Who is Priya again?", "Priya"),
+    ("What can you tell me about Jess?", "Jess"),
+    ("Who's Mary-Jane?", "Mary-Jane"),
 ])
 def test_questions_about_who_someone_is(query: str, name: str) -> None:
     assert understand(query, now=NOW).described == (name,)
@@ -55,10 +60,34 @@ def _record(content: str, subject: str | None = None) -> MemoryRecord:
     ("Acme's accounts-payable contact is Priya Nair.", True),
     ("Can someone send Priya the delivery note?", False),  # names her, says nothing of her
     ("Priyanka runs sales.", False),  # another name
-    ("Thanks priya nair", False),  # a surname must be capitalised to be one
+    ("Thanks priya nair", False),  # a name is capitalised
+    ("The priya is due Friday.", False),
 ])
 def test_what_describes_someone(content: str, describes: bool) -> None:
     assert described([_record(content)], ["Priya"]).tolist() == [float(describes)]
+
+
+def test_a_name_that_is_also_a_word_is_read_as_a_name() -> None:
+    bills = [_record("The water bill is due Friday."), _record("Bill is our plumber."),
+             _record("I'll call Bill, our plumber, tomorrow.")]
+    assert described(bills, ["Bill"]).tolist() == [0.0, 1.0, 1.0]
+
+
+def test_a_long_memory_is_read_in_linear_time() -> None:
+    started = time.perf_counter()
+    described([_record("Notes from our contact" + " " * 40_000 + "end.")], ["Priya"])
+    assert time.perf_counter() - started < 0.05
+
+
+def test_a_registered_entity_is_described_by_its_name_and_aliases(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add_entity("person:p17", user_id="u", type="person", name="Priya Nair", aliases=["Priya", "PN"])
+        memory.add_many([{"user_id": "u", "content": c, "role": "user"}
+                         for c in ("PN runs the payroll.", "Lunch at noon?", "Priya Nair does operations.")])
+        for query in ("Who is Priya?", "Who is PN?", "Who is Priya Nair?"):
+            found = memory.retrieve(query, user_id="u", now=NOW).memories
+            assert {m.content for m in found if m.signals.get("describes")} == {
+                "PN runs the payroll.", "Priya Nair does operations."}, query
 
 
 def test_a_fact_about_them_describes_them() -> None:
