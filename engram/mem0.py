@@ -32,7 +32,7 @@ from engram.model import HistoryEvent, plain
 from engram.text import ROLE_WORDS
 from engram.validate import to_utc
 
-__all__ = ["AsyncMemory", "Memory", "MemoryNotFoundError"]
+__all__ = ["AsyncMemory", "Memory", "MemoryNotFoundError", "scope", "scoped"]
 
 
 class MemoryNotFoundError(MemoryNotFound, ValueError):
@@ -65,6 +65,13 @@ class Memory:
         raise ValidationError("config_dict", "Engram has no vector store, LLM or embedder providers to configure: "
                               "use Memory(path_or_url), e.g. Memory('agent.db') or Memory('postgresql://...')")
 
+    @classmethod
+    def over(cls, memory: EngramMemory) -> Memory:
+        """Mem0's calls over an Engram memory the caller opened and closes (the service's)."""
+        wrapped = cls.__new__(cls)
+        wrapped.engram = memory
+        return wrapped
+
     def close(self) -> None:
         self.engram.close()
 
@@ -95,7 +102,7 @@ class Memory:
         if not said:
             return {"results": []}
         fields: dict[str, Any] = dict(zip(("agent_id", "run_id"), _trimmed(agent_id, run_id), strict=True))
-        extra = dict(metadata or {})
+        extra = dict(_mapping(metadata, "metadata"))
         if expiration_date is not None:
             extra[_EXPIRES] = _day(expiration_date, "expiration_date")
         if extra:
@@ -103,7 +110,7 @@ class Memory:
         if timestamp is not None:
             fields["created_at"] = _when(timestamp, "timestamp")
         kind = "procedure" if memory_type == PROCEDURAL else "message"
-        records = self.engram.add(said, user_id=_scope(user_id, agent_id, run_id), kind=kind,
+        records = self.engram.add(said, user_id=scope(user_id, agent_id, run_id), kind=kind,
                                   **{k: v for k, v in fields.items() if v is not None})
         return {"results": [{"id": r.id, "memory": r.content, "event": "ADD", "actor_id": m.get("name"),
                              "role": m.get("role", r.role), "metadata": _metadata(r.metadata)}
@@ -125,7 +132,7 @@ class Memory:
         try:
             if metadata is not None or expiration_date is not _UNSET:
                 merged = {**self.engram.get(memory_id).metadata,
-                          **{k: v for k, v in (metadata or {}).items() if k not in _SCOPE_KEYS}}
+                          **{k: v for k, v in _mapping(metadata, "metadata").items() if k not in _SCOPE_KEYS}}
                 if expiration_date is None:
                     merged.pop(_EXPIRES, None)
                 elif expiration_date is not _UNSET:
@@ -144,7 +151,7 @@ class Memory:
 
     def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
                    run_id: str | None = None) -> dict[str, str]:
-        user = _scope(user_id, agent_id, run_id)
+        user = scope(user_id, agent_id, run_id)
         agent_id, run_id = _trimmed(agent_id, run_id)
         mem0_calls.delete_all(self.engram, user_id=user, agent_id=agent_id, run_id=run_id)
         return {"message": ALL_DELETED}
@@ -166,7 +173,7 @@ class Memory:
                 **unsupported: Any) -> dict[str, Any]:
         """The scope's memories, newest first, at most ``top_k`` (or ``limit``, Mem0's older name)."""
         _refuse(unsupported)
-        user, agent, run, where = _scoped(filters, user_id, agent_id, run_id)
+        user, agent, run, where = scoped(filters, user_id, agent_id, run_id)
         wanted = limit if limit is not None else top_k
         if wanted == 0:
             return {"results": []}
@@ -182,7 +189,7 @@ class Memory:
         candidates before ranking, ``threshold`` is the floor. Engram's ranking fuses its signals
         already, so ``rerank`` runs no second model; ``explain`` adds each result's ``score_details``."""
         _refuse(unsupported)
-        user, agent, run, where = _scoped(filters, user_id, agent_id, run_id)
+        user, agent, run, where = scoped(filters, user_id, agent_id, run_id)
         if (limit if limit is not None else top_k) == 0:
             return {"results": []}
         config = self.engram.config.with_(clip_sentences=None, max_tokens=None)  # whole memories, as Mem0 returns
@@ -277,10 +284,13 @@ class AsyncMemory:
         self.sync.close()
 
 
-def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
+def scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
     """The Engram user of a Mem0 scope: the user, else the agent's or run's own (Engram scopes
     every memory by one user, and one user never sees another's)."""
     user_id, agent_id, run_id = _trimmed(user_id, agent_id, run_id)
+    for name, given in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
+        if given is not None and not isinstance(given, str):
+            raise ValidationError(name, f"must be a string, got {type(given).__name__}")
     if user_id is not None:
         return user_id  # an empty one is refused downstream, never read as no user
     if agent_id is not None:
@@ -290,23 +300,32 @@ def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> str
     raise ValidationError("user_id", "at least one of user_id, agent_id or run_id is required")
 
 
+def _mapping(value: Any, field: str) -> Mapping[str, Any]:
+    """``value`` when it is a mapping (None: an empty one); anything else is refused by name."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"must be a mapping of key to value, got {type(value).__name__}")
+    return value
+
+
 def _trimmed(*ids: Any) -> tuple[Any, ...]:
     """Each id without surrounding spaces, as Mem0 trims them (None stays None)."""
     return tuple(value.strip() if isinstance(value, str) else value for value in ids)
 
 
-def _scoped(filters: Mapping[str, Any] | None, user_id: str | None, agent_id: str | None,
+def scoped(filters: Mapping[str, Any] | None, user_id: str | None, agent_id: str | None,
             run_id: str | None) -> tuple[str, str | None, str | None, dict[str, Any]]:
     """The call's Engram user, agent, run and remaining filter: Mem0 names a scope as arguments or
     as plain values in ``filters`` (an operator on them stays a filter)."""
     where = dict(check(filters)) if filters is not None else {}
-    scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-    for name, given in scope.items():
+    ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    for name, given in ids.items():
         named = where.get(name)
         if given is None and isinstance(named, str) and named != "*":
-            scope[name] = where.pop(name)
-    agent, run = _trimmed(scope["agent_id"], scope["run_id"])
-    return _scope(**scope), agent, run, where
+            ids[name] = where.pop(name)
+    agent, run = _trimmed(ids["agent_id"], ids["run_id"])
+    return scope(**ids), agent, run, where
 
 
 def _said(messages: Sequence[Any]) -> list[Any]:

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from engram.config import AdminMemorySettings
 from engram.errors import EngramError, NotFound, RateLimited, Unauthorized
 from engram.memory import Memory
-from engram.service import docs, retrieval, routes
+from engram.service import docs, mem0_platform, retrieval, routes
 from engram.service.auth import KeyStore
 from engram.service.contract import ERRORS, operation_id
 from engram.service.deps import USER_RULE, LimitedKey, Service, ServiceSettings, SvcDep, check_admin
@@ -73,13 +73,15 @@ _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_F
 
 
 def _error(status: int, code: str, message: str, field: str | None = None,
-           headers: dict[str, str] | None = None, location: str | None = None) -> JSONResponse:
+           headers: dict[str, str] | None = None, location: str | None = None, *, detail: bool = False) -> JSONResponse:
+    """The error answer; ``detail`` repeats the message where Mem0's client reads it (the /mem0 routes)."""
     error: dict[str, Any] = {"code": code, "message": message}
     if field is not None:
         error["field"] = field
     if location is not None:
         error["location"] = location
-    return JSONResponse({"error": error}, status_code=status, headers=headers)
+    body: dict[str, Any] = {"error": error, "detail": message} if detail else {"error": error}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def locate(error: Mapping[str, Any], body: Any) -> tuple[str, str, str]:
@@ -171,9 +173,14 @@ class RequestMiddleware:
         await self.app(scope, counted, send)
 
 
+def _mem0(request: Request) -> bool:
+    """Whether ``request`` is one of Mem0's platform calls (engram.service.mem0_platform)."""
+    return request.url.path.startswith("/mem0/")
+
+
 def _install_handlers(app: FastAPI) -> None:
     @app.exception_handler(EngramError)
-    async def on_engram_error(_request: Request, exc: EngramError) -> JSONResponse:
+    async def on_engram_error(request: Request, exc: EngramError) -> JSONResponse:
         status = http_status(exc)
         if status >= 500:
             log.error("engram error: %s", exc, extra={"code": exc.code})
@@ -182,16 +189,20 @@ def _install_handlers(app: FastAPI) -> None:
             headers["WWW-Authenticate"] = "Bearer"
         elif isinstance(exc, RateLimited):
             headers["Retry-After"] = RateLimiter.retry_after(exc.retry_after)
+        if _mem0(request):  # Mem0's requests spell fields in snake case; its client reads ``detail``
+            error = exc.to_dict()
+            body = {"error": error, "detail": error["message"]}
+            return JSONResponse(body, status_code=status, headers=headers or None)
         return JSONResponse({"error": error_json(exc)}, status_code=status, headers=headers or None)
 
     @app.exception_handler(RequestValidationError)
-    async def on_invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where, field, position = locate(first, exc.body)
         message = f"{position}: {first.get('msg', 'invalid')}"
         if first.get("type") == "json_invalid":
             message += f" ({first.get('ctx', {}).get('error', 'not JSON')})"
-        return _error(422, "INVALID_INPUT", message, field=field, location=where)
+        return _error(422, "INVALID_INPUT", message, field=field, location=where, detail=_mem0(request))
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -228,6 +239,7 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
     app.include_router(routes.router)
     app.include_router(retrieval.router)
     app.include_router(docs.router)
+    app.include_router(mem0_platform.router)
 
     @app.get("/healthz", tags=["service"], response_model=HealthOut)
     def healthz() -> dict[str, Any]:
