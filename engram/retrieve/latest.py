@@ -116,8 +116,10 @@ def conversation_recency(records: Sequence[MemoryRecord], asked: Asked, now: dat
     if messages and _same(messages[-1].content, asked.query):
         stored = messages.pop().id  # asked in this conversation, stored before it was asked
         talk = [r for r in talk if r.id != stored]
-    by_user = said_by_the_user(asked.query) and any(_role(r) in _THE_USER for r in messages)
-    roles = _THE_USER if by_user else _OURS
+    # The user speaks as "user", or under their own id as a speaker's name (Mem0's ``name``).
+    the_user = _THE_USER | {asked.user_id.strip().casefold()}
+    by_user = said_by_the_user(asked.query) and any(_role(r) in the_user for r in messages)
+    roles = the_user if by_user else _OURS | the_user
     ours = [r for r in messages if _role(r) in roles] or ([] if by_user else messages)
     conversation = _conversations(ours)
     spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}

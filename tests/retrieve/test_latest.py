@@ -159,6 +159,9 @@ def test_what_the_user_said_reads_the_user_s_turns() -> None:
     assert mine == [1.0, 0.0]
     ours = conversation_recency(records, ASKED, NOW).tolist()
     assert ours == [0.75, 1.0]
+    # A user who speaks under their own id (Mem0's ``name``) is the user too.
+    named = [_message("mine", "s1", "U", NOW - timedelta(minutes=2)), _message("bob", "s2", "bob", NOW)]
+    assert conversation_recency(named, Asked("u", "What did I ask you last time?"), NOW).tolist() == [1.0, 0.0]
 
 
 def test_the_last_conversation_is_found_past_newer_documents(tmp_path: Path) -> None:
