@@ -24,6 +24,7 @@ from typing import Any
 
 from engram import mem0_calls
 from engram.attachments import ATTACHMENT_KEYS
+from engram.config import RetrievalConfig
 from engram.conversation import MESSAGE_FIELDS
 from engram.errors import MemoryNotFound, ValidationError
 from engram.memory import Memory as EngramMemory
@@ -58,6 +59,7 @@ class Memory:
 
     def __init__(self, path_or_url: str | os.PathLike[str] | None = None, **options: Any) -> None:
         self.engram = EngramMemory(path_or_url, **options)
+        self.config: RetrievalConfig | None = None
 
     @classmethod
     def from_config(cls, config_dict: Mapping[str, Any]) -> Memory:
@@ -66,10 +68,11 @@ class Memory:
                               "use Memory(path_or_url), e.g. Memory('agent.db') or Memory('postgresql://...')")
 
     @classmethod
-    def over(cls, memory: EngramMemory) -> Memory:
-        """Mem0's calls over an Engram memory the caller opened and closes (the service's)."""
+    def over(cls, memory: EngramMemory, config: RetrievalConfig | None = None) -> Memory:
+        """Mem0's calls over an Engram memory the caller opened and closes (the service's), searching
+        with ``config`` (the service's admin settings over the memory's) instead of its own."""
         wrapped = cls.__new__(cls)
-        wrapped.engram = memory
+        wrapped.engram, wrapped.config = memory, config
         return wrapped
 
     def close(self) -> None:
@@ -192,7 +195,7 @@ class Memory:
         user, agent, run, where = scoped(filters, user_id, agent_id, run_id)
         if (limit if limit is not None else top_k) == 0:
             return {"results": []}
-        config = self.engram.config.with_(clip_sentences=None, max_tokens=None)  # whole memories, as Mem0 returns
+        config = (self.config or self.engram.config).with_(clip_sentences=None, max_tokens=None)  # whole memories
         # Without a filter of the caller's, expiry is checked on the results: a query on every
         # memory's metadata for the rare expired one would slow each search down.
         found = mem0_calls.search(self.engram, query, user_id=user, agent_id=agent, run_id=run,
@@ -364,7 +367,10 @@ def _unexpired(where: Mapping[str, Any]) -> dict[str, Any]:
 def _when(value: Any, field: str) -> datetime:
     """A Unix time (seconds) or an ISO 8601 time, as UTC."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, UTC)
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):  # out of datetime's range, or not finite
+            raise ValidationError(field, f"must be a Unix time in datetime's range, got {value!r}") from None
     return to_utc(value, field)
 
 

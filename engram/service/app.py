@@ -149,15 +149,18 @@ class RequestMiddleware:
             request_context.reset(token)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        path: str = scope["path"]
+        mem0 = path.startswith("/mem0/")
         if len(scope.get("query_string", b"")) > self.settings.max_query_chars:
-            response = _error(414, "URI_TOO_LONG", f"query string over {self.settings.max_query_chars} bytes")
+            response = _error(414, "URI_TOO_LONG", f"query string over {self.settings.max_query_chars} bytes",
+                              detail=mem0)
             await response(scope, receive, send)
             return
-        path: str = scope["path"]
         limit = self.settings.max_ingest_bytes if path == "/v1/documents" else self.settings.max_body_bytes
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            await _error(413, "PAYLOAD_TOO_LARGE", f"request body over {limit} bytes")(scope, receive, send)
+            too_large = _error(413, "PAYLOAD_TOO_LARGE", f"request body over {limit} bytes", detail=mem0)
+            await too_large(scope, receive, send)
             return
         seen = [0]
 
@@ -205,14 +208,15 @@ def _install_handlers(app: FastAPI) -> None:
         return _error(422, "INVALID_INPUT", message, field=field, location=where, detail=_mem0(request))
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _CODES.get(exc.status_code, "HTTP_ERROR")
-        return _error(exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {}))
+        return _error(exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {}), detail=_mem0(request))
 
     @app.exception_handler(Exception)
-    async def on_crash(_request: Request, exc: Exception) -> JSONResponse:
+    async def on_crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
-        return _error(500, "INTERNAL", "internal error; see the server log with this request's id")
+        return _error(500, "INTERNAL", "internal error; see the server log with this request's id",
+                      detail=_mem0(request))
 
 
 def admin_json(settings: AdminMemorySettings) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 
-from engram.errors import MemoryNotFound, Unauthorized, ValidationError
+from engram.errors import MemoryNotFound, ServiceError, Unauthorized, ValidationError
 from engram.mem0 import Memory as Mem0
 from engram.mem0 import scoped
 from engram.service.auth import ApiKey
@@ -35,13 +35,14 @@ router = APIRouter(prefix="/mem0", tags=["mem0"], responses=ERRORS, include_in_s
 Payload = Annotated[dict[str, Any], Body(default_factory=dict)]
 #: Options of Mem0's platform that change nothing Engram answers (how Mem0 queues or formats a call,
 #: or its account's ids): accepted and left aside. Any other unknown option is refused by name.
-_IGNORED = frozenset(("version", "output_format", "async_mode", "org_id", "project_id", "app_id", "enable_graph",
-                      "infer", "immutable", "includes", "excludes", "keyword_search", "fields"))
+_IGNORED = frozenset(("version", "output_format", "async_mode", "org_id", "project_id", "enable_graph", "infer",
+                      "keyword_search", "fields"))
 #: The page size of ``get_all`` when the call names none (Mem0's default).
 _PAGE_SIZE = 100
 _MAX_PAGE_SIZE = 1000
-#: Pages reach at most this deep: a page past it would rank more memories than a listing reads.
+#: Pages reach at most this deep, and at most ``_MAX_LISTED`` memories in: the most a listing reads.
 _MAX_PAGES = 10
+_MAX_LISTED = 10_000
 
 
 def _key(request: Request, svc: SvcDep) -> ApiKey:
@@ -105,15 +106,17 @@ def get_all(payload: Payload, key: Key, svc: SvcDep, request: Request,
     args = _options(payload, ("filters", "user_id", "agent_id", "run_id", "page", "page_size"))
     page = integer("page", args.pop("page", page), 1, _MAX_PAGES)
     page_size = integer("page_size", args.pop("page_size", page_size), 1, _MAX_PAGE_SIZE)
+    if (page - 1) * page_size >= _MAX_LISTED:
+        raise ValidationError("page", f"pages reach {_MAX_LISTED} memories at most; page {page} of {page_size} starts "
+                                      "past them")
     args["filters"] = _check(key, args.get("filters"), args)
-    found = _mem0(svc).get_all(**args, top_k=page * page_size + 1)["results"]
+    found = _mem0(svc).get_all(**args, top_k=min(page * page_size + 1, _MAX_LISTED))["results"]
     results = found[(page - 1) * page_size: page * page_size]
     more = len(found) > page * page_size
-    at = str(request.url.remove_query_params(["page", "page_size"]))
     return {
         "count": len(results), "results": results,
-        "next": f"{at}?page={page + 1}&page_size={page_size}" if more else None,
-        "previous": f"{at}?page={page - 1}&page_size={page_size}" if page > 1 else None,
+        "next": str(request.url.include_query_params(page=page + 1, page_size=page_size)) if more else None,
+        "previous": str(request.url.include_query_params(page=page - 1, page_size=page_size)) if page > 1 else None,
     }
 
 
@@ -131,6 +134,8 @@ def get(memory_id: str, key: Key, svc: SvcDep) -> dict[str, Any]:
 def update(memory_id: str, payload: Payload, key: Key, svc: SvcDep) -> dict[str, Any]:
     """``MemoryClient.update``: new ``text``, ``metadata`` merged in, ``timestamp``, ``expiration_date``."""
     args = _options(payload, ("text", "data", "metadata", "timestamp", "expiration_date"))
+    if "expiration_date" in payload and payload["expiration_date"] is None:
+        args["expiration_date"] = None  # Mem0's way to clear the expiry
     _owned(key, svc, memory_id)
     return _mem0(svc).update(memory_id, **args)
 
@@ -143,10 +148,15 @@ def delete(memory_id: str, key: Key, svc: SvcDep) -> dict[str, Any]:
 
 
 @router.delete("/v1/memories/")
-def delete_all(key: Key, svc: SvcDep, user_id: str | None = None, agent_id: str | None = None,
+def delete_all(key: Key, svc: SvcDep, request: Request, user_id: str | None = None, agent_id: str | None = None,
                run_id: str | None = None) -> dict[str, Any]:
-    """``MemoryClient.delete_all``: every memory of the user, agent or run named."""
+    """``MemoryClient.delete_all``: every memory of the user, agent or run named, and only with
+    nothing else named: a narrower deletion Engram cannot make is refused, never widened."""
     ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    for name in request.query_params:
+        if name not in ids and name not in _IGNORED:
+            raise ValidationError(name, "is not an option Engram's Mem0 API honours in delete_all; "
+                                        "see docs/from-mem0.md")
     _check(key, None, ids)
     return _mem0(svc).delete_all(**ids)
 
@@ -158,8 +168,16 @@ def history(memory_id: str, key: Key, svc: SvcDep) -> list[dict[str, Any]]:
     return _mem0(svc).history(memory_id)
 
 
+@router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+def unsupported(path: str, key: Key) -> None:
+    """Mem0's other platform calls (users, batches, exports, projects, webhooks, ...)."""
+    raise ServiceError(f"Mem0's /{path} has no counterpart in Engram; see docs/from-mem0.md",
+                       code="NOT_IMPLEMENTED", status=501)
+
+
 def _mem0(svc: SvcDep) -> Mem0:
-    return Mem0.over(svc.memory)
+    """Mem0's calls over the service's memory, searching with the admin settings as /v1 routes do."""
+    return Mem0.over(svc.memory, svc.base_config)
 
 
 def _options(payload: Mapping[str, Any], known: tuple[str, ...]) -> dict[str, Any]:

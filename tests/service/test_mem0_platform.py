@@ -145,6 +145,13 @@ MALFORMED = [
     ("POST", "/mem0/v3/memories/add/", {"messages": "x", "user_id": ["alice"]}),
     ("POST", "/mem0/v3/memories/add/", {"messages": "x", "user_id": "alice", "metadata": "m"}),
     ("POST", "/mem0/v3/memories/add/", {"messages": "x", "user_id": "alice", "timestamp": "yesterday"}),
+    ("POST", "/mem0/v3/memories/add/", {"messages": "x", "user_id": "alice", "timestamp": 1e20}),
+    ("POST", "/mem0/v3/memories/add/", {"messages": "x", "user_id": "alice", "app_id": "work"}),
+    ("POST", "/mem0/v3/memories/add/", {"messages": "x", "user_id": "alice", "immutable": True}),
+    ("PUT", "/mem0/v1/memories/{id}/", {"timestamp": 1e300}),
+    ("DELETE", "/mem0/v1/memories/?user_id=alice&app_id=work", None),
+    ("DELETE", "/mem0/v1/memories/?user_id=alice&filters=x", None),
+    ("POST", "/mem0/v3/memories/?page=11", {"filters": {"user_id": "alice"}}),
     ("PUT", "/mem0/v1/memories/{id}/", {}),
     ("PUT", "/mem0/v1/memories/{id}/", {"metadata": [1]}),
     ("PUT", "/mem0/v1/memories/{id}/", {"expiration_date": "soon"}),
@@ -163,3 +170,49 @@ def test_a_malformed_call_is_refused_by_name_never_a_server_error(
         answer = bare.request(method, path, json=body) if body is not None else bare.request(method, path)
         assert answer.status_code == 422, answer.text
         assert answer.json()["detail"] or answer.json()["error"]["message"]
+
+
+def test_what_mem0_cannot_narrow_here_is_refused_and_nothing_is_deleted(h: Harness) -> None:
+    with TestClient(h.app, raise_server_exceptions=False) as bare:
+        bare.headers["Authorization"] = "Token " + h.key("alice")
+        bare.post("/mem0/v3/memories/add/", json={"messages": "home note", "user_id": "alice"})
+        refused = bare.delete("/mem0/v1/memories/?user_id=alice&app_id=work")
+        assert refused.status_code == 422 and "app_id" in refused.json()["detail"]
+        assert len(h.memory.list(user_id="alice")) == 1
+
+
+def test_search_runs_with_the_admin_settings(h: Harness) -> None:
+    with TestClient(h.app, raise_server_exceptions=False) as bare:
+        admin = {"Authorization": "Bearer " + h.key(admin=True)}
+        assert bare.put("/v1/admin/settings", json={"retrieval": {"enableRedaction": True}}, headers=admin).is_success
+        bare.headers["Authorization"] = "Token " + h.key("alice")
+        bare.post("/mem0/v3/memories/add/", json={"messages": "My email is carol@example.com", "user_id": "alice"})
+        found = bare.post("/mem0/v3/memories/search/", json={"query": "email", "filters": {"user_id": "alice"}})
+        assert found.json()["results"] and "carol@example.com" not in found.text
+
+
+def test_pages_keep_the_request_s_other_parameters_and_reach_the_documented_depth(h: Harness) -> None:
+    with TestClient(h.app, raise_server_exceptions=False) as bare:
+        bare.headers["Authorization"] = "Token " + h.key("alice")
+        for text in ("one", "two", "three"):
+            bare.post("/mem0/v3/memories/add/", json={"messages": text, "user_id": "alice"})
+        page = bare.post("/mem0/v3/memories/?page=2&page_size=1&trace=yes", json={"filters": {"user_id": "alice"}})
+        links = page.json()
+        assert "trace=yes" in links["next"] and "page=3" in links["next"] and "page=1" in links["previous"]
+        assert bare.post(links["next"], json={"filters": {"user_id": "alice"}}).json()["next"] is None
+        deepest = bare.post("/mem0/v3/memories/?page=10&page_size=1000", json={"filters": {"user_id": "alice"}})
+        assert deepest.status_code == 200 and deepest.json()["results"] == []
+
+
+def test_the_expiry_is_cleared_as_mem0_clears_it(alice: Any) -> None:
+    memory_id = alice.add("Parking pass for March.", user_id="alice", expiration_date="2099-03-31")["results"][0]["id"]
+    assert alice.get(memory_id)["expiration_date"] == "2099-03-31"
+    alice.update(memory_id, expiration_date=None)
+    assert "expiration_date" not in alice.get(memory_id)
+
+
+def test_a_platform_call_engram_has_no_counterpart_for_says_so(alice: Any) -> None:
+    with pytest.raises(Mem0Error, match="no counterpart"):
+        alice.users()
+    with pytest.raises(Mem0Error, match="no counterpart"):
+        alice.batch_delete([{"memory_id": "x"}])
