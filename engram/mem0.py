@@ -26,7 +26,7 @@ from engram import mem0_calls
 from engram.attachments import ATTACHMENT_KEYS
 from engram.config import RetrievalConfig
 from engram.conversation import MESSAGE_FIELDS
-from engram.errors import MemoryNotFound, ValidationError
+from engram.errors import MemoryNotFound, ValidationError, short_repr
 from engram.memory import Memory as EngramMemory
 from engram.metadata_filter import check
 from engram.model import HistoryEvent, plain
@@ -380,10 +380,17 @@ def _day(value: Any, field: str) -> str:
         return value.astimezone(UTC).date().isoformat()
     if isinstance(value, date):
         return value.isoformat()
-    try:
-        return date.fromisoformat(value[:10]).isoformat()
-    except (ValueError, TypeError):
-        raise ValidationError(field, f"must be a date such as '2025-12-31', got {value!r}") from None
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            pass
+        try:  # an ISO time: its day (in UTC when it names its zone)
+            when = datetime.fromisoformat(value)
+            return (when.astimezone(UTC) if when.tzinfo else when).date().isoformat()
+        except ValueError:
+            pass
+    raise ValidationError(field, f"must be a date such as '2025-12-31', got {short_repr(value)}")
 
 
 def _metadata(metadata: Mapping[str, Any]) -> dict[str, Any] | None:

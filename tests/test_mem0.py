@@ -227,3 +227,19 @@ def test_search_and_get_all_take_mem0s_top_k(memory: Memory) -> None:
     assert len(memory.get_all(user_id="u1", limit=1)["results"]) == 1
     with pytest.raises(ValidationError):
         memory.search("movies", user_id="u1", top_k=0)
+
+
+@pytest.mark.parametrize(("given", "day"), [
+    ("2025-12-31", "2025-12-31"),
+    ("2025-12-31T10:00:00", "2025-12-31"),
+    ("2025-12-31T23:30:00-02:00", "2026-01-01"),  # its day in UTC
+])
+def test_an_expiration_date_is_a_day(tmp_path: Path, given: str, day: str) -> None:
+    from engram.mem0 import Memory as Mem0
+
+    with Mem0(tmp_path / "m.db", embedder=FakeEmbedder(16)) as m:
+        added = m.add("Parking pass.", user_id="alice", expiration_date=given)["results"][0]
+        assert (m.get(added["id"]) or {})["expiration_date"] == day
+        for wrong in ("2024-01-01garbage", "soon", 20251231):
+            with pytest.raises(ValidationError, match="expiration_date"):
+                m.add("Parking pass.", user_id="alice", expiration_date=wrong)
