@@ -357,3 +357,16 @@ def test_the_pronoun_i_is_never_part_of_a_name() -> None:
     assert mention_ids("Hi there, I'm Sam") == ("mention:sam",)
     assert mention_ids("We loved Tybee Island I'd say") == ("mention:tybee island",)
     assert mention_ids("so I'd rather not, and I've said so") == ()
+
+
+@pytest.mark.parametrize(("text", "ids"), [
+    ("Who’s Alice?", ("mention:alice",)),
+    ("What’s Acme’s new address?", ("mention:acme",)),
+    ("It’s Jess’s birthday on Friday.", ("mention:jess",)),
+    ("Where’s Tom’s report?", ("mention:tom",)),
+    ("Met Conan O’Brien at the airport.", ("mention:conan o'brien",)),
+])
+def test_typographic_apostrophes_read_as_plain_ones(text: str, ids: tuple[str, ...]) -> None:
+    # A phone or a Mac types "What’s": it opens the sentence as "What's" does, and names nothing.
+    assert extract(text, index=EntityIndex()) == ids
+    assert extract(text, index=EntityIndex()) == extract(text.replace("’", "'"), index=EntityIndex())

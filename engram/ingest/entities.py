@@ -5,7 +5,8 @@
 * a known entity (its name or an alias, compared casefolded, punctuation-insensitive, possessive
   "'s" ignored; or, for a capitalized span only, a typo within ``FUZZY_SCORE``) -> the entity's id;
 * any other capitalized span that looks like a name -> ``mention:<lowercased name>``
-  ("met Sarah Connor" -> ``mention:sarah connor``; "When" or "The" opening a sentence is no name);
+  ("met Sarah Connor" -> ``mention:sarah connor``; "When" or "The" opening a sentence is no name;
+  a typographic apostrophe reads as a plain one, so "What’s Acme’s address?" names ``mention:acme``);
 * the speaker, when ``role`` is a name rather than user/assistant/system/tool/ai/human, and a fact's
   subject and object, resolved the same way (``extract_record`` leaves a summary's text out);
 * e-mail addresses -> ``email:alice@acme.io`` and ``domain:acme.io``; URLs and bare domains ->
@@ -112,6 +113,7 @@ _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 # The first-person pronoun and its contractions: capitalized mid-sentence, never part of a name.
 _PRONOUN_I = frozenset(f"i{tail}" for tail in ("", "'m", "'d", "'ve", "'ll", "’m", "’d", "’ve", "’ll"))
 _SENTENCE_END = frozenset(".!?:;\n\r")
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})
 _OPENERS = frozenset(" \t\"'“‘([{«-–—*")
 
 
@@ -179,7 +181,13 @@ def _without_pronoun(words: list[str]) -> list[str]:
 
 def mention_ids(text: str) -> tuple[str, ...]:
     """``mention:<name>`` ids for capitalized spans, e.g. "met Sarah Connor" -> "mention:sarah connor"."""
-    return tuple(dict.fromkeys(f"mention:{name}" for _, _, name in _mention_spans(text)))
+    return tuple(dict.fromkeys(f"mention:{name}" for _, _, name in _mention_spans(_straight(text))))
+
+
+def _straight(text: str) -> str:
+    """``text`` with typographic apostrophes as plain ones, at the same offsets: a phone or a Mac types
+    "What’s Acme’s address?", whose "What’s" is then the common word it is, not part of a name."""
+    return text.translate(_APOSTROPHES) if "’" in text or "‘" in text or "ʼ" in text else text
 
 
 def _name_id(name: str) -> str | None:
@@ -237,7 +245,7 @@ def said_by_the_user(record: MemoryRecord) -> bool:
 
 def _scan(text: str, index: EntityIndex, deadline: float | None) -> list[str]:
     """The ids ``text`` mentions, ordered by where they start."""
-    text = text[:MAX_SCAN_CHARS]
+    text = _straight(text[:MAX_SCAN_CHARS])
     hits: list[tuple[int, str]] = []
     covered = pattern_ids(text, index, hits)
     if covered:
