@@ -202,8 +202,9 @@ class Memory:
 
     def upgrade(self, user_id: str | None = None) -> int:
         """Bring memories an older version stored up to what this one derives when writing (today:
-        the vectors of the standing instructions said inside a longer message), for one user or
-        every user; returns how many memories changed. Safe to run again: it then changes none."""
+        the vectors of the standing instructions said inside a longer message, and the entity ids
+        today's extractor and entity table give), for one user or every user; returns how many
+        memories changed. Safe to run again: it then changes none."""
         users = [self._user(user_id)] if user_id is not None else self.store.users()
         return sum(writer.upgrade(self.context, user) for user in users)
 

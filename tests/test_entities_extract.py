@@ -22,12 +22,12 @@ from engram.ingest.entities import (
     MAX_IDS,
     MAX_INDEX_NAMES,
     EntityIndex,
-    backfill,
     caller_entities,
     extract,
     tag_record,
 )
 from engram.ingest.normalize import normalize
+from engram.ingest.retag import backfill
 from engram.model import Entity, Filters
 from engram.retrieve.understand import understand
 from engram.stores.sqlite.store import SQLiteStore
@@ -346,6 +346,9 @@ def test_backfill_is_correct_idempotent_and_keeps_vectors(tmp_path: Path) -> Non
         assert store.get("u1", rows[0].id) == replace(
             rows[0], entities=("project:x", "person:bob", "customer:acme", "ref:po-77812")
         )
+        assert store.by_entities("u1", ["person:bob"], 10, Filters()) == [(rows[0].id, 1.0)]
+        assert store.by_entities("u1", ["mention:bob"], 10, Filters()) == []
+        assert [e.event for e in store.history("u1", rows[0].id)] == ["add"]  # the text is unchanged: no update
         assert backfill(store, "u1") == 0
     finally:
         store.close()
@@ -370,3 +373,16 @@ def test_typographic_apostrophes_read_as_plain_ones(text: str, ids: tuple[str, .
     # A phone or a Mac types "What’s": it opens the sentence as "What's" does, and names nothing.
     assert extract(text, index=EntityIndex()) == ids
     assert extract(text, index=EntityIndex()) == extract(text.replace("’", "'"), index=EntityIndex())
+
+
+def test_registering_an_entity_re_tags_what_was_said_before(each_backend: Memory) -> None:
+    memory = each_backend
+    said = memory.add("Acme Corp ordered 30 monitors.", user_id="u", created_at=NOW)
+    theirs = memory.add("Acme Corp is a competitor of ours.", user_id="v", created_at=NOW)
+    memory.add_entity("customer:acme", user_id="u", type="customer", name="Acme Corp", aliases=["Acme"])
+    assert memory.get(said.id, user_id="u").entities == ("customer:acme",)
+    assert memory.get(theirs.id, user_id="v").entities == ("mention:acme corp",)  # another user's table
+    assert [e.event for e in memory.history(said.id, user_id="u")] == ["add"]  # the text is unchanged
+    found = memory.retrieve("What did Acme order?", user_id="u", now=NOW).memories
+    assert found[0].id == said.id and found[0].signals["entity_overlap"] == 1.0
+    assert memory.upgrade("u") == 0  # nothing left for the full re-tag

@@ -229,7 +229,8 @@ def forget_user(user_id: str, yes: bool, db: str | None) -> None:
 
 @click.command(help=(
     "Bring memories an older version of engram stored up to what this one derives when writing "
-    "(the vectors of standing instructions said inside a longer message); safe to run again."),
+    "(the vectors of standing instructions said inside a longer message, and the entity ids today's "
+    "extractor reads); safe to run again."),
     epilog="""\b
 Example:
   engram upgrade --db engram.db

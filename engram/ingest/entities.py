@@ -15,8 +15,8 @@
 Unknown names never create ``Entity`` rows: doing so would turn every capitalized word into an
 entity the user has to curate, and every later query would pay for matching them. The ``mention:``
 id on the memory is enough for the entity signal, because the query side produces the same id.
-Once the user registers the entity, its name resolves to the entity id instead; ``backfill``
-rewrites stored memories to match.
+Once the user registers the entity, its name resolves to the entity id instead; registering it
+re-tags the stored memories that name it (:mod:`engram.ingest.retag`), and ``engram upgrade`` all of them.
 
 Cost is bounded whatever the entity table holds: exact lookups are dict probes per token, fuzzy
 matching runs in rapidfuzz (C) over at most ``MAX_FUZZY_WINDOWS`` windows per text against aliases of
@@ -33,7 +33,6 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import replace
 from itertools import islice
-from typing import TYPE_CHECKING
 
 from engram.config import Limits
 from engram.ingest.entity_index import (
@@ -41,20 +40,28 @@ from engram.ingest.entity_index import (
     MAX_NAME_CHARS,
     EntityIndex,
     check_deadline,
-    load_entities,
     text_words,
 )
 from engram.ingest.entity_patterns import pattern_ids
-from engram.model import STATUSES, Filters, MemoryRecord
+from engram.model import MemoryRecord
 from engram.text import STOPWORDS, USER_ROLES
 
-if TYPE_CHECKING:
-    from engram.ext import Store
-
 __all__ = [
-    "ENTITY_TYPE_WORDS", "EXTRACTED_PREFIXES", "MAX_IDS", "MAX_INDEX_NAMES", "EntityIndex", "backfill",
-    "caller_entities", "extract", "extract_record", "mention_ids", "said_by_the_user", "self_declared",
-    "speaker_entity", "tag_record", "users_voice",
+    "ENTITY_TYPE_WORDS",
+    "EXTRACTED_PREFIXES",
+    "MAX_IDS",
+    "MAX_INDEX_NAMES",
+    "EntityIndex",
+    "caller_entities",
+    "extract",
+    "extract_record",
+    "mention_ids",
+    "name_id",
+    "said_by_the_user",
+    "self_declared",
+    "speaker_entity",
+    "tag_record",
+    "users_voice",
 ]
 
 MAX_IDS = 32  # ids per text: a pasted page should not drown the entity signal
@@ -190,7 +197,7 @@ def _straight(text: str) -> str:
     return text.translate(_APOSTROPHES) if "’" in text or "‘" in text or "ʼ" in text else text
 
 
-def _name_id(name: str) -> str | None:
+def name_id(name: str) -> str | None:
     """``mention:<name>`` for a field that is a name as a whole, spelled as a span would spell it."""
     words = _NAME_WORD.findall(name[:MAX_NAME_CHARS])
     if not words or all(word.lower() in _COMMON for word in words):
@@ -204,7 +211,7 @@ def speaker_entity(role: str | None, index: EntityIndex) -> str | None:
         return None
     if not any(ch.isalpha() for ch in role):
         return None
-    return index.resolve(role) or _name_id(role)
+    return index.resolve(role) or name_id(role)
 
 
 def users_voice(user_id: str, index: EntityIndex, asked: Sequence[str], declared: Sequence[str] = ()) -> str | None:
@@ -372,29 +379,3 @@ def tag_record(
     extra = [e for e in extract_record(record, index) if e not in seen and len(e) <= limits.max_id_chars]
     entities = kept + tuple(extra[:room])
     return record if entities == record.entities else replace(record, entities=entities)
-
-
-def backfill(store: Store, user_id: str, *, limits: Limits | None = None, page: int = 500) -> int:
-    """Re-extract the entities of every memory of ``user_id`` (any status); returns how many changed.
-
-    Ids a caller gave by hand (see ``caller_entities``) are kept; extracted ones are recomputed
-    against the user's current entity table. A memory whose set of ids is unchanged is not written,
-    so a second run writes nothing. Rows are rewritten with ``store.replace(record, None)``, which
-    keeps the stored vector. Callers holding a ``Memory`` should drop its cached retrievals after.
-    """
-    limits = limits or Limits()
-    index = EntityIndex(load_entities(store, user_id))
-    everything = Filters(statuses=STATUSES)
-    changed = 0
-    offset = 0
-    while True:
-        # The order (created_at, id) is unchanged by replace(), so paging stays stable while rewriting.
-        records = store.list(user_id, everything, limit=page, offset=offset)
-        for record in records:
-            tagged = tag_record(record, index, limits=limits, given=caller_entities(record, index))
-            if set(tagged.entities) != set(record.entities):
-                store.replace(tagged, None)
-                changed += 1
-        if len(records) < page:
-            return changed
-        offset += page

@@ -21,6 +21,7 @@ from engram.ingest.entities import caller_entities, tag_record
 from engram.ingest.facets import embed_facets, facet_texts
 from engram.ingest.given_vectors import take_vector
 from engram.ingest.normalize import FIELDS, normalize
+from engram.ingest.retag import backfill, retag_named
 from engram.model import STATUSES, Entity, Filters, Link, MemoryRecord
 from engram.retrieve.standing import standing_sentences
 from engram.validate import unit, validate_id, validate_strings, validate_text
@@ -127,8 +128,9 @@ def delete(context: Context, memory_id: str, *, user_id: str) -> bool:
 def upgrade(context: Context, user_id: str, *, batch: int = BATCH) -> int:
     """Derive for one user's memories what this version derives at write time and an older one did
     not: the vectors of a message's standing sentences (:mod:`engram.ingest.facets`), also where an
-    older version found fewer or more of them (its patterns differed). Returns how many memories
-    gained them; a second run finds none. A memory edited meanwhile is left as its edit wrote it."""
+    older version found fewer or more of them (its patterns differed), and the entity ids today's
+    extractor and entity table give (:func:`engram.ingest.retag.backfill`). Returns how many
+    memories changed; a second run finds none. A memory edited meanwhile is left as its edit wrote it."""
     user = context.user(user_id)
     everything = Filters(statuses=STATUSES)
     done = offset = 0
@@ -148,6 +150,7 @@ def upgrade(context: Context, user_id: str, *, batch: int = BATCH) -> int:
                 done += context.store.put_facets(user, [(r.id, r.content_hash, matrix)
                                                         for r, matrix in zip(todo, facets, strict=True)
                                                         if matrix is not None], replace=again)
+    done += backfill(context.store, user, limits=context.limits)
     if done:
         context.wrote(user)
     return done
@@ -206,5 +209,7 @@ def add_entity(
         aliases=tuple(aliases),
     )
     context.store.upsert_entity(user, entity)
+    # What was said before the entity was registered names it too ("Acme Corp" -> customer:acme).
+    retag_named(context.store, user, entity, limits=context.limits)
     context.wrote(user)
     return entity

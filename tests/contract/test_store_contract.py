@@ -282,6 +282,21 @@ def test_entities_round_trip(store: Store) -> None:
     assert store.entities("u2") == []
 
 
+def test_set_entities_changes_the_ids_alone(store: Store) -> None:
+    named = rec("u1", "Acme Corp ordered monitors", entities=("mention:acme corp", "project:x"))
+    other = rec("u2", "Acme Corp again", entities=("mention:acme corp",))
+    put(store, named, other)
+    setter = store.set_entities  # both bundled stores have it; another Store is re-tagged by replace()
+    assert setter("u1", [(named.id, ("customer:acme", "project:x")), ("no-such-id", ("x:y",))]) == 1
+    assert store.get("u1", named.id) == replace(named, entities=("customer:acme", "project:x"))
+    assert store.by_entities("u1", ["customer:acme"], 10, Filters()) == [(named.id, 1.0)]
+    assert store.by_entities("u1", ["mention:acme corp"], 10, Filters()) == []
+    assert store.by_entities("u2", ["mention:acme corp"], 10, Filters()) == [(other.id, 1.0)]  # another user's stay
+    assert setter("u2", [(named.id, ("x:y",))]) == 0  # one user cannot re-tag another's memory
+    assert store.get("u1", named.id).entities == ("customer:acme", "project:x")
+    assert [e.event for e in store.history("u1", named.id)] == ["add"]
+
+
 def test_list_and_stats(store: Store) -> None:
     put(store, rec("u1", "a", created_at=T0), rec("u1", "b", created_at=T0 + timedelta(1)), rec("u2", "c"))
     listed = store.list("u1", Filters(), limit=10)

@@ -140,6 +140,31 @@ class WriteMixin(SQLBase):
     def add_link(self, user_id: str, link: Link) -> None:
         self._write(lambda c: insert_link(self.dialect, c, user_id, link))
 
+    def set_entities(self, user_id: str, changes: Sequence[tuple[str, Sequence[str]]]) -> int:
+        """Set the entity ids of the user's memories named in ``changes`` ((memory id, ids) pairs),
+        in one transaction; returns how many memories were found. Nothing else of a memory changes
+        and no history row is written: the ids are derived from its text, which is unchanged."""
+        d = self.dialect
+
+        def op(c: Tx) -> int:
+            found = 0
+            for memory_id, ids in changes:
+                row = d.run(c, f"SELECT {d.row_key}, importance, created_at FROM {d.memories} "
+                               "WHERE user_id = ? AND id = ?", (user_id, memory_id)).fetchone()
+                if row is None:
+                    continue
+                found += 1
+                d.run(c, f"UPDATE {d.memories} SET entities = ? WHERE user_id = ? AND id = ?",
+                      (d.names(list(ids)), user_id, memory_id))
+                if d.name == "sqlite":  # SQLite also keeps each memory's entities in a side table
+                    d.run(c, "DELETE FROM memory_entities WHERE memory_rowid = ?", (row[0],))
+                    d.run_many(c, "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, entity, importance, "
+                                  "created_at, memory_id) VALUES (?, ?, ?, ?, ?, ?)",
+                               [(row[0], user_id, entity, row[1], row[2], memory_id) for entity in dict.fromkeys(ids)])
+            return found
+
+        return self._write(op) if changes else 0
+
     def upsert_entity(self, user_id: str, entity: Entity) -> None:
         d = self.dialect
         self._write(lambda c: d.run(
