@@ -386,3 +386,13 @@ def test_registering_an_entity_re_tags_what_was_said_before(each_backend: Memory
     found = memory.retrieve("What did Acme order?", user_id="u", now=NOW).memories
     assert found[0].id == said.id and found[0].signals["entity_overlap"] == 1.0
     assert memory.upgrade("u") == 0  # nothing left for the full re-tag
+
+
+def test_a_name_field_reads_typographic_apostrophes_as_the_text_does(each_backend: Memory) -> None:
+    memory = each_backend
+    said = memory.add("Met Dara O'Leary downtown.", user_id="u", role="Siobhán O’Neil", created_at=NOW)
+    assert set(memory.get(said.id, user_id="u").entities) == {"mention:siobhán o'neil", "mention:dara o'leary"}
+    memory.add_entity("person:dara", user_id="u", type="person", name="Dara O’Leary")
+    assert "person:dara" in memory.get(said.id, user_id="u").entities
+    # "ʼ" is a letter (Hawaiian ʻokina-like names keep it), not an apostrophe.
+    assert extract("We flew to Oʼahu.", index=EntityIndex()) == ("mention:oʼahu",)

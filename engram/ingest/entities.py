@@ -120,7 +120,7 @@ _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 # The first-person pronoun and its contractions: capitalized mid-sentence, never part of a name.
 _PRONOUN_I = frozenset(f"i{tail}" for tail in ("", "'m", "'d", "'ve", "'ll", "’m", "’d", "’ve", "’ll"))
 _SENTENCE_END = frozenset(".!?:;\n\r")
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'"})
 _OPENERS = frozenset(" \t\"'“‘([{«-–—*")
 
 
@@ -194,12 +194,12 @@ def mention_ids(text: str) -> tuple[str, ...]:
 def _straight(text: str) -> str:
     """``text`` with typographic apostrophes as plain ones, at the same offsets: a phone or a Mac types
     "What’s Acme’s address?", whose "What’s" is then the common word it is, not part of a name."""
-    return text.translate(_APOSTROPHES) if "’" in text or "‘" in text or "ʼ" in text else text
+    return text.translate(_APOSTROPHES) if "’" in text or "‘" in text else text
 
 
 def name_id(name: str) -> str | None:
     """``mention:<name>`` for a field that is a name as a whole, spelled as a span would spell it."""
-    words = _NAME_WORD.findall(name[:MAX_NAME_CHARS])
+    words = _NAME_WORD.findall(_straight(name[:MAX_NAME_CHARS]))
     if not words or all(word.lower() in _COMMON for word in words):
         return None
     return "mention:" + _POSSESSIVE.sub("", " ".join(words)).lower()

@@ -210,6 +210,6 @@ def add_entity(
     )
     context.store.upsert_entity(user, entity)
     # What was said before the entity was registered names it too ("Acme Corp" -> customer:acme).
-    retag_named(context.store, user, entity, limits=context.limits)
+    retag_named(context.store, user, entity)
     context.wrote(user)
     return entity

@@ -287,13 +287,19 @@ def test_set_entities_changes_the_ids_alone(store: Store) -> None:
     other = rec("u2", "Acme Corp again", entities=("mention:acme corp",))
     put(store, named, other)
     setter = store.set_entities  # both bundled stores have it; another Store is re-tagged by replace()
-    assert setter("u1", [(named.id, ("customer:acme", "project:x")), ("no-such-id", ("x:y",))]) == 1
+    changes = [(named.id, named.content_hash, ("customer:acme", "project:x", "customer:acme")),
+               ("no-such-id", "h", ("x:y",))]
+    assert setter("u1", changes) == 1
     assert store.get("u1", named.id) == replace(named, entities=("customer:acme", "project:x"))
     assert store.by_entities("u1", ["customer:acme"], 10, Filters()) == [(named.id, 1.0)]
     assert store.by_entities("u1", ["mention:acme corp"], 10, Filters()) == []
     assert store.by_entities("u2", ["mention:acme corp"], 10, Filters()) == [(other.id, 1.0)]  # another user's stay
-    assert setter("u2", [(named.id, ("x:y",))]) == 0  # one user cannot re-tag another's memory
+    assert setter("u2", [(named.id, named.content_hash, ("x:y",))]) == 0  # one user cannot re-tag another's
+    # Ids read from a text that has changed since are not written: the edit tagged it anew.
+    assert setter("u1", [(named.id, "an older text's hash", ("x:y",))]) == 0
     assert store.get("u1", named.id).entities == ("customer:acme", "project:x")
+    with pytest.raises(ValidationError, match="entities"):
+        setter("u1", [(named.id, named.content_hash, "customer:acme")])
     assert [e.event for e in store.history("u1", named.id)] == ["add"]
 
 

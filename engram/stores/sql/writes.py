@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from engram.errors import ValidationError
 from engram.ingest import truth
 from engram.model import Entity, Link, MemoryRecord
 from engram.stores.sql.base import SQLBase
@@ -140,17 +141,24 @@ class WriteMixin(SQLBase):
     def add_link(self, user_id: str, link: Link) -> None:
         self._write(lambda c: insert_link(self.dialect, c, user_id, link))
 
-    def set_entities(self, user_id: str, changes: Sequence[tuple[str, Sequence[str]]]) -> int:
-        """Set the entity ids of the user's memories named in ``changes`` ((memory id, ids) pairs),
-        in one transaction; returns how many memories were found. Nothing else of a memory changes
-        and no history row is written: the ids are derived from its text, which is unchanged."""
+    def set_entities(self, user_id: str, changes: Sequence[tuple[str, str, Sequence[str]]]) -> int:
+        """Set the entity ids of the user's memories named in ``changes`` ((memory id, content hash,
+        ids)), each only while its text is the one hashed, in one transaction; returns how many were
+        set. Nothing else of a memory changes and no history row is written: the ids are derived
+        from its text, which is unchanged."""
         d = self.dialect
+        wanted: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for memory_id, text_hash, ids in changes:
+            if isinstance(ids, str) or not all(isinstance(e, str) for e in ids):
+                raise ValidationError("entities", "must be a list of entity ids")
+            wanted[memory_id] = (text_hash, tuple(dict.fromkeys(ids)))
 
         def op(c: Tx) -> int:
             found = 0
-            for memory_id, ids in changes:
+            for memory_id, (text_hash, ids) in wanted.items():
                 row = d.run(c, f"SELECT {d.row_key}, importance, created_at FROM {d.memories} "
-                               "WHERE user_id = ? AND id = ?", (user_id, memory_id)).fetchone()
+                               "WHERE user_id = ? AND id = ? AND content_hash = ?",
+                            (user_id, memory_id, text_hash)).fetchone()
                 if row is None:
                     continue
                 found += 1
@@ -160,10 +168,10 @@ class WriteMixin(SQLBase):
                     d.run(c, "DELETE FROM memory_entities WHERE memory_rowid = ?", (row[0],))
                     d.run_many(c, "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, entity, importance, "
                                   "created_at, memory_id) VALUES (?, ?, ?, ?, ?, ?)",
-                               [(row[0], user_id, entity, row[1], row[2], memory_id) for entity in dict.fromkeys(ids)])
+                               [(row[0], user_id, entity, row[1], row[2], memory_id) for entity in ids])
             return found
 
-        return self._write(op) if changes else 0
+        return self._write(op) if wanted else 0
 
     def upsert_entity(self, user_id: str, entity: Entity) -> None:
         d = self.dialect
