@@ -340,6 +340,9 @@ class QueryPlan:
     #: The query asks what was said in the last conversation ("What did we talk about last time?",
     #: "Where did we leave off?"): the newest conversation answers it whatever its words.
     latest: bool = False
+    #: The query asks whether something may be done ("Can I phone Maya in the evening?"): the
+    #: standing instructions and preferences of whoever it names answer it.
+    permission: bool = False
     #: The name the query asks who or what they are ("Who is Priya?"): what describes them answers it.
     described: tuple[str, ...] = ()
 

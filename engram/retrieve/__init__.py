@@ -282,7 +282,7 @@ class Pipeline:
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
                 asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
                 profile=user_id if plan.profile else None, latest=Asked(user_id, plan.text) if plan.latest else None,
-                described=plan.described,
+                described=plan.described, permission=plan.permission,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

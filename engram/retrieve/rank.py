@@ -274,6 +274,7 @@ def rank(
     profile: str | None = None,
     latest: Asked | None = None,
     described: Sequence[str] = (),
+    permission: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -299,7 +300,9 @@ def rank(
     ``facets`` (the vectors of a memory's standing sentences, read for requests only) lets such a
     memory's meaning be its closest sentence's. ``latest`` (the user and the query, when it asks
     about the last conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency; ``described``
-    (the name the query asks who they are) lets what describes them gain ``DESCRIBES_GAIN``. ``known``
+    (the name the query asks who they are) lets what describes them gain ``DESCRIBES_GAIN``;
+    ``permission`` (the query asks whether something may be done) lets the standing statements of
+    whoever it names who speaks among the candidates gain as a request's do. ``known``
     keeps the signals the second hop does not change between a query's rankings.
     """
     strategy = dict(weights)
@@ -353,6 +356,9 @@ def rank(
                                               speaking, requests or profile is not None,
                                               seen.standing_of if profile is None
                                               else partial(said_of_themselves, user_id=profile))
+    if permission and voices and not stands.any():  # "Can I phone Maya after 7?": her rules answer it
+        stands = np.fromiter((said.get(r.id) in voices and seen.standing_of(r) for r in records), dtype=np.float64,
+                             count=len(records))
     slots = [e for e in query_entities if e.startswith(TYPE_SLOT)]
     typed = np.fromiter((any(slot in named for slot in slots) for named in named_by), dtype=np.float64,
                         count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)

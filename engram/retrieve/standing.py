@@ -23,7 +23,8 @@ from engram.retrieve.sentences import split_sentences
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
-    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "is_request", "is_standing", "not_the_users",
+    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_permission", "is_request", "is_standing",
+    "not_the_users",
     "said_of_themselves", "standing_sentences",
 ]
 
@@ -152,6 +153,20 @@ def said_of_themselves(record: MemoryRecord, user_id: str) -> bool:
         if end is None or text[end.start()] != "?":
             return True
     return False
+
+
+#: The query asks whether something may be done ("Can I phone Maya in the evening?", "Is it OK to
+#: email Bob on Sunday?", "Would Priya mind a call?"): the rules whoever it names has set answer it.
+_PERMISSION = re.compile(
+    r"\b(?:can|may|should|could)\s+(?:i|we)\b|\bis\s+it\s+(?:ok|okay|fine|alright|all\s+right)\b"
+    r"|\b(?:does|would|will)\s+\w+\s+mind\b",
+    re.IGNORECASE,
+)
+
+
+def asks_permission(query: str) -> bool:
+    """Whether ``query`` asks whether something may be done (see ``_PERMISSION``)."""
+    return _PERMISSION.search(query) is not None
 
 
 def is_request(query: str) -> bool:

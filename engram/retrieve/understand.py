@@ -18,7 +18,7 @@ from engram.model import Entity, QueryPlan
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
-from engram.retrieve.standing import asks_about_the_user, is_request
+from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
 
@@ -249,6 +249,7 @@ def understand(
         requests=is_request(query),
         profile=about_the_user_as_a_whole,
         latest=asks_for_the_last_conversation(query),
+        permission=asks_permission(query),
         described=asked_who(query, entities, index),
         typed=typed,
     )

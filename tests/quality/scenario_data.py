@@ -857,6 +857,11 @@ q("priya_reports", K, "preference", "How does Priya like her reports?", "priya_r
 q("maya_after_hours", K, "preference", "Can I phone Maya in the evening?", "maya_after_hours")
 q("tom_boxes", K, "preference", "How does Tom want boxes labelled?", "team_0917_tom_labels")
 q("bob_leads", K, "preference", "Where does Bob want new leads?", "bob_leads_pref")
+q("priya_spreadsheet", K, "preference", "Can I send Priya the weekly numbers as a spreadsheet?",
+  "priya_report_first", "priya_spreadsheet_rant", note="a permission question: her own rules answer it")
+q("bob_leads_here", K, "preference", "Should I post new leads here for Bob?", "bob_leads_pref")
+q("tom_todo", K, "preference", "Would Tom mind if I gave him a to-do list for the week?", "team_0824_tom",
+  note="'Please don't order me around', said in passing on the first day")
 q("brightwater_delivery", K, "preference", "When does Brightwater Dental want deliveries?", "brightwater_delivery_pref")
 q("dana_coffee", D, "preference", "How do I take my coffee?", "dana_coffee")
 q("dana_diet", D, "preference", "What should a restaurant know about my diet?", "dana_vegetarian", "dana_peanut")

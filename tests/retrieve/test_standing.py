@@ -312,3 +312,34 @@ def test_what_do_you_know_about_me_answers_with_the_user_s_own_statements(tmp_pa
         # Another question reads them by their words and meaning as before: no gain of that kind.
         other = memory.retrieve("Where do I live?", user_id="u", now=NOW).memories
         assert all(m.signals.get("standing", 0.0) == 0.0 for m in other)
+
+
+@pytest.mark.parametrize(("query", "permission"), [
+    ("Can I phone Maya in the evening?", True),
+    ("Should I post new leads here for Bob?", True),
+    ("Is it OK to email Priya on Sunday?", True),
+    ("Would Tom mind if I gave him a to-do list?", True),
+    ("What did Maya say about the evening?", False),
+    ("When does Bob want new leads?", False),
+])
+def test_a_question_whether_something_may_be_done(query: str, permission: bool) -> None:
+    assert understand(query, now=NOW).permission is permission
+
+
+def test_a_permission_question_is_answered_by_the_rules_of_whom_it_names(tmp_path: Path) -> None:
+    from engram.embedders.fake import FakeEmbedder
+
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add_many([
+            {"user_id": "u", "content": "One thing: don't ring me after 7pm unless something is on fire.",
+             "role": "Maya"},
+            {"user_id": "u", "content": "Maya, the evening shift starts at six.", "role": "Bob"},
+            {"user_id": "u", "content": "Lovely evening for the team dinner!", "role": "Maya"},
+            {"user_id": "u", "content": "Please don't order me around.", "role": "Tom"},
+        ])
+        found = memory.retrieve("Can I phone Maya in the evening?", user_id="u", now=NOW).memories
+        rule = next(m for m in found if m.content.startswith("One thing"))
+        assert rule.signals["standing"] == 1.0
+        assert all(m.signals.get("standing", 0.0) == 0.0 for m in found if m is not rule)  # not Tom's, not Bob's
+        asked = memory.retrieve("What did Maya say about the evening?", user_id="u", now=NOW).memories
+        assert all(m.signals.get("standing", 0.0) == 0.0 for m in asked)
