@@ -20,12 +20,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 
-from engram.errors import MemoryNotFound, ServiceError, Unauthorized, ValidationError
+from engram.errors import MemoryNotFound, RateLimited, ServiceError, Unauthorized, ValidationError
 from engram.mem0 import Memory as Mem0
 from engram.mem0 import scoped
 from engram.service.auth import ApiKey
 from engram.service.contract import ERRORS
-from engram.service.deps import SvcDep, check_user, rate_limited
+from engram.service.deps import SvcDep, check_user
 from engram.validate import integer
 
 __all__ = ["router"]
@@ -54,7 +54,7 @@ def _key(request: Request, svc: SvcDep) -> ApiKey:
         raise Unauthorized("a valid API key is required (Authorization: Token <key>, as Mem0's client sends it)")
     wait = svc.wait(key)
     if wait > 0:
-        raise rate_limited(wait)
+        raise RateLimited("this API key's rate limit is exceeded", retry_after=wait)
     return key
 
 
@@ -99,13 +99,15 @@ def search(payload: Payload, key: Key, svc: SvcDep) -> dict[str, Any]:
 @router.post("/v2/memories/")
 @router.post("/v3/memories/")
 def get_all(payload: Payload, key: Key, svc: SvcDep, request: Request,
-            page: Annotated[int, Query(ge=1, le=_MAX_PAGES)] = 1,
-            page_size: Annotated[int, Query(ge=1, le=_MAX_PAGE_SIZE)] = _PAGE_SIZE) -> dict[str, Any]:
+            page: Annotated[int | None, Query(ge=1, le=_MAX_PAGES)] = None,
+            page_size: Annotated[int | None, Query(ge=1, le=_MAX_PAGE_SIZE)] = None) -> dict[str, Any]:
     """``MemoryClient.get_all``: the scope's memories, newest first, a page at a time (``count`` is
-    how many this page holds; ``next`` is the next page's address while there are more)."""
+    how many this page holds; ``next`` is the next page's address while there are more). The page
+    is the query's (Mem0's client sends it there, and ``next`` does), else the body's."""
     args = _options(payload, ("filters", "user_id", "agent_id", "run_id", "page", "page_size"))
-    page = integer("page", args.pop("page", page), 1, _MAX_PAGES)
-    page_size = integer("page_size", args.pop("page_size", page_size), 1, _MAX_PAGE_SIZE)
+    given_page, given_size = args.pop("page", 1), args.pop("page_size", _PAGE_SIZE)
+    page = integer("page", given_page if page is None else page, 1, _MAX_PAGES)
+    page_size = integer("page_size", given_size if page_size is None else page_size, 1, _MAX_PAGE_SIZE)
     if (page - 1) * page_size >= _MAX_LISTED:
         raise ValidationError("page", f"pages reach {_MAX_LISTED} memories at most; page {page} of {page_size} starts "
                                       "past them")

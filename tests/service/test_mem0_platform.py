@@ -200,6 +200,9 @@ def test_pages_keep_the_request_s_other_parameters_and_reach_the_documented_dept
         links = page.json()
         assert "trace=yes" in links["next"] and "page=3" in links["next"] and "page=1" in links["previous"]
         assert bare.post(links["next"], json={"filters": {"user_id": "alice"}}).json()["next"] is None
+        # A body that names its page too: the link's page wins, so following ``next`` moves on.
+        body = {"filters": {"user_id": "alice"}, "page": 1, "page_size": 1}
+        assert bare.post(bare.post("/mem0/v3/memories/", json=body).json()["next"], json=body).json()["previous"]
         deepest = bare.post("/mem0/v3/memories/?page=10&page_size=1000", json={"filters": {"user_id": "alice"}})
         assert deepest.status_code == 200 and deepest.json()["results"] == []
 
@@ -216,3 +219,12 @@ def test_a_platform_call_engram_has_no_counterpart_for_says_so(alice: Any) -> No
         alice.users()
     with pytest.raises(Mem0Error, match="no counterpart"):
         alice.batch_delete([{"memory_id": "x"}])
+
+
+def test_a_key_past_its_rate_limit_is_told_when_to_come_back(h: Harness) -> None:
+    with TestClient(h.app, raise_server_exceptions=False) as bare:
+        bare.headers["Authorization"] = "Token " + h.key("alice", rate=0.01, burst=1)
+        assert bare.get("/mem0/v1/ping/").status_code == 200
+        refused = bare.get("/mem0/v1/ping/")
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+        assert "rate limit" in refused.json()["detail"]
