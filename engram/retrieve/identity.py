@@ -64,9 +64,8 @@ def asked_who(query: str, entities: Sequence[str], index: EntityIndex | None = N
     if _NOT_A_NAME.match(name):
         return ()
     folded = _folded(name)
-    resolved = index.resolve(name) if index is not None else None
-    if resolved is not None and resolved in entities:  # a registered entity: its name and aliases too
-        names = [" ".join(key) for key, eid in index.by_words.items() if eid == resolved] if index else []
+    if index is not None and (resolved := index.resolve(name)) in entities:  # a registered entity: its names too
+        names = [" ".join(key) for key, eid in index.by_words.items() if eid == resolved]
         return tuple(dict.fromkeys([name, *(n for n in names if n.casefold() != name.casefold())]))
     for entity in entities:
         known = _folded(entity.split(":", 1)[-1])

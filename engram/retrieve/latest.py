@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord
+from engram.text import USER_ROLES
 
 __all__ = [
     "CONVERSATION_KINDS", "LATEST_LIMIT", "SHORT_QUESTION", "Asked", "asks_for_the_last_conversation",
@@ -39,8 +40,7 @@ _WITHIN = 0.75
 #: Messages without a session are one conversation while no gap between them is longer than this.
 _GAP = timedelta(hours=2)
 #: The roles of a conversation between the user and the assistant ("we" in "what did we talk about").
-_OURS = frozenset(("user", "assistant", "human", "ai"))
-_THE_USER = frozenset(("user", "human"))
+_OURS = USER_ROLES | {"assistant", "ai"}
 
 _WHEN = (r"(?:last\s+time|the\s+last\s+time|before|earlier|previously|last\s+session|recently|lately"
          r"|in\s+our\s+last\s+(?:conversation|chat|session|talk))")
@@ -117,7 +117,7 @@ def conversation_recency(records: Sequence[MemoryRecord], asked: Asked, now: dat
         stored = messages.pop().id  # asked in this conversation, stored before it was asked
         talk = [r for r in talk if r.id != stored]
     # The user speaks as "user", or under their own id as a speaker's name (Mem0's ``name``).
-    the_user = _THE_USER | {asked.user_id.strip().casefold()}
+    the_user = USER_ROLES | {asked.user_id.strip().casefold()}
     by_user = said_by_the_user(asked.query) and any(_role(r) in the_user for r in messages)
     roles = the_user if by_user else _OURS | the_user
     ours = [r for r in messages if _role(r) in roles] or ([] if by_user else messages)

@@ -299,8 +299,8 @@ def rank(
     them) lets what that user said of themselves, and their facts, gain it whatever their meaning;
     ``facets`` (the vectors of a memory's standing sentences, read for requests only) lets such a
     memory's meaning be its closest sentence's. ``latest`` (the user and the query, when it asks
-    about the last conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency; ``described``
-    (the name the query asks who they are) lets what describes them gain ``DESCRIBES_GAIN``;
+    about the last conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency;
+    ``described`` (the name the query asks who they are) lets what describes them gain ``DESCRIBES_GAIN``;
     ``permission`` (the query asks whether something may be done) lets the standing statements of
     whoever it names who speaks among the candidates gain as a request's do. ``known``
     keeps the signals the second hop does not change between a query's rankings.

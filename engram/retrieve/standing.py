@@ -19,13 +19,13 @@ from __future__ import annotations
 import re
 
 from engram.model import MemoryRecord
+from engram.retrieve.latest import SHORT_QUESTION
 from engram.retrieve.sentences import split_sentences
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
     "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_permission", "is_request", "is_standing",
-    "not_the_users",
-    "said_of_themselves", "standing_sentences",
+    "not_the_users", "said_of_themselves", "standing_sentences",
 ]
 
 _Q = "['’]"  # straight or curly apostrophe
@@ -125,14 +125,12 @@ _ABOUT_THE_USER = re.compile(
 _FIRST_PERSON = re.compile(rf"\b(?:i|i{_Q}m|i{_Q}ve|i{_Q}d|my|me|we|our)\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.!?]")
 _CLAUSE_CHARS = 400
-#: The longest question read for those forms (each is short; see engram.retrieve.latest).
-_SHORT_QUESTION = 200
 _FIRST_PERSON_CHARS = 4_000
 
 
 def asks_about_the_user(query: str) -> bool:
     """Whether ``query`` asks what is known of the user as a whole (see ``_ABOUT_THE_USER``)."""
-    return len(query) <= _SHORT_QUESTION and _ABOUT_THE_USER.search(query) is not None
+    return len(query) <= SHORT_QUESTION and _ABOUT_THE_USER.search(query) is not None
 
 
 def said_of_themselves(record: MemoryRecord, user_id: str) -> bool:
