@@ -13,7 +13,7 @@ can set them alone (both bundled ones, ``set_entities``) writes no history row.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ from engram.model import STATUSES, Entity, Filters, MemoryRecord
 if TYPE_CHECKING:
     from engram.ext import Store
 
-__all__ = ["RETAG_LIMIT", "backfill", "retag_named"]
+__all__ = ["RETAG_LIMIT", "backfill", "changed", "retag", "retag_named"]
 
 #: The most memories one registration re-tags (the newest naming the entity by one of its names):
 #: each is a row rewritten in the registering call (on PostgreSQL ~1 ms each, with its indexes);
@@ -63,18 +63,26 @@ def backfill(store: Store, user_id: str, *, limits: Limits | None = None, page: 
     limits = limits or Limits()
     index = EntityIndex(load_entities(store, user_id))
     everything = Filters(statuses=STATUSES)
-    changed = offset = 0
+    done = offset = 0
     while True:
         # The order (created_at, id) is unchanged by re-tagging, so paging stays stable.
         records = store.list(user_id, everything, limit=page, offset=offset)
-        changed += _rewrite(store, user_id, _changed(records, index, limits))
+        done += retag(store, user_id, records, index, limits)
         if len(records) < page:
-            return changed
+            return done
         offset += page
 
 
-def _changed(records: Sequence[MemoryRecord], index: EntityIndex,
-             limits: Limits) -> list[tuple[MemoryRecord, tuple[str, ...]]]:
+def retag(store: Store, user_id: str, records: Sequence[MemoryRecord], index: EntityIndex, limits: Limits) -> int:
+    """Re-extract the entities of ``records`` (of ``user_id``) against ``index`` and write those
+    that changed; returns how many did."""
+    return _rewrite(store, user_id, changed(records, index, limits))
+
+
+def changed(records: Iterable[MemoryRecord], index: EntityIndex,
+            limits: Limits) -> list[tuple[MemoryRecord, tuple[str, ...]]]:
+    """(record, its new entity ids) for every record whose extracted entities, against ``index``,
+    differ from its stored ones (ids a caller gave kept). Also what the numbered migrations apply."""
     out: list[tuple[MemoryRecord, tuple[str, ...]]] = []
     for record in records:
         tagged = tag_record(record, index, limits=limits, given=caller_entities(record, index))

@@ -17,11 +17,12 @@ from engram.errors import ValidationError
 from engram.ext import Vector
 from engram.ingest import truth
 from engram.ingest.embed import embed_records
-from engram.ingest.entities import caller_entities, tag_record
+from engram.ingest.entities import EntityIndex, caller_entities, tag_record
+from engram.ingest.entity_index import load_entities
 from engram.ingest.facets import embed_facets, facet_texts
 from engram.ingest.given_vectors import take_vector
 from engram.ingest.normalize import FIELDS, normalize
-from engram.ingest.retag import backfill, retag_named
+from engram.ingest.retag import retag, retag_named
 from engram.model import STATUSES, Entity, Filters, Link, MemoryRecord
 from engram.retrieve.standing import standing_sentences
 from engram.validate import unit, validate_id, validate_strings, validate_text
@@ -129,13 +130,16 @@ def upgrade(context: Context, user_id: str, *, batch: int = BATCH) -> int:
     """Derive for one user's memories what this version derives at write time and an older one did
     not: the vectors of a message's standing sentences (:mod:`engram.ingest.facets`), also where an
     older version found fewer or more of them (its patterns differed), and the entity ids today's
-    extractor and entity table give (:func:`engram.ingest.retag.backfill`). Returns how many
-    memories changed; a second run finds none. A memory edited meanwhile is left as its edit wrote it."""
+    extractor and entity table give (:mod:`engram.ingest.retag`), one read of the memories for both.
+    Returns how many memories changed; a second run finds none. A memory edited meanwhile is left as
+    its edit wrote it."""
     user = context.user(user_id)
     everything = Filters(statuses=STATUSES)
+    index = EntityIndex(load_entities(context.store, user))
     done = offset = 0
     while page := context.store.list(user, everything, limit=batch, offset=offset):
         offset += len(page)
+        done += retag(context.store, user, page, index, context.limits)
         sentences = {r.id: len(found) for r in page if (found := standing_sentences(r))}
         if not sentences:
             continue
@@ -150,7 +154,6 @@ def upgrade(context: Context, user_id: str, *, batch: int = BATCH) -> int:
                 done += context.store.put_facets(user, [(r.id, r.content_hash, matrix)
                                                         for r, matrix in zip(todo, facets, strict=True)
                                                         if matrix is not None], replace=again)
-    done += backfill(context.store, user, limits=context.limits)
     if done:
         context.wrote(user)
     return done

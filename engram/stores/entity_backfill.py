@@ -20,11 +20,7 @@ def retag(
 ) -> Iterator[tuple[MemoryRecord, tuple[str, ...]]]:
     """(record, its new entity ids) for every record whose extracted entities differ from its stored ones."""
     # Imported here: the extractor belongs to the write path, which stores otherwise never need.
-    from engram.ingest.entities import EntityIndex, caller_entities, tag_record
+    from engram.ingest.entities import EntityIndex
+    from engram.ingest.retag import changed
 
-    index = EntityIndex(entities)
-    limits = Limits()
-    for record in records:
-        tagged = tag_record(record, index, limits=limits, given=caller_entities(record, index))
-        if set(tagged.entities) != set(record.entities):
-            yield record, tuple(tagged.entities)
+    yield from changed(records, EntityIndex(entities), Limits())
