@@ -87,6 +87,10 @@ class WriteMixin(SQLBase):
     def _forgotten(self, c: Tx, user_id: str) -> None:
         """Inside forget_user's transaction, after the shared tables were emptied of the user."""
 
+    def _entities_set(self, c: Tx, row: Sequence[Any], user_id: str, memory_id: str, ids: Sequence[str]) -> None:
+        """Inside set_entities' transaction, after a memory's ids changed; ``row`` is its row key,
+        importance and creation time as stored."""
+
     def delete(self, user_id: str, memory_id: str) -> bool:
         """Remove the row, its links and logged retrievals; the fact versions it superseded are walked
         again (:func:`engram.ingest.truth.reinstate`) in the same transaction."""
@@ -164,11 +168,7 @@ class WriteMixin(SQLBase):
                 found += 1
                 d.run(c, f"UPDATE {d.memories} SET entities = ? WHERE user_id = ? AND id = ?",
                       (d.names(list(ids)), user_id, memory_id))
-                if d.name == "sqlite":  # SQLite also keeps each memory's entities in a side table
-                    d.run(c, "DELETE FROM memory_entities WHERE memory_rowid = ?", (row[0],))
-                    d.run_many(c, "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, entity, importance, "
-                                  "created_at, memory_id) VALUES (?, ?, ?, ?, ?, ?)",
-                               [(row[0], user_id, entity, row[1], row[2], memory_id) for entity in ids])
+                self._entities_set(c, row, user_id, memory_id, ids)
             return found
 
         return self._write(op) if wanted else 0

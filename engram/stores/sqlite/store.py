@@ -268,13 +268,15 @@ class SQLiteStore(
             "INSERT OR IGNORE INTO memory_tags (memory_rowid, user_id, tag) VALUES (?, ?, ?)",
             [(rowid, record.user_id, tag) for tag in record.tags],
         )
-        created = to_us(record.created_at)
-        c.executemany(
-            "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, entity, importance, created_at, memory_id) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [(rowid, record.user_id, entity, record.importance, created, record.id) for entity in record.entities],
-        )
+        _index_entities(c, rowid, record.user_id, record.id, record.importance, to_us(record.created_at),
+                        record.entities)
         return rowid
+
+    def _entities_set(self, c: sqlite3.Connection, row: Sequence[Any], user_id: str, memory_id: str,
+                      ids: Sequence[str]) -> None:
+        # The side table entity candidates read (.candidates) holds each memory's ids too.
+        c.execute("DELETE FROM memory_entities WHERE memory_rowid = ?", (row[0],))
+        _index_entities(c, row[0], user_id, memory_id, row[1], row[2], ids)
 
     def put_many(
         self, records: Sequence[MemoryRecord], vectors: Vector, *, facets: Sequence[Vector | None] | None = None
@@ -314,3 +316,14 @@ class SQLiteStore(
             if index is not None:
                 index.add(rowid, record.id, vector, record.kind, record.status)
         self._keywords_added(records, rowids)
+
+
+def _index_entities(c: sqlite3.Connection, rowid: int, user_id: str, memory_id: str, importance: float,
+                    created: int | None, entities: Sequence[str]) -> None:
+    """A memory's rows in ``memory_entities`` (with its importance, creation time and id, the order
+    entity candidates are read in)."""
+    c.executemany(
+        "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, entity, importance, created_at, memory_id) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [(rowid, user_id, entity, importance, created, memory_id) for entity in entities],
+    )
