@@ -36,7 +36,7 @@ HOP_LIMIT = 30
 COMMON_SHARE = 0.05
 #: ... unless it is named this few times or fewer: a tool a colleague liked is named in 8 of 77
 #: candidates, and is how "How much does the tool Priya liked cost?" reaches its price (3 kept it
-#: from bridging; 10 and 15 alike, with rank.BRIDGE_MENTION: LoCoMo dev +0.2 at 10, the rest flat).
+#: from bridging; 10 and 15 alike, with gain_weights.BRIDGE_MENTION: LoCoMo dev +0.2 at 10, the rest flat).
 COMMON_MIN = 10
 #: At most this many bridges, the rarest among the candidates first: the second hop's store read
 #: counts the memories naming them, which grows with how common they are.

@@ -38,6 +38,19 @@ from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains
+from engram.retrieve.gain_weights import (
+    ASK_GAIN,
+    BRIDGE_GAIN,
+    BRIDGE_MENTION,
+    CONTEXT_GAIN,
+    DESCRIBES_GAIN,
+    LATEST_GAIN,
+    LATEST_WORDS,
+    PASSING,
+    STANDING_GAIN,
+    TYPE_GAIN,
+    VOICE_GAIN,
+)
 from engram.retrieve.identity import described as describing
 from engram.retrieve.in_range import (
     RANGE_MATCH,
@@ -108,10 +121,6 @@ __all__ = [
 KEYWORD_SIGNAL = "keyword_relevance"
 RELEVANCE_SIGNAL = "relevance"
 CONTEXT_SIGNAL = "conversation_context"
-#: How much of the best neighbouring turn's relevance a message gains: an answer is found through
-#: the question just before it ("What did you research?" / "Adoption agencies."). LoCoMo dev
-#: evidence recall@10 +4 points; LongMemEval and the everyday set unchanged.
-CONTEXT_GAIN = 0.3
 #: The share of a query's keyword weight at which its best keyword match counts as a full match
 #: (keyword relevance 1.0). LoCoMo dev evidence recall@10 +2.4 and LongMemEval dev turn recall@5
 #: +1.2 over reading keyword scores as a share of every query word; flat between 0.3 and 0.5.
@@ -136,44 +145,6 @@ MEANING_REACH = 0.4
 MEANING_LOW_SLACK = 0.2
 #: Where reported scores start to bend: below it a score is the fused strength itself.
 SCORE_KNEE = 0.8
-#: How much relevance a question gains when the query asks what was asked ("What did Bob ask last
-#: week?"): the answer is whatever Bob asked, in words the query cannot know, so its own meaning
-#: and keywords say little. Only the asker's questions gain, when the query names who asked.
-ASK_GAIN = 0.5
-#: How much relevance a message gains when the query asks for its speaker's words ("What did Priya
-#: think of the trial?"): her verdict need not name the trial, while messages about her trial do.
-VOICE_GAIN = 0.15
-#: How much of a top result's relevance a memory gains by naming an entity that result names and
-#: the query does not (the second hop, engram.retrieve.hop).
-BRIDGE_GAIN = 0.15
-#: The entity overlap of a memory reached by the second hop, when the query names entities: it names
-#: them at one remove, as a mention of a speaker counts half (SPEAKER_MENTION). Without it, every
-#: memory naming the query's entity (a colleague in 27 of 77 candidates) outranks the answer the
-#: first result points to. With hop.COMMON_MIN 10: scenario multihop R@10 0.81 -> 0.94, LoCoMo dev
-#: @10/@25 +0.2/+0.4 (multi-hop +1.2), LongMemEval unchanged; flat from 0.3 to 0.5, 1.0 cost
-#: LongMemEval -1.2 at 5.
-BRIDGE_MENTION = 0.5
-#: How much of its own meaning a standing instruction or stated preference gains when the query is a
-#: request (engram.retrieve.standing): "Write a CSV reader" must bring back "always use type hints".
-STANDING_GAIN = 0.5
-#: The share of it a passing statement of the user's about themselves gains when the query asks what
-#: is known of the user (``QueryPlan.profile``): what holds comes first.
-PASSING = 0.5
-#: How much relevance a memory gains by naming an entity of a type the query asks about as a whole
-#: ("Tell me about my customers"): the answer is whatever is said about each customer, in words
-#: the query cannot know (their names), as with ASK_GAIN.
-TYPE_GAIN = 0.3
-#: How much relevance a memory of the last conversation gains when the query asks about it ("What
-#: did we talk about last time?", engram.retrieve.latest): half of it for the one before, a quarter
-#: for the one before that.
-LATEST_GAIN = 1.0
-#: How much relevance a memory that says who someone is gains when the query asks who they are
-#: ("Who is Priya?" against "Priya Nair does operations and finance", engram.retrieve.identity):
-#: her own chat messages name her as often and share more of the question's words.
-DESCRIBES_GAIN = 1.0
-#: The share of its own relevance a memory keeps in such a query: the question's words ("talk",
-#: "leave off") are in memories by chance.
-LATEST_WORDS = 0.5
 #: The evidence that rides on relevance, in SIGNALS order after semantic similarity.
 CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
