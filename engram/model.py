@@ -345,6 +345,10 @@ class QueryPlan:
     permission: bool = False
     #: The name the query asks who or what they are ("Who is Priya?"): what describes them answers it.
     described: tuple[str, ...] = ()
+    #: The query asks for the newest of something ("When did Acme last order?", "What's the latest
+    #: on Pinecrest?"): the stemmed words of what it asks about besides names (empty: whatever its
+    #: entities say); None for any other query.
+    newest: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,6 +131,21 @@ def test_sentence_initial_capitals_are_not_names() -> None:
     assert extract("Barnes & Noble called. Bank of America too.", index=EMPTY) == (
         "mention:barnes & noble", "mention:bank of america",
     )
+    # A verb in the past that opens a note is not part of the name after it.
+    assert extract("Bought Leo a winter coat at REI.", index=EMPTY) == ("mention:leo", "mention:rei")
+    assert extract("Picked Maya up at noon. Told Bob.", index=EMPTY) == ("mention:maya", "mention:bob")
+
+
+def test_a_possessor_is_a_name_of_its_own() -> None:
+    # "Leo's Christmas present" names Leo, as "Leo's present" does.
+    assert extract("Ordered a telescope for Leo's Christmas present.", index=EMPTY) == (
+        "mention:leo", "mention:leo's christmas",
+    )
+    assert extract("Ordered a telescope for Leo’s Christmas present.", index=EMPTY) == (
+        "mention:leo", "mention:leo's christmas",
+    )
+    assert extract("We ate at Joe's Pizza.", index=EMPTY) == ("mention:joe", "mention:joe's pizza")
+    assert extract("Monday's Standup moved.", index=EMPTY) == ("mention:monday's standup",)  # no "Monday" alone
 
 
 def test_deterministic_and_deduplicated() -> None:

@@ -99,6 +99,9 @@ _COMMON = STOPWORDS | _word_set(
     message reminder todo follow need needs want wants just still already never always often usually
     send everyone everybody someone somebody nobody breakfast lunch dinner noted started use nothing
     honestly actually finally basically hopefully unfortunately luckily apparently anyway otherwise
+    bought sold got went took made gave found left told said saw picked signed cancelled canceled
+    returned fixed finished closed opened received delivered installed replaced tried visited drove
+    flew spent paid spoke wrote heard kept brought sent
     """
 ) | ENTITY_TYPE_WORDS | frozenset(word + "s" for word in ENTITY_TYPE_WORDS)
 
@@ -172,6 +175,11 @@ def _mention_spans(text: str) -> list[tuple[int, int, str]]:
         name = " ".join(words).lower()
         if "'" in name or "’" in name:
             name = _POSSESSIVE.sub("", name)
+            # "Leo's Christmas present" names Leo: the possessor is a name of its own as well.
+            owner = next((i for i, word in enumerate(words[:-1]) if _POSSESSIVE.search(word)), None)
+            if owner is not None and not (owner == 0 and _never_alone(words[0])):
+                cut = text.index(words[owner], start) + len(words[owner]) - 2
+                out.append((start, cut, _POSSESSIVE.sub("", " ".join(words[: owner + 1]).lower())))
         out.append((start, end, name))
     return out
 

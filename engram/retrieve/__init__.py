@@ -38,6 +38,7 @@ from engram.retrieve.columns import Known
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first
 from engram.retrieve.latest import Asked
+from engram.retrieve.newest import Newest
 from engram.retrieve.rank import rank
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
@@ -283,6 +284,7 @@ class Pipeline:
                 asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
                 profile=user_id if plan.profile else None, latest=Asked(user_id, plan.text) if plan.latest else None,
                 described=plan.described, permission=plan.permission,
+                newest=Newest(plan.text, frozenset(plan.newest)) if plan.newest is not None else None,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "ASK_GAIN", "BRIDGE_GAIN", "BRIDGE_MENTION", "CONTEXT_GAIN", "DESCRIBES_GAIN", "LATEST_GAIN", "LATEST_WORDS",
-    "PASSING", "STANDING_GAIN", "TYPE_GAIN", "VOICE_GAIN",
+    "NEWEST_GAIN", "PASSING", "STANDING_GAIN", "TYPE_GAIN", "VOICE_GAIN",
 ]
 
 #: How much of the best neighbouring turn's relevance a message gains: an answer is found through
@@ -55,3 +55,7 @@ DESCRIBES_GAIN = 1.0
 #: The share of its own relevance a memory keeps in such a query: the question's words ("talk",
 #: "leave off") are in memories by chance.
 LATEST_WORDS = 0.5
+#: How much relevance a memory gains by being the newest of what fits a question about the newest of
+#: something ("When did Acme last order?", engram.retrieve.newest): 0.7 of it for the one before,
+#: and so on. Meaning and keywords rank Acme's first order as high as its last.
+NEWEST_GAIN = 1.0

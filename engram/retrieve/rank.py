@@ -46,6 +46,7 @@ from engram.retrieve.gain_weights import (
     DESCRIBES_GAIN,
     LATEST_GAIN,
     LATEST_WORDS,
+    NEWEST_GAIN,
     PASSING,
     STANDING_GAIN,
     TYPE_GAIN,
@@ -61,10 +62,12 @@ from engram.retrieve.in_range import (
     pointed_at,
 )
 from engram.retrieve.latest import Asked, conversation_recency, echoes
+from engram.retrieve.newest import Newest, newest_first
 from engram.retrieve.ranking import (
     ASK_SIGNAL,
     DESCRIBES_SIGNAL,
     LATEST_SIGNAL,
+    NEWEST_SIGNAL,
     STANDING_SIGNAL,
     TYPE_SIGNAL,
     VOICE_SIGNAL,
@@ -97,6 +100,8 @@ __all__ = [
     "LATEST_SIGNAL",
     "MEANING_LOW_SLACK",
     "MEANING_REACH",
+    "NEWEST_GAIN",
+    "NEWEST_SIGNAL",
     "RANGE_MATCH",
     "RELEVANCE_SIGNAL",
     "SCOPE_TRUST",
@@ -150,13 +155,13 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
-    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, RELEVANCE_SIGNAL,
+    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
-    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL,
+    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL,
 )
 
 
@@ -246,6 +251,7 @@ def rank(
     latest: Asked | None = None,
     described: Sequence[str] = (),
     permission: bool = False,
+    newest: Newest | None = None,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -273,7 +279,9 @@ def rank(
     about the last conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency;
     ``described`` (the name the query asks who they are) lets what describes them gain ``DESCRIBES_GAIN``;
     ``permission`` (the query asks whether something may be done) lets the standing statements of
-    whoever it names who speaks among the candidates gain as a request's do. ``known``
+    whoever it names who speaks among the candidates gain as a request's do; ``newest`` (the query
+    asks for the newest of something) lets what fits it gain ``NEWEST_GAIN`` of how new it is among
+    what fits (``newest``, engram.retrieve.newest). ``known``
     keeps the signals the second hop does not change between a query's rankings.
     """
     strategy = dict(weights)
@@ -334,6 +342,11 @@ def rank(
     typed = np.fromiter((any(slot in named for slot in slots) for named in named_by), dtype=np.float64,
                         count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)
     recent = conversation_recency(records, latest, now) if latest is not None else np.zeros(len(records))
+    # "When did Acme last order?": the newest of what fits it
+    new = (newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now)
+           if newest else np.zeros(len(records)))
+    if new.any():  # what fits is relevant enough: how new it is orders it
+        relevance = np.where(new > 0, float(relevance[new > 0].max()), relevance)
     if latest is not None:  # the newest questions first; the query's own words say little
         asked = asked * recent
         relevance = relevance * LATEST_WORDS * (1.0 - echoes(records, latest))
@@ -343,11 +356,11 @@ def rank(
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else _lasting(records, seen))
-                 + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes)
+                 + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, typed, recent, describes]
+               asked, spoke, stands, typed, recent, describes, new]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

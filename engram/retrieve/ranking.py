@@ -22,7 +22,8 @@ from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.types import Scored
 
 __all__ = [
-    "ASK_SIGNAL", "DESCRIBES_SIGNAL", "LATEST_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL", "VOICE_SIGNAL", "Ranking",
+    "ASK_SIGNAL", "DESCRIBES_SIGNAL", "LATEST_SIGNAL", "NEWEST_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL",
+    "VOICE_SIGNAL", "Ranking",
 ]
 
 ASK_SIGNAL = "asked"
@@ -31,6 +32,7 @@ STANDING_SIGNAL = "standing"
 TYPE_SIGNAL = "entity_type"
 LATEST_SIGNAL = "last_conversation"
 DESCRIBES_SIGNAL = "describes"
+NEWEST_SIGNAL = "newest"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 
@@ -150,6 +152,9 @@ def _reasons(
         reasons.append("says who or what the query asks about is")
     if signals.get(LATEST_SIGNAL):
         reasons.append("from the last conversation" if signals[LATEST_SIGNAL] > 0.5 else "from a recent conversation")
+    if signals.get(NEWEST_SIGNAL):
+        reasons.append("the newest of what the query asks about" if signals[NEWEST_SIGNAL] >= 1.0
+                       else "among the newest of what the query asks about")
     if signals.get(STANDING_SIGNAL):
         reasons.append("the user's standing instruction, preference or own statement, asked for")
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:

@@ -18,6 +18,7 @@ from engram.model import Entity, QueryPlan
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
+from engram.retrieve.newest import asks_for_the_newest
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
@@ -208,6 +209,11 @@ def understand(
     time_range = parse_time_scope(query, now)  # validates ``now`` first, whatever the query
     if not isinstance(query, str):
         query = ""
+    latest = asks_for_the_last_conversation(query)
+    vague = time_range is not None and time_range.vague
+    newest = None if latest else asks_for_the_newest(query, None if vague or not time_range else time_range.expression)
+    if newest is not None and vague and re.search(r"\bmost\s+recent", query, re.IGNORECASE):
+        time_range = None  # "the most recent order" is the newest, however old, not one of the last days
     category = _classify(query)
     procedural = category == "procedural"
 
@@ -248,7 +254,8 @@ def understand(
         speaking=_speaking(query, index, entities),
         requests=is_request(query),
         profile=about_the_user_as_a_whole,
-        latest=asks_for_the_last_conversation(query),
+        latest=latest,
+        newest=tuple(sorted(newest.subject)) if newest is not None else None,
         permission=asks_permission(query),
         described=asked_who(query, entities, index),
         typed=typed,

@@ -851,6 +851,21 @@ q("left_off", K, "time", "Where did we leave off?", "maya_1123_q", "maya_1123_a"
   note="the owner's last chat with the assistant, not the team chat's newer messages")
 q("last_asked", D, "time", "What was the last thing I asked you?", "dana_1123_today",
   note="Dana's own last request, not a newer or older question of the family chat's")
+q("acme_last_order", K, "time", "When did Acme last order?", "acme_order_monitors",
+  note="the newest of Acme's orders (October's monitors), not its first (September's docks)")
+q("bob_last_said", K, "time", "What was the last thing Bob said?", "team_1120_bob")
+q("tom_last_message", K, "time", "What was Tom's last message?", "k_filler_27")
+q("pinecrest_latest", K, "time", "What's the latest on Pinecrest?", "bob_pinecrest_renewal")
+q("globex_latest", K, "time", "What's the latest with Globex?", "maya_1123_a",
+  note="INV-1187 still unpaid on Nov 23, not the standups that name Globex")
+q("leo_last_bought", D, "time", "When did I last buy something for Leo?", "dana_gift_telescope")
+q("jess_latest", D, "time", "What did Jess say most recently?", "family_1122_call")
+q("mark_last_message", D, "time", "When did Mark last message the family chat?", "fam_filler_06",
+  note="Mark's own newest message; 'family chat' is where, not what, and none of his messages says it")
+q("xmas_latest", D, "time", "What's the latest on the Christmas plans?", "dana_decision_xmas")
+q("warranty_newest", K, "time", "What's the newest warranty claim?", "acme_flicker_warranty")
+q("priya_last_post", K, "time", "When did Priya last post in the team chat?", "priya_ask_note")
+q("lena_last", K, "time", "What did Lena say last?", "lena_morning")
 
 # -- preference ------------------------------------------------------------------------------------
 q("priya_reports", K, "preference", "How does Priya like her reports?", "priya_report_pref", "priya_spreadsheet_rant")
