@@ -20,7 +20,7 @@ from engram.text import USER_ROLES
 
 __all__ = [
     "CONVERSATION_KINDS", "LATEST_LIMIT", "SHORT_QUESTION", "Asked", "asks_for_the_last_conversation",
-    "conversation_recency", "echoes", "said_by_the_user",
+    "conversation_recency", "echoes", "said_by_the_user", "same_words",
 ]
 
 #: The longest question read for these forms: each is a short question, and a form anchored at
@@ -113,7 +113,7 @@ def conversation_recency(records: Sequence[MemoryRecord], asked: Asked, now: dat
     out = np.zeros(len(records), dtype=np.float64)
     talk = [r for r in records if r.kind in CONVERSATION_KINDS and r.user_id == asked.user_id and r.created_at <= now]
     messages = sorted((r for r in talk if r.kind == "message"), key=lambda r: (r.created_at, r.id))
-    if messages and _same(messages[-1].content, asked.query):
+    if messages and same_words(messages[-1].content, asked.query):
         stored = messages.pop().id  # asked in this conversation, stored before it was asked
         talk = [r for r in talk if r.id != stored]
     # The user speaks as "user", or under their own id as a speaker's name (Mem0's ``name``).
@@ -146,7 +146,7 @@ def conversation_recency(records: Sequence[MemoryRecord], asked: Asked, now: dat
 def echoes(records: Sequence[MemoryRecord], asked: Asked) -> npt.NDArray[np.float64]:
     """1 for a memory that is the question itself, asked before ("Where did we leave off?" opening
     every session), else 0: it matches the question best and never answers it."""
-    return np.fromiter((_same(r.content, asked.query) for r in records), dtype=np.float64, count=len(records))
+    return np.fromiter((same_words(r.content, asked.query) for r in records), dtype=np.float64, count=len(records))
 
 
 def _conversations(messages: Sequence[MemoryRecord]) -> dict[str, tuple[str, str]]:
@@ -169,5 +169,6 @@ def _role(record: MemoryRecord) -> str:
     return (record.role or "").strip().casefold()
 
 
-def _same(text: str, query: str) -> bool:
+def same_words(text: str, query: str) -> bool:
+    """Whether ``text`` is ``query`` itself, but for case and spacing (a question stored before it was asked)."""
     return " ".join(text.split()).casefold() == " ".join(query.split()).casefold()

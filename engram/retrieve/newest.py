@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord
-from engram.retrieve.latest import SHORT_QUESTION
+from engram.retrieve.latest import SHORT_QUESTION, same_words
 from engram.text import index_terms, query_terms
 
 __all__ = ["FIT_KEYWORDS", "FIT_MEANING", "Newest", "asks_for_the_newest", "newest_first"]
@@ -100,7 +100,7 @@ def newest_first(
     a speaker's own words over others' mentions of them), ``meaning`` its calibrated similarity.
     A memory after ``now``, or that is the question itself, does not fit."""
     n = len(records)
-    fits = np.fromiter((r.created_at <= now and not _same(r.content, newest.query) for r in records),
+    fits = np.fromiter((r.created_at <= now and not same_words(r.content, newest.query) for r in records),
                        dtype=bool, count=n)
     named_one = bool(named.size) and named.max() > 0
     if named_one:
@@ -123,7 +123,3 @@ def newest_first(
         if fits[i]:
             out[i] = _OLDER ** newer[records[i].created_at]
     return out
-
-
-def _same(text: str, query: str) -> bool:
-    return " ".join(text.split()).casefold() == " ".join(query.split()).casefold()
