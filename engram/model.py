@@ -349,6 +349,9 @@ class QueryPlan:
     #: on Pinecrest?"): the stemmed words of what it asks about besides names (empty: whatever its
     #: entities say); None for any other query.
     newest: tuple[str, ...] | None = None
+    #: The shape of value the query asks for ("email", "link", "phone", "identifier": "What's
+    #: Alice's email?"): a memory that holds one answers it, whatever its words.
+    value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

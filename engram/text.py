@@ -148,6 +148,10 @@ def _framing(tokens: list[str], i: int) -> bool:
         return before in _SCOPE_BEFORE_UNIT or after[:1] == ["ago"] or after == ["of", "the"] or of_unit
     if (word.isdigit() or word in _NUMBER_WORDS) and i + 1 < len(tokens) and tokens[i + 1] in TIME_UNITS:
         return _framing(tokens, i + 1)  # "3 days ago", "the past three months"
+    if word == "number" and before and before not in STOPWORDS and before not in _NUMBER_WORDS:
+        # "What's my policy number?": the number is what is asked for, in digits no word matches;
+        # "number" alone matches "bib number 4471". Not "the number of ...", a count.
+        return tokens[i + 1 : i + 2] != ["of"]
     return word == "total" and before == "in"
 
 

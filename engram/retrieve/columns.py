@@ -91,6 +91,7 @@ def base_signals(
                         known.facet_rows[memory_id] = row
         keywords = _units(np.array([keyword_scores.get(i, 0.0) for i in ids], dtype=np.float64))
         overlaps = [0.0] * len(new)
+        first_names = [q for q in query_entities if q.startswith("mention:") and " " not in q]
         if query_entities:
             for at, record in enumerate(new):
                 named = set(record.entities)
@@ -99,6 +100,8 @@ def base_signals(
                 speaker = said.get(record.id)
                 if speaker is not None:  # the user's own message names no one, yet the user says it
                     named.add(speaker)
+                if first_names:  # "Alice" names "Alice Moreau"
+                    named.update(q for q in first_names if any(n.startswith(q + " ") for n in named))
                 known.named[record.id] = named
                 overlaps[at] = entity_overlap(query_entities, named, speaker=said.get(record.id), speakers=voices)
         temporal = [temporal_relevance(r.created_at, time_range, now) for r in new]

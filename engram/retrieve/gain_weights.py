@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "ASK_GAIN", "BRIDGE_GAIN", "BRIDGE_MENTION", "CONTEXT_GAIN", "DESCRIBES_GAIN", "LATEST_GAIN", "LATEST_WORDS",
-    "NEWEST_GAIN", "PASSING", "STANDING_GAIN", "TYPE_GAIN", "VOICE_GAIN",
+    "NEWEST_GAIN", "PASSING", "STANDING_GAIN", "TYPE_GAIN", "VALUE_GAIN", "VOICE_GAIN",
 ]
 
 #: How much of the best neighbouring turn's relevance a message gains: an answer is found through
@@ -59,3 +59,6 @@ LATEST_WORDS = 0.5
 #: something ("When did Acme last order?", engram.retrieve.newest): 0.7 of it for the one before,
 #: and so on. Meaning and keywords rank Acme's first order as high as its last.
 NEWEST_GAIN = 1.0
+#: The share of its own relevance (up to a full match) a memory gains by holding the kind of value
+#: the query asks for ("What's Alice's email?" of "alice@acme.io", engram.retrieve.asked_value).
+VALUE_GAIN = 0.5

@@ -37,6 +37,7 @@ from engram.config import SIGNALS, RetrievalConfig
 from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
+from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains
 from engram.retrieve.gain_weights import (
     ASK_GAIN,
@@ -50,6 +51,7 @@ from engram.retrieve.gain_weights import (
     PASSING,
     STANDING_GAIN,
     TYPE_GAIN,
+    VALUE_GAIN,
     VOICE_GAIN,
 )
 from engram.retrieve.identity import described as describing
@@ -70,6 +72,7 @@ from engram.retrieve.ranking import (
     NEWEST_SIGNAL,
     STANDING_SIGNAL,
     TYPE_SIGNAL,
+    VALUE_SIGNAL,
     VOICE_SIGNAL,
     Ranking,
 )
@@ -111,6 +114,8 @@ __all__ = [
     "TIMELESS_KINDS",
     "TYPE_GAIN",
     "TYPE_SIGNAL",
+    "VALUE_GAIN",
+    "VALUE_SIGNAL",
     "VOICE_GAIN",
     "VOICE_SIGNAL",
     "apply_min_score",
@@ -155,13 +160,13 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
-    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, RELEVANCE_SIGNAL,
+    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
-    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL,
+    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL,
 )
 
 
@@ -252,6 +257,7 @@ def rank(
     described: Sequence[str] = (),
     permission: bool = False,
     newest: Newest | None = None,
+    value: str | None = None,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -345,6 +351,8 @@ def rank(
     # "When did Acme last order?": the newest of what fits it
     new = (newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now)
            if newest else np.zeros(len(records)))
+    # "What's Alice's email?": what holds an e-mail address, as far as it is relevant
+    holds = holds_asked_value(records, value) * np.minimum(relevance, 1.0) if value else np.zeros(len(records))
     if new.any():  # what fits is relevant enough: how new it is orders it
         relevance = np.where(new > 0, float(relevance[new > 0].max()), relevance)
     if latest is not None:  # the newest questions first; the query's own words say little
@@ -356,11 +364,12 @@ def rank(
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else _lasting(records, seen))
-                 + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new)
+                 + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new
+                 + VALUE_GAIN * holds)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, typed, recent, describes, new]
+               asked, spoke, stands, typed, recent, describes, new, holds]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

@@ -23,7 +23,7 @@ from engram.retrieve.types import Scored
 
 __all__ = [
     "ASK_SIGNAL", "DESCRIBES_SIGNAL", "LATEST_SIGNAL", "NEWEST_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL",
-    "VOICE_SIGNAL", "Ranking",
+    "VALUE_SIGNAL", "VOICE_SIGNAL", "Ranking",
 ]
 
 ASK_SIGNAL = "asked"
@@ -33,6 +33,7 @@ TYPE_SIGNAL = "entity_type"
 LATEST_SIGNAL = "last_conversation"
 DESCRIBES_SIGNAL = "describes"
 NEWEST_SIGNAL = "newest"
+VALUE_SIGNAL = "holds_value"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 
@@ -152,6 +153,8 @@ def _reasons(
         reasons.append("says who or what the query asks about is")
     if signals.get(LATEST_SIGNAL):
         reasons.append("from the last conversation" if signals[LATEST_SIGNAL] > 0.5 else "from a recent conversation")
+    if signals.get(VALUE_SIGNAL):
+        reasons.append("holds the kind of value the query asks for")
     if signals.get(NEWEST_SIGNAL):
         reasons.append("the newest of what the query asks about" if signals[NEWEST_SIGNAL] >= 1.0
                        else "among the newest of what the query asks about")

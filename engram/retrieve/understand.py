@@ -16,6 +16,7 @@ from engram.config import STRATEGY_WEIGHTS
 from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids, speaker_entity
 from engram.model import Entity, QueryPlan
 from engram.ontology import TYPE_SLOT
+from engram.retrieve.asked_value import asks_for_value
 from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest
@@ -256,6 +257,7 @@ def understand(
         profile=about_the_user_as_a_whole,
         latest=latest,
         newest=tuple(sorted(newest.subject)) if newest is not None else None,
+        value=asks_for_value(query),
         permission=asks_permission(query),
         described=asked_who(query, entities, index),
         typed=typed,

@@ -981,6 +981,13 @@ q("acme_invoice_email", K, "verbatim", "Where should Acme invoices be e-mailed?"
 q("acme_webhook_url", K, "verbatim", "Where do we post Acme's order confirmations?", "acme_webhook")
 q("stockpilot_version", K, "verbatim", "Which StockPilot version broke the scanner?", "tom_231")
 q("refund_approver", K, "verbatim", "Who approved the refund for Acme's damaged cable?", "acme_refund_approved")
+q("value_webhook", K, "verbatim", "What's the webhook URL for Acme?", "acme_webhook",
+  note="the memory says 'hooks', not 'webhook': the URL it holds is what is asked for")
+q("value_alice_email", K, "verbatim", "What's Alice's email?", "acme_ap_email")
+q("value_po", K, "verbatim", "What's Acme's PO number?", "acme_order_monitors")
+q("value_rma", K, "verbatim", "What's the RMA number?", "acme_flicker_warranty")
+q("value_policy", D, "verbatim", "What's my policy number?", "insurance_new")
+q("value_patel_phone", D, "verbatim", "What's Dr. Patel's phone number?", "patel_phone")
 
 # -- technical (a long user-assistant technical chat) ----------------------------------------------
 q("tech_retry", S, "technical", "Write a helper that retries a failed HTTP call to the tax API.", "dev_intro",

@@ -1,0 +1,82 @@
+"""Questions that ask for a value of a visible shape (an e-mail address, a link, a phone number, an
+identifier): what holds one gains as far as it is relevant, whatever its words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from engram.embedders.fake import FakeEmbedder
+from engram.memory import Memory
+from engram.model import MemoryRecord
+from engram.retrieve.asked_value import asks_for_value, holds_asked_value
+from engram.retrieve.understand import understand
+from engram.text import query_terms
+
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("query", "shape"), [
+    ("What's Alice's email?", "email"),
+    ("What is Alice's e-mail address?", "email"),
+    ("What's the webhook URL for Acme?", "link"),
+    ("Give me the link to the docs", "link"),
+    ("What's Dr. Patel's phone number?", "phone"),
+    ("What number should I call for Acme?", "phone"),
+    ("What's the number for Bright Smiles?", "phone"),
+    ("What's my policy number?", "identifier"),
+    ("What's Acme's PO number?", "identifier"),
+    ("What is the order ID?", "identifier"),
+    ("What's the RMA number?", "identifier"),
+    ("How many monitors did Acme order?", None),
+    ("What is the number of orders?", None),  # a count
+    ("Did Bob call?", None),
+    ("When is Leo's piano lesson?", None),
+])
+def test_the_shape_asked_for(query: str, shape: str | None) -> None:
+    assert asks_for_value(query) == shape
+    assert understand(query, now=NOW).value == shape
+
+
+def _record(content: str) -> MemoryRecord:
+    return MemoryRecord(id=content, user_id="u", content=content, kind="message", created_at=NOW, recorded_at=NOW,
+                        content_hash=content)
+
+
+@pytest.mark.parametrize(("shape", "held", "not_held"), [
+    ("email", ["Contact alice@acme.io for invoices."], ["Alice handles the invoices.", "Meet at acme HQ."]),
+    ("link", ["Post to https://hooks.acme.io/v1/orders as JSON.", "See www.example.org/docs."],
+     ["The hook posts orders.", "Version 2.3.1 broke it."]),
+    ("phone", ["Bright Smiles, phone 503-555-0142.", "Call +44 20 7946 0958."],
+     ["Booked for 2026-11-02.", "Invoice INV-1187.", "Room 4, 3pm."]),
+    ("identifier", ["Policy HB-20931.", "RMA 88123-K opened.", "Bib number 4471.", "PO-5531 delivered."],
+     ["Back in 2026.", "A 27-inch monitor.", "Dec 22-26 in Porto.", "At 3pm on 2026-11-02.", "Paid $3,380."]),
+])
+def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: list[str]) -> None:
+    records = [_record(text) for text in (*held, *not_held)]
+    assert holds_asked_value(records, shape).tolist() == [1.0] * len(held) + [0.0] * len(not_held)
+
+
+def test_a_noun_s_number_is_not_a_keyword() -> None:
+    # "number" matched "bib number 4471" for "What's my policy number?"; the policy is the subject.
+    assert query_terms("What's my policy number?") == ["polici"]
+    assert "number" in query_terms("What is the number of orders?")
+
+
+def test_the_memory_holding_the_value_comes_first(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add_many([
+            {"user_id": "u", "content": "Alice from Acme confirmed the new delivery address."},
+            {"user_id": "u", "content": "Receipt for the refund sent to Alice at Acme."},
+            {"user_id": "u", "content": "Acme's accounts-payable contact is Alice Moreau, alice@acme.io."},
+        ])
+        found = memory.retrieve("What's Alice's email?", user_id="u", now=NOW).memories
+        assert found[0].content == "Acme's accounts-payable contact is Alice Moreau, alice@acme.io."
+        assert found[0].signals["holds_value"] > 0
+        assert "holds the kind of value the query asks for" in found[0].reasons
+        # "Alice" names "Alice Moreau": the memory counts as naming the query's person.
+        assert found[0].signals["entity_overlap"] == 1.0
+        plain = memory.retrieve("What does Alice do?", user_id="u", now=NOW).memories
+        assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
