@@ -99,7 +99,7 @@ _COMMON = STOPWORDS | _word_set(
     message reminder todo follow need needs want wants just still already never always often usually
     send everyone everybody someone somebody nobody breakfast lunch dinner noted started use nothing
     honestly actually finally basically hopefully unfortunately luckily apparently anyway otherwise
-    bought sold got went took made gave found left told said saw picked signed cancelled canceled
+    bought sold got went took made gave found left told saw picked signed cancelled canceled
     returned fixed finished closed opened received delivered installed replaced tried visited drove
     flew spent paid spoke wrote heard kept brought sent
     """
@@ -177,11 +177,26 @@ def _mention_spans(text: str) -> list[tuple[int, int, str]]:
             name = _POSSESSIVE.sub("", name)
             # "Leo's Christmas present" names Leo: the possessor is a name of its own as well.
             owner = next((i for i, word in enumerate(words[:-1]) if _POSSESSIVE.search(word)), None)
-            if owner is not None and not (owner == 0 and _never_alone(words[0])):
-                cut = text.index(words[owner], start) + len(words[owner]) - 2
-                out.append((start, cut, _POSSESSIVE.sub("", " ".join(words[: owner + 1]).lower())))
+            if owner is not None and _a_name(words[: owner + 1]):
+                cut = start
+                for word in words[: owner + 1]:  # in order: a word may hold the next one ("AB'sC B's")
+                    cut = text.index(word, cut) + len(word)
+                out.append((start, cut - 2, _POSSESSIVE.sub("", " ".join(words[: owner + 1]).lower())))
         out.append((start, end, name))
     return out
+
+
+def _a_name(words: list[str]) -> bool:
+    """Whether the possessor ``words`` ("Leo's", "Bank of America's") may be a name on their own: not
+    a single letter, a calendar word or a common word ("Today's Agenda", "It's Bob's")."""
+    bare = [_POSSESSIVE.sub("", word).lower() for word in words if word.lower() not in _CONNECTORS]
+    if len(bare) == 1 and len(bare[0]) == 1:
+        return False
+    return not any(word in _COMMON or word in _TIME_NOUNS or _never_alone(word) for word in bare)
+
+
+_CONNECTORS = frozenset(("of", "the", "&"))
+_TIME_NOUNS = _word_set("day days week weeks weekend month months year years morning evening night season")
 
 
 def _without_pronoun(words: list[str]) -> list[str]:

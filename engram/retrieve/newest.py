@@ -4,10 +4,10 @@ about, the newest answers it. Meaning and keywords rank Acme's first order, whic
 plainly, above its last one; the question's own "last" is in no memory.
 
 Such a question lets the memories that fit its subject gain by how new they are among those that
-fit (:func:`newest_first`): the newest fully, the one before it half, the one before that a quarter.
-A memory fits when it names the question's entity (a speaker's own words, when the entity speaks)
-and holds a word of what is asked about besides the names ("order" in "When did Acme last
-order?"), or is close to the whole question in meaning. "Recently" and "lately" do not make such a
+fit (:func:`newest_first`): the newest fully, the one before it 0.7 of that, the one before that
+0.49. A memory fits when it names the question's entity (a speaker's own words, when the entity
+speaks) and holds half of the words of what is asked about besides the names ("order" in "When did
+Acme last order?"), or is close to the whole question in meaning. "Recently" and "lately" do not make such a
 question: "What did Melanie paint recently?" asks about a painting she called recent when she spoke
 of it, not about her newest memory.
 """
@@ -15,6 +15,7 @@ of it, not about her newest memory.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
@@ -22,11 +23,11 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engram.model import MemoryRecord
-from engram.retrieve.latest import SHORT_QUESTION, same_words
+from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.latest import SHORT_QUESTION
 from engram.text import index_terms, query_terms
 
-__all__ = ["FIT_KEYWORDS", "FIT_MEANING", "Newest", "asks_for_the_newest", "newest_first"]
+__all__ = ["FIT_KEYWORDS", "FIT_MEANING", "Fits", "Newest", "asks_for_the_newest", "newest_first"]
 
 #: The meaning (calibrated, 1 a clear match) at which a memory fits the question without sharing
 #: a word of its subject: "When did I last fly?" of "Booked flights to Porto".
@@ -37,28 +38,48 @@ FIT_MEANING = 0.9
 FIT_KEYWORDS = 0.5
 #: How much of the newest fitting memory's gain each older one keeps, per fitting memory newer than it.
 _OLDER = 0.7
+#: How much of a memory's text is read for the subject's words: a pasted file is not stemmed whole.
+_READ = 4_000
 
-# What "last" qualifies when it scopes time ("last week", "the last two days") or means something
-# else ("last name", "last call"): none of these asks for the newest of something.
-_NOT_NEWEST = (
+# What "last" qualifies when it scopes time ("last week", "the last two days", "last Christmas") or
+# means something else ("last name", "the last step", "last-mile", "last long" and "Last.fm"): none
+# of these asks for the newest of something. A count alone does ("Tom's last two messages").
+_UNITS = (
     r"(?:weeks?|weekends?|months?|years?|days?|nights?|hours?|minutes?|seconds?|mornings?|evenings?"
-    r"|afternoons?|summer|winter|spring|autumn|fall|quarter|semester|season|decade|century|few|couple"
-    r"|several|\d+|two|three|four|five|six|seven|eight|nine|ten|twelve|half|monday|tuesday|wednesday"
-    r"|thursday|friday|saturday|sunday|christmas|easter|thanksgiving|name|names|resort|call|minute|word"
-    r"|but|of\s+(?:the|my|our|his|her|their)\s+\w+\s+(?:left|remaining))"
+    r"|afternoons?|summers?|winters?|springs?|autumns?|falls?|quarters?|semesters?|seasons?|decades?"
+    r"|centuries|century)"
+)
+_COUNT = (r"(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|few|a\s+few|several"
+          r"|couple(?:\s+of)?|a\s+couple(?:\s+of)?|half(?:\s+a)?|many)")
+_NOT_NEWEST = (
+    rf"(?:{_UNITS}|{_COUNT}\s+{_UNITS}"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|christmas|easter|thanksgiving|halloween"
+    r"|new\s+year|names?|resort|call|minute|word|mile|steps?|stages?|phases?|pages?|lines?|parts?|chapters?"
+    r"|sections?|items?|entry|entries|points?|digits?|letters?|characters?|rows?|columns?|slides?"
+    r"|paragraphs?|sentences?|rounds?|laps?|but|long|longer|for|until|through|forever"
+    r"|of\s+(?:the|my|our|his|her|their)\s+\w+\s+(?:left|remaining))\b"
 )
 _NEWEST = re.compile(
-    r"(?<!\bat\s)\blast\b(?![\s-]*" + _NOT_NEWEST + r"\b)"
-    r"|(?<!\bat\sthe\s)\blatest\b|\bnewest\b|\bmost\s+recent(?:ly)?\b",
+    # not "at last", "the week before last", "second-to-last", "next to last"
+    r"(?<!\bat\s)(?<!\bbefore\s)(?<!\bto\s)(?<!\bto-)\blast\b(?![\s-]*" + _NOT_NEWEST + r")(?!\.\w)"
+    r"|(?<!\bat\sthe\s)(?<!\bat\sthe\svery\s)\blatest\b|\bnewest\b|\bmost[\s-]+recent(?:ly)?\b",
     re.IGNORECASE,
 )
+# Where something was said is not what it is about: "When did Mark last message the family chat?"
+# asks for Mark's newest message, whatever it says.
+_WHERE_SAID = re.compile(
+    r"\b(?:(?:in|on|to|into|at)\s+)?(?:the|our|my|a)\s+(?:[\w-]+\s+){0,2}?"
+    r"(?:chat|chats|channel|thread|group|inbox|slack|whatsapp|forum)\b", re.IGNORECASE)
+# "How long does the battery last?": the verb.
+_LASTS = re.compile(r"^\W*how\s+long\b.*\blast\W*$", re.IGNORECASE)
 # Words that say how the question asks, not what about: "What was the last thing Bob said?" is about
 # whatever Bob said. Stemmed as a query's terms are.
 _FRAMING = frozenset(index_terms(
     "thing things something anything stuff message messages say said says saying tell told talk talked talking "
     "mention mentioned news update updates happen happened happening going go went hear heard write wrote use used "
     "post posted chat channel thread email emailed text texted reply replied "
-    "last latest newest recent recently time times one ones"
+    "last latest newest recent recently time times one ones two three four five six seven eight nine ten few "
+    "couple several many plan plans status situation progress story front"
 ))
 
 
@@ -72,17 +93,27 @@ class Newest(NamedTuple):
 
 def asks_for_the_newest(query: str, scope: str | None = None) -> Newest | None:
     """The question as :func:`newest_first` reads it when ``query`` asks for the newest of something
-    ("last", "latest", "newest", "most recent" not scoping time), else None. ``scope`` is the time
-    expression the query was read to have ("last week"): its "last" is not this one."""
+    ("last", "latest", "newest", "most recent" not scoping time), else None; a question of more than
+    200 characters is not read. ``scope`` is the time expression the query was read to have ("last
+    week"): its "last" is not this one."""
     if len(query) > SHORT_QUESTION:
         return None
     text = query.replace(scope, " ") if scope else query
-    if _NEWEST.search(text) is None:
+    if _NEWEST.search(text) is None or _LASTS.search(text) is not None:
         return None
-    names = {w for w in re.findall(r"(?<![.?!]\s)(?<!^)\b[A-Z][\w'’-]*", text)}
-    named = set(index_terms(" ".join(names)))
+    text = _WHERE_SAID.sub(" ", text)
+    # A name is what the entities say, not the subject ("Tom's last message?" is about Tom's words).
+    named = set(index_terms(" ".join(re.findall(r"\b[A-Z][\w'’-]*", text))))
     subject = frozenset(t for t in query_terms(text) if t not in named and t not in _FRAMING)
     return Newest(query, subject)
+
+
+class Fits(NamedTuple):
+    """How new each memory is among those that fit a question (``gain``), and which fit it for sure
+    (``sure``): by its subject's words or meaning, or, without a subject, by naming who it asks about."""
+
+    gain: npt.NDArray[np.float64]
+    sure: npt.NDArray[np.bool_]
 
 
 def newest_first(
@@ -93,33 +124,45 @@ def newest_first(
     meaning: npt.NDArray[np.float64],
     keywords: npt.NDArray[np.float64],
     now: datetime,
-) -> npt.NDArray[np.float64]:
+    names_someone: bool = False,
+    time_range: TimeRange | None = None,
+) -> Fits:
     """Per record, how new it is among those that fit the question, in [0, 1]: 1 for the newest that
-    fits, ``_OLDER`` per fitting memory newer than it; 0 for one that does not fit. ``named`` is each
-    record's entity overlap with the query (when any record has one, only those with the most fit:
-    a speaker's own words over others' mentions of them), ``meaning`` its calibrated similarity.
-    A memory after ``now``, or that is the question itself, does not fit."""
+    fits, ``_OLDER`` to the power of the number of fitting memories said later for the others; 0 for
+    one that does not fit. ``named`` is each record's entity overlap with the query: when any record
+    has one, only those with the most fit (a speaker's own words over others' mentions of them); when
+    the query names someone (``names_someone``) no record names, or names no one and has no subject,
+    only what is close to it in meaning fits (``meaning``: calibrated similarity, FIT_MEANING).
+    ``keywords`` is each record's keyword evidence. With a ``time_range``, only what was said in it
+    fits. A memory after ``now``, or that repeats the question, does not fit."""
     n = len(records)
-    fits = np.fromiter((r.created_at <= now and not same_words(r.content, newest.query) for r in records),
+    asked = _normal(newest.query)
+    fits = np.fromiter((r.created_at <= now and asked not in _normal(r.content) for r in records),
                        dtype=bool, count=n)
-    named_one = bool(named.size) and named.max() > 0
+    if time_range is not None:
+        fits &= np.fromiter((time_range.start <= r.created_at <= time_range.end for r in records), dtype=bool, count=n)
+    close = meaning >= FIT_MEANING
+    named_one = bool(named.size) and float(named.max()) > 0
     if named_one:
         fits &= named >= named.max()
+    elif names_someone or not newest.subject:
+        fits &= close
+    sure = fits.copy()
     if newest.subject:
         need = (len(newest.subject) + 1) // 2
-        says = np.fromiter((len(newest.subject & set(index_terms(r.content))) >= need if fit else False
+        says = np.fromiter((fit and len(newest.subject & set(index_terms(r.content[:_READ]))) >= need
                             for r, fit in zip(records, fits, strict=True)), dtype=bool, count=n)
         # A long text holds half of any question's words by chance: its keyword evidence must agree.
-        says &= keywords >= FIT_KEYWORDS
-        says |= meaning >= FIT_MEANING
-        # Words nothing of the named one's says are how the question asks ("... in the family chat").
-        if says[fits].any() or not named_one:
-            fits &= says
-    # Memories said at the same time are as new as each other (the turns of one dated session).
-    times = sorted({records[i].created_at for i in range(n) if fits[i]}, reverse=True)
-    newer = {when: sum(1 for i in range(n) if fits[i] and records[i].created_at > when) for when in times}
-    out = np.zeros(n, dtype=np.float64)
+        says = (says & (keywords >= FIT_KEYWORDS)) | close
+        fits &= says
+        sure = fits.copy()
+    times = sorted(records[i].created_at for i in range(n) if fits[i])
+    gain = np.zeros(n, dtype=np.float64)
     for i in range(n):
-        if fits[i]:
-            out[i] = _OLDER ** newer[records[i].created_at]
-    return out
+        if fits[i]:  # memories said at the same time are as new as each other (one dated session's turns)
+            gain[i] = _OLDER ** (len(times) - bisect_right(times, records[i].created_at))
+    return Fits(gain, sure)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()

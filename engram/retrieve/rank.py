@@ -349,12 +349,15 @@ def rank(
                         count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)
     recent = conversation_recency(records, latest, now) if latest is not None else np.zeros(len(records))
     # "When did Acme last order?": the newest of what fits it
-    new = (newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now)
-           if newest else np.zeros(len(records)))
     # "What's Alice's email?": what holds an e-mail address, as far as it is relevant
     holds = holds_asked_value(records, value) * np.minimum(relevance, 1.0) if value else np.zeros(len(records))
-    if new.any():  # what fits is relevant enough: how new it is orders it
-        relevance = np.where(new > 0, float(relevance[new > 0].max()), relevance)
+    new = np.zeros(len(records))
+    if newest is not None:
+        fit = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,
+                           names_someone=bool(query_entities), time_range=time_range)
+        new = fit.gain
+        if fit.sure.any():  # what surely fits is relevant enough: how new it is orders it
+            relevance = np.where(fit.sure, float(relevance[fit.sure].max()), relevance)
     if latest is not None:  # the newest questions first; the query's own words say little
         asked = asked * recent
         relevance = relevance * LATEST_WORDS * (1.0 - echoes(records, latest))

@@ -213,7 +213,7 @@ def understand(
     latest = asks_for_the_last_conversation(query)
     vague = time_range is not None and time_range.vague
     newest = None if latest else asks_for_the_newest(query, None if vague or not time_range else time_range.expression)
-    if newest is not None and vague and re.search(r"\bmost\s+recent", query, re.IGNORECASE):
+    if newest is not None and vague and re.search(r"\bmost[\s-]+recent", query, re.IGNORECASE):
         time_range = None  # "the most recent order" is the newest, however old, not one of the last days
     category = _classify(query)
     procedural = category == "procedural"

@@ -11,7 +11,7 @@ import pytest
 
 from engram.embedders.fake import FakeEmbedder
 from engram.memory import Memory
-from engram.model import MemoryRecord
+from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.newest import FIT_MEANING, Newest, asks_for_the_newest, newest_first
 from engram.retrieve.understand import understand
 
@@ -29,6 +29,14 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("When was the last time I went to the gym?", {"gym"}),
     ("What was my last trip?", {"trip"}),
     ("What was the most recent order from Acme?", {"order"}),
+    ("What's the most-recent order from Acme?", {"order"}),
+    ("What were Tom's last two messages?", set()),
+    ("What were Acme's last few orders?", {"order"}),
+    ("Tom's last message?", set()),  # a name that opens the question is still a name
+    ("What's the very latest on Acme?", set()),
+    ("Who spoke last?", {"spoke"}),
+    ("When did Mark last message the family chat?", set()),  # where it was said, not what about
+    ("When did Priya last post in the team chat?", set()),
 ])
 def test_questions_about_the_newest(query: str, subject: set[str]) -> None:
     newest = asks_for_the_newest(query)
@@ -49,6 +57,14 @@ def test_questions_about_the_newest(query: str, subject: set[str]) -> None:
     "What problems came up lately?",
     "What did we talk about last time?",  # the last conversation, answered by its own rule
     "When did Acme order?",
+    "What's the last step of the deploy?",  # a place in a sequence
+    "How long does the battery last?",  # the verb
+    "Did the meeting last long?",
+    "What was Acme's second-to-last order?",
+    "What did Acme order the week before last?",
+    "Who is our last-mile delivery partner?",
+    "I need it by Friday at the very latest.",
+    "Is Last.fm still running?",
 ])
 def test_other_questions_are_not(query: str) -> None:
     assert understand(query, now=NOW).newest is None
@@ -77,13 +93,13 @@ def test_the_newest_of_what_fits_gains_most() -> None:
     far = np.zeros(len(records))
     ONE = np.ones(len(records))
     newest = Newest("When did Acme last order?", frozenset({"order"}))
-    value = newest_first(records, newest, named=named, meaning=far, keywords=ONE, now=NOW).tolist()
+    value = newest_first(records, newest, named=named, meaning=far, keywords=ONE, now=NOW).gain.tolist()
     assert value[1] == 1.0 and value[0] == pytest.approx(0.7)
     assert value[2:] == [0.0, 0.0, 0.0, 0.0]
     # Close enough in meaning, a memory fits without the subject's words.
     close = far.copy()
     close[2] = FIT_MEANING
-    assert newest_first(records, newest, named=named, meaning=close, keywords=ONE, now=NOW).tolist()[2] == 1.0
+    assert newest_first(records, newest, named=named, meaning=close, keywords=ONE, now=NOW).gain.tolist()[2] == 1.0
 
 
 def test_a_speaker_s_own_words_fit_before_others_mentions_of_them() -> None:
@@ -92,7 +108,7 @@ def test_a_speaker_s_own_words_fit_before_others_mentions_of_them() -> None:
         _record("mention", "Tom finished the drop with a rental.", NOW - timedelta(days=1)),
     ]
     value = newest_first(records, Newest("What was Tom's last message?", frozenset()),
-                         named=np.array([1.0, 0.5]), meaning=np.zeros(2), keywords=np.ones(2), now=NOW).tolist()
+                         named=np.array([1.0, 0.5]), meaning=np.zeros(2), keywords=np.ones(2), now=NOW).gain.tolist()
     assert value == [1.0, 0.0]
 
 
@@ -112,3 +128,38 @@ def test_the_newest_answer_comes_first(tmp_path: Path) -> None:
         assert "the newest of what the query asks about" in found[0].reasons
         plain = memory.retrieve("When did Acme order?", user_id="u", now=NOW).memories
         assert all(m.signals.get("newest", 0.0) == 0.0 for m in plain)
+
+
+def test_nothing_named_and_no_subject_fits_only_by_meaning() -> None:
+    records = [_record("plants", "Remember to water the plants.", NOW - timedelta(days=1)),
+               _record("close", "Tom wrote: see you at the depot.", NOW - timedelta(days=2))]
+    newest = Newest("What was Tom's last message?", frozenset())
+    fits = newest_first(records, newest, named=np.zeros(2), meaning=np.array([0.1, 0.95]), keywords=np.ones(2),
+                        now=NOW, names_someone=True)
+    assert fits.gain.tolist() == [0.0, 1.0] and fits.sure.tolist() == [False, True]
+
+
+def test_what_repeats_the_question_or_lies_outside_its_time_does_not_fit() -> None:
+    day = timedelta(days=1)
+    records = [
+        _record("again", "When did Acme last order? I need it for the invoice.", NOW - timedelta(minutes=1)),
+        _record("order", "Acme ordered 30 monitors.", NOW - 3 * day),
+        _record("older", "Acme ordered 12 docks.", NOW - 9 * day),
+    ]
+    newest = Newest("When did Acme last order?", frozenset({"order"}))
+    named, far, one = np.ones(3), np.zeros(3), np.ones(3)
+    assert newest_first(records, newest, named=named, meaning=far, keywords=one, now=NOW).gain.tolist() == [
+        0.0, 1.0, 0.7]
+    week = TimeRange(start=NOW - 10 * day, end=NOW - 5 * day)
+    assert newest_first(records, newest, named=named, meaning=far, keywords=one, now=NOW,
+                        time_range=week).gain.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_words_nothing_named_says_leave_nothing_fitting() -> None:
+    day = timedelta(days=1)
+    records = [_record("ski", "Hit the slopes in Aspen!", NOW - 40 * day),
+               _record("lunch", "Anyone up for lunch?", NOW - day)]
+    fits = newest_first(records, Newest("When did Mark last go skiing?", frozenset({"ski"})), named=np.ones(2),
+                        meaning=np.zeros(2), keywords=np.zeros(2), now=NOW)
+    assert fits.gain.tolist() == [0.0, 0.0]  # relevance alone ranks them: the slopes can come first
+    assert not fits.sure.any()
