@@ -352,6 +352,9 @@ class QueryPlan:
     #: The shape of value the query asks for ("email", "link", "phone", "identifier": "What's
     #: Alice's email?"): a memory that holds one answers it, whatever its words.
     value: str | None = None
+    #: The query asks about what held before and no longer does ("What was my old gym?"): what a
+    #: newer version superseded answers it.
+    past: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,6 +209,10 @@ class Pipeline:
         if plan is None:
             plan = timed("understand", lambda: understand(
                 query, now=now, known_entities=index, weights_by_strategy=tuned))
+        # "What was my old gym?": what a newer version superseded answers it, which current truth
+        # leaves out of every other retrieval (unless the caller chose the statuses).
+        reading = replace(filters, statuses=("active", "superseded")) \
+            if plan.past and filters.statuses == ("active",) else filters
         if config.weights is not None:
             weights_source = "config"
         elif variant is not None and variant.weights is not None and plan.strategy in variant.weights:
@@ -239,7 +243,7 @@ class Pipeline:
         relations_of = partial(domain_relations, source, self.metrics) if isinstance(source, RelatedEntities) else None
         found = gather(
             reads, user_id=user_id, plan=plan, query_vec=pending, config=config,
-            filters=filters, timed=timed_hits, executor=self.executor, prefetch=prefetch, relations_of=relations_of,
+            filters=reading, timed=timed_hits, executor=self.executor, prefetch=prefetch, relations_of=relations_of,
         )
         query_vec = None if pending is None else pending.result()
         owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}
@@ -256,7 +260,7 @@ class Pipeline:
             if missing:
                 prefetched.update((r.id, r) for r in timed("fetch", lambda: reads.fetch(user_id, missing)))
             fresh = [r for i in ids if (r := prefetched.get(i)) is not None]
-            fresh = [r for r in fresh if r.user_id in owners and matches(r, filters)]
+            fresh = [r for r in fresh if r.user_id in owners and matches(r, reading)]
             if as_of is not None:
                 fresh = [r for r in fresh if truth.valid_at(r, as_of)]
             records.extend(fresh)
@@ -285,7 +289,7 @@ class Pipeline:
                 profile=user_id if plan.profile else None, latest=Asked(user_id, plan.text) if plan.latest else None,
                 described=plan.described, permission=plan.permission,
                 newest=Newest(plan.text, frozenset(plan.newest)) if plan.newest is not None else None,
-                value=plan.value,
+                value=plan.value, past=plan.past,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found
@@ -303,7 +307,7 @@ class Pipeline:
             if config.fusion != "rrf":
                 voices = frozenset(speakers.values())
                 hop = optional(
-                    "candidates.hop", lambda: second_hop(reads, user_id, ranking, plan.entities, filters, voices), None
+                    "candidates.hop", lambda: second_hop(reads, user_id, ranking, plan.entities, reading, voices), None
                 )
             if hop is not None and hop[0]:
                 bridges, hits = hop
@@ -338,7 +342,7 @@ class Pipeline:
             optional("track_access", lambda: reads.record_access(user_id, [e.id for e in selection.entries], now), None)
         suppressed = 0
         versioned = [e.id for e in selection.entries if e.record is not None and e.record.kind in truth.VERSIONED_KINDS]
-        if not config.include_superseded and as_of is None and versioned:
+        if not config.include_superseded and as_of is None and versioned and reading is filters:
             # How many older versions of the returned facts and documents current truth held back
             # (only those kinds have versions: the read is spared when none is returned).
             older: list[Hit] = []

@@ -49,6 +49,7 @@ from engram.retrieve.gain_weights import (
     LATEST_WORDS,
     NEWEST_GAIN,
     PASSING,
+    PAST_GAIN,
     STANDING_GAIN,
     TYPE_GAIN,
     VALUE_GAIN,
@@ -65,11 +66,13 @@ from engram.retrieve.in_range import (
 )
 from engram.retrieve.latest import Asked, conversation_recency, echoes
 from engram.retrieve.newest import Newest, newest_first
+from engram.retrieve.past import superseded
 from engram.retrieve.ranking import (
     ASK_SIGNAL,
     DESCRIBES_SIGNAL,
     LATEST_SIGNAL,
     NEWEST_SIGNAL,
+    PAST_SIGNAL,
     STANDING_SIGNAL,
     TYPE_SIGNAL,
     VALUE_SIGNAL,
@@ -105,6 +108,8 @@ __all__ = [
     "MEANING_REACH",
     "NEWEST_GAIN",
     "NEWEST_SIGNAL",
+    "PAST_GAIN",
+    "PAST_SIGNAL",
     "RANGE_MATCH",
     "RELEVANCE_SIGNAL",
     "SCOPE_TRUST",
@@ -160,13 +165,13 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
-    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, RELEVANCE_SIGNAL,
+    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL, RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
-    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL,
+    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL,
 )
 
 
@@ -258,6 +263,7 @@ def rank(
     permission: bool = False,
     newest: Newest | None = None,
     value: str | None = None,
+    past: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -351,6 +357,8 @@ def rank(
     # "When did Acme last order?": the newest of what fits it
     # "What's Alice's email?": what holds an e-mail address, as far as it is relevant
     holds = holds_asked_value(records, value) * np.minimum(relevance, 1.0) if value else np.zeros(len(records))
+    # "What was my old gym?": what no longer holds, as far as it is relevant
+    was = superseded(records) * np.minimum(relevance, 1.0) if past else np.zeros(len(records))
     new = np.zeros(len(records))
     if newest is not None:
         fit = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,
@@ -368,11 +376,11 @@ def rank(
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else _lasting(records, seen))
                  + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new
-                 + VALUE_GAIN * holds)
+                 + VALUE_GAIN * holds + PAST_GAIN * was)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, typed, recent, describes, new, holds]
+               asked, spoke, stands, typed, recent, describes, new, holds, was]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

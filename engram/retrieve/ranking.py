@@ -22,8 +22,16 @@ from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.types import Scored
 
 __all__ = [
-    "ASK_SIGNAL", "DESCRIBES_SIGNAL", "LATEST_SIGNAL", "NEWEST_SIGNAL", "STANDING_SIGNAL", "TYPE_SIGNAL",
-    "VALUE_SIGNAL", "VOICE_SIGNAL", "Ranking",
+    "ASK_SIGNAL",
+    "DESCRIBES_SIGNAL",
+    "LATEST_SIGNAL",
+    "NEWEST_SIGNAL",
+    "PAST_SIGNAL",
+    "STANDING_SIGNAL",
+    "TYPE_SIGNAL",
+    "VALUE_SIGNAL",
+    "VOICE_SIGNAL",
+    "Ranking",
 ]
 
 ASK_SIGNAL = "asked"
@@ -34,6 +42,7 @@ LATEST_SIGNAL = "last_conversation"
 DESCRIBES_SIGNAL = "describes"
 NEWEST_SIGNAL = "newest"
 VALUE_SIGNAL = "holds_value"
+PAST_SIGNAL = "no_longer_holds"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 
@@ -153,6 +162,8 @@ def _reasons(
         reasons.append("says who or what the query asks about is")
     if signals.get(LATEST_SIGNAL):
         reasons.append("from the last conversation" if signals[LATEST_SIGNAL] > 0.5 else "from a recent conversation")
+    if signals.get(PAST_SIGNAL):
+        reasons.append("what held before a newer version, asked for")
     if signals.get(VALUE_SIGNAL):
         reasons.append("holds the kind of value the query asks for")
     if signals.get(NEWEST_SIGNAL):

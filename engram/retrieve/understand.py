@@ -20,6 +20,7 @@ from engram.retrieve.asked_value import asks_for_value
 from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest
+from engram.retrieve.past import asks_about_the_past
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
@@ -258,6 +259,7 @@ def understand(
         latest=latest,
         newest=tuple(sorted(newest.subject)) if newest is not None else None,
         value=asks_for_value(query),
+        past=asks_about_the_past(query),
         permission=asks_permission(query),
         described=asked_who(query, entities, index),
         typed=typed,

@@ -966,6 +966,16 @@ q("acme_address", K, "update", "Where do Acme deliveries go?", "acme_address_new
 q("dana_gym", D, "update", "Which gym do I go to?", "gym_new")
 q("leo_piano", D, "update", "When is Leo's piano lesson?", "piano_thursday")
 q("car_insurance", D, "update", "Who is my car insured with?", "insurance_new")
+q("past_gym", D, "update", "What was my old gym?", "gym_old",
+  note="a question about what no longer holds: the superseded fact answers it")
+q("past_insurance", D, "update", "Who was my car insured with before?", "insurance_old")
+q("past_carrier", K, "update", "Which carrier did we use for Acme before DHL?", "acme_carrier_old")
+q("past_address", K, "update", "What was Acme's old address?", "acme_address_old")
+q("past_contact", K, "update", "Who was our contact at Globex before Sofia?", "globex_contact_old")
+q("past_piano", D, "update", "Which day was Leo's piano lesson before it moved?", "piano_tuesday")
+q("past_hours", K, "update", "What time did the warehouse close before the winter hours?", "k_hours_old")
+q("past_price", K, "update", "What did we charge for the P2723QE before the price cut?", "monitor_price_old")
+q("past_terms", K, "update", "What were Acme's payment terms originally?", "acme_terms_net30")
 
 # -- filter (exactly one memory matches) -----------------------------------------------------------
 q("filter_ticket", K, "filter", "What happened?", "stockpilot_incident", filters={"metadata": {"ticket": "INC-2207"}})
@@ -1001,6 +1011,8 @@ q("tech_review", S, "technical",
 q("tech_flaky", S, "technical", "How did we fix the test that failed at the end of the month?",
   "dev_flaky_a", "dev_flaky")
 q("tech_test_request", S, "technical", "Write a test for the invoice total calculation.", "dev_pytest")
+q("tech_review_first", S, "technical", "What should you check first when reviewing my code?", "dev_review_rule",
+  note="the instruction is a clause of a long message: 'point out security problems first ... skip style nitpicks'")
 q("tech_python", S, "technical", "Which Python version does the invoicing service need?",
   "dev_pyproject", "dev_docker_a")
 q("tech_logging", S, "technical", "Add logging to the PDF render step.", "dev_logging")

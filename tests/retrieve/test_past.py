@@ -1,0 +1,63 @@
+"""Questions about what no longer holds: they read what a newer version superseded, which answers them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engram.embedders.fake import FakeEmbedder
+from engram.memory import Memory
+from engram.retrieve.past import asks_about_the_past
+from engram.retrieve.understand import understand
+
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("query", [
+    "What was my old gym?",
+    "Who was my car insured with before?",
+    "Which carrier did we use for Acme before DHL?",
+    "Who was our contact at Globex before Sofia?",
+    "What time did the warehouse close before the winter hours?",
+    "What were Acme's payment terms originally?",
+    "Where did I use to live?",
+    "Which gym did I go to previously?",
+    "What was Acme's address before they moved?",
+])
+def test_questions_about_what_no_longer_holds(query: str) -> None:
+    assert asks_about_the_past(query)
+    assert understand(query, now=NOW).past
+
+
+@pytest.mark.parametrize("query", [
+    "Which gym do I go to?",
+    "How old is Leo?",
+    "What should I do with my 3-year-old laptop?",
+    "What did we agree at Friday's meeting?",
+])
+def test_other_questions_are_not(query: str) -> None:
+    assert not understand(query, now=NOW).past
+
+
+def test_the_superseded_version_answers_and_the_current_one_follows(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add("Dana's gym is FitLab on Alberta Street.", user_id="u", kind="fact", subject="Dana",
+                   predicate="gym", object="FitLab", created_at=NOW - timedelta(days=60))
+        memory.add("Dana's gym is Iron Temple on Division Street.", user_id="u", kind="fact", subject="Dana",
+                   predicate="gym", object="Iron Temple", created_at=NOW - timedelta(days=10))
+        found = memory.retrieve("What was Dana's old gym?", user_id="u", now=NOW)
+        contents = [m.content for m in found.memories]
+        assert contents[:2] == ["Dana's gym is FitLab on Alberta Street.",
+                                "Dana's gym is Iron Temple on Division Street."]
+        assert found.memories[0].signals["no_longer_holds"] > 0
+        assert "what held before a newer version, asked for" in found.memories[0].reasons
+        assert "statuses" not in found.metadata.applied_filters  # the caller chose no filter
+        # Any other question reads current truth only.
+        now_gym = memory.retrieve("Which gym does Dana go to?", user_id="u", now=NOW).memories
+        assert [m.content for m in now_gym] == ["Dana's gym is Iron Temple on Division Street."]
+        # A caller's own statuses are kept as given.
+        active = memory.retrieve("What was Dana's old gym?", user_id="u", now=NOW,
+                                 filters={"statuses": ["active", "archived"]}).memories
+        assert all("FitLab" not in m.content for m in active)
