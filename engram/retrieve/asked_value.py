@@ -5,6 +5,10 @@ identifier, and seldom the question's word for it ("alice@acme.io", not "email";
 https://hooks.acme.io/v1/orders", not "webhook URL"), while other memories about the same person
 or thing share the question's words. Such a memory gains in proportion to its own relevance
 (:func:`holds_asked_value`), so a value in a memory about something else does not lift it.
+
+Only a question that asks for the value counts: the shape's word is the thing asked for ("What's
+Alice's email?", "Give me the link to the docs"), not a word of another question ("How many emails
+did I get?", "Did Bob phone?", "Which cell line did we use?", "What's the dress code?").
 """
 
 from __future__ import annotations
@@ -21,38 +25,57 @@ from engram.retrieve.latest import SHORT_QUESTION
 __all__ = ["VALUE_NAMES", "asks_for_value", "holds_asked_value"]
 
 _I = re.IGNORECASE
-#: What the question calls each shape of value, in the order they are tried ("email" before "number":
-#: "What's the number on Alice's email?" is rare; "What's Alice's email address?" is not).
+# How a question asks for a thing: "What's ...", "Give me ...", "Do you have ...", "Remind me of ...".
+_ASKING = re.compile(
+    r"^\W*(?:(?:so|and|ok|okay|hey|hi|please)\W+)*(?:what(?:['’]s|\s+is|\s+was|\s+are|\s+were)|which\s+is"
+    r"|(?:can|could)\s+you\s+(?:give|send|tell|find|share)\s+me|give\s+me|send\s+me|tell\s+me|share|find"
+    r"|get\s+me|do\s+(?:you|we|i)\s+have|i\s+need|where(?:['’]s|\s+is)|remind\s+me\s+of|look\s+up)\b", _I)
+# The shape's word must be what is asked for: the head of its phrase, at the end or before "for", "of"...
+_HEAD = r"(?=\s*(?:[?.!,]|$|\b(?:for|of|to|at|on|with|in|again|please|from)\b))"
+# "What number should I call for Acme?", "Which number do I ring?"
+_WHICH_NUMBER = re.compile(r"^\W*(?:what|which)\s+(?:phone\s+)?number\s+(?:should|do|can|could|shall)\s+(?:i|we)"
+                           r"\s+(?:call|ring|text|dial)\b", _I)
+#: What the question calls each shape, tried in order.
 _ASKED: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("email", re.compile(r"\be-?mails?(?:\s+address(?:es)?)?\b", _I)),
-    ("link", re.compile(r"\b(?:url|urls|link|links|website|web\s*site|web\s+address|webhook|endpoint|homepage)\b", _I)),
-    ("phone", re.compile(r"\b(?:phone|telephone|mobile|cell)(?:\s+number)?\b"
-                         r"|\bnumber\b(?:\s+\w+){0,3}\s+(?:call|ring|text)\b|\bthe\s+number\s+for\b", _I)),
+    ("email", re.compile(r"\be-?mail(?:\s+address)?" + _HEAD, _I)),
+    ("link", re.compile(r"\b(?:url|link|website|web\s*site|web\s+address|webhook|endpoint|homepage)" + _HEAD, _I)),
+    ("phone", re.compile(r"\b(?:(?:phone|telephone|mobile|cell)(?:\s+number)?|[\w-]+['’]s\s+number"
+                         r"|(?<=the\s)number(?=\s+for\b))" + _HEAD, _I)),
     # "policy number", "PO number", "order ID", "tracking code"; not "the number of monitors" (a
-    # count) nor "How many ...".
+    # count), nor a code that is a rule ("dress code") or a program ("source code").
     ("identifier", re.compile(
-        r"\b(?!the\b|a\b|of\b)[\w-]+\s+(?:number|no\.?|id|code|reference|ref)\b(?!\s+of\b)"
-        r"|\b(?:number|id|code|reference)\s+(?:for|of)\s+(?:the|my|our|their|his|her)\b", _I)),
+        r"\b(?!the\b|a\b|my\b|our\b|your\b|their\b|total\b|any\b)[\w-]+\s+(?:number|id|reference)" + _HEAD
+        + r"|\b(?:zip|postal|post|area|promo|discount|access|door|gate|confirmation|booking|tracking"
+        r"|verification|coupon|voucher|product|error|reference|order)\s+code" + _HEAD, _I)),
 )
-#: What the question calls each shape, as an explanation says it.
-VALUE_NAMES = {"email": "e-mail address", "link": "link", "phone": "phone number", "identifier": "number or code"}
+#: How an explanation names each shape.
+VALUE_NAMES = {"email": "an e-mail address", "link": "a link", "phone": "a phone number",
+               "identifier": "a number or code"}
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_LINK = re.compile(r"\bhttps?://\S+|\bwww\.[\w-]+\.\S+", _I)
-# Seven or more digits in groups ("503-555-0142", "(503) 555 0142", "+44 20 7946 0958"), not a date.
-_PHONE = re.compile(r"(?<![\w-])\+?\(?\d[\d\s().-]{5,}\d(?![\w-])")
-_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}")
-# A token with digits and letters or dashes ("PO-5531", "HB-20931", "88123-K", "INV-1187"), or a
-# run of three or more digits that is not a year ("bib number 4471").
-_IDENTIFIER = re.compile(
-    r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z-])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w-])"
-    r"|(?<![\w.,$-])(?!(?:19|20)\d\d(?![\d]))\d{3,}(?![\w.,-]?\d)"
-)
+#: How much of a memory's text is searched for a value: a pasted file is not scanned whole.
+_READ = 4_000
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
+_LINK = re.compile(r"\bhttps?://\S+|\bwww\.[\w-]+\.\S+|(?<![\w@.-])[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}/[\w/.?=&%-]+")
+# Digits in groups, starting at a word's start: "503-555-0142", "(503) 555 0142", "+44 20 7946 0958".
+_PHONE = re.compile(r"(?<![\w.:/-])(?:\+|\()?\d[\d ().-]{5,18}\d(?![\w:/-])")
+_DATE = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}")
+# A token of letters and digits ("PO-5531", "HB-20931", "88123-K", "INV-1187"), starting at a word's start.
+_CODE = re.compile(r"(?<![\w-])[A-Za-z0-9]{1,20}(?:-[A-Za-z0-9]{1,20}){0,4}(?![\w-])")
+# A run of digits counts only after a word that names an identifier ("bib number 4471", "Ref 2031").
+_NAMED_NUMBER = re.compile(
+    r"\b(?:number|no\.?|#|id|ref(?:erence)?|code|policy|order|invoice|ticket|account|booking|confirmation"
+    r"|tracking|case|pin|po|rma|bib|member(?:ship)?|customer)\b[^\w\n]{0,3}(?:is\s+|was\s+|arrived\s*:?\s*)?"
+    r"#?\d{3,}\b", _I)
+_UNIT_TAIL = re.compile(r"\d(?:[a-z]{1,3}|th|st|nd|rd)$")  # "1080p", "256gb", "2000s", "21st"
 
 
 def asks_for_value(query: str) -> str | None:
     """The shape of value ``query`` asks for ("email", "link", "phone", "identifier"), or None."""
     if len(query) > SHORT_QUESTION:
+        return None
+    if _WHICH_NUMBER.search(query):
+        return "phone"
+    if _ASKING.search(query) is None:
         return None
     for shape, asked in _ASKED:
         if asked.search(query):
@@ -61,8 +84,9 @@ def asks_for_value(query: str) -> str | None:
 
 
 def holds_asked_value(records: Sequence[MemoryRecord], shape: str) -> npt.NDArray[np.float64]:
-    """Per record, 1 if its text holds a value of ``shape``, else 0."""
-    return np.fromiter((_holds(record.content, shape) for record in records), dtype=np.float64, count=len(records))
+    """Per record, 1 if its text (its first 4,000 characters) holds a value of ``shape``, else 0."""
+    return np.fromiter((_holds(record.content[:_READ], shape) for record in records), dtype=np.float64,
+                       count=len(records))
 
 
 def _holds(text: str, shape: str) -> bool:
@@ -71,19 +95,29 @@ def _holds(text: str, shape: str) -> bool:
     if shape == "link":
         return _LINK.search(text) is not None
     if shape == "phone":
-        return any(sum(c.isdigit() for c in m.group()) >= 7 and not _DATE.fullmatch(m.group().strip())
-                   for m in _PHONE.finditer(text))
+        return any(_is_phone(m.group()) for m in _PHONE.finditer(text))
     if shape == "identifier":
-        return any(_is_identifier(m.group()) for m in _IDENTIFIER.finditer(text))
+        return any(_is_code(m.group()) for m in _CODE.finditer(text)) or _NAMED_NUMBER.search(text) is not None
     return False
 
 
-def _is_identifier(token: str) -> bool:
-    """An identifier, not a word or a span that happens to have digits ("3pm", "27-inch", "2nd",
-    "v2", "22-26", "2026-11-02")."""
-    if _DATE.fullmatch(token):
+def _is_phone(found: str) -> bool:
+    """Seven to fifteen digits in groups, one of at least three (or an international "+"), not a
+    date, a time or an address on a network."""
+    digits = sum(c.isdigit() for c in found)
+    groups = re.findall(r"\d+", found)
+    if not 7 <= digits <= 15 or len(groups) < 2 or _DATE.search(found) or found.count(".") > 1:
         return False
-    if any(c.isalpha() for c in token):
-        digits = sum(c.isdigit() for c in token)
-        return digits >= 3 or (digits >= 2 and any(c.isupper() for c in token))
-    return any(len(group) >= 3 for group in token.split("-"))
+    return found.startswith("+") or max(len(g) for g in groups) >= 3
+
+
+def _is_code(token: str) -> bool:
+    """A code of capitals and digits ("PO-5531", "88123-K"), not a quantity with its unit ("1080p",
+    "256GB", "2000s"), a year range or a name with a number ("COVID-19")."""
+    digits = sum(c.isdigit() for c in token)
+    letters = [c for c in token if c.isalpha()]
+    if digits < 3 or not letters or (_UNIT_TAIL.search(token.lower()) and not any(c.isupper() for c in token)):
+        return False
+    if any(c.isupper() for c in letters) and digits >= 3:
+        return not re.fullmatch(r"[A-Za-z]+-\d{1,2}", token) and not re.fullmatch(r"\d+[A-Z]{1,3}", token)
+    return "-" in token

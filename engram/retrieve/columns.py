@@ -37,6 +37,9 @@ class Known:
     voices: frozenset[str] = frozenset()
     #: The query entities the values were computed for (a short name may read as a speaker's).
     entities: tuple[str, ...] = ()
+    #: The full names the query's first names stand for among the candidates ("mention:alice moreau"
+    #: -> "mention:alice") the values were computed with.
+    first_names: Mapping[str, str] = field(default_factory=dict)
     values: dict[str, tuple[float, ...]] = field(default_factory=dict)
     named: dict[str, Set[str]] = field(default_factory=dict)
     #: Memory id -> the row of its facets whose meaning was closer than its own vector's.
@@ -66,14 +69,16 @@ def base_signals(
     voices: frozenset[str],
     known: Known,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
+    first_names: Mapping[str, str] | None = None,
 ) -> tuple[list[Column], list[Set[str]]]:
     """The :data:`BASE` signals of ``records`` (one array each; ``keyword`` is the store's raw
     score in [0, 1]) and the entities each names (its entities and subject; none are read when the
     query names none). A memory with ``facets`` (vectors of its parts, by id) is as close in
     meaning as the closest of its own vector and those. Computed only for the records ``known``
     does not hold, then kept there."""
-    if known.voices != voices or known.entities != tuple(query_entities):
-        known.voices, known.entities = voices, tuple(query_entities)
+    short = dict(first_names or {})
+    if known.voices != voices or known.entities != tuple(query_entities) or known.first_names != short:
+        known.voices, known.entities, known.first_names = voices, tuple(query_entities), short
         known.values, known.named, known.facet_rows = {}, {}, {}
     new = [r for r in records if r.id not in known.values]
     if new:
@@ -91,7 +96,6 @@ def base_signals(
                         known.facet_rows[memory_id] = row
         keywords = _units(np.array([keyword_scores.get(i, 0.0) for i in ids], dtype=np.float64))
         overlaps = [0.0] * len(new)
-        first_names = [q for q in query_entities if q.startswith("mention:") and " " not in q]
         if query_entities:
             for at, record in enumerate(new):
                 named = set(record.entities)
@@ -100,8 +104,8 @@ def base_signals(
                 speaker = said.get(record.id)
                 if speaker is not None:  # the user's own message names no one, yet the user says it
                     named.add(speaker)
-                if first_names:  # "Alice" names "Alice Moreau"
-                    named.update(q for q in first_names if any(n.startswith(q + " ") for n in named))
+                if short:  # "Alice" names "Alice Moreau", the one Alice among the candidates
+                    named.update([short[n] for n in named if n in short])
                 known.named[record.id] = named
                 overlaps[at] = entity_overlap(query_entities, named, speaker=said.get(record.id), speakers=voices)
         temporal = [temporal_relevance(r.created_at, time_range, now) for r in new]

@@ -26,7 +26,7 @@ the candidate sources, for comparison. Both fill every signal so a result can al
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
 
@@ -65,6 +65,7 @@ from engram.retrieve.in_range import (
     pointed_at,
 )
 from engram.retrieve.latest import Asked, conversation_recency, echoes
+from engram.retrieve.names import as_speakers, first_names
 from engram.retrieve.newest import Newest, newest_first
 from engram.retrieve.past import superseded
 from engram.retrieve.ranking import (
@@ -309,13 +310,14 @@ def rank(
     query_entities = as_speakers(query_entities, frozenset(said.values()), own_words)
     speaking = as_speakers(speaking, frozenset(said.values()), own_words)
     voices = frozenset(query_entities) & frozenset(said.values())
+    short = first_names(query_entities, records, frozenset(said.values()))
     # Each signal is one array over the records: per-record Python was a third of a small user's
     # retrieval. The signals the second hop does not change are computed once a query (``known``).
     seen = known if known is not None else Known()
     (cosines, raw_keywords, overlaps, temporal, importance, reinforced), named_by = base_signals(
         records, query_vec=query_vec, vectors=vectors, keyword_scores=keyword_scores,
         query_entities=query_entities, time_range=time_range, now=now, said=said, voices=voices,
-        known=seen, facets=facets,
+        known=seen, facets=facets, first_names=short,
     )
     # Keyword evidence is read against the best keyword match of this query: a question's filler
     # ("How many ... have I attended in the past three months?") is in no memory, so even the
@@ -401,28 +403,6 @@ def rank(
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {}, sentences=facet_sentences(records, facets or {}, seen),
     )
-
-
-def as_speakers(
-    query_entities: Sequence[str], speakers: frozenset[str], own_words: Mapping[str, Set[str]] | None = None
-) -> tuple[str, ...]:
-    """The query's entities, a short name of one who speaks among the candidates read as that
-    speaker: "How long have Mel and her husband been married?" asks about Melanie, whom the others
-    call Mel (a name of at least 3 letters that begins exactly one speaker's name; LoCoMo dev asks 5
-    questions about "Mel"). Not a name the speaker's own turns use (``own_words``: speaker -> the
-    entities they name): people do not call themselves so, and Annabel's "my aunt Ann" is someone else."""
-    out: list[str] = []
-    for entity in query_entities:
-        name = entity[len(_MENTION):] if entity.startswith(_MENTION) else ""
-        if len(name) >= 3 and " " not in name and entity not in speakers:
-            longer = [s for s in speakers if s.startswith(entity) and s[len(entity):len(entity) + 1].isalpha()]
-            if len(longer) == 1 and entity not in (own_words or {}).get(longer[0], ()):
-                entity = longer[0]
-        out.append(entity)
-    return tuple(dict.fromkeys(out))
-
-
-_MENTION = "mention:"
 
 
 def _reach(cosines: npt.NDArray[np.float64], similarity_range: tuple[float, float]) -> tuple[float, float]:

@@ -1,0 +1,52 @@
+"""How the query's names read among the candidates: a short name of one who speaks is that speaker
+("Mel" for Melanie), and a first name is the one full name among the candidates that begins with it
+("Alice" for Alice Moreau)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+
+from engram.model import MemoryRecord
+
+__all__ = ["as_speakers", "first_names"]
+
+
+def as_speakers(
+    query_entities: Sequence[str], speakers: frozenset[str], own_words: Mapping[str, Set[str]] | None = None
+) -> tuple[str, ...]:
+    """The query's entities, a short name of one who speaks among the candidates read as that
+    speaker: "How long have Mel and her husband been married?" asks about Melanie, whom the others
+    call Mel (a name of at least 3 letters that begins exactly one speaker's name; LoCoMo dev asks 5
+    questions about "Mel"). Not a name the speaker's own turns use (``own_words``: speaker -> the
+    entities they name): people do not call themselves so, and Annabel's "my aunt Ann" is someone else."""
+    out: list[str] = []
+    for entity in query_entities:
+        name = entity[len(_MENTION):] if entity.startswith(_MENTION) else ""
+        if len(name) >= 3 and " " not in name and entity not in speakers:
+            longer = [s for s in speakers if s.startswith(entity) and (s[len(entity):len(entity) + 1].isalpha()
+                                                                        or s[len(entity):len(entity) + 1] == " ")]
+            if len(longer) == 1 and entity not in (own_words or {}).get(longer[0], ()):
+                entity = longer[0]
+        out.append(entity)
+    return tuple(dict.fromkeys(out))
+
+
+_MENTION = "mention:"
+
+
+def first_names(
+    query_entities: Sequence[str], records: Sequence[MemoryRecord], speakers: frozenset[str]
+) -> dict[str, str]:
+    """Full name -> the query's one-word name it stands for, when exactly one name among the
+    candidates' (not a speaker's: :func:`as_speakers` reads those) begins with it and a space:
+    "What's Alice's email?" asks about Alice Moreau when she is the one Alice there."""
+    single = [q for q in query_entities if q.startswith(_MENTION) and " " not in q]
+    if not single:
+        return {}
+    named = {e for r in records for e in r.entities if e.startswith(_MENTION) and " " in e} - speakers
+    out: dict[str, str] = {}
+    for name in single:
+        longer = [e for e in named if e.startswith(name + " ")]
+        if len(longer) == 1:
+            out[longer[0]] = name
+    return out
