@@ -39,6 +39,7 @@ from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first
 from engram.retrieve.latest import Asked
 from engram.retrieve.newest import Newest
+from engram.retrieve.past import read_in_past, reading_filters
 from engram.retrieve.rank import rank
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.scopes import Scopes
@@ -209,10 +210,8 @@ class Pipeline:
         if plan is None:
             plan = timed("understand", lambda: understand(
                 query, now=now, known_entities=index, weights_by_strategy=tuned))
-        # "What was my old gym?": what a newer version superseded answers it, which current truth
-        # leaves out of every other retrieval (unless the caller chose the statuses).
-        reading = replace(filters, statuses=("active", "superseded")) \
-            if plan.past and filters.statuses == ("active",) else filters
+        reading = reading_filters(filters, plan.past)  # "What was my old gym?": superseded facts too
+        widened = reading is not filters
         if config.weights is not None:
             weights_source = "config"
         elif variant is not None and variant.weights is not None and plan.strategy in variant.weights:
@@ -260,7 +259,8 @@ class Pipeline:
             if missing:
                 prefetched.update((r.id, r) for r in timed("fetch", lambda: reads.fetch(user_id, missing)))
             fresh = [r for i in ids if (r := prefetched.get(i)) is not None]
-            fresh = [r for r in fresh if r.user_id in owners and matches(r, reading)]
+            fresh = [r for r in fresh if r.user_id in owners and matches(r, reading)
+                     and (not widened or read_in_past(r))]
             if as_of is not None:
                 fresh = [r for r in fresh if truth.valid_at(r, as_of)]
             records.extend(fresh)
@@ -342,7 +342,7 @@ class Pipeline:
             optional("track_access", lambda: reads.record_access(user_id, [e.id for e in selection.entries], now), None)
         suppressed = 0
         versioned = [e.id for e in selection.entries if e.record is not None and e.record.kind in truth.VERSIONED_KINDS]
-        if not config.include_superseded and as_of is None and versioned and reading is filters:
+        if not config.include_superseded and as_of is None and versioned and not widened:
             # How many older versions of the returned facts and documents current truth held back
             # (only those kinds have versions: the read is spared when none is returned).
             older: list[Hit] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "ASK_GAIN", "BRIDGE_GAIN", "BRIDGE_MENTION", "CONTEXT_GAIN", "DESCRIBES_GAIN", "LATEST_GAIN", "LATEST_WORDS",
-    "NEWEST_GAIN", "PASSING", "PAST_GAIN", "STANDING_GAIN", "TYPE_GAIN", "VALUE_GAIN", "VOICE_GAIN",
+    "NEWEST_GAIN", "PASSING", "PAST_CURRENT", "PAST_GAIN", "STANDING_GAIN", "TYPE_GAIN", "VALUE_GAIN", "VOICE_GAIN",
 ]
 
 #: How much of the best neighbouring turn's relevance a message gains: an answer is found through
@@ -65,4 +65,7 @@ VALUE_GAIN = 0.5
 #: The share of its own relevance (up to a full match) a superseded memory gains when the query asks
 #: about what held before ("What was my old gym?", engram.retrieve.past): its newer version shares
 #: every word of it.
-PAST_GAIN = 0.5
+PAST_GAIN = 1.0
+#: The share of its relevance the current version of such a fact keeps: what replaced the answer
+#: ("Sofia" in "Who was our contact before Sofia?") follows it.
+PAST_CURRENT = 0.5

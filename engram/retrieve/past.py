@@ -1,40 +1,96 @@
 """Questions about what no longer holds ("What was my old gym?", "Who was our contact at Globex
 before Sofia?", "Which carrier did we use for Acme before DHL?"): current truth leaves a superseded
-fact out of every retrieval, and here it is the answer. Such a question also reads superseded
-memories (when the caller chose no statuses), and a superseded memory gains in proportion to its
-own relevance (:func:`superseded`), so the old value comes before the one that replaced it.
+fact out of every retrieval, and here it is the answer. Such a question also reads superseded facts
+(when the caller's statuses are the default, active only), and a superseded fact gains in
+proportion to its own relevance (:func:`superseded`), so the old value comes before the one that
+replaced it. Only facts: an old version of a document is not what "my old address" asks for.
+
+The question must be put in the past ("was", "were", "did", "had", "used to") and name what was
+("old", "previous", "former", "before ...", "originally", "no longer", "until ..."): "Where does
+my old friend Tom work now?" and "What's the prior approval process?" ask about what holds.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 
-from engram.model import MemoryRecord
+from engram.model import Filters, MemoryRecord
 from engram.retrieve.latest import SHORT_QUESTION
 
-__all__ = ["asks_about_the_past", "superseded"]
+__all__ = ["PAST_KINDS", "asks_about_the_past", "read_in_past", "reading_filters", "successor", "superseded"]
 
+#: The kinds whose superseded versions such a question reads.
+PAST_KINDS = ("fact",)
+#: How much of the gain each earlier version keeps against the one superseded last ("before Sofia"
+#: asks for Bob, whom Sofia replaced, before Alice, whom Bob replaced).
+_EARLIER = 0.7
+
+_TENSE = re.compile(r"\b(?:was|were|did|had|used\s+to)\b", re.IGNORECASE)
 _PAST = re.compile(
-    r"\b(?:old|previous|previously|former|formerly|prior|original|originally|used\s+to|did\s+\w+\s+use\s+to|no\s+longer"
-    r"|any\s*more|before\s+(?:that|this|then|(?:the|their|our|my|his|her|its)\s+\w+"
+    r"\b(?:old|previous|previously|former|formerly|originally|no\s+longer|any\s*more|until|used?\s+to"
+    r"|before\s+(?:that|this|then|(?:the|their|our|my|his|her|its)\s+\w+|\w+ing\b"
     r"|(?:they|we|i|he|she|you|it)\s+\w+|(?-i:[A-Z])[\w'’-]*)|before\s*[?.!]*\s*$)",
     re.IGNORECASE,
 )
-# "How old is Leo?", "a 3-year-old laptop": an age, not what was.
+_SUCCESSOR = re.compile(r"\bbefore\s+((?-i:[A-Z])[\w'’-]*(?:\s+(?-i:[A-Z])[\w'’-]*){0,3})", re.IGNORECASE)
+# "How old was Leo?", "a 3-year-old laptop": an age, not what was.
 _AGE = re.compile(r"\bhow\s+old\b|\b\w+[\s-]+(?:years?|months?|weeks?|days?)[\s-]+old\b", re.IGNORECASE)
 
 
-def asks_about_the_past(query: str) -> bool:
-    """Whether ``query`` asks about what held before and no longer does (see ``_PAST``)."""
+def asks_about_the_past(query: str, scope: str | None = None) -> bool:
+    """Whether ``query`` asks about what held before and no longer does (see above). ``scope`` is the
+    time expression the query was read to have ("before April 10"): its words are not this form's."""
     if len(query) > SHORT_QUESTION:
         return False
-    return _PAST.search(_AGE.sub(" ", query)) is not None
+    text = _AGE.sub(" ", query.replace(scope, " ") if scope else query)
+    return _TENSE.search(text) is not None and _PAST.search(text) is not None
 
 
-def superseded(records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]:
-    """Per record, 1 if a newer version superseded it, else 0."""
-    return np.fromiter((r.status == "superseded" for r in records), dtype=np.float64, count=len(records))
+def reading_filters(filters: Filters, past: bool) -> Filters:
+    """The filters a question reads with: for one about the past, superseded versions too, when
+    the statuses are the default (active only); else ``filters`` itself."""
+    if past and filters.statuses == ("active",):
+        return replace(filters, statuses=("active", "superseded"))
+    return filters
+
+
+def read_in_past(record: MemoryRecord) -> bool:
+    """Whether a question about the past reads ``record``: not an old version of a document."""
+    return record.status != "superseded" or record.kind in PAST_KINDS
+
+
+def successor(query: str) -> str | None:
+    """The name of what replaced the answer ("DHL" in "Which carrier did we use before DHL?"): it
+    names the current version, so it is no entity of what is asked for."""
+    found = _SUCCESSOR.search(query)
+    return found.group(1) if found else None
+
+
+def superseded(records: Sequence[MemoryRecord]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Per record, how much it no longer holds: 1 for a superseded fact, ``_EARLIER`` for each
+    version of the same subject and predicate superseded after it, 0 for the rest; and which records
+    are the current versions of those facts (what replaced the answer, not the answer)."""
+    out = np.zeros(len(records), dtype=np.float64)
+    chains: dict[tuple[str, str], list[tuple[datetime, int]]] = {}
+    for i, r in enumerate(records):
+        if r.status == "superseded" and r.kind in PAST_KINDS:
+            chains.setdefault(_chain(r), []).append((r.valid_to or r.created_at, i))
+    for versions in chains.values():
+        for later, (_, i) in enumerate(sorted(versions, reverse=True)):
+            out[i] = _EARLIER ** later
+    current = np.fromiter((r.status == "active" and r.kind in PAST_KINDS and _chain(r) in chains for r in records),
+                          dtype=bool, count=len(records))
+    return out, current
+
+
+def _chain(record: MemoryRecord) -> tuple[str, str]:
+    """The versions a fact belongs to: its subject and predicate (itself alone without a subject)."""
+    if not record.subject:
+        return ("", record.id)
+    return (record.subject.casefold(), (record.predicate or "").casefold())

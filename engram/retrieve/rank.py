@@ -49,6 +49,7 @@ from engram.retrieve.gain_weights import (
     LATEST_WORDS,
     NEWEST_GAIN,
     PASSING,
+    PAST_CURRENT,
     PAST_GAIN,
     STANDING_GAIN,
     TYPE_GAIN,
@@ -359,8 +360,12 @@ def rank(
     # "When did Acme last order?": the newest of what fits it
     # "What's Alice's email?": what holds an e-mail address, as far as it is relevant
     holds = holds_asked_value(records, value) * np.minimum(relevance, 1.0) if value else np.zeros(len(records))
-    # "What was my old gym?": what no longer holds, as far as it is relevant
-    was = superseded(records) * np.minimum(relevance, 1.0) if past else np.zeros(len(records))
+    # "What was my old gym?": what no longer holds, as far as it is relevant, before what replaced it
+    was = np.zeros(len(records))
+    if past:
+        older, current = superseded(records)
+        was = older * np.minimum(relevance, 1.0)
+        relevance = np.where(current, relevance * PAST_CURRENT, relevance)
     new = np.zeros(len(records))
     if newest is not None:
         fit = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,

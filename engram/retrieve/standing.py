@@ -71,7 +71,7 @@ _STANDING = re.compile(
     # -> 0.600; the other sets unchanged).
     rf"|(?:^|[.!?;:,]\s*|\b(?:so|and|but)\s+)(?:use|keep|avoid|stick\s+to|give\s+me|answer|reply|respond"
     rf"|write|format|add|include|don{_Q}?t|do\s+not|point\s+out|skip|focus\s+on|prioriti[sz]e|leave\s+out"
-    rf"|start\s+with|flag)\b(?!-|\s+(?:of|to\s+that)\b)",
+    rf"|start\s+with)\b(?!-|\s*,|\s+(?:of|to\s+that)\b)",
     re.IGNORECASE,
 )
 

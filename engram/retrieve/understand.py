@@ -20,7 +20,7 @@ from engram.retrieve.asked_value import asks_for_value
 from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest
-from engram.retrieve.past import asks_about_the_past
+from engram.retrieve.past import asks_about_the_past, successor
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
@@ -221,6 +221,11 @@ def understand(
 
     index = known_entities if isinstance(known_entities, EntityIndex) else EntityIndex(known_entities)
     entities = extract(query, index=index, deadline=deadline)
+    past = asks_about_the_past(query, None if vague or not time_range else time_range.expression)
+    replaced_by = successor(query) if past else None
+    if replaced_by:  # "before DHL": DHL names what holds now, not what is asked for
+        current = set(extract(replaced_by, index=index))
+        entities = tuple(e for e in entities if e not in current)
     # In a how-to question a type word names a class of things ("rush orders"), not the user's own;
     # beside a named entity ("How many orders did Acme place?") it narrows what is said of that one.
     typed = {} if procedural or entities else _asked_types(query, index)
@@ -259,7 +264,7 @@ def understand(
         latest=latest,
         newest=tuple(sorted(newest.subject)) if newest is not None else None,
         value=asks_for_value(query),
-        past=asks_about_the_past(query),
+        past=past,
         permission=asks_permission(query),
         described=asked_who(query, entities, index),
         typed=typed,

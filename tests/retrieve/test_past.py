@@ -34,8 +34,14 @@ def test_questions_about_what_no_longer_holds(query: str) -> None:
 @pytest.mark.parametrize("query", [
     "Which gym do I go to?",
     "How old is Leo?",
+    "How old was Leo in 2020?",
     "What should I do with my 3-year-old laptop?",
     "What did we agree at Friday's meeting?",
+    "Where does my old friend Tom work now?",  # about what holds, not put in the past
+    "What's the prior approval process for expenses?",
+    "Is there any more coffee?",
+    "Where is the Old Town hall?",
+    "What did we decide before April 10, 2023?",  # a time scope
 ])
 def test_other_questions_are_not(query: str) -> None:
     assert not understand(query, now=NOW).past
@@ -61,3 +67,25 @@ def test_the_superseded_version_answers_and_the_current_one_follows(tmp_path: Pa
         active = memory.retrieve("What was Dana's old gym?", user_id="u", now=NOW,
                                  filters={"statuses": ["active", "archived"]}).memories
         assert all("FitLab" not in m.content for m in active)
+
+
+def test_before_whom_asks_for_the_one_just_before() -> None:
+    assert understand("Who was our contact at Globex before Sofia?", now=NOW).entities == ("mention:globex",)
+
+
+def test_a_chain_of_versions_reads_the_last_replaced_first(tmp_path: Path) -> None:
+    day = timedelta(days=1)
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        for days, who in ((90, "Alice"), (60, "Bob"), (10, "Sofia")):
+            memory.add(f"Our contact at Globex is {who}.", user_id="u", kind="fact", subject="Globex",
+                       predicate="contact", object=who, created_at=NOW - days * day)
+        memory.add("Globex onboarding guide: ask your contact for a badge.", user_id="u", kind="document",
+                   created_at=NOW - 80 * day)
+        memory.add("Globex onboarding guide: ask your contact for a badge and a desk.", user_id="u",
+                   kind="document", created_at=NOW - 5 * day)
+        found = memory.retrieve("Who was our contact at Globex before Sofia?", user_id="u", now=NOW).memories
+        contents = [m.content for m in found]
+        assert contents.index("Our contact at Globex is Bob.") < contents.index("Our contact at Globex is Alice.")
+        assert contents[0] != "Our contact at Globex is Sofia."
+        # An old version of a document is not what such a question asks for.
+        assert all(m.record is None or m.record.status != "superseded" or m.record.kind == "fact" for m in found)

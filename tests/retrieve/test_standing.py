@@ -94,6 +94,9 @@ def _said(content: str, role: str | None = "user") -> MemoryRecord:
     "We run Postgres 16 in CI.",
     "I've been learning Rust in the evenings.",
     "I'm working on a Unity game about trains.",
+    # What to do first, or leave out, as a clause of its own.
+    "When you review my code, point out security problems first, then correctness, and skip style nitpicks.",
+    "Focus on the API first.",
 ])
 def test_standing_statements(content: str) -> None:
     assert is_standing(_said(content)) and is_standing(_said(content, role=None))
@@ -104,6 +107,8 @@ def test_not_standing() -> None:
     assert not is_standing(_said("The invoice for the crane was paid on Friday."))
     assert not is_standing(_said("We stopped at the station, used the restroom, kept going."))
     assert not is_standing(_said("In the end, use of the old API dropped off."))
+    assert not is_standing(_said("Skip, my neighbour, came by with cookies."))
+    assert not is_standing(_said("Flag football was so fun on Saturday!"))
     assert not is_standing(_said("The authors, write-ups aside, were thorough."))
     assert not is_standing(_said("Last night we ran out of milk, so we ran to the shop."))
     assert not is_standing(_said("Sometimes we run out of time at the end of the meeting."))
