@@ -47,6 +47,7 @@ from engram.retrieve.interleave import interleave_orders
 __all__ = [
     "LINE_FRAME_CHARS",
     "MAX_ROLE_CHARS",
+    "STALE",
     "STYLES",
     "Rendered",
     "Shown",
@@ -63,6 +64,8 @@ __all__ = [
 class _Dated(Protocol):
     @property
     def created_at(self) -> datetime: ...
+    @property
+    def status(self) -> str: ...
 
 
 class Shown(Protocol):
@@ -270,7 +273,17 @@ _POLICY_HEADINGS: Mapping[str, str] = {
 
 
 def _bullet(entry: Shown) -> str:
-    return f"- {entry.content}"
+    return f"- {entry.content}{_stale(entry)}"
+
+
+#: What follows a memory a newer version superseded (asked for about the past, or with
+#: ``include_superseded``): a model must not read it as what holds now.
+STALE = " (no longer holds)"
+
+
+def _stale(entry: Shown) -> str:
+    record = entry.record
+    return STALE if record is not None and record.status == "superseded" else ""
 
 
 def format_policy_prompt(retrieval: Rendered, *, timing: bool = False, exact: bool = False) -> str:
@@ -289,7 +302,7 @@ def format_policy_prompt(retrieval: Rendered, *, timing: bool = False, exact: bo
     label = "confidence" if exact else "relevance"
     lines_of: dict[str, Callable[[Shown], str]] = {
         "messages": lambda m: f"[{_policy_time(m.timestamp)}] {_role(m)}: {m.content}",
-        "facts": lambda f: f"- {f.content} ({label}: {f.score:.2f})",
+        "facts": lambda f: f"- {f.content}{_stale(f)} ({label}: {f.score:.2f})",
     }
     sections = ["## Relevant Context from Previous Conversations\n"]
     for name in order:
@@ -350,8 +363,8 @@ def format_augmentation_context(retrieval: Rendered, *, now: datetime | None = N
             return f"- When: {' '.join(rule[1].split())}\n  Then: {' '.join(rule[2].split())}\n"
         created = _created_at(entry) if _augmentation_type(entry) == "episodic" else None
         if created is None:
-            return f"- {entry.content}\n"
-        return f"- {entry.content} ({format_time_ago(created, now)})\n"
+            return f"- {entry.content}{_stale(entry)}\n"
+        return f"- {entry.content}{_stale(entry)} ({format_time_ago(created, now)})\n"
 
     # Sections in the order of their first memory, so the best one is read first.
     blocks = [

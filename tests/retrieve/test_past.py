@@ -60,6 +60,11 @@ def test_the_superseded_version_answers_and_the_current_one_follows(tmp_path: Pa
         assert found.memories[0].signals["no_longer_holds"] > 0
         assert "what held before a newer version, asked for" in found.memories[0].reasons
         assert "statuses" not in found.metadata.applied_filters  # the caller chose no filter
+        # A prompt says the old version no longer holds, so a model does not state it as current.
+        for style in ("policy", "augmentation"):
+            prompt = found.to_prompt(style=style)
+            assert "Dana's gym is FitLab on Alberta Street. (no longer holds)" in prompt
+            assert "Iron Temple on Division Street. (no longer holds)" not in prompt
         # Any other question reads current truth only.
         now_gym = memory.retrieve("Which gym does Dana go to?", user_id="u", now=NOW).memories
         assert [m.content for m in now_gym] == ["Dana's gym is Iron Temple on Division Street."]
