@@ -243,6 +243,7 @@ class Pipeline:
         found = gather(
             reads, user_id=user_id, plan=plan, query_vec=pending, config=config,
             filters=reading, timed=timed_hits, executor=self.executor, prefetch=prefetch, relations_of=relations_of,
+            now=now,
         )
         query_vec = None if pending is None else pending.result()
         owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}

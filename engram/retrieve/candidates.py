@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from engram.config import RetrievalConfig
@@ -19,6 +20,7 @@ from engram.metadata_filter import evaluate, record_value
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 from engram.retrieve.latest import CONVERSATION_KINDS, LATEST_LIMIT
+from engram.retrieve.mentioned import MENTIONED_LIMIT, inside_ids
 
 __all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
 
@@ -39,7 +41,7 @@ ENTITY_QUERY_LIMIT = 8
 LINK_SEEDS = 5
 LINK_LIMIT = 10
 SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural", "summary",
-                "profile", "latest")
+                "profile", "latest", "mentioned")
 
 
 @dataclass
@@ -100,6 +102,7 @@ def gather(
     expand_entities: bool = True,
     prefetch: Callable[[list[str]], None] | None = None,
     relations_of: Callable[[list[str], int], Sequence[EntityRelation]] | None = None,
+    now: datetime | None = None,
 ) -> CandidateSet:
     """Ask every source that applies to this query; ``timed`` wraps each call for per-stage timing.
 
@@ -191,6 +194,16 @@ def gather(
         lists["profile"] = run("profile", lambda: [hit for f in (*facts, filters)
                                                    for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
     said = tuple(k for k in CONVERSATION_KINDS if _allows(filters, k))
+    ahead = time_range is not None and not time_range.vague and now is not None and time_range.end > now
+    if ahead and time_range is not None:  # "What do I have next week?": said before, of days to come
+        scope = time_range
+
+        def mentioned() -> list[Hit]:
+            newest = store.most_recent(user_id, MENTIONED_LIMIT, filters)
+            inside = inside_ids(store.fetch(user_id, [i for i, _ in newest]), scope)
+            return [hit for hit in newest if hit[0] in inside]
+
+        lists["mentioned"] = run("mentioned", mentioned)
     if plan.latest and said:  # the newest of what was said: the last conversation, in words the query cannot know
         lists["latest"] = run("latest", lambda: store.most_recent(user_id, LATEST_LIMIT, replace(filters, kinds=said)))
     start_vectors(wait=True)

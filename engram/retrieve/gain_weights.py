@@ -9,6 +9,7 @@ the user's standing instructions, the last conversation, what says who someone i
 from __future__ import annotations
 
 __all__ = [
+    "AHEAD_GAIN",
     "ASK_GAIN", "BRIDGE_GAIN", "BRIDGE_MENTION", "CONTEXT_GAIN", "DESCRIBES_GAIN", "LATEST_GAIN", "LATEST_WORDS",
     "NEWEST_GAIN", "PASSING", "PAST_CURRENT", "PAST_GAIN", "STANDING_GAIN", "TYPE_GAIN", "VALUE_GAIN", "VOICE_GAIN",
 ]
@@ -69,3 +70,7 @@ PAST_GAIN = 1.0
 #: The share of its relevance the current version of such a fact keeps: what replaced the answer
 #: ("Sofia" in "Who was our contact before Sofia?") follows it.
 PAST_CURRENT = 0.5
+#: How much relevance a memory gains by naming a day inside a time scope that reaches past now ("What
+#: do I have next week?" of "Dana's appointment with Dr. Patel is on Dec 1", engram.retrieve.mentioned):
+#: the question's words say nothing of the answer, and nothing said in that week is stored yet.
+AHEAD_GAIN = 0.5

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engram.model import TimeRange
+from engram.retrieve.mentioned import mentions_inside
 from engram.retrieve.types import Scored
 
 __all__ = ["RANGE_MATCH", "SCOPE_TRUST", "TIMELESS_KINDS", "apply_min_score", "in_range_first", "pointed_at"]
@@ -72,10 +73,11 @@ def _dated_inside(item: Scored, time_range: TimeRange) -> bool:
     date tells (a fact or procedure is dated by when it was stored, which says nothing of what it
     is about), and some evidence relates it to the query."""
     record = item.record
-    return (
-        item.score > 0 and record.kind not in TIMELESS_KINDS
-        and time_range.start <= record.created_at <= time_range.end
-    )
+    if item.score <= 0:
+        return False
+    if record.kind not in TIMELESS_KINDS and time_range.start <= record.created_at <= time_range.end:
+        return True
+    return mentions_inside(record, time_range)  # "on Dec 1", said before: of any kind, a fact too
 
 
 def apply_min_score(

@@ -40,6 +40,7 @@ from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains
 from engram.retrieve.gain_weights import (
+    AHEAD_GAIN,
     ASK_GAIN,
     BRIDGE_GAIN,
     BRIDGE_MENTION,
@@ -66,10 +67,12 @@ from engram.retrieve.in_range import (
     pointed_at,
 )
 from engram.retrieve.latest import Asked, conversation_recency, echoes
+from engram.retrieve.mentioned import mentions_inside
 from engram.retrieve.names import as_speakers, first_names
 from engram.retrieve.newest import Newest, newest_first
 from engram.retrieve.past import superseded
 from engram.retrieve.ranking import (
+    AHEAD_SIGNAL,
     ASK_SIGNAL,
     DESCRIBES_SIGNAL,
     LATEST_SIGNAL,
@@ -89,6 +92,8 @@ from engram.retrieve.signals import (
 from engram.retrieve.standing import said_of_themselves
 
 __all__ = [
+    "AHEAD_GAIN",
+    "AHEAD_SIGNAL",
     "ALL_SIGNALS",
     "ASK_GAIN",
     "ASK_SIGNAL",
@@ -167,13 +172,15 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
-    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL, RELEVANCE_SIGNAL,
+    TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL, AHEAD_SIGNAL,
+    RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
     STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL,
+    AHEAD_SIGNAL,
 )
 
 
@@ -366,6 +373,9 @@ def rank(
         older, current = superseded(records)
         was = older * np.minimum(relevance, 1.0)
         relevance = np.where(current, relevance * PAST_CURRENT, relevance)
+    # "What do I have next week?": what names a day in a scope that has not happened yet
+    ahead = np.fromiter((mentions_inside(r, time_range) for r in records), dtype=np.float64, count=len(records)) \
+        if time_range is not None and not time_range.vague and time_range.end > now else np.zeros(len(records))
     new = np.zeros(len(records))
     if newest is not None:
         fit = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,
@@ -383,11 +393,11 @@ def rank(
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else _lasting(records, seen))
                  + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new
-                 + VALUE_GAIN * holds + PAST_GAIN * was)
+                 + VALUE_GAIN * holds + PAST_GAIN * was + AHEAD_GAIN * ahead)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, typed, recent, describes, new, holds, was]
+               asked, spoke, stands, typed, recent, describes, new, holds, was, ahead]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

@@ -19,9 +19,11 @@ import numpy.typing as npt
 
 from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.mentioned import mentions_inside
 from engram.retrieve.types import Scored
 
 __all__ = [
+    "AHEAD_SIGNAL",
     "ASK_SIGNAL",
     "DESCRIBES_SIGNAL",
     "LATEST_SIGNAL",
@@ -43,12 +45,14 @@ DESCRIBES_SIGNAL = "describes"
 NEWEST_SIGNAL = "newest"
 VALUE_SIGNAL = "holds_value"
 PAST_SIGNAL = "no_longer_holds"
+AHEAD_SIGNAL = "names_day"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 
 # Sources whose reasons are written out by name; any other source is credited as "found by <name>".
 _KNOWN_SOURCES = frozenset(
-    ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links", "latest")
+    ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links", "latest",
+     "mentioned")
 )
 
 
@@ -174,6 +178,9 @@ def _reasons(
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"in time range '{label}'")
+    elif time_range is not None and mentions_inside(record, time_range):
+        label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
+        reasons.append(f"names a day in '{label}'")
     for key, text in attachments(record.metadata, strict=False):
         reasons.append(f"shows {ATTACHMENT_KEYS[key]}: {text if len(text) <= 80 else text[:79] + '…'}")
     if "procedural" in names or record.kind == "procedure":

@@ -866,6 +866,10 @@ q("xmas_latest", D, "time", "What's the latest on the Christmas plans?", "dana_d
 q("warranty_newest", K, "time", "What's the newest warranty claim?", "acme_flicker_warranty")
 q("priya_last_post", K, "time", "When did Priya last post in the team chat?", "priya_ask_note")
 q("lena_last", K, "time", "What did Lena say last?", "lena_morning")
+q("next_week", D, "time", "What do I have next week?", "dana_dentist_appt", "leo_field_trip",
+  note="said before the week they are about: 'on Dec 1', 'on Dec 4'")
+q("this_week_due", D, "time", "What's due this week?", "leo_field_trip")
+q("next_month", K, "time", "What's happening next month?", "meeting_holiday")
 
 # -- preference ------------------------------------------------------------------------------------
 q("priya_reports", K, "preference", "How does Priya like her reports?", "priya_report_pref", "priya_spreadsheet_rant")
