@@ -72,8 +72,9 @@ def mentions_inside(record: MemoryRecord, time_range: TimeRange) -> bool:
     such memories had outranked the answer to "How many hours did I watch last month?"."""
     first, last = time_range.start.date(), time_range.end.date()
     said = record.created_at.date()
-    return any(start <= last and end >= first and end >= said
-               for start, end in mentioned_days(record.content, record.created_at))
+    if last < said:  # a day to come inside the scope would be after it ends
+        return False
+    return any(start <= last and end >= first and end >= said for start, end in mentioned_days(record.content, record.created_at))
 
 
 def inside_ids(records: Sequence[MemoryRecord], time_range: TimeRange) -> set[str]:
