@@ -74,7 +74,8 @@ def mentions_inside(record: MemoryRecord, time_range: TimeRange) -> bool:
     said = record.created_at.date()
     if last < said:  # a day to come inside the scope would be after it ends
         return False
-    return any(start <= last and end >= first and end >= said for start, end in mentioned_days(record.content, record.created_at))
+    days = mentioned_days(record.content, record.created_at)
+    return any(start <= last and end >= first and end >= said for start, end in days)
 
 
 def inside_ids(records: Sequence[MemoryRecord], time_range: TimeRange) -> set[str]:
