@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from engram.config import RetrievalConfig
-from engram.domain import DOMAIN_UNAVAILABLE, DomainSource, RelatedEntities, domain_relations, domain_rows
+from engram.domain import DomainSource, RelatedEntities, domain_relations, domain_rows
 from engram.embedders.scale import measuring
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, ValidationError
 from engram.experiments import Experiment, logged_settings
@@ -35,13 +35,15 @@ from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
+from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first
 from engram.retrieve.latest import Asked
+from engram.retrieve.mentioned import asks_only_about_days
 from engram.retrieve.newest import Newest
 from engram.retrieve.past import read_in_past, reading_filters
 from engram.retrieve.rank import rank
-from engram.retrieve.ranking import Ranking
+from engram.retrieve.ranking import AHEAD_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
@@ -54,15 +56,6 @@ __all__ = ["Pipeline", "Retrieval"]
 log = logging.getLogger("engram.retrieve")
 T = TypeVar("T")
 
-#: The retrieval policy's error fallbacks: what a failure falls back to.
-FALLBACKS = {
-    "ZEP_UNAVAILABLE": ("Memory service temporarily unavailable", "skip"),
-    "COLLECTION_NOT_FOUND": ("User memory collection does not exist", "empty"),
-    "RATE_LIMITED": ("Memory retrieval rate limit exceeded", "cache"),
-    "INVALID_QUERY": ("Query text invalid or too long", "skip"),
-    "TIMEOUT": ("Memory retrieval exceeded its deadline", "skip"),
-    "DOMAIN_UNAVAILABLE": DOMAIN_UNAVAILABLE,
-}
 
 
 @dataclass
@@ -137,7 +130,7 @@ class Pipeline:
         if rate_limited:
             cached = self.cache.get(user_id, key)
             if cached is not None:
-                return _mark(cached, cached=True, error="RATE_LIMITED")
+                return marked(cached, cached=True, error="RATE_LIMITED")
             return self._empty(query, config, filters, started, "RATE_LIMITED")
         if not use_memory:
             return self._empty(query, config, filters, started, None)
@@ -152,7 +145,7 @@ class Pipeline:
                 if cached is not None:
                     self.metrics.increment("retrieval.cache_hits")
                     self._observe(cached, cached=True)
-                    return _mark(cached, cached=True, error=None)
+                    return marked(cached, cached=True, error=None)
             if not reads.user_exists(user_id):
                 return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
             embedding = self._embed(about_the_user(query, user_id), config)
@@ -211,6 +204,7 @@ class Pipeline:
             plan = timed("understand", lambda: understand(
                 query, now=now, known_entities=index, weights_by_strategy=tuned))
         reading = reading_filters(filters, plan.past)  # "What was my old gym?": superseded facts too
+        days_only = plan.time_range is not None and asks_only_about_days(plan.text)
         widened = reading is not filters
         if config.weights is not None:
             weights_source = "config"
@@ -290,7 +284,7 @@ class Pipeline:
                 profile=user_id if plan.profile else None, latest=Asked(user_id, plan.text) if plan.latest else None,
                 described=plan.described, permission=plan.permission,
                 newest=Newest(plan.text, frozenset(plan.newest)) if plan.newest is not None else None,
-                value=plan.value, past=plan.past,
+                value=plan.value, past=plan.past, days_only=days_only,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found
@@ -323,10 +317,12 @@ class Pipeline:
         def explain(items: list[Scored]) -> list[Scored]:  # only what selection returns is explained
             return restore(ranking.explained(items), originals, found.expansion)
 
+        # What names a day to come in the scope, for a question of nothing but when: as if said in it.
+        ahead = ranking.having(AHEAD_SIGNAL) if days_only else frozenset()
         if plan.time_range is not None:
-            scored = in_range_first(scored, plan.time_range)
+            scored = in_range_first(scored, plan.time_range, ahead)
         kept, below = apply_min_score(
-            scored, config.min_score, keep_best=bool(filters.describe()), time_range=plan.time_range
+            scored, config.min_score, keep_best=bool(filters.describe()), time_range=plan.time_range, ahead=ahead
         )
         selection = timed(
             "select",
@@ -441,10 +437,3 @@ class Pipeline:
         # (observing the cache's running rate each time weighted early retrievals many times over).
         self.metrics.observe("retrieval.cache_hit_rate", 1.0 if cached else 0.0)
 
-
-def _mark(result: Retrieval, *, cached: bool, error: str | None) -> Retrieval:
-    meta: dict[str, Any] = {"cached": cached}
-    if error is not None:
-        message, fallback = FALLBACKS[error]
-        meta["error"] = {"code": error, "message": message, "fallback": fallback}
-    return replace(result, metadata=replace(result.metadata, **meta))

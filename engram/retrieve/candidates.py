@@ -195,11 +195,13 @@ def gather(
                                                    for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
     said = tuple(k for k in CONVERSATION_KINDS if _allows(filters, k))
     ahead = time_range is not None and not time_range.vague and now is not None and time_range.end > now
-    if ahead and time_range is not None:  # "What do I have next week?": said before, of days to come
+    if ahead and time_range is not None and now is not None:  # "What do I have next week?": said before
         scope = time_range
+        before = now if filters.created_before is None else min(now, filters.created_before)
+        said_by_now = replace(filters, created_before=before)  # a replay's ``now``: nothing said after it
 
         def mentioned() -> list[Hit]:
-            newest = store.most_recent(user_id, MENTIONED_LIMIT, filters)
+            newest = store.most_recent(user_id, MENTIONED_LIMIT, said_by_now)
             inside = inside_ids(store.fetch(user_id, [i for i, _ in newest]), scope)
             return [hit for hit in newest if hit[0] in inside]
 

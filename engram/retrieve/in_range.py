@@ -11,10 +11,9 @@ that score a tenth of that best (their content matches the query as the range's 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from engram.model import TimeRange
-from engram.retrieve.mentioned import mentions_inside
 from engram.retrieve.types import Scored
 
 __all__ = ["RANGE_MATCH", "SCOPE_TRUST", "TIMELESS_KINDS", "apply_min_score", "in_range_first", "pointed_at"]
@@ -36,7 +35,7 @@ SCOPE_TRUST = 0.1
 RANGE_MATCH = 0.1
 
 
-def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scored]:
+def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[str] = frozenset()) -> list[Scored]:
     """A time-scoped query's answer: memories that happened inside the range ahead of the others
     (tier 1), each part in score order; facts and procedures (:data:`TIMELESS_KINDS`) stored in
     the range are not lifted, so "What did Acme order last month?" is not answered with last
@@ -44,7 +43,7 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scor
     falls back to the best matches overall instead of an empty answer. A vague range ("recently")
     keeps plain score order: its temporal signal already favours what falls inside it, and "What did
     Melanie paint recently?" still wants the painting she mentioned a month before."""
-    ids = pointed_at(scored, time_range)
+    ids = pointed_at(scored, time_range, ahead)
     if not ids:
         return list(scored)
     inside = [s for s in scored if s.record.id in ids]
@@ -53,14 +52,14 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange) -> list[Scor
     return inside + [Scored(s.record, s.score, s.signals, s.weights, s.reasons, s.vector, 1) for s in outside]
 
 
-def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None) -> set[str]:
+def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Set[str] = frozenset()) -> set[str]:
     """The ids of the memories a query's time scope points at: dated inside a precise range
     (:func:`_dated_inside`) and scoring at least :data:`RANGE_MATCH` of the best of those, provided
     that best scores at least :data:`SCOPE_TRUST` of the best memory overall (else the scope says
     nothing about what answers, and none are)."""
     if time_range is None or time_range.vague:
         return set()
-    inside = [s for s in scored if _dated_inside(s, time_range)]
+    inside = [s for s in scored if _dated_inside(s, time_range, ahead)]
     best = max((s.score for s in scored), default=0.0)
     if not inside or max(s.score for s in inside) < SCOPE_TRUST * best:
         return set()
@@ -68,7 +67,7 @@ def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None) -> set[st
     return {s.record.id for s in inside if s.score >= RANGE_MATCH * best_inside}
 
 
-def _dated_inside(item: Scored, time_range: TimeRange) -> bool:
+def _dated_inside(item: Scored, time_range: TimeRange, ahead: Set[str]) -> bool:
     """Whether a time scope points at this memory: it happened inside the range, as far as its
     date tells (a fact or procedure is dated by when it was stored, which says nothing of what it
     is about), and some evidence relates it to the query."""
@@ -77,11 +76,12 @@ def _dated_inside(item: Scored, time_range: TimeRange) -> bool:
         return False
     if record.kind not in TIMELESS_KINDS and time_range.start <= record.created_at <= time_range.end:
         return True
-    return mentions_inside(record, time_range)  # "on Dec 1", said before: of any kind, a fact too
+    return record.id in ahead  # "on Dec 1", said before of days to come (``names_day``): a fact too
 
 
 def apply_min_score(
-    scored: Sequence[Scored], min_score: float, *, keep_best: bool = False, time_range: TimeRange | None = None
+    scored: Sequence[Scored], min_score: float, *, keep_best: bool = False, time_range: TimeRange | None = None,
+    ahead: Set[str] = frozenset(),
 ) -> tuple[list[Scored], int]:
     """Keep items scoring at least ``min_score`` (the ``score_threshold`` filter); also the count dropped.
 
@@ -95,7 +95,7 @@ def apply_min_score(
     (LongMemEval dev turn recall_all@10 +1.2 with the defaults; the everyday time questions 0.78 ->
     0.83).
     """
-    inside = pointed_at(scored, time_range)
+    inside = pointed_at(scored, time_range, ahead)
     kept = [s for s in scored if s.score >= min_score or s.record.id in inside]
     if not kept and keep_best:
         kept = list(scored)

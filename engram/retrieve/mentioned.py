@@ -6,63 +6,91 @@ for such mentions (the ``mentioned`` source), since nothing said in the future i
 
 Read: a month and a day ("Dec 1", "December 12th", "1 December", with a year or not), a range of
 days ("Dec 22-26", "Oct 7-10") or of dates ("Dec 24 to Jan 2"), an ISO date. A date without a year
-is the one nearest the day it was said.
+is the next such day from two months before the day it was said.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from engram.model import MemoryRecord, TimeRange
+from engram.text import index_terms, query_terms
 
-__all__ = ["MENTIONED_LIMIT", "READ_CHARS", "inside_ids", "mentioned_days", "mentions_inside"]
+__all__ = ["MENTIONED_LIMIT", "READ_CHARS", "asks_only_about_days", "inside_ids", "mentioned_days", "mentions_inside"]
 
 #: The newest memories a scope reaching past now reads for mentioned days.
-MENTIONED_LIMIT = 200
+MENTIONED_LIMIT = 100
 #: How much of a memory's text is read for dates.
-READ_CHARS = 2_000
+READ_CHARS = 1_000
+#: How far before the day it was said a day without a year may be: further back, it is next year's.
+_BACK_DAYS = 60
 
 _MONTHS = {name: i for i, name in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
-_MONTH = (r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+# A month's name; "May" and "March" only capitalised ("we may 5 times", "march 3 miles").
+_MONTH_WORD = re.compile(
+    r"\b(?:[Jj]an(?:uary)?|[Ff]eb(?:ruary)?|[Aa]pr(?:il)?|[Jj]une?|[Jj]uly?|[Aa]ug(?:ust)?|[Ss]ep(?:t(?:ember)?)?"
+    r"|[Oo]ct(?:ober)?|[Nn]ov(?:ember)?|[Dd]ec(?:ember)?|[Mm]ar|March|May|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP"
+    r"|OCT|NOV|DEC)\b\.?")
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
-_YEAR = r"(?:,?\s+(\d{4}))?"
-# "Dec 1", "December 12th, 2026", "Dec 22-26", "Dec 24 to Jan 2", "1 December"
-_MONTH_DAY = re.compile(
-    rf"\b{_MONTH}\s+{_DAY}(?:\s*(?:-|–|to|until|through)\s*(?:{_MONTH}\s+)?{_DAY})?{_YEAR}(?![\d:])"
-    rf"|(?<![\d/]){_DAY}\s+(?:of\s+)?{_MONTH}\b{_YEAR}",
-    re.IGNORECASE,
-)
-_ISO = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_YEAR = r"(?:,?\s+((?:19|20)\d\d)\b)?"
+# What follows a month: "Dec 1", "Dec 22-26", "Dec 24 to Jan 2", "December 12th, 2026"
+_AFTER = re.compile(
+    rf"\s+{_DAY}(?![\d:])(?:\s*(?:-|–|—|to|until|through)\s*(?:([A-Za-z]{{3,9}})\.?\s+)?{_DAY}(?![\d:]))?{_YEAR}")
+# What precedes a month: "1 December", "the 4th of December"
+_BEFORE = re.compile(rf"(?<![\d/]){_DAY}\s+(?:of\s+)?$")
+_ISO = re.compile(r"(?<![\w/.-])((?:19|20)\d\d)-(\d{2})-(\d{2})(?![\w-])")
 
 
 def mentioned_days(text: str, said: datetime) -> list[tuple[date, date]]:
-    """The spans of days ``text`` (its first READ_CHARS characters) names, read against the day
-    it was ``said``; a day without a year is the one nearest that day."""
+    """The spans of days ``text`` (its first READ_CHARS characters) names, read against the day it
+    was ``said``; a day without a year is the next such day from two months before it was said."""
     text = text[:READ_CHARS]
+    if not any(c.isdigit() for c in text):
+        return []
     out: list[tuple[date, date]] = []
-    for m in _MONTH_DAY.finditer(text):
-        if m.group(1):
-            month, day = _month(m.group(1)), int(m.group(2))
-            end_month = _month(m.group(3)) if m.group(3) else month
-            end_day = int(m.group(4)) if m.group(4) else day
-            year = m.group(5)
-        else:
-            month, day, year = _month(m.group(7)), int(m.group(6)), m.group(8)
-            end_month, end_day = month, day
-        start = _dated(month, day, year, said)
-        if start is None:
+    read_to = 0  # "Dec 24 to Jan 2": the second month is part of the first one's span
+    for m in _MONTH_WORD.finditer(text):
+        if m.start() < read_to:
             continue
-        end = _dated(end_month, end_day, str(start.year + (end_month < month)), said)
-        out.append((start, end if end is not None and end >= start else start))
+        month = _month(m.group().rstrip("."))
+        after = _AFTER.match(text, m.end())
+        if after is not None:
+            day, year = int(after.group(1)), after.group(4)
+            end_month = _month(after.group(2)) if after.group(2) and after.group(2)[:3].casefold() in _MONTHS \
+                else month
+            end_day = int(after.group(3)) if after.group(3) else day
+            span = _span(month, day, end_month, end_day, year, said)
+            read_to = after.end()
+        else:
+            before = _BEFORE.search(text, max(0, m.start() - 12), m.start())
+            year_after = re.match(_YEAR, text[m.end():])
+            span = _span(month, int(before.group(1)), month, int(before.group(1)),
+                         year_after.group(1) if year_after else None, said) if before else None
+        if span is not None:
+            out.append(span)
     for m in _ISO.finditer(text):
         found = _dated(int(m.group(2)), int(m.group(3)), m.group(1), said)
         if found is not None:
             out.append((found, found))
     return out
+
+
+def _span(month: int, day: int, end_month: int, end_day: int, year: str | None,
+          said: datetime) -> tuple[date, date] | None:
+    """A span of days; a year given at its end is the end's ("Dec 24 to Jan 2, 2027")."""
+    rolls = (end_month, end_day) < (month, day)
+    if year:
+        end = _dated(end_month, end_day, year, said)
+        start = _dated(month, day, str(int(year) - rolls), said)
+    else:
+        start = _dated(month, day, None, said)
+        end = None if start is None else _dated(end_month, end_day, str(start.year + rolls), said)
+    if start is None:
+        return None
+    return (start, end if end is not None and end >= start else start)
 
 
 def mentions_inside(record: MemoryRecord, time_range: TimeRange) -> bool:
@@ -93,13 +121,35 @@ def _dated(month: int, day: int, year: str | None, said: datetime) -> date | Non
             return date(int(year), month, day)
         except ValueError:
             return None
-    anchor = said.date()
-    best: date | None = None
-    for y in (anchor.year - 1, anchor.year, anchor.year + 1):
+    # The next such day from two months before it was said: "on Dec 1" said on Nov 13 is this Dec 1,
+    # "dinner on May 20" said in November next May, "the match on Oct 20" said on Nov 13 the one gone.
+    since = said.date() - timedelta(days=_BACK_DAYS)
+    for y in (since.year, since.year + 1, since.year + 2, since.year + 3, since.year + 4):
         try:
             candidate = date(y, month, day)
         except ValueError:
             continue
-        if best is None or abs(candidate - anchor) < abs(best - anchor):
-            best = candidate
-    return best
+        if candidate >= since:
+            return candidate
+    return None
+
+
+# Words that ask about days without saying what happens in them ("What do I have next week?",
+# "What's coming up this month?", "Anything due tomorrow?").
+_ONLY_DAYS = frozenset(index_terms(
+    "have having happen happens happening coming come up due planned plan plans schedule scheduled calendar agenda "
+    "going on anything something everything thing things need remember remind going"
+))
+
+
+def asks_only_about_days(query: str) -> bool:
+    """Whether ``query`` says nothing of what it asks about but when (its terms are all time or
+    asking words): then whatever names a day in its scope answers it, else only as far as it is
+    relevant ("What's the Acme delivery next week?" is not answered by Leo's field trip)."""
+    return not [t for t in query_terms(query) if t not in _ONLY_DAYS and t not in _TIME_TERMS]
+
+
+_TIME_TERMS = frozenset(index_terms(
+    "next last this week weekend month year day days tomorrow today tonight morning evening afternoon monday "
+    "tuesday wednesday thursday friday saturday sunday coming upcoming soon"
+))

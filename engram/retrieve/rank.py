@@ -273,6 +273,7 @@ def rank(
     newest: Newest | None = None,
     value: str | None = None,
     past: bool = False,
+    days_only: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -373,9 +374,13 @@ def rank(
         older, current = superseded(records)
         was = older * np.minimum(relevance, 1.0)
         relevance = np.where(current, relevance * PAST_CURRENT, relevance)
-    # "What do I have next week?": what names a day in a scope that has not happened yet
-    ahead = np.fromiter((mentions_inside(r, time_range) for r in records), dtype=np.float64, count=len(records)) \
-        if time_range is not None and not time_range.vague and time_range.end > now else np.zeros(len(records))
+    # "What do I have next week?": what names a day in a scope that has not happened yet (as far as it
+    # is relevant, unless the question says nothing but when)
+    ahead = np.zeros(len(records))
+    if time_range is not None and not time_range.vague and time_range.end > now:
+        ahead = np.fromiter((r.created_at <= now and mentions_inside(r, time_range) for r in records),
+                            dtype=np.float64, count=len(records))
+        ahead = ahead if days_only else ahead * np.minimum(relevance, 1.0)
     new = np.zeros(len(records))
     if newest is not None:
         fit = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,

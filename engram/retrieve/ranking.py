@@ -19,7 +19,6 @@ import numpy.typing as npt
 
 from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.mentioned import mentions_inside
 from engram.retrieve.types import Scored
 
 __all__ = [
@@ -101,6 +100,13 @@ class Ranking:
             for at in self.order
         ]
 
+    def having(self, signal: str) -> frozenset[str]:
+        """The ids of the items whose ``signal`` is above 0 (none when no column holds it)."""
+        if signal not in self.names:
+            return frozenset()
+        column = self.columns[self.names.index(signal)]
+        return frozenset(record.id for record, value in zip(self.records, column, strict=True) if value > 0)
+
     def explained(self, items: Sequence[Scored]) -> list[Scored]:
         """``items`` (this ranking's, in any order, their records possibly replaced) with their
         signals, weights and reasons."""
@@ -178,7 +184,7 @@ def _reasons(
     if time_range is not None and time_range.start <= record.created_at <= time_range.end:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"in time range '{label}'")
-    elif time_range is not None and mentions_inside(record, time_range):
+    elif time_range is not None and signals.get(AHEAD_SIGNAL):
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         reasons.append(f"names a day in '{label}'")
     for key, text in attachments(record.metadata, strict=False):

@@ -23,7 +23,11 @@ SAID = datetime(2026, 11, 13, 9, 0, tzinfo=UTC)
     ("Mum turns 70 on December 12th.", [(date(2026, 12, 12), date(2026, 12, 12))]),
     ("The trip is on 4 December 2027.", [(date(2027, 12, 4), date(2027, 12, 4))]),
     ("Renewal on 2027-01-15.", [(date(2027, 1, 15), date(2027, 1, 15))]),
-    ("The conference ran Oct 7-10.", [(date(2026, 10, 7), date(2026, 10, 10))]),  # the nearest October
+    ("The conference ran Oct 7-10.", [(date(2026, 10, 7), date(2026, 10, 10))]),  # two months back at most
+    ("Anniversary dinner on May 20.", [(date(2027, 5, 20), date(2027, 5, 20))]),  # further back: next year's
+    ("Closed Dec 24 to Jan 2, 2027.", [(date(2026, 12, 24), date(2027, 1, 2))]),  # the year is the end's
+    ("We may 5 times; troops march 3 miles.", []),  # not "May" or "March"
+    ("See v2026-12-01 and ORD-2026-12-03-7781.", []),
     ("Nothing dated here, may be later.", []),
     ("At 10:30 on Feb 30.", []),
 ])
@@ -61,3 +65,16 @@ def test_what_is_planned_answers_a_question_about_the_days_to_come(tmp_path: Pat
         # A scope wholly past leaves mentions to their words.
         past = memory.retrieve("What did I have last week?", user_id="u", now=now).memories
         assert all(m.signals.get("names_day", 0.0) == 0.0 for m in past)
+
+
+def test_a_question_with_its_own_subject_is_not_answered_by_any_day(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add("Acme's delivery of 30 monitors is planned for next week.", user_id="u",
+                   created_at=now - timedelta(days=3))
+        memory.add("Leo's field trip to the museum is on Dec 4.", user_id="u", created_at=now - timedelta(days=19))
+        memory.add("Surprise party on Dec 2!", user_id="u", created_at=now + timedelta(days=3))  # after ``now``
+        found = memory.retrieve("What's the Acme delivery next week?", user_id="u", now=now).memories
+        assert found[0].content.startswith("Acme's delivery")
+        days = memory.retrieve("What do I have next week?", user_id="u", now=now).memories
+        assert "Surprise party on Dec 2!" not in [m.content for m in days]
