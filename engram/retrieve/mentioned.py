@@ -151,5 +151,6 @@ def asks_only_about_days(query: str) -> bool:
 
 _TIME_TERMS = frozenset(index_terms(
     "next last this week weekend month year day days tomorrow today tonight morning evening afternoon monday "
-    "tuesday wednesday thursday friday saturday sunday coming upcoming soon"
+    "tuesday wednesday thursday friday saturday sunday coming upcoming soon january february march april may june "
+    "july august september october november december jan feb mar apr jun jul aug sep sept oct nov dec"
 ))

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from engram.errors import ValidationError
 from engram.model import TimeRange
+from engram.validate import parse_datetime
 
 __all__ = ["MAX_UTC", "MIN_UTC", "parse_datetime", "parse_time_scope"]
 
@@ -31,6 +32,17 @@ class _Ctx:
     now: datetime
     tz: tzinfo
     today: date
+    #: The question looks ahead ("What do I have on Friday?"): a yearless date, month or weekday is the next one.
+    ahead: bool = False
+
+
+# Asking about what is to come ("What's coming up in December?", "Is there anything scheduled for March 3?"):
+# a word of the past ("did", "was", "ago") keeps the past reading.
+_AHEAD = re.compile(
+    r"\b(?:will|shall|going\s+to|gonna|coming(?:\s+up)?|upcoming|planned|scheduled|happening"
+    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected)\b", re.IGNORECASE)
+_BEHIND = re.compile(
+    r"\b(?:did|was|were|had|went|ago|last|yesterday|earlier|previous(?:ly)?|before|since)\b", re.IGNORECASE)
 
 
 _Handler = Callable[[re.Match[str], _Ctx], _Span | None]
@@ -126,7 +138,15 @@ def _on_date(ctx: _Ctx, month: int, day: int, year: str | None) -> _Span | None:
     if year:
         d = date(int(year), month, day)
         return _days(ctx, d, d)
-    # No year: the most recent such date not after today (Feb 29 may need several years back).
+    # No year: the most recent such date not after today (Feb 29 may need several years back); the
+    # next one not before today, looking ahead.
+    for ahead in range(9) if ctx.ahead else ():
+        try:
+            d = date(ctx.today.year + ahead, month, day)
+        except ValueError:
+            continue
+        if d >= ctx.today:
+            return _days(ctx, d, d)
     for back in range(9):
         try:
             d = date(ctx.today.year - back, month, day)
@@ -156,7 +176,9 @@ def _dmy(m: re.Match[str], ctx: _Ctx) -> _Span | None:
 def _month_year(ctx: _Ctx, month: int, year: str | None) -> _Span:
     if year:
         return _month_span(ctx, int(year), month)
-    # No year: the most recent such month not after the current one.
+    # No year: the most recent such month not after the current one (the next one, looking ahead).
+    if ctx.ahead:
+        return _month_span(ctx, ctx.today.year if month >= ctx.today.month else ctx.today.year + 1, month)
     y = ctx.today.year if month <= ctx.today.month else ctx.today.year - 1
     return _month_span(ctx, y, month)
 
@@ -234,6 +256,8 @@ def _weekday(m: re.Match[str], ctx: _Ctx) -> _Span | None:
         d = today + timedelta(days=(wd - today.weekday()) % 7 or 7)
     elif word == "this":
         d = today + timedelta(days=wd - today.weekday())
+    elif ctx.ahead and word in ("", "on"):  # "What do I have on Friday?": the coming one, today too
+        d = today + timedelta(days=(wd - today.weekday()) % 7)
     else:
         back = (today.weekday() - wd) % 7
         if word in ("last", "previous", "past") and back == 0:
@@ -404,6 +428,8 @@ def parse_time_scope(text: str, now: datetime) -> TimeRange | None:
 @functools.lru_cache(maxsize=64)
 def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
     ctx = _check_now(now)
+    if _AHEAD.search(text) and not _BEHIND.search(text):
+        ctx = _Ctx(now=ctx.now, tz=ctx.tz, today=ctx.today, ahead=True)
     found: list[tuple[int, int, int, int, re.Match[str], _Handler]] = []
     for tier, specs in enumerate((_TOP_SPECS, _VAGUE_SPECS)):
         for index, (pattern, handler) in enumerate(specs):
@@ -421,26 +447,3 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
         if start <= end:
             return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1)
     return None
-
-
-def parse_datetime(value: str | datetime, field: str) -> datetime:
-    """A timezone-aware ISO-8601 string (trailing 'Z' allowed) or datetime, as UTC."""
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if text[-1:] in ("Z", "z"):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError as exc:
-            message = f"must be a timezone-aware ISO-8601 datetime, got {value!r}"
-            raise ValidationError(field, message) from exc
-    else:
-        raise ValidationError(field, f"must be a timezone-aware ISO-8601 string, got {type(value).__name__}")
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise ValidationError(field, f"must be timezone-aware ISO-8601 (e.g. ending in Z), got {value!r}")
-    try:
-        return parsed.astimezone(UTC)
-    except OverflowError as exc:
-        raise ValidationError(field, f"out of range: {value!r}") from exc

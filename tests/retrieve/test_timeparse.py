@@ -244,3 +244,20 @@ def test_a_period_placed_against_an_explicit_date_ignores_now(text: str, first: 
     scope = parse_time_scope(text, NOW)
     assert scope is not None
     assert (scope.start, scope.end.date()) == (first, last.date())
+
+
+@pytest.mark.parametrize(("text", "first", "last"), [
+    # Looking ahead: a yearless month, date or bare weekday is the coming one (NOW is Thursday Feb 15, 2024).
+    ("What's coming up in March?", datetime(2024, 3, 1, tzinfo=UTC), datetime(2024, 3, 31, tzinfo=UTC)),
+    ("What's coming up in January?", datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 1, 31, tzinfo=UTC)),
+    ("Is there anything scheduled for Feb 2?", datetime(2025, 2, 2, tzinfo=UTC), datetime(2025, 2, 2, tzinfo=UTC)),
+    ("What do I have on Friday?", datetime(2024, 2, 16, tzinfo=UTC), datetime(2024, 2, 16, tzinfo=UTC)),
+    ("What do I have on Thursday?", datetime(2024, 2, 15, tzinfo=UTC), datetime(2024, 2, 15, tzinfo=UTC)),
+    # A word of the past keeps the past reading.
+    ("What did I do in March?", datetime(2023, 3, 1, tzinfo=UTC), datetime(2023, 3, 31, tzinfo=UTC)),
+    ("What was planned for Friday?", datetime(2024, 2, 9, tzinfo=UTC), datetime(2024, 2, 9, tzinfo=UTC)),
+])
+def test_a_question_looking_ahead_reads_the_coming_day(text: str, first: datetime, last: datetime) -> None:
+    scope = parse_time_scope(text, NOW)
+    assert scope is not None
+    assert (scope.start.date(), scope.end.date()) == (first.date(), last.date())
