@@ -20,7 +20,7 @@ from engram.text import USER_ROLES
 
 __all__ = [
     "CONVERSATION_KINDS", "LATEST_LIMIT", "SHORT_QUESTION", "Asked", "asks_for_the_last_conversation",
-    "conversation_recency", "echoes", "said_by_the_user", "same_words",
+    "conversation_recency", "echoes", "normal_words", "said_by_the_user", "same_words",
 ]
 
 #: The longest question read for these forms: each is a short question, and a form anchored at
@@ -171,4 +171,9 @@ def _role(record: MemoryRecord) -> str:
 
 def same_words(text: str, query: str) -> bool:
     """Whether ``text`` is ``query`` itself, but for case and spacing (a question stored before it was asked)."""
-    return " ".join(text.split()).casefold() == " ".join(query.split()).casefold()
+    return normal_words(text) == normal_words(query)
+
+
+def normal_words(text: str) -> str:
+    """``text`` in one case with single spaces: how a question is recognised in a memory's text."""
+    return " ".join(text.split()).casefold()

@@ -24,10 +24,10 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.latest import SHORT_QUESTION
+from engram.retrieve.latest import SHORT_QUESTION, normal_words
 from engram.text import index_terms, query_terms
 
-__all__ = ["FIT_KEYWORDS", "FIT_MEANING", "Fits", "Newest", "asks_for_the_newest", "newest_first"]
+__all__ = ["FIT_KEYWORDS", "FIT_MEANING", "Newest", "asks_for_the_newest", "newest_first"]
 
 #: The meaning (calibrated, 1 a clear match) at which a memory fits the question without sharing
 #: a word of its subject: "When did I last fly?" of "Booked flights to Porto".
@@ -108,14 +108,6 @@ def asks_for_the_newest(query: str, scope: str | None = None) -> Newest | None:
     return Newest(query, subject)
 
 
-class Fits(NamedTuple):
-    """How new each memory is among those that fit a question (``gain``), and which fit it for sure
-    (``sure``): by its subject's words or meaning, or, without a subject, by naming who it asks about."""
-
-    gain: npt.NDArray[np.float64]
-    sure: npt.NDArray[np.bool_]
-
-
 def newest_first(
     records: Sequence[MemoryRecord],
     newest: Newest,
@@ -126,7 +118,7 @@ def newest_first(
     now: datetime,
     names_someone: bool = False,
     time_range: TimeRange | None = None,
-) -> Fits:
+) -> npt.NDArray[np.float64]:
     """Per record, how new it is among those that fit the question, in [0, 1]: 1 for the newest that
     fits, ``_OLDER`` to the power of the number of fitting memories said later for the others; 0 for
     one that does not fit. ``named`` is each record's entity overlap with the query: when any record
@@ -136,8 +128,8 @@ def newest_first(
     ``keywords`` is each record's keyword evidence. With a ``time_range``, only what was said in it
     fits. A memory after ``now``, or that repeats the question, does not fit."""
     n = len(records)
-    asked = _normal(newest.query)
-    fits = np.fromiter((r.created_at <= now and asked not in _normal(r.content) for r in records),
+    asked = normal_words(newest.query)
+    fits = np.fromiter((r.created_at <= now and asked not in normal_words(r.content) for r in records),
                        dtype=bool, count=n)
     if time_range is not None:
         fits &= np.fromiter((time_range.start <= r.created_at <= time_range.end for r in records), dtype=bool, count=n)
@@ -147,7 +139,6 @@ def newest_first(
         fits &= named >= named.max()
     elif names_someone or not newest.subject:
         fits &= close
-    sure = fits.copy()
     if newest.subject:
         need = (len(newest.subject) + 1) // 2
         says = np.fromiter((fit and len(newest.subject & set(index_terms(r.content[:_READ]))) >= need
@@ -155,14 +146,9 @@ def newest_first(
         # A long text holds half of any question's words by chance: its keyword evidence must agree.
         says = (says & (keywords >= FIT_KEYWORDS)) | close
         fits &= says
-        sure = fits.copy()
     times = sorted(records[i].created_at for i in range(n) if fits[i])
     gain = np.zeros(n, dtype=np.float64)
     for i in range(n):
         if fits[i]:  # memories said at the same time are as new as each other (one dated session's turns)
             gain[i] = _OLDER ** (len(times) - bisect_right(times, records[i].created_at))
-    return Fits(gain, sure)
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split()).casefold()
+    return gain

@@ -383,11 +383,11 @@ def rank(
         ahead = ahead if days_only else ahead * np.minimum(relevance, 1.0)
     new = np.zeros(len(records))
     if newest is not None:
-        fit = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,
+        new = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,
                            names_someone=bool(query_entities), time_range=time_range)
-        new = fit.gain
-        if fit.sure.any():  # what surely fits is relevant enough: how new it is orders it
-            relevance = np.where(fit.sure, float(relevance[fit.sure].max()), relevance)
+        fit = new > 0
+        if fit.any():  # what fits is relevant enough: how new it is orders it
+            relevance = np.where(fit, float(relevance[fit].max()), relevance)
     if latest is not None:  # the newest questions first; the query's own words say little
         asked = asked * recent
         relevance = relevance * LATEST_WORDS * (1.0 - echoes(records, latest))
