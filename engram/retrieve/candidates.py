@@ -20,7 +20,7 @@ from engram.metadata_filter import evaluate, record_value
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 from engram.retrieve.latest import CONVERSATION_KINDS, LATEST_LIMIT
-from engram.retrieve.mentioned import MENTIONED_LIMIT, inside_ids
+from engram.retrieve.mentioned import MENTIONED_LIMIT, inside_ids, reaches_ahead
 
 __all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
 
@@ -194,8 +194,7 @@ def gather(
         lists["profile"] = run("profile", lambda: [hit for f in (*facts, filters)
                                                    for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
     said = tuple(k for k in CONVERSATION_KINDS if _allows(filters, k))
-    ahead = time_range is not None and not time_range.vague and now is not None and time_range.end > now
-    if ahead and time_range is not None and now is not None:  # "What do I have next week?": said before
+    if reaches_ahead(time_range, now) and time_range is not None and now is not None:  # "next week": said before
         scope = time_range
         before = now if filters.created_before is None else min(now, filters.created_before)
         said_by_now = replace(filters, created_before=before)  # a replay's ``now``: nothing said after it

@@ -16,9 +16,13 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.timeparse import MONTHS, month_number
 from engram.text import index_terms, query_terms
 
-__all__ = ["MENTIONED_LIMIT", "READ_CHARS", "asks_only_about_days", "inside_ids", "mentioned_days", "mentions_inside"]
+__all__ = [
+    "MENTIONED_LIMIT", "READ_CHARS", "asks_only_about_days", "inside_ids", "mentioned_days", "mentions_inside",
+    "reaches_ahead",
+]
 
 #: The newest memories a scope reaching past now reads for mentioned days.
 MENTIONED_LIMIT = 100
@@ -27,8 +31,6 @@ READ_CHARS = 1_000
 #: How far before the day it was said a day without a year may be: further back, it is next year's.
 _BACK_DAYS = 60
 
-_MONTHS = {name: i for i, name in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
 # A month's name; "May" and "March" only capitalised ("we may 5 times", "march 3 miles").
 _MONTH_WORD = re.compile(
     r"\b(?:[Jj]an(?:uary)?|[Ff]eb(?:ruary)?|[Aa]pr(?:il)?|[Jj]une?|[Jj]uly?|[Aa]ug(?:ust)?|[Ss]ep(?:t(?:ember)?)?"
@@ -55,11 +57,11 @@ def mentioned_days(text: str, said: datetime) -> list[tuple[date, date]]:
     for m in _MONTH_WORD.finditer(text):
         if m.start() < read_to:
             continue
-        month = _month(m.group().rstrip("."))
+        month = month_number(m.group().rstrip("."))
         after = _AFTER.match(text, m.end())
         if after is not None:
             day, year = int(after.group(1)), after.group(4)
-            end_month = _month(after.group(2)) if after.group(2) and after.group(2)[:3].casefold() in _MONTHS \
+            end_month = month_number(after.group(2)) if after.group(2) and after.group(2)[:3].casefold() in MONTHS \
                 else month
             end_day = int(after.group(3)) if after.group(3) else day
             span = _span(month, day, end_month, end_day, year, said)
@@ -93,6 +95,11 @@ def _span(month: int, day: int, end_month: int, end_day: int, year: str | None,
     return (start, end if end is not None and end >= start else start)
 
 
+def reaches_ahead(time_range: TimeRange | None, now: datetime | None) -> bool:
+    """Whether a precise time scope reaches past ``now`` (what days to come are named for)."""
+    return time_range is not None and not time_range.vague and now is not None and time_range.end > now
+
+
 def mentions_inside(record: MemoryRecord, time_range: TimeRange) -> bool:
     """Whether ``record`` names a day to come inside ``time_range``: a day on or after the one it
     was said ("the appointment is on Dec 1", said on Nov 13). A day named after it passed ("I
@@ -109,10 +116,6 @@ def mentions_inside(record: MemoryRecord, time_range: TimeRange) -> bool:
 def inside_ids(records: Sequence[MemoryRecord], time_range: TimeRange) -> set[str]:
     """The ids of ``records`` that name a day inside ``time_range``."""
     return {r.id for r in records if mentions_inside(r, time_range)}
-
-
-def _month(text: str) -> int:
-    return _MONTHS[text.casefold()[:3]]
 
 
 def _dated(month: int, day: int, year: str | None, said: datetime) -> date | None:

@@ -67,7 +67,7 @@ from engram.retrieve.in_range import (
     pointed_at,
 )
 from engram.retrieve.latest import Asked, conversation_recency, echoes
-from engram.retrieve.mentioned import mentions_inside
+from engram.retrieve.mentioned import mentions_inside, reaches_ahead
 from engram.retrieve.names import as_speakers, first_names
 from engram.retrieve.newest import Newest, newest_first
 from engram.retrieve.past import superseded
@@ -377,7 +377,7 @@ def rank(
     # "What do I have next week?": what names a day in a scope that has not happened yet (as far as it
     # is relevant, unless the question says nothing but when)
     ahead = np.zeros(len(records))
-    if time_range is not None and not time_range.vague and time_range.end > now:
+    if reaches_ahead(time_range, now) and time_range is not None:
         ahead = np.fromiter((r.created_at <= now and mentions_inside(r, time_range) for r in records),
                             dtype=np.float64, count=len(records))
         ahead = ahead if days_only else ahead * np.minimum(relevance, 1.0)

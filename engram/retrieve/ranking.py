@@ -181,12 +181,12 @@ def _reasons(
                        else "among the newest of what the query asks about")
     if signals.get(STANDING_SIGNAL):
         reasons.append("the user's standing instruction, preference or own statement, asked for")
-    if time_range is not None and time_range.start <= record.created_at <= time_range.end:
+    if time_range is not None:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
-        reasons.append(f"in time range '{label}'")
-    elif time_range is not None and signals.get(AHEAD_SIGNAL):
-        label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
-        reasons.append(f"names a day in '{label}'")
+        if time_range.start <= record.created_at <= time_range.end:
+            reasons.append(f"in time range '{label}'")
+        elif signals.get(AHEAD_SIGNAL):
+            reasons.append(f"names a day in '{label}'")
     for key, text in attachments(record.metadata, strict=False):
         reasons.append(f"shows {ATTACHMENT_KEYS[key]}: {text if len(text) <= 80 else text[:79] + '…'}")
     if "procedural" in names or record.kind == "procedure":

@@ -10,14 +10,14 @@ import calendar
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from engram.errors import ValidationError
 from engram.model import TimeRange
 from engram.validate import parse_datetime
 
-__all__ = ["MAX_UTC", "MIN_UTC", "parse_datetime", "parse_time_scope"]
+__all__ = ["MAX_UTC", "MIN_UTC", "MONTHS", "month_number", "parse_datetime", "parse_time_scope"]
 
 #: Open ends of "before X" / "after X" ranges.
 MIN_UTC = datetime.min.replace(tzinfo=UTC)
@@ -47,7 +47,7 @@ _BEHIND = re.compile(
 
 _Handler = Callable[[re.Match[str], _Ctx], _Span | None]
 
-_MONTHS = {name: i for i, name in enumerate(
+MONTHS = {name: i for i, name in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
 _WEEKDAYS = {name: i for i, name in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))}
 _NUMBERS = {
@@ -130,8 +130,9 @@ def _unit(text: str) -> str:
     return unit[:-1] if unit.endswith("s") else unit
 
 
-def _month_no(text: str) -> int:
-    return _MONTHS[text.casefold()[:3]]
+def month_number(text: str) -> int:
+    """The number of the month ``text`` names (its first three letters: "Sept" -> 9)."""
+    return MONTHS[text.casefold()[:3]]
 
 
 def _on_date(ctx: _Ctx, month: int, day: int, year: str | None) -> _Span | None:
@@ -166,11 +167,11 @@ def _us(m: re.Match[str], ctx: _Ctx) -> _Span | None:
 
 
 def _mdy(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _on_date(ctx, _month_no(m.group(1)), int(m.group(2)), m.group(3))
+    return _on_date(ctx, month_number(m.group(1)), int(m.group(2)), m.group(3))
 
 
 def _dmy(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _on_date(ctx, _month_no(m.group(2)), int(m.group(1)), m.group(3))
+    return _on_date(ctx, month_number(m.group(2)), int(m.group(1)), m.group(3))
 
 
 def _month_year(ctx: _Ctx, month: int, year: str | None) -> _Span:
@@ -184,11 +185,11 @@ def _month_year(ctx: _Ctx, month: int, year: str | None) -> _Span:
 
 
 def _my(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _month_year(ctx, _month_no(m.group(1)), m.group(2))
+    return _month_year(ctx, month_number(m.group(1)), m.group(2))
 
 
 def _month(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _month_year(ctx, _month_no(m.group(1)), None)
+    return _month_year(ctx, month_number(m.group(1)), None)
 
 
 def _year(m: re.Match[str], ctx: _Ctx) -> _Span | None:
@@ -378,7 +379,7 @@ def _next_to(m: re.Match[str], ctx: _Ctx) -> _Span | None:
 
 
 def _in_month(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _month_year(ctx, _month_no(m.group(1)), m.group(2))
+    return _month_year(ctx, month_number(m.group(1)), m.group(2))
 
 
 _TOP: tuple[tuple[str, _Handler], ...] = (
@@ -429,7 +430,7 @@ def parse_time_scope(text: str, now: datetime) -> TimeRange | None:
 def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
     ctx = _check_now(now)
     if _AHEAD.search(text) and not _BEHIND.search(text):
-        ctx = _Ctx(now=ctx.now, tz=ctx.tz, today=ctx.today, ahead=True)
+        ctx = replace(ctx, ahead=True)
     found: list[tuple[int, int, int, int, re.Match[str], _Handler]] = []
     for tier, specs in enumerate((_TOP_SPECS, _VAGUE_SPECS)):
         for index, (pattern, handler) in enumerate(specs):

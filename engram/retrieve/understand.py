@@ -213,7 +213,8 @@ def understand(
         query = ""
     latest = asks_for_the_last_conversation(query)
     vague = time_range is not None and time_range.vague
-    newest = None if latest else asks_for_the_newest(query, None if vague or not time_range else time_range.expression)
+    scope = time_range.expression if time_range is not None and not vague else None  # its words are the scope's
+    newest = None if latest else asks_for_the_newest(query, scope)
     if newest is not None and vague and re.search(r"\bmost[\s-]+recent", query, re.IGNORECASE):
         time_range = None  # "the most recent order" is the newest, however old, not one of the last days
     category = _classify(query)
@@ -221,7 +222,7 @@ def understand(
 
     index = known_entities if isinstance(known_entities, EntityIndex) else EntityIndex(known_entities)
     entities = extract(query, index=index, deadline=deadline)
-    past = asks_about_the_past(query, None if vague or not time_range else time_range.expression)
+    past = asks_about_the_past(query, scope)
     replaced_by = successor(query) if past else None
     if replaced_by:  # "before DHL": DHL names what holds now, not what is asked for
         current = set(extract(replaced_by, index=index))
