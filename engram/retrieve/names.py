@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 
 from engram.model import MemoryRecord
 
@@ -23,8 +23,7 @@ def as_speakers(
     for entity in query_entities:
         name = entity[len(_MENTION):] if entity.startswith(_MENTION) else ""
         if len(name) >= 3 and " " not in name and entity not in speakers:
-            longer = [s for s in speakers if s.startswith(entity) and (s[len(entity):len(entity) + 1].isalpha()
-                                                                        or s[len(entity):len(entity) + 1] == " ")]
+            longer = _beginning(speakers, entity, letters=True)
             if len(longer) == 1 and entity not in (own_words or {}).get(longer[0], ()):
                 entity = longer[0]
         out.append(entity)
@@ -46,7 +45,18 @@ def first_names(
     named = {e for r in records for e in r.entities if e.startswith(_MENTION) and " " in e} - speakers
     out: dict[str, str] = {}
     for name in single:
-        longer = [e for e in named if e.startswith(name + " ")]
+        longer = _beginning(named, name, letters=False)
         if len(longer) == 1:
             out[longer[0]] = name
+    return out
+
+
+def _beginning(names: Iterable[str], short: str, *, letters: bool) -> list[str]:
+    """The ``names`` that begin with ``short`` and go on after a space ("alice moreau" for "alice"),
+    or, with ``letters``, also straight on ("melanie" for "mel")."""
+    out = []
+    for name in names:
+        following = name[len(short):len(short) + 1]
+        if name.startswith(short) and (following == " " or (letters and following.isalpha())):
+            out.append(name)
     return out
