@@ -150,7 +150,7 @@ class RequestMiddleware:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         path: str = scope["path"]
-        mem0 = path.startswith("/mem0/")
+        mem0 = _mem0(path)
         if len(scope.get("query_string", b"")) > self.settings.max_query_chars:
             response = _error(414, "URI_TOO_LONG", f"query string over {self.settings.max_query_chars} bytes",
                               detail=mem0)
@@ -176,9 +176,9 @@ class RequestMiddleware:
         await self.app(scope, counted, send)
 
 
-def _mem0(request: Request) -> bool:
-    """Whether ``request`` is one of Mem0's platform calls (engram.service.mem0_platform)."""
-    return request.url.path.startswith("/mem0/")
+def _mem0(path: str) -> bool:
+    """Whether ``path`` is one of Mem0's platform calls (engram.service.mem0_platform)."""
+    return path.startswith(mem0_platform.router.prefix + "/")
 
 
 def _install_handlers(app: FastAPI) -> None:
@@ -192,7 +192,7 @@ def _install_handlers(app: FastAPI) -> None:
             headers["WWW-Authenticate"] = "Bearer"
         elif isinstance(exc, RateLimited):
             headers["Retry-After"] = RateLimiter.retry_after(exc.retry_after)
-        if _mem0(request):  # Mem0's requests spell fields in snake case; its client reads ``detail``
+        if _mem0(request.url.path):  # Mem0's requests spell fields in snake case; its client reads ``detail``
             error = exc.to_dict()
             body = {"error": error, "detail": error["message"]}
             return JSONResponse(body, status_code=status, headers=headers or None)
@@ -205,18 +205,19 @@ def _install_handlers(app: FastAPI) -> None:
         message = f"{position}: {first.get('msg', 'invalid')}"
         if first.get("type") == "json_invalid":
             message += f" ({first.get('ctx', {}).get('error', 'not JSON')})"
-        return _error(422, "INVALID_INPUT", message, field=field, location=where, detail=_mem0(request))
+        return _error(422, "INVALID_INPUT", message, field=field, location=where, detail=_mem0(request.url.path))
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _CODES.get(exc.status_code, "HTTP_ERROR")
-        return _error(exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {}), detail=_mem0(request))
+        return _error(exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {}),
+                      detail=_mem0(request.url.path))
 
     @app.exception_handler(Exception)
     async def on_crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
         return _error(500, "INTERNAL", "internal error; see the server log with this request's id",
-                      detail=_mem0(request))
+                      detail=_mem0(request.url.path))
 
 
 def admin_json(settings: AdminMemorySettings) -> dict[str, Any]:

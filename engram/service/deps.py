@@ -163,9 +163,15 @@ AuthKey = Annotated[ApiKey, Depends(authorized)]
 
 def limited(key: AuthKey, svc: SvcDep) -> ApiKey:
     """The caller's key, after taking a token from its bucket (429 with Retry-After when empty)."""
+    return spend(svc, key)
+
+
+def spend(svc: Service, key: ApiKey, message: str | None = None) -> ApiKey:
+    """``key``, after taking a token from its bucket; a RateLimited with Retry-After (saying ``message``,
+    else the retrieval policy's own) when it is empty."""
     wait = svc.wait(key)
     if wait > 0:
-        raise rate_limited(wait)
+        raise rate_limited(wait) if message is None else RateLimited(message, retry_after=wait)
     return key
 
 

@@ -20,12 +20,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 
-from engram.errors import MemoryNotFound, RateLimited, ServiceError, Unauthorized, ValidationError
+from engram.errors import MemoryNotFound, ServiceError, Unauthorized, ValidationError
 from engram.mem0 import Memory as Mem0
 from engram.mem0 import scoped
 from engram.service.auth import ApiKey
 from engram.service.contract import ERRORS
-from engram.service.deps import SvcDep, check_user
+from engram.service.deps import SvcDep, check_user, spend
 from engram.validate import integer
 
 __all__ = ["router"]
@@ -52,10 +52,7 @@ def _key(request: Request, svc: SvcDep) -> ApiKey:
     key = svc.keys.authenticate(given)
     if key is None:
         raise Unauthorized("a valid API key is required (Authorization: Token <key>, as Mem0's client sends it)")
-    wait = svc.wait(key)
-    if wait > 0:
-        raise RateLimited("this API key's rate limit is exceeded", retry_after=wait)
-    return key
+    return spend(svc, key, "this API key's rate limit is exceeded")
 
 
 Key = Annotated[ApiKey, Depends(_key)]
