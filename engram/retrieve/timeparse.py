@@ -44,7 +44,6 @@ _AHEAD = re.compile(
 _BEHIND = re.compile(
     r"\b(?:did|was|were|had|went|ago|last|yesterday|earlier|previous(?:ly)?|before|since)\b", re.IGNORECASE)
 
-
 _Handler = Callable[[re.Match[str], _Ctx], _Span | None]
 
 MONTHS = {name: i for i, name in enumerate(
@@ -390,8 +389,9 @@ _TOP: tuple[tuple[str, _Handler], ...] = (
     (r"\bsince\s+(?P<a>" + _ANCHOR + ")", _since),
     (r"\b(?P<op>before|prior\s+to|until|till|up\s+to)\s+(?P<a>" + _ANCHOR + ")", _before),
     (r"\bafter\s+(?P<a>" + _ANCHOR + ")", _after),
-    # A bare month name needs a preposition: "may" and "march" are also ordinary words.
-    (r"\b(?:in|during|on|over|throughout)\s+(?:the\s+month\s+of\s+)?" + _MONTH + _YEAR_OPT, _in_month),
+    # A bare month needs a preposition ("may" is also a word); "on November 13" is a day, not the month.
+    (r"\b(?:in|during|on|over|throughout)\s+(?:the\s+month\s+of\s+)?" + _MONTH
+     + r"(?!\s+\d{1,2}(?:st|nd|rd|th)?(?![\d:])(?!\s*(?:-|–|to|through|and)\s*\d))" + _YEAR_OPT, _in_month),
     (r"\b(?:in|during|throughout)\s+(?:the\s+year\s+)?" + _P_YEAR, _year),
     *(item for item in _PERIODS if item[0] not in (_P_MONTH, _P_YEAR)),
     (r"\b(?:past|last|previous|recent)\s+" + _NUM + r"\s+" + _UNIT, _rolling),

@@ -261,3 +261,24 @@ def test_a_question_looking_ahead_reads_the_coming_day(text: str, first: datetim
     scope = parse_time_scope(text, NOW)
     assert scope is not None
     assert (scope.start.date(), scope.end.date()) == (first.date(), last.date())
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    # A month and a day after a preposition is that day: "on" had started the month's reading first.
+    ("What did Tom do on November 13?", day(2023, 11, 13)),
+    ("What happened on Jan 2nd?", day(2024, 1, 2)),
+    ("What happened on November 13, 2022?", day(2022, 11, 13)),
+    ("What did I do during Feb 14?", day(2024, 2, 14)),
+])
+def test_a_month_and_its_day_after_a_preposition_is_one_day(text: str, first: datetime) -> None:
+    assert span(text) == (first, first + END)
+
+
+@pytest.mark.parametrize(("text", "first", "last"), [
+    ("What happened in November 2022?", day(2022, 11, 1), eod(2022, 11, 30)),
+    ("What did I do in May?", day(2023, 5, 1), eod(2023, 5, 31)),
+    ("What happened on Jan 2024?", day(2024, 1, 1), eod(2024, 1, 31)),
+    ("What happened during March 3-5?", day(2023, 3, 1), eod(2023, 3, 31)),  # a range of days: the month holds it
+])
+def test_a_month_after_a_preposition_is_still_the_month(text: str, first: datetime, last: datetime) -> None:
+    assert span(text) == (first, last)
