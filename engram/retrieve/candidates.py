@@ -20,7 +20,8 @@ from engram.metadata_filter import evaluate, record_value
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 from engram.retrieve.latest import CONVERSATION_KINDS, LATEST_LIMIT
-from engram.retrieve.mentioned import MENTIONED_LIMIT, inside_ids, reaches_ahead
+from engram.retrieve.mentioned import MENTIONED_LIMIT, TOLD_WITHIN, inside_ids, reaches_ahead
+from engram.retrieve.timeparse import MIN_UTC
 
 __all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
 
@@ -194,15 +195,21 @@ def gather(
         lists["profile"] = run("profile", lambda: [hit for f in (*facts, filters)
                                                    for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
     said = tuple(k for k in CONVERSATION_KINDS if _allows(filters, k))
-    if reaches_ahead(time_range, now) and time_range is not None and now is not None:  # "next week": said before
+    if time_range is not None and not time_range.vague and now is not None:
         scope = time_range
         before = now if filters.created_before is None else min(now, filters.created_before)
         said_by_now = replace(filters, created_before=before)  # a replay's ``now``: nothing said after it
 
         def mentioned() -> list[Hit]:
-            newest = store.most_recent(user_id, MENTIONED_LIMIT, said_by_now)
-            inside = inside_ids(store.fetch(user_id, [i for i, _ in newest]), scope)
-            return [hit for hit in newest if hit[0] in inside]
+            if reaches_ahead(scope, now):  # "next week": what was said before of days to come
+                near = store.most_recent(user_id, MENTIONED_LIMIT, said_by_now)
+            elif scope.start > MIN_UTC:  # "on Sunday": what was told of it in the days after ("yesterday")
+                until = before if before - scope.end <= TOLD_WITHIN else scope.end + TOLD_WITHIN
+                near = store.by_time_range(user_id, scope.end, until, MENTIONED_LIMIT, filters)
+            else:  # an open scope ("before today") holds every day gone by, and points at none
+                return []
+            inside = inside_ids(store.fetch(user_id, [i for i, _ in near]), scope, now)
+            return [hit for hit in near if hit[0] in inside]
 
         lists["mentioned"] = run("mentioned", mentioned)
     if plan.latest and said:  # the newest of what was said: the last conversation, in words the query cannot know

@@ -16,24 +16,27 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.timeparse import MONTHS, month_number
+from engram.retrieve.timeparse import MAX_UTC, MIN_UTC, MONTHS, month_number, parse_time_scope
 from engram.text import index_terms, query_terms
 
 __all__ = [
-    "MENTIONED_LIMIT", "READ_CHARS", "asks_only_about_days", "inside_ids", "mentioned_days", "mentions_inside",
-    "reaches_ahead",
+    "MENTIONED_LIMIT", "READ_CHARS", "TOLD_WITHIN", "asks_only_about_days", "inside_ids", "mentioned_days",
+    "mentions_inside", "reaches_ahead", "told_days",
 ]
 
 #: The newest memories a scope reaching past now reads for mentioned days.
 MENTIONED_LIMIT = 100
+#: How long after a past scope ends a memory is read for telling of it: "yesterday", "on Saturday",
+#: "last weekend" and "last week" are said within a week.
+TOLD_WITHIN = timedelta(days=7)
 #: How much of a memory's text is read for dates.
 READ_CHARS = 1_000
 #: How far before the day it was said a day without a year may be: further back, it is next year's.
 _BACK_DAYS = 60
 
 # A month's name; "May" and "March" only capitalised ("we may 5 times", "march 3 miles").
-_MONTH_WORD = re.compile(
-    r"\b(?:[Jj]an(?:uary)?|[Ff]eb(?:ruary)?|[Aa]pr(?:il)?|[Jj]une?|[Jj]uly?|[Aa]ug(?:ust)?|[Ss]ep(?:t(?:ember)?)?"
+_MONTH_WORD = re.compile(  # the lookahead first lets most positions fail at once (half the time)
+    r"(?=[JjFfMmAaSsOoNnDd])\b(?:[Jj]an(?:uary)?|[Ff]eb(?:ruary)?|[Aa]pr(?:il)?|[Jj]une?|[Jj]uly?|[Aa]ug(?:ust)?|[Ss]ep(?:t(?:ember)?)?"
     r"|[Oo]ct(?:ober)?|[Nn]ov(?:ember)?|[Dd]ec(?:ember)?|[Mm]ar|March|May|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP"
     r"|OCT|NOV|DEC)\b\.?")
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -50,7 +53,7 @@ def mentioned_days(text: str, said: datetime) -> list[tuple[date, date]]:
     """The spans of days ``text`` (its first READ_CHARS characters) names, read against the day it
     was ``said``; a day without a year is the next such day from two months before it was said."""
     text = text[:READ_CHARS]
-    if not any(c.isdigit() for c in text):
+    if _DIGIT.search(text) is None:  # a generator over the characters cost more than the rest
         return []
     out: list[tuple[date, date]] = []
     read_to = 0  # "Dec 24 to Jan 2": the second month is part of the first one's span
@@ -100,22 +103,77 @@ def reaches_ahead(time_range: TimeRange | None, now: datetime | None) -> bool:
     return time_range is not None and not time_range.vague and now is not None and time_range.end > now
 
 
-def mentions_inside(record: MemoryRecord, time_range: TimeRange) -> bool:
-    """Whether ``record`` names a day to come inside ``time_range``: a day on or after the one it
-    was said ("the appointment is on Dec 1", said on Nov 13). A day named after it passed ("I
-    watched the Masters on April 20th", said in May) is told, and its telling is what is dated:
-    such memories had outranked the answer to "How many hours did I watch last month?"."""
+def mentions_inside(record: MemoryRecord, time_range: TimeRange, now: datetime) -> bool:
+    """Whether ``record`` names a day inside ``time_range`` that it was not said in.
+
+    * When the scope reaches past ``now``: a day to come ("the appointment is on Dec 1", said on
+      Nov 13, answers "What do I have next week?").
+    * Said after a bounded scope ended: a day gone by that it tells of (:func:`told_days`; "Leo lost
+      his first tooth yesterday", said on Monday, answers "What happened with Leo on Sunday?"). A
+      span longer than a week counts only for a scope as long. (The ``mentioned`` source reads what
+      was said in the :data:`TOLD_WITHIN` after the scope; other sources find what was said later.)
+
+    A memory said inside the scope is dated by its saying: "I watched the Masters on April 20th",
+    said in May, had outranked the answer to "How many hours did I watch last month?" (May).
+    """
     first, last = time_range.start.date(), time_range.end.date()
     said = record.created_at.date()
-    if last < said:  # a day to come inside the scope would be after it ends
+    if said > last:  # an open scope ("before today") holds every day gone by, and points at none
+        if time_range.start == MIN_UTC:
+            return False
+        longest = max(last - first, _WEEK)
+        return any(start <= last and end >= first and end - start <= longest
+                   for start, end in told_days(record.content, record.created_at))
+    if not reaches_ahead(time_range, now):
         return False
     days = mentioned_days(record.content, record.created_at)
     return any(start <= last and end >= first and end >= said for start, end in days)
 
 
-def inside_ids(records: Sequence[MemoryRecord], time_range: TimeRange) -> set[str]:
-    """The ids of ``records`` that name a day inside ``time_range``."""
-    return {r.id for r in records if mentions_inside(r, time_range)}
+def told_days(text: str, said: datetime) -> list[tuple[date, date]]:
+    """The spans of days gone by that ``text`` tells of, read against the day it was ``said``: a
+    date named after it passed, or a past sentence's relative time ("yesterday", "last weekend",
+    "three days ago", "on Saturday" in "Saturday's install went fine"). A sentence not in the past
+    names no day gone ("I'm hiking on Saturday")."""
+    text = text[:READ_CHARS]
+    out = [(start, end) for start, end in mentioned_days(text, said) if end < said.date()]
+    folded = text.casefold()
+    if not any(word in folded for word in _TOLD_WORDS) or not _TOLD_CUE.search(text):
+        return out
+    for sentence in _SENTENCE.split(text):
+        if not _TOLD_CUE.search(sentence) or not _PAST.search(sentence) or _NOT_TOLD.search(sentence):
+            continue
+        scope = parse_time_scope(sentence, said)
+        if scope is None or scope.vague or scope.start == MIN_UTC or scope.end == MAX_UTC:
+            continue
+        first, last = scope.start.astimezone(said.tzinfo).date(), scope.end.astimezone(said.tzinfo).date()
+        if last < said.date():
+            out.append((first, last))
+    return out
+
+
+#: A span of days gone by that counts for a scope shorter than it: "last weekend" for "on October 31".
+_WEEK = timedelta(days=6)
+_DIGIT = re.compile(r"\d")
+# A sentence that may tell of a day gone by, and one in the past tense; the words are a cheaper test first.
+_TOLD_WORDS = ("yesterday", "ago", "last", "previous", "day")
+_TOLD_CUE = re.compile(
+    r"\b(?:yesterday|ago|last|previous|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day'?s?)\b", re.IGNORECASE)
+_PAST = re.compile(
+    r"\b(?:did|was|were|had|went|got|came|took|made|saw|met|ate|lost|won|gave|left|told|said|bought|spent|ran"
+    r"|yesterday|ago|last|(?!(?:excit|worri|schedul|plann|book|tir|bor|interest|scar)ed)[a-z]{3,}ed)\b", re.IGNORECASE)
+# Days named but not gone by: "booked a table for Friday", "Black Friday", "on Saturday mornings",
+# "the last week of the trip".
+_NOT_TOLD = re.compile(
+    r"\b(?:for|black|good|cyber)\s+(?:this\s+|next\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:s|\s+(?:mornings|afternoons|evenings|nights))\b|\blast\s+(?:day|week|weekend|month|year)\s+of\b",
+    re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def inside_ids(records: Sequence[MemoryRecord], time_range: TimeRange, now: datetime) -> set[str]:
+    """The ids of ``records`` that name a day inside ``time_range`` (:func:`mentions_inside`)."""
+    return {r.id for r in records if mentions_inside(r, time_range, now)}
 
 
 def _dated(month: int, day: int, year: str | None, said: datetime) -> date | None:

@@ -374,13 +374,13 @@ def rank(
         older, current = superseded(records)
         was = older * np.minimum(relevance, 1.0)
         relevance = np.where(current, relevance * PAST_CURRENT, relevance)
-    # "What do I have next week?": what names a day in a scope that has not happened yet (as far as it
-    # is relevant, unless the question says nothing but when)
+    # "What do I have next week?", "What happened on Sunday?": what names a day in the scope, said before
+    # or after it (as far as it is relevant, unless the question says nothing but when of days to come)
     ahead = np.zeros(len(records))
-    if reaches_ahead(time_range, now) and time_range is not None:
-        ahead = np.fromiter((r.created_at <= now and mentions_inside(r, time_range) for r in records),
+    if time_range is not None and not time_range.vague and now is not None:
+        ahead = np.fromiter((r.created_at <= now and mentions_inside(r, time_range, now) for r in records),
                             dtype=np.float64, count=len(records))
-        ahead = ahead if days_only else ahead * np.minimum(relevance, 1.0)
+        ahead = ahead if days_only and reaches_ahead(time_range, now) else ahead * np.minimum(relevance, 1.0)
     new = np.zeros(len(records))
     if newest is not None:
         new = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,

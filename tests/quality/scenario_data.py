@@ -513,6 +513,10 @@ dana("dana_decision_xmas", "2026-11-22 19:00", "user",
      "Family call done. We decided Christmas is at Jess's place in Porto this year; I'm bringing dessert and Mark "
      "sorts the rental car.")
 dana("dana_1122_a", "2026-11-22 19:01", "assistant", "Got it. I'll remind you about the dessert and Mark about the car.")
+dana("dana_apples", "2026-11-02 19:00", "user",
+     "Last weekend we took the kids apple picking on Sauvie Island; Leo ate more than he picked.")
+dana("dana_tooth", "2026-11-23 08:10", "user", "Leo lost his first tooth yesterday at Grandma Linda's, he's so proud.")
+team("tom_install_told", "2026-11-16 09:05", "Tom", "Friday's install at Brightwater went fine, Keisha signed off on all 12 tablets.")
 summary("dana_summary_wk47", D, "2026-11-22 20:00",
         "This week: telescope idea for Leo, hike in Forest Park, Christmas plan settled with the family.",
         tags=["weekly-summary"])
@@ -845,6 +849,12 @@ q("globex_september", K, "time", "What happened with Globex in September?", "glo
 q("decided_yesterday", D, "time", "What did we decide yesterday?", "dana_decision_xmas")
 q("bought_last_month", D, "time", "What did I buy last month?", "dana_running_shoes", "dana_air_fryer", "dana_leo_coat")
 q("last_weekend", D, "time", "What did I do last weekend?", "dana_hike", "dana_decision_xmas")
+q("told_sunday", D, "time", "What happened with Leo on Sunday?", "dana_tooth",
+  note="told the next morning ('yesterday'): said on Monday, about Sunday")
+q("told_friday", K, "time", "What did Tom do on November 13?", "tom_install_told",
+  note="told on Monday of 'Friday': said on Nov 16, about Nov 13")
+q("told_october", D, "time", "What did we do on October 31?", "dana_apples",
+  note="'last weekend', said on Monday Nov 2, is Oct 31 - Nov 1")
 q("last_time", S, "time", "What did we talk about last time?", "dev_render_slow",
   note="the last conversation: no word or meaning of the question is in it")
 q("left_off", K, "time", "Where did we leave off?", "maya_1123_q", "maya_1123_a",

@@ -1,5 +1,6 @@
 """Days a memory names besides the day it was said: a time scope that reaches past now points at
-what was said before of the days it covers ("What do I have next week?")."""
+what was said before of the days it covers ("What do I have next week?"), and a past scope at what
+was told of its days in the week after it ("What happened on Sunday?" and "yesterday", said on Monday)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from engram.embedders.fake import FakeEmbedder
 from engram.memory import Memory
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.mentioned import mentioned_days, mentions_inside
+from engram.retrieve.mentioned import mentioned_days, mentions_inside, told_days
 
 SAID = datetime(2026, 11, 13, 9, 0, tzinfo=UTC)
 
@@ -35,18 +36,85 @@ def test_days_named(text: str, days: list[tuple[date, date]]) -> None:
     assert mentioned_days(text, SAID) == days
 
 
-def _record(text: str) -> MemoryRecord:
-    return MemoryRecord(id="m", user_id="u", content=text, kind="message", created_at=SAID, recorded_at=SAID,
+def _record(text: str, said: datetime = SAID) -> MemoryRecord:
+    return MemoryRecord(id="m", user_id="u", content=text, kind="message", created_at=said, recorded_at=said,
                         content_hash="m")
 
 
-def test_only_days_to_come_count() -> None:
-    december = TimeRange(start=datetime(2026, 12, 1, tzinfo=UTC), end=datetime(2026, 12, 31, tzinfo=UTC))
-    october = TimeRange(start=datetime(2026, 10, 1, tzinfo=UTC), end=datetime(2026, 10, 31, tzinfo=UTC))
-    assert mentions_inside(_record("The appointment is on Dec 1."), december)
-    assert not mentions_inside(_record("The appointment is on Dec 1."), october)
-    # Told after the day: its telling is what is dated.
-    assert not mentions_inside(_record("I watched the match on Oct 20."), october)
+def _days(first: date, last: date) -> TimeRange:
+    return TimeRange(start=datetime.combine(first, datetime.min.time(), UTC),
+                     end=datetime.combine(last, datetime.max.time(), UTC))
+
+
+def test_days_to_come_count_for_a_scope_reaching_past_now() -> None:
+    december = _days(date(2026, 12, 1), date(2026, 12, 31))
+    october = _days(date(2026, 10, 1), date(2026, 10, 31))
+    assert mentions_inside(_record("The appointment is on Dec 1."), december, SAID)
+    assert not mentions_inside(_record("The appointment is on Dec 1."), october, SAID)
+    # A scope wholly past: what was said before of its days is dated by its saying.
+    assert not mentions_inside(_record("The appointment is on Dec 1."), december, datetime(2027, 1, 5, tzinfo=UTC))
+    # Said inside the scope of a day before in it: its saying is what is dated.
+    assert not mentions_inside(_record("I watched the match on Oct 20.", datetime(2026, 10, 25, tzinfo=UTC)), october,
+                               SAID)
+
+
+MONDAY = datetime(2026, 11, 23, 8, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("text", "days"), [
+    ("Leo lost his first tooth yesterday, he's so proud.", [(date(2026, 11, 22), date(2026, 11, 22))]),
+    ("Friday's install at Brightwater went fine.", [(date(2026, 11, 20), date(2026, 11, 20))]),
+    ("Last weekend we took the kids apple picking.", [(date(2026, 11, 21), date(2026, 11, 22))]),
+    ("We got the keys three days ago!", [(date(2026, 11, 20), date(2026, 11, 20))]),
+    ("I watched the match on Nov 7.", [(date(2026, 11, 7), date(2026, 11, 7))]),
+    ("I'm hiking on Saturday.", []),  # not in the past: no day gone by
+    ("I booked a table at Nopa for Friday.", []),  # named, not gone by
+    ("I'm so excited for Saturday's party!", []),
+    ("Black Friday deals were disappointing.", []),
+    ("We always went hiking on Saturday mornings.", []),  # a habit, no one day
+    ("The last week of the trip was the best part.", []),
+    ("We will meet next Friday.", []),
+    ("The appointment is on Dec 1.", []),  # a day to come is not told of
+    ("Nothing dated here, last of the milk.", []),
+])
+def test_days_told_of(text: str, days: list[tuple[date, date]]) -> None:
+    assert told_days(text, MONDAY) == days
+
+
+def test_what_is_told_in_the_week_after_a_past_scope_counts() -> None:
+    sunday = _days(date(2026, 11, 22), date(2026, 11, 22))
+    now = datetime(2026, 11, 28, tzinfo=UTC)
+    assert mentions_inside(_record("Leo lost his first tooth yesterday.", MONDAY), sunday, now)
+    assert not mentions_inside(_record("Leo lost his first tooth on Sunday.", MONDAY), _days(
+        date(2026, 11, 15), date(2026, 11, 15)), now)  # another Sunday
+    # Told later still: it counts too ("We got the keys on Nov 22", said in December).
+    assert mentions_inside(_record("We got the keys on Nov 22.", datetime(2026, 12, 1, tzinfo=UTC)), sunday, now)
+    # An open scope ("before today") holds every day gone by and points at none.
+    before = TimeRange(start=datetime.min.replace(tzinfo=UTC), end=datetime(2026, 11, 22, 23, 59, tzinfo=UTC))
+    assert not mentions_inside(_record("Leo lost his first tooth yesterday.", MONDAY), before, now)
+    # A month told of ("last month") is no particular day of it; a week is.
+    november_2 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    halloween = _days(date(2026, 10, 31), date(2026, 10, 31))
+    assert not mentions_inside(_record("Last month we moved house.", november_2), halloween, now)
+    assert mentions_inside(_record("Last weekend we moved house.", november_2), halloween, now)
+    assert mentions_inside(_record("Last month we moved house.", november_2), _days(date(2026, 10, 1),
+                                                                                   date(2026, 10, 31)), now)
+
+
+def test_what_was_told_the_next_day_answers_a_question_about_the_day(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    sunday = datetime(2026, 11, 22, 15, 0, tzinfo=UTC)
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        told = memory.add("Leo lost his first tooth yesterday, he's so proud.", user_id="u", created_at=MONDAY)
+        memory.add("The plumber fixed the kitchen sink.", user_id="u", created_at=sunday)
+        memory.add("Leo's piano lesson moved to Thursdays.", user_id="u", created_at=sunday - timedelta(days=20))
+        memory.add("Leo has a cold and stays home today.", user_id="u", created_at=now)  # said long after Sunday
+        memory.add("Leo starts swimming lessons in January.", user_id="u", created_at=MONDAY)  # tells of no day gone
+        answer = memory.retrieve("What happened with Leo on Sunday?", user_id="u", now=now).memories
+        found = {m.content: m for m in answer}
+        assert found[told.content].signals["names_day"] > 0
+        assert "names a day in 'on Sunday'" in found[told.content].reasons
+        assert all(m.signals.get("names_day", 0.0) == 0.0 for c, m in found.items() if c != told.content)
 
 
 def test_what_is_planned_answers_a_question_about_the_days_to_come(tmp_path: Path) -> None:
