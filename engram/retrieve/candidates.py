@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from engram.config import RetrievalConfig
@@ -22,6 +22,8 @@ from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 from engram.retrieve.latest import CONVERSATION_KINDS, LATEST_LIMIT
 from engram.retrieve.mentioned import MENTIONED_LIMIT, TOLD_WITHIN, inside_ids, reaches_ahead
 from engram.retrieve.timeparse import MIN_UTC
+
+_DAY = timedelta(days=1)
 
 __all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
 
@@ -204,8 +206,10 @@ def gather(
             if reaches_ahead(scope, now):  # "next week": what was said before of days to come
                 near = store.most_recent(user_id, MENTIONED_LIMIT, said_by_now)
             elif scope.start > MIN_UTC:  # "on Sunday": what was told of it in the days after ("yesterday")
-                until = before if before - scope.end <= TOLD_WITHIN else scope.end + TOLD_WITHIN
-                near = store.by_time_range(user_id, scope.end, until, MENTIONED_LIMIT, filters)
+                # Newest first, so the day after (where "yesterday" is said) is read on its own too.
+                near = list({hit[0]: hit for days in (_DAY, TOLD_WITHIN) for hit in store.by_time_range(
+                    user_id, scope.end, before if before - scope.end <= days else scope.end + days,
+                    MENTIONED_LIMIT // 2, filters)}.values())
             else:  # an open scope ("before today") holds every day gone by, and points at none
                 return []
             inside = inside_ids(store.fetch(user_id, [i for i, _ in near]), scope, now)
