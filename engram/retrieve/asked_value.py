@@ -37,6 +37,7 @@ _WHICH_NUMBER = re.compile(r"^\W*(?:what|which)\s+(?:phone\s+)?number\s+(?:shoul
                            r"\s+(?:call|ring|text|dial)\b", _I)
 #: What the question calls each shape, tried in order.
 _ASKED: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("contact", re.compile(r"\bcontact\s+(?:details|info(?:rmation)?)" + _HEAD, _I)),
     ("email", re.compile(r"\be-?mail(?:\s+address)?" + _HEAD, _I)),
     ("link", re.compile(r"\b(?:url|link|website|web\s*site|web\s+address|webhook|endpoint|homepage)" + _HEAD, _I)),
     ("phone", re.compile(r"\b(?:(?:phone|telephone|mobile|cell)(?:\s+number)?|[\w-]+['’]s\s+number"
@@ -50,11 +51,13 @@ _ASKED: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 #: How an explanation names each shape.
 VALUE_NAMES = {"email": "an e-mail address", "link": "a link", "phone": "a phone number",
-               "identifier": "a number or code"}
+               "identifier": "a number or code", "contact": "an e-mail address or a phone number"}
 
 #: How much of a memory's text is searched for a value: a pasted file is not scanned whole.
 _READ = 4_000
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
+# Not a file name with a scale in it ("icon@2x.png").
+_EMAIL = re.compile(
+    r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)*\.(?!(?:png|jpe?g|gif|svg|webp|ico|bmp|tiff?|pdf)\b)[A-Za-z]{2,}\b")
 _LINK = re.compile(r"\bhttps?://\S+|\bwww\.[\w-]+\.\S+|(?<![\w@.-])[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}/[\w/.?=&%-]+")
 # Digits in groups, starting at a word's start: "503-555-0142", "(503) 555 0142", "+44 20 7946 0958".
 _PHONE = re.compile(r"(?<![\w.:/-])(?:\+|\()?\d[\d ().-]{5,18}\d(?![\w:/-])")
@@ -70,7 +73,8 @@ _UNIT_TAIL = re.compile(r"\d(?:[a-z]{1,3}|th|st|nd|rd)$")  # "1080p", "256gb", "
 
 
 def asks_for_value(query: str) -> str | None:
-    """The shape of value ``query`` asks for ("email", "link", "phone", "identifier"), or None."""
+    """The shape of value ``query`` asks for ("email", "link", "phone", "identifier", "contact": either
+    of the first and third), or None."""
     if len(query) > SHORT_QUESTION:
         return None
     if _WHICH_NUMBER.search(query):
@@ -96,6 +100,8 @@ def _holds(text: str, shape: str) -> bool:
         return _LINK.search(text) is not None
     if shape == "phone":
         return any(_is_phone(m.group()) for m in _PHONE.finditer(text))
+    if shape == "contact":
+        return _holds(text, "email") or _holds(text, "phone")
     if shape == "identifier":
         return any(_is_code(m.group()) for m in _CODE.finditer(text)) or _NAMED_NUMBER.search(text) is not None
     return False

@@ -35,6 +35,9 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("What's Alice's number?", "phone"),
     ("What's Bob's cell?", "phone"),
     ("What's the zip code for the office?", "identifier"),
+    ("What are Keisha's contact details?", "contact"),
+    ("What is the contact info for Acme?", "contact"),
+    ("Who is our contact at Globex?", None),  # a person, not a value
     ("How many monitors did Acme order?", None),
     ("What is the number of orders?", None),  # a count
     ("What's the total number?", None),
@@ -64,7 +67,10 @@ def _record(content: str) -> MemoryRecord:
 
 
 @pytest.mark.parametrize(("shape", "held", "not_held"), [
-    ("email", ["Contact alice@acme.io for invoices."], ["Alice handles the invoices.", "Meet at acme HQ."]),
+    ("email", ["Contact alice@acme.io for invoices."], ["Alice handles the invoices.", "Meet at acme HQ.",
+                                                        "Use icon@2x.png on retina screens."]),
+    ("contact", ["Contact alice@acme.io for invoices.", "Bright Smiles, phone 503-555-0142."],
+     ["Alice handles the invoices.", "Use icon@2x.png on retina screens.", "Invoice INV-1187."]),
     ("link", ["Post to https://hooks.acme.io/v1/orders as JSON.", "See www.example.org/docs."],
      ["The hook posts orders.", "Version 2.3.1 broke it."]),
     ("phone", ["Bright Smiles, phone 503-555-0142.", "Call +44 20 7946 0958.", "Call +33 1 42 68 53 00."],
@@ -81,7 +87,7 @@ def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: 
     assert holds_asked_value(records, shape).tolist() == [1.0] * len(held) + [0.0] * len(not_held)
 
 
-@pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier"])
+@pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier", "contact"])
 def test_a_long_text_is_read_in_bounded_time(shape: str) -> None:
     texts = ["7" * 200_000, "1- " * 70_000, "ACGT" * 50_000, "a-" * 100_000, "x@" * 100_000]
     started = time.perf_counter()
