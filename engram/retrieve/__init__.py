@@ -43,7 +43,7 @@ from engram.retrieve.mentioned import asks_only_about_days
 from engram.retrieve.newest import Newest
 from engram.retrieve.past import read_in_past, reading_filters
 from engram.retrieve.rank import rank
-from engram.retrieve.ranking import AHEAD_SIGNAL, Ranking
+from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
@@ -317,8 +317,9 @@ class Pipeline:
         def explain(items: list[Scored]) -> list[Scored]:  # only what selection returns is explained
             return restore(ranking.explained(items), originals, found.expansion)
 
-        # What names a day to come in the scope, for a question of nothing but when: as if said in it.
-        ahead = ranking.having(AHEAD_SIGNAL) if days_only else frozenset()
+        # What names a day to come in the scope, for a question of nothing but when, and what held
+        # during a scope gone by ("Which gym did I go to in September?"): as if said in it.
+        ahead = (ranking.having(AHEAD_SIGNAL) if days_only else frozenset()) | ranking.having(PAST_SIGNAL)
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range, ahead)
         kept, below = apply_min_score(

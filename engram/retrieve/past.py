@@ -20,8 +20,9 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from engram.model import Filters, MemoryRecord
+from engram.model import Filters, MemoryRecord, TimeRange
 from engram.retrieve.latest import SHORT_QUESTION
+from engram.retrieve.timeparse import MIN_UTC
 
 __all__ = ["PAST_KINDS", "asks_about_the_past", "read_in_past", "reading_filters", "successor", "superseded"]
 
@@ -39,17 +40,29 @@ _PAST = re.compile(
     re.IGNORECASE,
 )
 _SUCCESSOR = re.compile(r"\bbefore\s+((?-i:[A-Z])[\w'’-]*(?:\s+(?-i:[A-Z])[\w'’-]*){0,3})", re.IGNORECASE)
+# A question for a state ("Which gym ...?", "What was the price ...?", "Who was ...?", "Where did I live
+# ...?"), not for an event ("What did Acme order last month?").
+_STATE = re.compile(
+    r"^\W*(?:which\s+\w+|what\s+(?!(?:did|do|does|had|has|have|is|are|will|would|can|could|should)\b)\w+"
+    r"|who\s+(?:was|were)\b|where\s+did\s+(?:i|we|you|he|she|they)\s+(?:live|work|stay))", re.IGNORECASE)
 # "How old was Leo?", "a 3-year-old laptop": an age, not what was.
 _AGE = re.compile(r"\bhow\s+old\b|\b\w+[\s-]+(?:years?|months?|weeks?|days?)[\s-]+old\b", re.IGNORECASE)
 
 
-def asks_about_the_past(query: str, scope: str | None = None) -> bool:
+def asks_about_the_past(query: str, scope: str | None = None, then: TimeRange | None = None,
+                        now: datetime | None = None) -> bool:
     """Whether ``query`` asks about what held before and no longer does (see above). ``scope`` is the
-    time expression the query was read to have ("before April 10"): its words are not this form's."""
+    time expression the query was read to have ("before April 10"): its words are not this form's.
+    A question put in the past about a state in a bounded time gone by (``then``, read against
+    ``now``) asks what held then, which may have been superseded since: "Which gym did I go to in
+    September?" (not "What did Acme order last month?", an event)."""
     if len(query) > SHORT_QUESTION:
         return False
     text = _AGE.sub(" ", query.replace(scope, " ") if scope else query)
-    return _TENSE.search(text) is not None and _PAST.search(text) is not None
+    if _TENSE.search(text) is None:
+        return False
+    gone = then is not None and now is not None and not then.vague and then.start > MIN_UTC and then.end < now
+    return (gone and _STATE.search(text) is not None) or _PAST.search(text) is not None
 
 
 def reading_filters(filters: Filters, past: bool) -> Filters:
@@ -72,21 +85,32 @@ def successor(query: str) -> str | None:
     return found.group(1) if found else None
 
 
-def superseded(records: Sequence[MemoryRecord]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+def superseded(
+    records: Sequence[MemoryRecord], then: TimeRange | None = None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """Per record, how much it no longer holds: 1 for a superseded fact, ``_EARLIER`` for each
     version of the same subject and predicate superseded after it, 0 for the rest; and which records
-    are the current versions of those facts (what replaced the answer, not the answer)."""
+    are the current versions of those facts (what replaced the answer, not the answer). With a time
+    scope (``then``), only the versions that held during it: "in September" asks for the gym of
+    September, not every gym since."""
     out = np.zeros(len(records), dtype=np.float64)
     chains: dict[tuple[str, str], list[tuple[datetime, int]]] = {}
     for i, r in enumerate(records):
-        if r.status == "superseded" and r.kind in PAST_KINDS:
+        if r.status == "superseded" and r.kind in PAST_KINDS and (then is None or _held(r, then)):
             chains.setdefault(_chain(r), []).append((r.valid_to or r.created_at, i))
     for versions in chains.values():
         for later, (_, i) in enumerate(sorted(versions, reverse=True)):
             out[i] = _EARLIER ** later
-    current = np.fromiter((r.status == "active" and r.kind in PAST_KINDS and _chain(r) in chains for r in records),
-                          dtype=bool, count=len(records))
+    current = np.fromiter((r.status == "active" and r.kind in PAST_KINDS and _chain(r) in chains
+                           and (then is None or not _held(r, then)) for r in records), dtype=bool, count=len(records))
     return out, current
+
+
+def _held(record: MemoryRecord, then: TimeRange) -> bool:
+    """Whether ``record`` held at some time in ``then``: from its start (``valid_from``, else when it
+    was stored) until it was superseded (``valid_to``)."""
+    start = record.valid_from or record.created_at
+    return start <= then.end and (record.valid_to is None or record.valid_to > then.start)
 
 
 def _chain(record: MemoryRecord) -> tuple[str, str]:

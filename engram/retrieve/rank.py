@@ -371,7 +371,7 @@ def rank(
     # "What was my old gym?": what no longer holds, as far as it is relevant, before what replaced it
     was = np.zeros(len(records))
     if past:
-        older, current = superseded(records)
+        older, current = superseded(records, time_range)
         was = older * np.minimum(relevance, 1.0)
         relevance = np.where(current, relevance * PAST_CURRENT, relevance)
     # "What do I have next week?", "What happened on Sunday?": what names a day in the scope, said before

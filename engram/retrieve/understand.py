@@ -222,7 +222,7 @@ def understand(
 
     index = known_entities if isinstance(known_entities, EntityIndex) else EntityIndex(known_entities)
     entities = extract(query, index=index, deadline=deadline)
-    past = asks_about_the_past(query, scope)
+    past = asks_about_the_past(query, scope, time_range, now)
     replaced_by = successor(query) if past else None
     if replaced_by:  # "before DHL": DHL names what holds now, not what is asked for
         current = set(extract(replaced_by, index=index))

@@ -992,6 +992,10 @@ q("past_piano", D, "update", "Which day was Leo's piano lesson before it moved?"
 q("past_hours", K, "update", "What time did the warehouse close before the winter hours?", "k_hours_old")
 q("past_price", K, "update", "What did we charge for the P2723QE before the price cut?", "monitor_price_old")
 q("past_terms", K, "update", "What were Acme's payment terms originally?", "acme_terms_net30")
+q("gym_in_september", D, "update", "Which gym did I go to in September?", "gym_old",
+  note="what held in a past month: superseded since, and the question says no 'old'")
+q("carrier_in_october", K, "update", "Which carrier did we use for Acme in October?", "acme_carrier_old")
+q("price_in_october", K, "update", "What was the Dell P2723QE's price in October?", "monitor_price_old")
 
 # -- filter (exactly one memory matches) -----------------------------------------------------------
 q("filter_ticket", K, "filter", "What happened?", "stockpilot_incident", filters={"metadata": {"ticket": "INC-2207"}})

@@ -94,3 +94,33 @@ def test_a_chain_of_versions_reads_the_last_replaced_first(tmp_path: Path) -> No
         assert contents[0] != "Our contact at Globex is Sofia."
         # An old version of a document is not what such a question asks for.
         assert all(m.record is None or m.record.status != "superseded" or m.record.kind == "fact" for m in found)
+
+
+@pytest.mark.parametrize(("query", "asks"), [
+    ("Which gym did I go to in September?", True),
+    ("Which carrier did we use for Acme in October?", True),
+    ("What was the Dell P2723QE's price in October?", True),
+    ("Who was our contact at Globex in August?", True),
+    ("Where did I live in 2020?", True),
+    ("What did Acme order last month?", False),  # an event, not a state
+    ("Which gym do I go to in September?", False),  # not put in the past
+    ("Which gym did I go to this month?", False),  # not gone by yet
+    ("How old was Leo in 2020?", False),
+])
+def test_a_state_asked_of_a_time_gone_by(query: str, asks: bool) -> None:
+    assert understand(query, now=NOW).past is asks
+
+
+def test_what_held_during_the_scope_answers(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add("Dana's gym is FitLab on Alberta Street.", user_id="u", kind="fact", subject="Dana",
+                   predicate="gym", object="FitLab", created_at=datetime(2026, 8, 25, tzinfo=UTC))
+        memory.add("Dana switched gyms: she now trains at Iron Temple.", user_id="u", kind="fact", subject="Dana",
+                   predicate="gym", object="Iron Temple", created_at=datetime(2026, 10, 15, tzinfo=UTC))
+        memory.add("Packed day at work, no time for lunch.", user_id="u", created_at=datetime(2026, 9, 9, tzinfo=UTC))
+        september = memory.retrieve("Which gym did Dana go to in September?", user_id="u", now=NOW).memories
+        assert september[0].content == "Dana's gym is FitLab on Alberta Street."
+        assert september[0].signals["no_longer_holds"] > 0
+        # Before it held, a superseded version answers nothing: in July Dana's gym was neither.
+        july = memory.retrieve("Which gym did Dana go to in July?", user_id="u", now=NOW).memories
+        assert all(m.signals.get("no_longer_holds", 0.0) == 0.0 for m in july)
