@@ -12,7 +12,8 @@ is the next such day from two months before the day it was said.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 
 from engram.model import MemoryRecord, TimeRange
@@ -21,7 +22,7 @@ from engram.text import index_terms, query_terms
 
 __all__ = [
     "MENTIONED_LIMIT", "READ_CHARS", "TOLD_WITHIN", "asks_only_about_days", "inside_ids", "mentioned_days",
-    "mentions_inside", "reaches_ahead", "told_days",
+    "mentions_inside", "named_inside", "reaches_ahead", "told_days",
 ]
 
 #: The newest memories a scope reaching past now reads for mentioned days.
@@ -123,11 +124,32 @@ def mentions_inside(record: MemoryRecord, time_range: TimeRange, now: datetime) 
             return False
         longest = max(last - first, _WEEK)
         return any(start <= last and end >= first and end - start <= longest
-                   for start, end in told_days(record.content, record.created_at))
+                   for start, end in _read(record, told_days))
     if not reaches_ahead(time_range, now):
         return False
-    days = mentioned_days(record.content, record.created_at)
-    return any(start <= last and end >= first and end >= said for start, end in days)
+    return any(start <= last and end >= first and end >= said for start, end in _read(record, mentioned_days))
+
+
+Days = tuple[tuple[date, date], ...]
+#: Days read per memory, by its content's hash, when it was said and how: a question reads the same
+#: memories in its ``mentioned`` source and in its ranking, and the next question reads them again
+#: (a past-scoped question over long memories had paid ~1 ms more). It holds no text.
+_READ_DAYS: dict[tuple[str, datetime, str], Days] = {}
+_READ_DAYS_SIZE = 4_096
+_READ_LOCK = threading.Lock()
+
+
+def _read(record: MemoryRecord, how: Callable[[str, datetime], list[tuple[date, date]]]) -> Days:
+    key = (record.content_hash, record.created_at, how.__name__)
+    with _READ_LOCK:
+        found = _READ_DAYS.get(key)
+    if found is None:
+        found = tuple(how(record.content, record.created_at))
+        with _READ_LOCK:
+            if len(_READ_DAYS) >= _READ_DAYS_SIZE:
+                del _READ_DAYS[next(iter(_READ_DAYS))]  # the oldest read
+            _READ_DAYS[key] = found
+    return found
 
 
 def told_days(text: str, said: datetime) -> list[tuple[date, date]]:
@@ -174,6 +196,14 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 def inside_ids(records: Sequence[MemoryRecord], time_range: TimeRange, now: datetime) -> set[str]:
     """The ids of ``records`` that name a day inside ``time_range`` (:func:`mentions_inside`)."""
     return {r.id for r in records if mentions_inside(r, time_range, now)}
+
+
+def named_inside(records: Sequence[MemoryRecord], time_range: TimeRange, now: datetime) -> list[bool]:
+    """Per record said by ``now``, whether it names a day inside ``time_range`` (:func:`mentions_inside`);
+    what was said inside a scope gone by is passed over unread (most of a time-scoped question's records)."""
+    ahead = reaches_ahead(time_range, now)
+    return [r.created_at <= now and (ahead or r.created_at > time_range.end) and mentions_inside(r, time_range, now)
+            for r in records]
 
 
 def _dated(month: int, day: int, year: str | None, said: datetime) -> date | None:

@@ -67,7 +67,7 @@ from engram.retrieve.in_range import (
     pointed_at,
 )
 from engram.retrieve.latest import Asked, conversation_recency, echoes
-from engram.retrieve.mentioned import mentions_inside, reaches_ahead
+from engram.retrieve.mentioned import named_inside, reaches_ahead
 from engram.retrieve.names import as_speakers, first_names
 from engram.retrieve.newest import Newest, newest_first
 from engram.retrieve.past import superseded
@@ -378,8 +378,7 @@ def rank(
     # or after it (as far as it is relevant, unless the question says nothing but when of days to come)
     ahead = np.zeros(len(records))
     if time_range is not None and not time_range.vague and now is not None:
-        ahead = np.fromiter((r.created_at <= now and mentions_inside(r, time_range, now) for r in records),
-                            dtype=np.float64, count=len(records))
+        ahead = np.array(named_inside(records, time_range, now), dtype=np.float64).reshape(len(records))
         ahead = ahead if days_only and reaches_ahead(time_range, now) else ahead * np.minimum(relevance, 1.0)
     new = np.zeros(len(records))
     if newest is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engram.embedders.fake import FakeEmbedder
+from engram.ingest.normalize import content_hash
 from engram.memory import Memory
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.mentioned import mentioned_days, mentions_inside, told_days
@@ -38,7 +39,7 @@ def test_days_named(text: str, days: list[tuple[date, date]]) -> None:
 
 def _record(text: str, said: datetime = SAID) -> MemoryRecord:
     return MemoryRecord(id="m", user_id="u", content=text, kind="message", created_at=said, recorded_at=said,
-                        content_hash="m")
+                        content_hash=content_hash(text))
 
 
 def _days(first: date, last: date) -> TimeRange:
