@@ -1,6 +1,6 @@
 """How the query's names read among the candidates: a short name of one who speaks is that speaker
-("Mel" for Melanie), and a first name and the one full name among the candidates that begins with it
-are one name ("Alice" and Alice Moreau, "Brightwater" and Brightwater Dental)."""
+("Mel" for Melanie), and a first name is the one full name among the candidates that begins with it
+("Alice" for Alice Moreau)."""
 
 from __future__ import annotations
 
@@ -36,26 +36,18 @@ _MENTION = "mention:"
 def first_names(
     query_entities: Sequence[str], records: Sequence[MemoryRecord], speakers: frozenset[str]
 ) -> dict[str, str]:
-    """A name a memory carries -> the query's name it stands for, when the two are one name said in
-    full and by its first word, and that full name is the only one among the query's and the
-    candidates' names (not a speaker's: :func:`as_speakers` reads those) that begins with that word:
-    "What's Alice's email?" asks about Alice Moreau when she is the one Alice there, and "When does
-    Brightwater Dental want deliveries?" about what "Brightwater's front desk asked"."""
-    mentions = [q for q in query_entities if q.startswith(_MENTION)]
-    if not mentions:
+    """Full name -> the query's one-word name it stands for, when exactly one name among the
+    candidates' (not a speaker's: :func:`as_speakers` reads those) begins with it and a space:
+    "What's Alice's email?" asks about Alice Moreau when she is the one Alice there."""
+    single = [q for q in query_entities if q.startswith(_MENTION) and " " not in q]
+    if not single:
         return {}
     named = {e for r in records for e in r.entities if e.startswith(_MENTION) and " " in e} - speakers
-    named.update(q for q in mentions if " " in q)
     out: dict[str, str] = {}
-    for name in mentions:
-        first = name.partition(" ")[0]
-        longer = _beginning(named, first, letters=False)
-        if len(longer) != 1 or first in speakers:
-            continue
-        if name == first:  # the query's first name: the memory's full name stands for it
+    for name in single:
+        longer = _beginning(named, name, letters=False)
+        if len(longer) == 1:
             out[longer[0]] = name
-        else:  # the query's full name: the memory's first name stands for it
-            out[first] = name
     return out
 
 

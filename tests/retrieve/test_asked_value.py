@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from engram.config import RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
 from engram.memory import Memory
 from engram.model import MemoryRecord
@@ -128,21 +127,3 @@ def test_a_first_name_stands_for_the_one_full_name_among_the_candidates(tmp_path
         # Two Alices: the question's Alice is neither for sure.
         both = memory.retrieve("What does Alice do?", user_id="two", now=NOW).memories
         assert all(m.signals.get("entity_overlap", 0.0) == 0.0 for m in both)
-
-
-def test_a_full_name_in_the_question_is_named_by_its_first_word(tmp_path: Path) -> None:
-    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
-        memory.add("We signed Brightwater Dental as a new customer.", user_id="u")
-        memory.add("Brightwater's front desk asked that we only deliver before 8:30am.", user_id="u")
-        memory.add("Brightwater Labs sent the invoice.", user_id="two")
-        memory.add("Brightwater asked for a quote.", user_id="two")
-        every = RetrievalConfig(min_score=0.0)
-        found = memory.retrieve("When does Brightwater Dental want deliveries?", user_id="u", now=NOW,
-                                config=every).memories
-        short = next(m for m in found if m.content.startswith("Brightwater's front desk"))
-        assert short.signals["entity_overlap"] == 1.0
-        assert "mentions mention:brightwater dental" in short.reasons
-        # Two Brightwaters: the memory's one is neither for sure.
-        two = memory.retrieve("What does Brightwater Dental want?", user_id="two", now=NOW, config=every).memories
-        quote = next(m for m in two if m.content == "Brightwater asked for a quote.")
-        assert quote.signals.get("entity_overlap", 0.0) == 0.0
