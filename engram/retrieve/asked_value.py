@@ -40,7 +40,7 @@ _ASKED: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("contact", re.compile(r"\bcontact\s+(?:details|info(?:rmation)?)" + _HEAD, _I)),
     ("email", re.compile(r"\be-?mail(?:\s+address)?" + _HEAD, _I)),
     ("link", re.compile(r"\b(?:url|link|website|web\s*site|web\s+address|webhook|endpoint|homepage)" + _HEAD, _I)),
-    ("phone", re.compile(r"\b(?:(?:phone|telephone|mobile|cell)(?:\s+number)?|[\w-]+['’]s\s+number"
+    ("phone", re.compile(r"\b(?:(?:phone|telephone|mobile|cell)(?:\s+number)?|contact\s+number|[\w-]+['’]s\s+number"
                          r"|(?<=the\s)number(?=\s+for\b))" + _HEAD, _I)),
     # "policy number", "PO number", "order ID", "tracking code"; not "the number of monitors" (a
     # count), nor a code that is a rule ("dress code") or a program ("source code").
@@ -55,9 +55,10 @@ VALUE_NAMES = {"email": "an e-mail address", "link": "a link", "phone": "a phone
 
 #: How much of a memory's text is searched for a value: a pasted file is not scanned whole.
 _READ = 4_000
-# Not a file name with a scale in it ("icon@2x.png").
+# Not a file name with a scale in it ("icon@2x.png", "logo@1.5x.PNG") or an image's extension.
 _EMAIL = re.compile(
-    r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)*\.(?!(?:png|jpe?g|gif|svg|webp|ico|bmp|tiff?|pdf)\b)[A-Za-z]{2,}\b")
+    r"(?<![\w.+-])[\w.+-]{1,64}@(?!\d+(?:\.\d+)?x\.)[\w-]+(?:\.[\w-]+)*"
+    r"\.(?!(?i:png|jpe?g|gif|svgz?|webp|avif|heic|ico|bmp|tiff?|pdf)\b)[A-Za-z]{2,}\b")
 _LINK = re.compile(r"\bhttps?://\S+|\bwww\.[\w-]+\.\S+|(?<![\w@.-])[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}/[\w/.?=&%-]+")
 # Digits in groups, starting at a word's start: "503-555-0142", "(503) 555 0142", "+44 20 7946 0958".
 _PHONE = re.compile(r"(?<![\w.:/-])(?:\+|\()?\d[\d ().-]{5,18}\d(?![\w:/-])")

@@ -37,6 +37,8 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("What are Keisha's contact details?", "contact"),
     ("What is the contact info for Acme?", "contact"),
     ("Who is our contact at Globex?", None),  # a person, not a value
+    ("What's the contact?", None),
+    ("What's Keisha's contact number?", "phone"),
     ("How many monitors did Acme order?", None),
     ("What is the number of orders?", None),  # a count
     ("What's the total number?", None),
@@ -69,7 +71,8 @@ def _record(content: str) -> MemoryRecord:
     ("email", ["Contact alice@acme.io for invoices."], ["Alice handles the invoices.", "Meet at acme HQ.",
                                                         "Use icon@2x.png on retina screens."]),
     ("contact", ["Contact alice@acme.io for invoices.", "Bright Smiles, phone 503-555-0142."],
-     ["Alice handles the invoices.", "Use icon@2x.png on retina screens.", "Invoice INV-1187."]),
+     ["Alice handles the invoices.", "Use icon@2x.png on retina screens.", "Invoice INV-1187.", "See logo@2x.PNG.",
+      "Use photo@1.5x.avif here."]),
     ("link", ["Post to https://hooks.acme.io/v1/orders as JSON.", "See www.example.org/docs."],
      ["The hook posts orders.", "Version 2.3.1 broke it."]),
     ("phone", ["Bright Smiles, phone 503-555-0142.", "Call +44 20 7946 0958.", "Call +33 1 42 68 53 00."],
