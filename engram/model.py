@@ -355,6 +355,9 @@ class QueryPlan:
     #: The query asks about what held before and no longer does ("What was my old gym?"): what a
     #: newer version superseded answers it.
     past: bool = False
+    #: When it asks only by a time gone by ("Which gym did I go to in September?"), its terms: only
+    #: a fact whose predicate's last word is among them answers ("gym", not "membership fee").
+    held: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,12 @@ import numpy.typing as npt
 from engram.model import Filters, MemoryRecord, TimeRange
 from engram.retrieve.latest import SHORT_QUESTION
 from engram.retrieve.timeparse import MIN_UTC
+from engram.text import index_terms, query_terms
 
-__all__ = ["PAST_KINDS", "asks_about_the_past", "read_in_past", "reading_filters", "successor", "superseded"]
+__all__ = [
+    "PAST_KINDS", "asked_by_time_alone", "asks_about_the_past", "read_in_past", "reading_filters", "successor",
+    "superseded",
+]
 
 #: The kinds whose superseded versions such a question reads.
 PAST_KINDS = ("fact",)
@@ -65,6 +69,13 @@ def asks_about_the_past(query: str, scope: str | None = None, then: TimeRange | 
     return (gone and _STATE.search(text) is not None) or _PAST.search(text) is not None
 
 
+def asked_by_time_alone(query: str, scope: str | None = None) -> tuple[str, ...]:
+    """The terms of a question about the past that names what was by its time scope alone (no
+    "old", "before ...": :func:`asks_about_the_past`'s second form), else ()."""
+    text = _AGE.sub(" ", query.replace(scope, " ") if scope else query)
+    return () if _PAST.search(text) else tuple(query_terms(text))
+
+
 def reading_filters(filters: Filters, past: bool) -> Filters:
     """The filters a question reads with: for one about the past, superseded versions too, when
     the statuses are the default (active only); else ``filters`` itself."""
@@ -86,23 +97,29 @@ def successor(query: str) -> str | None:
 
 
 def superseded(
-    records: Sequence[MemoryRecord], then: TimeRange | None = None
+    records: Sequence[MemoryRecord], then: TimeRange | None = None, now: datetime | None = None,
+    asked: bool | tuple[str, ...] = True,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """Per record, how much it no longer holds: 1 for a superseded fact, ``_EARLIER`` for each
     version of the same subject and predicate superseded after it, 0 for the rest; and which records
     are the current versions of those facts (what replaced the answer, not the answer). With a time
-    scope (``then``), only the versions that held during it: "in September" asks for the gym of
-    September, not every gym since."""
+    scope ended by ``now`` (``then``, not vague), only the versions that held during it: "in
+    September" asks for the gym of September, not every gym since. ``asked`` is the question's
+    terms when only its scope says it asks about the past (:func:`asked_by_time_alone`): then only a
+    fact whose predicate's last word is one of them ("Which gym ...": "gym", not "membership fee")."""
+    scope = then if then is not None and now is not None and not then.vague and then.end < now else None
+    words = frozenset(asked) if isinstance(asked, tuple) else None
     out = np.zeros(len(records), dtype=np.float64)
     chains: dict[tuple[str, str], list[tuple[datetime, int]]] = {}
     for i, r in enumerate(records):
-        if r.status == "superseded" and r.kind in PAST_KINDS and (then is None or _held(r, then)):
+        if (r.status == "superseded" and r.kind in PAST_KINDS and (scope is None or _held(r, scope))
+                and (words is None or bool(words.intersection(index_terms(r.predicate or "")[-1:])))):
             chains.setdefault(_chain(r), []).append((r.valid_to or r.created_at, i))
     for versions in chains.values():
         for later, (_, i) in enumerate(sorted(versions, reverse=True)):
             out[i] = _EARLIER ** later
     current = np.fromiter((r.status == "active" and r.kind in PAST_KINDS and _chain(r) in chains
-                           and (then is None or not _held(r, then)) for r in records), dtype=bool, count=len(records))
+                           and (scope is None or not _held(r, scope)) for r in records), dtype=bool, count=len(records))
     return out, current
 
 

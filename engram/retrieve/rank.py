@@ -272,7 +272,7 @@ def rank(
     permission: bool = False,
     newest: Newest | None = None,
     value: str | None = None,
-    past: bool = False,
+    past: bool | tuple[str, ...] = False,
     days_only: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
@@ -371,7 +371,7 @@ def rank(
     # "What was my old gym?": what no longer holds, as far as it is relevant, before what replaced it
     was = np.zeros(len(records))
     if past:
-        older, current = superseded(records, time_range)
+        older, current = superseded(records, time_range, now, past)
         was = older * np.minimum(relevance, 1.0)
         relevance = np.where(current, relevance * PAST_CURRENT, relevance)
     # "What do I have next week?", "What happened on Sunday?": what names a day in the scope, said before

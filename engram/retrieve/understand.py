@@ -20,7 +20,7 @@ from engram.retrieve.asked_value import asks_for_value
 from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest
-from engram.retrieve.past import asks_about_the_past, successor
+from engram.retrieve.past import asked_by_time_alone, asks_about_the_past, successor
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
 from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
@@ -266,6 +266,7 @@ def understand(
         newest=tuple(sorted(newest.subject)) if newest is not None else None,
         value=asks_for_value(query),
         past=past,
+        held=asked_by_time_alone(query, scope) if past else (),
         permission=asks_permission(query),
         described=asked_who(query, entities, index),
         typed=typed,

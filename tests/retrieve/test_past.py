@@ -124,3 +124,29 @@ def test_what_held_during_the_scope_answers(tmp_path: Path) -> None:
         # Before it held, a superseded version answers nothing: in July Dana's gym was neither.
         july = memory.retrieve("Which gym did Dana go to in July?", user_id="u", now=NOW).memories
         assert all(m.signals.get("no_longer_holds", 0.0) == 0.0 for m in july)
+
+
+def test_only_the_state_asked_for_answers_by_its_time(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add("Dana's gym is FitLab.", user_id="u", kind="fact", subject="Dana", predicate="gym",
+                   object="FitLab", created_at=datetime(2026, 8, 25, tzinfo=UTC))
+        memory.add("Dana's gym is Iron Temple.", user_id="u", kind="fact", subject="Dana", predicate="gym",
+                   object="Iron Temple", created_at=datetime(2026, 10, 15, tzinfo=UTC))
+        memory.add("Dana's gym membership fee is $30 a month.", user_id="u", kind="fact", subject="Dana",
+                   predicate="membership fee", object="$30", created_at=datetime(2026, 8, 25, tzinfo=UTC))
+        memory.add("Dana's gym membership fee is $40 a month.", user_id="u", kind="fact", subject="Dana",
+                   predicate="membership fee", object="$40", created_at=datetime(2026, 10, 1, tzinfo=UTC))
+        memory.add("My weather app is AccuWeather.", user_id="u", kind="fact", subject="I", predicate="weather app",
+                   object="AccuWeather", created_at=datetime(2026, 8, 1, tzinfo=UTC))
+        memory.add("My weather app is Carrot Weather now.", user_id="u", kind="fact", subject="I",
+                   predicate="weather app", object="Carrot Weather", created_at=datetime(2026, 11, 20, tzinfo=UTC))
+        memory.add("Sunny afternoon, went for a walk in the park.", user_id="u",
+                   created_at=datetime(2026, 11, 18, tzinfo=UTC))
+        gym = memory.retrieve("Which gym did Dana go to in September?", user_id="u", now=NOW).memories
+        lifted = [m.content for m in gym if m.signals.get("no_longer_holds", 0.0) > 0]
+        assert lifted == ["Dana's gym is FitLab."]  # not the fee: its predicate is not what is asked
+        weather = memory.retrieve("What was the weather like last week?", user_id="u", now=NOW).memories
+        assert all(m.signals.get("no_longer_holds", 0.0) == 0.0 for m in weather)
+        # A question naming what was ("old") keeps reading every superseded version, whatever its scope.
+        old = memory.retrieve("Which weather app did I use until recently?", user_id="u", now=NOW).memories
+        assert old[0].content == "My weather app is AccuWeather."
