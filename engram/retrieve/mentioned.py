@@ -119,7 +119,9 @@ def mentions_inside(record: MemoryRecord, time_range: TimeRange, now: datetime) 
     """
     first, last = time_range.start.date(), time_range.end.date()
     said = record.created_at.date()
-    if said > last:  # an open scope ("before today") holds every day gone by, and points at none
+    # Instants, not days: a scope of a day in Los Angeles ends on the next day in UTC, where "yesterday",
+    # said that Monday morning, would have been read as said inside it.
+    if record.created_at > time_range.end:  # an open scope ("before today") holds every day gone by, none
         if time_range.start == MIN_UTC:
             return False
         longest = max(last - first, _WEEK)

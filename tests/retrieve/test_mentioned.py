@@ -147,3 +147,16 @@ def test_a_question_with_its_own_subject_is_not_answered_by_any_day(tmp_path: Pa
         assert found[0].content.startswith("Acme's delivery")
         days = memory.retrieve("What do I have next week?", user_id="u", now=now).memories
         assert "Surprise party on Dec 2!" not in [m.content for m in days]
+
+
+def test_a_local_day_is_told_of_the_next_local_morning() -> None:
+    from zoneinfo import ZoneInfo
+
+    from engram.retrieve.timeparse import parse_time_scope
+
+    la = ZoneInfo("America/Los_Angeles")
+    sunday = parse_time_scope("What happened on Sunday?", datetime(2026, 11, 24, 12, 0, tzinfo=la))
+    assert sunday is not None  # Sunday in Los Angeles: Sunday 08:00 to Monday 07:59 UTC
+    monday_morning = datetime(2026, 11, 23, 8, 0, tzinfo=la).astimezone(UTC)  # 16:00 UTC, as stored
+    told = _record("Leo lost his first tooth yesterday.", monday_morning)
+    assert mentions_inside(told, sunday, datetime(2026, 11, 24, 20, 0, tzinfo=UTC))
