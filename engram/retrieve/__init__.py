@@ -41,7 +41,7 @@ from engram.retrieve.in_range import apply_min_score, in_range_first
 from engram.retrieve.latest import Asked
 from engram.retrieve.mentioned import asks_only_about_days
 from engram.retrieve.newest import Newest
-from engram.retrieve.past import read_in_past, reading_filters
+from engram.retrieve.past import held_then, read_in_past, reading_filters
 from engram.retrieve.rank import rank
 from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
@@ -320,6 +320,8 @@ class Pipeline:
         # What names a day to come in the scope, for a question of nothing but when, and what held
         # during a scope gone by ("Which gym did I go to in September?"): as if said in it.
         ahead = (ranking.having(AHEAD_SIGNAL) if days_only else frozenset()) | ranking.having(PAST_SIGNAL)
+        if plan.held and plan.time_range is not None:
+            ahead |= held_then([s.record for s in scored], plan.time_range, now, plan.held)
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range, ahead)
         kept, below = apply_min_score(

@@ -26,8 +26,8 @@ from engram.retrieve.timeparse import MIN_UTC
 from engram.text import index_terms, query_terms
 
 __all__ = [
-    "PAST_KINDS", "asked_by_time_alone", "asks_about_the_past", "read_in_past", "reading_filters", "successor",
-    "superseded",
+    "PAST_KINDS", "asked_by_time_alone", "asks_about_the_past", "held", "held_then", "read_in_past", "reading_filters",
+    "successor", "superseded",
 ]
 
 #: The kinds whose superseded versions such a question reads.
@@ -112,18 +112,30 @@ def superseded(
     out = np.zeros(len(records), dtype=np.float64)
     chains: dict[tuple[str, str], list[tuple[datetime, int]]] = {}
     for i, r in enumerate(records):
-        if (r.status == "superseded" and r.kind in PAST_KINDS and (scope is None or _held(r, scope))
+        if (r.status == "superseded" and r.kind in PAST_KINDS and (scope is None or held(r, scope))
                 and (words is None or bool(words.intersection(index_terms(r.predicate or "")[-1:])))):
             chains.setdefault(_chain(r), []).append((r.valid_to or r.created_at, i))
     for versions in chains.values():
         for later, (_, i) in enumerate(sorted(versions, reverse=True)):
             out[i] = _EARLIER ** later
     current = np.fromiter((r.status == "active" and r.kind in PAST_KINDS and _chain(r) in chains
-                           and (scope is None or not _held(r, scope)) for r in records), dtype=bool, count=len(records))
+                           and (scope is None or not held(r, scope)) for r in records), dtype=bool, count=len(records))
     return out, current
 
 
-def _held(record: MemoryRecord, then: TimeRange) -> bool:
+def held_then(records: Sequence[MemoryRecord], then: TimeRange, now: datetime, asked: tuple[str, ...]) -> set[str]:
+    """The ids of the facts, current or superseded, that held during ``then`` (a scope ended by
+    ``now``) and whose predicate's last word is one of the ``asked`` terms: what a state question
+    asked by its time alone points at, as a time scope points at what was said in it ("Which gym did
+    I go to in late October?" is answered by the gym since October 15, still current)."""
+    if then.vague or then.end >= now or not asked:
+        return set()
+    words = frozenset(asked)
+    return {r.id for r in records if r.kind in PAST_KINDS and r.status in ("active", "superseded")
+            and held(r, then) and words.intersection(index_terms(r.predicate or "")[-1:])}
+
+
+def held(record: MemoryRecord, then: TimeRange) -> bool:
     """Whether ``record`` held at some time in ``then``: from its start (``valid_from``, else when it
     was stored) until it was superseded (``valid_to``)."""
     start = record.valid_from or record.created_at

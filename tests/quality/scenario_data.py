@@ -995,6 +995,8 @@ q("past_terms", K, "update", "What were Acme's payment terms originally?", "acme
 q("gym_in_september", D, "update", "Which gym did I go to in September?", "gym_old",
   note="what held in a past month: superseded since, and the question says no 'old'")
 q("carrier_in_october", K, "update", "Which carrier did we use for Acme in October?", "acme_carrier_old")
+q("gym_on_october_28", D, "update", "Which gym did I go to on October 28?", "gym_new",
+  note="what held then still holds: the current fact, not a message of that day")
 q("price_in_october", K, "update", "What was the Dell P2723QE's price in October?", "monitor_price_old")
 
 # -- filter (exactly one memory matches) -----------------------------------------------------------

@@ -150,3 +150,16 @@ def test_only_the_state_asked_for_answers_by_its_time(tmp_path: Path) -> None:
         # A question naming what was ("old") keeps reading every superseded version, whatever its scope.
         old = memory.retrieve("Which weather app did I use until recently?", user_id="u", now=NOW).memories
         assert old[0].content == "My weather app is AccuWeather."
+
+
+def test_a_current_fact_that_held_then_is_pointed_at(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add("Dana's gym is FitLab.", user_id="u", kind="fact", subject="Dana", predicate="gym",
+                   object="FitLab", created_at=datetime(2026, 8, 25, tzinfo=UTC))
+        memory.add("Dana's gym is Iron Temple.", user_id="u", kind="fact", subject="Dana", predicate="gym",
+                   object="Iron Temple", created_at=datetime(2026, 10, 15, tzinfo=UTC))
+        memory.add("Booked the pottery class for Mum.", user_id="u", created_at=datetime(2026, 10, 28, 9, tzinfo=UTC))
+        found = memory.retrieve("Which gym did Dana go to on October 28?", user_id="u", now=NOW).memories
+        assert found[0].content == "Dana's gym is Iron Temple."  # before the day's own message
+        assert "held during 'October 28'" in found[0].reasons
+        assert all(m.content != "Dana's gym is FitLab." for m in found[:1])
