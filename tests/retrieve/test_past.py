@@ -128,10 +128,7 @@ def test_what_held_during_the_scope_answers(tmp_path: Path) -> None:
 
 def test_only_the_state_asked_for_answers_by_its_time(tmp_path: Path) -> None:
     with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
-        memory.add("Dana's gym is FitLab.", user_id="u", kind="fact", subject="Dana", predicate="gym",
-                   object="FitLab", created_at=datetime(2026, 8, 25, tzinfo=UTC))
-        memory.add("Dana's gym is Iron Temple.", user_id="u", kind="fact", subject="Dana", predicate="gym",
-                   object="Iron Temple", created_at=datetime(2026, 10, 15, tzinfo=UTC))
+        _two_gyms(memory)
         memory.add("Dana's gym membership fee is $30 a month.", user_id="u", kind="fact", subject="Dana",
                    predicate="membership fee", object="$30", created_at=datetime(2026, 8, 25, tzinfo=UTC))
         memory.add("Dana's gym membership fee is $40 a month.", user_id="u", kind="fact", subject="Dana",
@@ -154,12 +151,17 @@ def test_only_the_state_asked_for_answers_by_its_time(tmp_path: Path) -> None:
 
 def test_a_current_fact_that_held_then_is_pointed_at(tmp_path: Path) -> None:
     with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
-        memory.add("Dana's gym is FitLab.", user_id="u", kind="fact", subject="Dana", predicate="gym",
-                   object="FitLab", created_at=datetime(2026, 8, 25, tzinfo=UTC))
-        memory.add("Dana's gym is Iron Temple.", user_id="u", kind="fact", subject="Dana", predicate="gym",
-                   object="Iron Temple", created_at=datetime(2026, 10, 15, tzinfo=UTC))
+        _two_gyms(memory)
         memory.add("Booked the pottery class for Mum.", user_id="u", created_at=datetime(2026, 10, 28, 9, tzinfo=UTC))
         found = memory.retrieve("Which gym did Dana go to on October 28?", user_id="u", now=NOW).memories
         assert found[0].content == "Dana's gym is Iron Temple."  # before the day's own message
         assert "held during 'October 28'" in found[0].reasons
         assert all(m.content != "Dana's gym is FitLab." for m in found[:1])
+
+
+def _two_gyms(memory: Memory) -> None:
+    """Dana's gym, FitLab from August 25, superseded by Iron Temple on October 15."""
+    memory.add("Dana's gym is FitLab.", user_id="u", kind="fact", subject="Dana", predicate="gym",
+               object="FitLab", created_at=datetime(2026, 8, 25, tzinfo=UTC))
+    memory.add("Dana's gym is Iron Temple.", user_id="u", kind="fact", subject="Dana", predicate="gym",
+               object="Iron Temple", created_at=datetime(2026, 10, 15, tzinfo=UTC))
