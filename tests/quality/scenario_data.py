@@ -516,7 +516,7 @@ dana("dana_1122_a", "2026-11-22 19:01", "assistant", "Got it. I'll remind you ab
 dana("dana_apples", "2026-11-02 19:00", "user",
      "Last weekend we took the kids apple picking on Sauvie Island; Leo ate more than he picked.")
 dana("dana_tooth", "2026-11-23 08:10", "user", "Leo lost his first tooth yesterday at Grandma Linda's, he's so proud.")
-team("tom_install_told", "2026-11-16 09:05", "Tom", "Friday's install at Brightwater went fine, Keisha signed off on all 12 tablets.")
+team("tom_install_told", "2026-11-16 09:05", "Tom", "Friday's install at Brightwater went fine, Keisha signed off on all 5 tablets.")
 summary("dana_summary_wk47", D, "2026-11-22 20:00",
         "This week: telescope idea for Leo, hike in Forest Park, Christmas plan settled with the family.",
         tags=["weekly-summary"])
