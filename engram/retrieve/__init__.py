@@ -314,14 +314,19 @@ class Pipeline:
         originals = {r.id: r for r in records}
         scored = restore(ranking.unexplained(), originals, found.expansion, reasons=False)
 
+        held: set[str] = set()  # the facts asked for that held during a scope gone by
+
         def explain(items: list[Scored]) -> list[Scored]:  # only what selection returns is explained
-            return restore(ranking.explained(items), originals, found.expansion)
+            out = restore(ranking.explained(items), originals, found.expansion)
+            said = f"held during '{plan.time_range.expression}'" if plan.time_range is not None else ""
+            return [replace(s, reasons=(*s.reasons, said)) if s.record.id in held else s for s in out]
 
         # What names a day to come in the scope, for a question of nothing but when, and what held
         # during a scope gone by ("Which gym did I go to in September?"): as if said in it.
         ahead = (ranking.having(AHEAD_SIGNAL) if days_only else frozenset()) | ranking.having(PAST_SIGNAL)
         if plan.held and plan.time_range is not None:
-            ahead |= held_then([s.record for s in scored], plan.time_range, now, plan.held)
+            held = held_then([s.record for s in scored], plan.time_range, now, plan.held, plan.entities)
+            ahead |= held
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range, ahead)
         kept, below = apply_min_score(

@@ -117,36 +117,40 @@ def mentions_inside(record: MemoryRecord, time_range: TimeRange, now: datetime) 
     A memory said inside the scope is dated by its saying: "I watched the Masters on April 20th",
     said in May, had outranked the answer to "How many hours did I watch last month?" (May).
     """
-    first, last = time_range.start.date(), time_range.end.date()
-    said = record.created_at.date()
-    # Instants, not days: a scope of a day in Los Angeles ends on the next day in UTC, where "yesterday",
-    # said that Monday morning, would have been read as said inside it.
     if record.created_at > time_range.end:  # an open scope ("before today") holds every day gone by, none
         if time_range.start == MIN_UTC:
             return False
+        # Days as the asker counts them: "yesterday", said on a Tuesday morning in Los Angeles, is
+        # Monday there, though in UTC the Sunday asked about had ended on Monday.
+        zone = time_range.zone or record.created_at.tzinfo
+        first, last = time_range.start.astimezone(zone).date(), time_range.end.astimezone(zone).date()
         longest = max(last - first, _WEEK)
         return any(start <= last and end >= first and end - start <= longest
-                   for start, end in _read(record, told_days))
+                   for start, end in _read(record, told_days, record.created_at.astimezone(zone)))
     if not reaches_ahead(time_range, now):
         return False
-    return any(start <= last and end >= first and end >= said for start, end in _read(record, mentioned_days))
+    first, last = time_range.start.date(), time_range.end.date()
+    said = record.created_at.date()
+    return any(start <= last and end >= first and end >= said
+               for start, end in _read(record, mentioned_days, record.created_at))
 
 
 Days = tuple[tuple[date, date], ...]
 #: Days read per memory, by its content's hash, when it was said and how: a question reads the same
 #: memories in its ``mentioned`` source and in its ranking, and the next question reads them again
 #: (a past-scoped question over long memories had paid ~1 ms more). It holds no text.
-_READ_DAYS: dict[tuple[str, datetime, str], Days] = {}
+_READ_DAYS: dict[tuple[str, datetime, timedelta | None, str], Days] = {}
 _READ_DAYS_SIZE = 4_096
 _READ_LOCK = threading.Lock()
 
 
-def _read(record: MemoryRecord, how: Callable[[str, datetime], list[tuple[date, date]]]) -> Days:
-    key = (record.content_hash, record.created_at, how.__name__)
+def _read(record: MemoryRecord, how: Callable[[str, datetime], list[tuple[date, date]]], said: datetime) -> Days:
+    # Equal instants in two zones are equal keys, but not the same days: the offset joins the key.
+    key = (record.content_hash, said, said.utcoffset(), how.__name__)
     with _READ_LOCK:
         found = _READ_DAYS.get(key)
     if found is None:
-        found = tuple(how(record.content, record.created_at))
+        found = tuple(how(record.content, said))
         with _READ_LOCK:
             if len(_READ_DAYS) >= _READ_DAYS_SIZE:
                 del _READ_DAYS[next(iter(_READ_DAYS))]  # the oldest read

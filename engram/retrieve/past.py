@@ -26,8 +26,8 @@ from engram.retrieve.timeparse import MIN_UTC
 from engram.text import index_terms, query_terms
 
 __all__ = [
-    "PAST_KINDS", "asked_by_time_alone", "asks_about_the_past", "held", "held_then", "read_in_past", "reading_filters",
-    "successor", "superseded",
+    "PAST_KINDS", "asked_by_time_alone", "asks_about_the_past", "held", "held_then", "names_predicate",
+    "read_in_past", "reading_filters", "successor", "superseded",
 ]
 
 #: The kinds whose superseded versions such a question reads.
@@ -47,7 +47,8 @@ _SUCCESSOR = re.compile(r"\bbefore\s+((?-i:[A-Z])[\w'’-]*(?:\s+(?-i:[A-Z])[\w'
 # A question for a state ("Which gym ...?", "What was the price ...?", "Who was ...?", "Where did I live
 # ...?"), not for an event ("What did Acme order last month?").
 _STATE = re.compile(
-    r"^\W*(?:which\s+\w+|what\s+(?!(?:did|do|does|had|has|have|is|are|will|would|can|could|should)\b)\w+"
+    r"^\W*(?:which\s+\w+|what\s+(?!(?:did|do|does|had|has|have|is|are|will|would|can|could|should)\b)"
+    r"(?!(?:was|were)\s+(?:said|told|done|discussed|decided|asked|mentioned|agreed|shared|sent|written)\b)\w+"
     r"|who\s+(?:was|were)\b|where\s+did\s+(?:i|we|you|he|she|they)\s+(?:live|work|stay))", re.IGNORECASE)
 # "How old was Leo?", "a 3-year-old laptop": an age, not what was.
 _AGE = re.compile(r"\bhow\s+old\b|\b\w+[\s-]+(?:years?|months?|weeks?|days?)[\s-]+old\b", re.IGNORECASE)
@@ -113,7 +114,7 @@ def superseded(
     chains: dict[tuple[str, str], list[tuple[datetime, int]]] = {}
     for i, r in enumerate(records):
         if (r.status == "superseded" and r.kind in PAST_KINDS and (scope is None or held(r, scope))
-                and (words is None or bool(words.intersection(index_terms(r.predicate or "")[-1:])))):
+                and (words is None or names_predicate(r, words))):
             chains.setdefault(_chain(r), []).append((r.valid_to or r.created_at, i))
     for versions in chains.values():
         for later, (_, i) in enumerate(sorted(versions, reverse=True)):
@@ -123,16 +124,31 @@ def superseded(
     return out, current
 
 
-def held_then(records: Sequence[MemoryRecord], then: TimeRange, now: datetime, asked: tuple[str, ...]) -> set[str]:
+def held_then(records: Sequence[MemoryRecord], then: TimeRange, now: datetime, asked: tuple[str, ...],
+              entities: Sequence[str] = ()) -> set[str]:
     """The ids of the facts, current or superseded, that held during ``then`` (a scope ended by
-    ``now``) and whose predicate's last word is one of the ``asked`` terms: what a state question
-    asked by its time alone points at, as a time scope points at what was said in it ("Which gym did
-    I go to in late October?" is answered by the gym since October 15, still current)."""
+    ``now``), whose predicate is what the ``asked`` terms name (:func:`names_predicate`) and which
+    name one of the question's ``entities`` when it names any: what a state question asked by its
+    time alone points at, as a time scope points at what was said in it ("Which gym did I go to on
+    October 28?" is answered by the gym since October 15, still current; not Sam's gym)."""
     if then.vague or then.end >= now or not asked:
         return set()
-    words = frozenset(asked)
+    words, named = frozenset(asked), frozenset(entities)
     return {r.id for r in records if r.kind in PAST_KINDS and r.status in ("active", "superseded")
-            and held(r, then) and words.intersection(index_terms(r.predicate or "")[-1:])}
+            and held(r, then) and names_predicate(r, words) and (not named or bool(named.intersection(r.entities)))}
+
+
+#: The last word of a predicate that says little alone: "email address" is asked for as "email".
+_GENERIC_HEADS = frozenset(index_terms("address number name code id membership status type level account"))
+
+
+def names_predicate(record: MemoryRecord, words: frozenset[str]) -> bool:
+    """Whether ``words`` name the predicate of ``record``: its last word ("Which gym ...": ``gym``,
+    not ``membership fee``; "What was the weather like?" not ``weather app``), or its first when the
+    last says little alone (``email address``, ``zip code``, ``gym membership``)."""
+    terms = index_terms(record.predicate or "")
+    heads = terms[-1:] + (terms[:1] if terms and terms[-1] in _GENERIC_HEADS else [])
+    return bool(words.intersection(heads))
 
 
 def held(record: MemoryRecord, then: TimeRange) -> bool:

@@ -19,7 +19,6 @@ import numpy.typing as npt
 
 from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.past import PAST_KINDS, held
 from engram.retrieve.types import Scored
 
 __all__ = [
@@ -188,8 +187,6 @@ def _reasons(
             reasons.append(f"in time range '{label}'")
         elif signals.get(AHEAD_SIGNAL):
             reasons.append(f"names a day in '{label}'")
-        elif record.kind in PAST_KINDS and held(record, time_range):  # a fact is dated by when it held
-            reasons.append(f"held during '{label}'")
     for key, text in attachments(record.metadata, strict=False):
         reasons.append(f"shows {ATTACHMENT_KEYS[key]}: {text if len(text) <= 80 else text[:79] + '…'}")
     if "procedural" in names or record.kind == "procedure":

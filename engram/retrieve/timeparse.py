@@ -446,5 +446,5 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
         except (ValueError, OverflowError, KeyError, IndexError):
             continue  # e.g. "February 30", or a range past year 9999
         if start <= end:
-            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1)
+            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1, zone=ctx.tz)
     return None

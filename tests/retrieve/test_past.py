@@ -165,3 +165,28 @@ def _two_gyms(memory: Memory) -> None:
                object="FitLab", created_at=datetime(2026, 8, 25, tzinfo=UTC))
     memory.add("Dana's gym is Iron Temple.", user_id="u", kind="fact", subject="Dana", predicate="gym",
                object="Iron Temple", created_at=datetime(2026, 10, 15, tzinfo=UTC))
+
+
+def test_what_held_is_the_asked_ones_own(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        _two_gyms(memory)
+        memory.add("Sam's gym is Crunch.", user_id="u", kind="fact", subject="Sam", predicate="gym", object="Crunch",
+                   created_at=datetime(2026, 8, 1, tzinfo=UTC))
+        memory.add("Dana's employer is Acme.", user_id="u", kind="fact", subject="Dana", predicate="employer",
+                   object="Acme", created_at=datetime(2026, 8, 1, tzinfo=UTC))
+        memory.add("Dana's email address is dana@old.example.", user_id="u", kind="fact", subject="Dana",
+                   predicate="email address", object="dana@old.example", created_at=datetime(2026, 8, 1, tzinfo=UTC))
+        found = memory.retrieve("Which gym did Dana go to on October 28?", user_id="u", now=NOW).memories
+        said = {m.content for m in found if "held during 'October 28'" in m.reasons}
+        assert said == {"Dana's gym is Iron Temple."}  # not Sam's gym, not Dana's employer
+        email = memory.retrieve("What was Dana's email on October 28?", user_id="u", now=NOW).memories
+        assert any("held during 'October 28'" in m.reasons for m in email
+                   if m.content == "Dana's email address is dana@old.example.")
+
+
+@pytest.mark.parametrize("query", [
+    "What was said about the gym in September?",
+    "What was discussed in the meeting last Tuesday?",
+])
+def test_what_was_said_then_is_no_state(query: str) -> None:
+    assert not understand(query, now=NOW).past
