@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from datetime import datetime
 from typing import Any, TypedDict
 
 from engram.pools import PerProcess
@@ -302,9 +302,6 @@ class TimeRange:
     #: A vague expression ("recently", "lately") names no edges: it favours memories inside the
     #: range without putting them ahead of better matches outside it.
     vague: bool = False
-    #: The zone of the question's ``now``: the days a memory tells of are counted in it. Not part of
-    #: the range's identity (nor sent over the wire): equal instants are the same range.
-    zone: tzinfo | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,13 +120,13 @@ def mentions_inside(record: MemoryRecord, time_range: TimeRange, now: datetime) 
     if record.created_at > time_range.end:  # an open scope ("before today") holds every day gone by, none
         if time_range.start == MIN_UTC:
             return False
-        # Days as the asker counts them: "yesterday", said on a Tuesday morning in Los Angeles, is
-        # Monday there, though in UTC the Sunday asked about had ended on Monday.
-        zone = time_range.zone or record.created_at.tzinfo
+        # Days in the zone the memory was said in (UTC, as stored; a question's ``now`` is read in
+        # UTC too): "yesterday" is the day before the one it was said.
+        zone = record.created_at.tzinfo
         first, last = time_range.start.astimezone(zone).date(), time_range.end.astimezone(zone).date()
         longest = max(last - first, _WEEK)
         return any(start <= last and end >= first and end - start <= longest
-                   for start, end in _read(record, told_days, record.created_at.astimezone(zone)))
+                   for start, end in _read(record, told_days, record.created_at))
     if not reaches_ahead(time_range, now):
         return False
     first, last = time_range.start.date(), time_range.end.date()
