@@ -40,7 +40,6 @@ from engram.model import KIND_ALIASES, KINDS, STATUSES, Filters, Hit, MemoryReco
 from engram.recall_types import Recall, RecalledMemory
 from engram.retrieve.engine import Evidence, Raw, Source, Strategy, Weighting, run
 from engram.retrieve.signals import similarity_range
-from engram.retrieve.timeparse import parse_datetime
 from engram.retrieve.types import Scored
 from engram.salience import (
     DEFAULT_OPTIONS,
@@ -275,7 +274,7 @@ def recall_temporal(
     started = time.perf_counter()
     ctx = context_of(source)
     user = _user(ctx, user_id)
-    begin, finish = parse_datetime(start, "start"), parse_datetime(end, "end")
+    begin, finish = to_utc(start, "start"), to_utc(end, "end")
     if begin > finish:
         raise ValidationError("start", f"must not be after end ({begin.isoformat()} > {finish.isoformat()})")
     want = _count("limit", limit, MAX_POOL)

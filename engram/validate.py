@@ -17,7 +17,7 @@ from engram.errors import ValidationError, short_repr
 from engram.model import KINDS, STATUSES, Filters
 
 __all__ = [
-    "as_filters", "check_utf8", "choice", "integer", "number", "parse_datetime", "seconds", "to_utc", "top_k_shortcut",
+    "as_filters", "check_utf8", "choice", "integer", "number", "seconds", "to_utc", "top_k_shortcut",
     "unit",
     "user_id", "validate_id", "validate_strings", "validate_text",
 ]
@@ -273,26 +273,3 @@ def top_k_shortcut(limit: Any, top_k: Any, config: Any) -> int | None:
         name = next(iter(given))
         raise ValidationError(name, f"{name}={k} but config.top_k is {theirs}; set one of them")
     return k
-
-
-def parse_datetime(value: str | datetime, field: str) -> datetime:
-    """A timezone-aware ISO-8601 string (trailing 'Z' allowed) or datetime, as UTC."""
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if text[-1:] in ("Z", "z"):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError as exc:
-            message = f"must be a timezone-aware ISO-8601 datetime, got {value!r}"
-            raise ValidationError(field, message) from exc
-    else:
-        raise ValidationError(field, f"must be a timezone-aware ISO-8601 string, got {type(value).__name__}")
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise ValidationError(field, f"must be timezone-aware ISO-8601 (e.g. ending in Z), got {value!r}")
-    try:
-        return parsed.astimezone(UTC)
-    except OverflowError as exc:
-        raise ValidationError(field, f"out of range: {value!r}") from exc

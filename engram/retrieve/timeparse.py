@@ -15,9 +15,8 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from engram.errors import ValidationError
 from engram.model import TimeRange
-from engram.validate import parse_datetime
 
-__all__ = ["MAX_UTC", "MIN_UTC", "MONTHS", "month_number", "parse_datetime", "parse_time_scope"]
+__all__ = ["MAX_UTC", "MIN_UTC", "MONTHS", "month_number", "parse_time_scope"]
 
 #: Open ends of "before X" / "after X" ranges.
 MIN_UTC = datetime.min.replace(tzinfo=UTC)
@@ -446,5 +445,5 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
         except (ValueError, OverflowError, KeyError, IndexError):
             continue  # e.g. "February 30", or a range past year 9999
         if start <= end:
-            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1, zone=ctx.tz)
+            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1)
     return None

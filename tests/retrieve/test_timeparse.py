@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram.errors import ValidationError
-from engram.retrieve.timeparse import MAX_UTC, MIN_UTC, parse_datetime, parse_time_scope
+from engram.retrieve.timeparse import MAX_UTC, MIN_UTC, parse_time_scope
+from engram.validate import to_utc
 
 NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)  # a Thursday
 END = timedelta(hours=23, minutes=59, seconds=59, microseconds=999999)
@@ -210,16 +211,16 @@ def test_word_salad_ranges_are_ordered(words: list[str], now: datetime) -> None:
         assert found.start <= found.end
 
 
-def test_parse_datetime() -> None:
-    assert parse_datetime("2024-01-15T10:00:00Z", "created_at") == datetime(2024, 1, 15, 10, tzinfo=UTC)
-    assert parse_datetime("2024-01-15T10:00:00+02:00", "x") == datetime(2024, 1, 15, 8, tzinfo=UTC)
-    assert parse_datetime(datetime(2024, 1, 15, 10, tzinfo=timezone(timedelta(hours=1))), "x").hour == 9
+def test_to_utc() -> None:
+    assert to_utc("2024-01-15T10:00:00Z", "created_at") == datetime(2024, 1, 15, 10, tzinfo=UTC)
+    assert to_utc("2024-01-15T10:00:00+02:00", "x") == datetime(2024, 1, 15, 8, tzinfo=UTC)
+    assert to_utc(datetime(2024, 1, 15, 10, tzinfo=timezone(timedelta(hours=1))), "x").hour == 9
     for bad in ("2024-01-15T10:00:00", "2024-01-15", "yesterday", "", "2024-02-30T00:00:00Z"):
         with pytest.raises(ValidationError) as info:
-            parse_datetime(bad, "created_at")
+            to_utc(bad, "created_at")
         assert info.value.field == "created_at"
     with pytest.raises(ValidationError, match="timezone-aware"):
-        parse_datetime(datetime(2024, 1, 15), "valid_from")
+        to_utc(datetime(2024, 1, 15), "valid_from")
 
 
 def _day(y: int, m: int, d: int) -> datetime:
