@@ -302,7 +302,8 @@ class Pipeline:
             if config.fusion != "rrf":
                 voices = frozenset(speakers.values())
                 hop = optional(
-                    "candidates.hop", lambda: second_hop(reads, user_id, ranking, plan.entities, reading, voices), None
+                    "candidates.hop", lambda: second_hop(reads, user_id, ranking, plan.entities, reading, voices,
+                                                         plan.keywords), None
                 )
             if hop is not None and hop[0]:
                 bridges, hits = hop

@@ -28,6 +28,7 @@ from engram.retrieve.types import Scored
 
 __all__ = ["HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged", "second_hop"]
 
+_MENTION = "mention:"
 #: How many of the best first-pass results may bridge.
 HOP_SEEDS = 3
 #: How many memories the second hop reads.
@@ -46,7 +47,7 @@ MAX_BRIDGES = 6
 def bridge_entities(
     best: Sequence[Scored], candidates: Sequence[MemoryRecord], query_entities: Sequence[str],
     relevance_signal: str, counts: Callable[[list[str], int], Mapping[str, int]] | None = None,
-    speakers: Collection[str] = (),
+    speakers: Collection[str] = (), words: Collection[str] = (),
 ) -> dict[str, dict[str, float]]:
     """Bridge entity -> {seed memory id: that seed's relevance}, from the first-pass results: the
     ``best`` (best first; the first :data:`HOP_SEEDS` may bridge) among all ``candidates``.
@@ -54,7 +55,9 @@ def bridge_entities(
     ``counts(entities, cap)`` says how many of the user's memories name each entity (up to
     ``cap``; the store's ``entity_counts``): entities more memories name than the hop reads are
     left out. Without it every entity rare among the candidates may bridge.
-    ``speakers`` (who speaks among the candidates) never bridge.
+    ``speakers`` (who speaks among the candidates) never bridge, nor a name that is one of the
+    question's own ``words``: "Rush" opening a sentence ("Rush orders are stressful") names an
+    entity, but "What's the process for a rush order?" asks about rush orders, not at one remove.
     """
     seeds = [s for s in best[:HOP_SEEDS] if s.tier == 0 and s.signals.get(relevance_signal, 0.0) > 0.0]
     if not seeds:
@@ -62,7 +65,7 @@ def bridge_entities(
     counts_here = Counter(e for record in candidates for e in set(record.entities))
     # Named by more than half the candidates is common ground however few they are (a small user).
     common = min(max(COMMON_MIN, COMMON_SHARE * len(candidates)), len(candidates) // 2)
-    asked = set(query_entities) | set(speakers)
+    asked = set(query_entities) | set(speakers) | {_MENTION + word for word in words}
     out: dict[str, dict[str, float]] = {}
     for seed in seeds:
         for entity in set(seed.record.entities) - asked:
@@ -94,11 +97,11 @@ def bridged(
 
 def second_hop(
     reads: RetrievalReads, user_id: str, ranking: Ranking, entities: tuple[str, ...], filters: Filters,
-    speakers: Collection[str] = (),
+    speakers: Collection[str] = (), words: Collection[str] = (),
 ) -> tuple[Mapping[str, Mapping[str, float]], list[Hit]]:
     """The second hop's bridge entities and the memories naming them (none without bridges)."""
     bridges = bridge_entities(
         ranking.best(HOP_SEEDS), ranking.records, entities, RELEVANCE_SIGNAL,
-        lambda ids, cap: reads.entity_counts(user_id, ids, cap), speakers,
+        lambda ids, cap: reads.entity_counts(user_id, ids, cap), speakers, words,
     )
     return bridges, (reads.by_entities(user_id, list(bridges), HOP_LIMIT, filters) if bridges else [])

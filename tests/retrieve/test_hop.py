@@ -69,6 +69,15 @@ def test_who_speaks_among_the_candidates_is_no_bridge() -> None:
     assert set(found) == {"po-5531"}
 
 
+def test_a_name_the_question_says_as_a_word_is_no_bridge() -> None:
+    # "Rush orders are stressful" names "Rush"; "What's the process for a rush order?" says the word.
+    scored = [item("proc", ("mention:rush", "mention:stockpilot"), 0.8), item("chat", ("mention:rush",), 0.3)]
+    scored += [item(f"x{i}", (), 0.1) for i in range(5)]
+    assert set(bridges_of(scored, [])) == {"mention:rush", "mention:stockpilot"}
+    found = bridge_entities(scored, [s.record for s in scored], [], RELEVANCE_SIGNAL, words=("process", "rush"))
+    assert set(found) == {"mention:stockpilot"}
+
+
 def test_out_of_range_and_irrelevant_results_do_not_bridge() -> None:
     scored = [item("a", ("x",), 0.0), item("b", ("y",), 0.8, tier=1)]
     assert bridges_of(scored, []) == {}
