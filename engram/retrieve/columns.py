@@ -16,7 +16,6 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.names import names_said, said_names
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
 from engram.retrieve.standing import is_standing, not_the_users, standing_sentences
 
@@ -98,9 +97,8 @@ def base_signals(
         keywords = _units(np.array([keyword_scores.get(i, 0.0) for i in ids], dtype=np.float64))
         overlaps = [0.0] * len(new)
         if query_entities:
-            spoken = said_names(query_entities)
             for at, record in enumerate(new):
-                named = set(record.entities).union(names_said(record, spoken))
+                named = set(record.entities)
                 if record.subject:
                     named.add(record.subject)
                 speaker = said.get(record.id)

@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 
 from engram.model import MemoryRecord
 
-__all__ = ["as_speakers", "first_names", "names_said", "said_names"]
+__all__ = ["as_speakers", "first_names"]
 
 
 def as_speakers(
@@ -32,28 +31,6 @@ def as_speakers(
 
 
 _MENTION = "mention:"
-#: How much of a memory's text is read for the query's names.
-_READ_NAMES = 2_000
-
-
-def said_names(query_entities: Sequence[str]) -> dict[str, re.Pattern[str]]:
-    """The query's names (of at least 3 letters) and how each is found in a memory's text, whatever
-    its case: "requires-python" and "we moved to postgres" say Python and Postgres, though only a
-    capital makes a name when a memory is stored (a pasted pyproject, code, a lowercase chat)."""
-    return {entity: re.compile(r"(?<!\w)" + re.escape(entity[len(_MENTION):]) + r"(?!\w)")
-            for entity in query_entities if entity.startswith(_MENTION) and len(entity) - len(_MENTION) >= 3}
-
-
-def names_said(record: MemoryRecord, said: Mapping[str, re.Pattern[str]]) -> list[str]:
-    """The names of ``said`` (:func:`said_names`) that ``record`` says in its text; none in a
-    summary, which names everything of its period, nor one that begins a fuller name the record
-    carries ("Alice" in "Alice Chen runs the warehouse": :func:`first_names` reads those)."""
-    if not said or record.kind == "summary":
-        return []
-    folded = record.content[:_READ_NAMES].lower()
-    return [entity for entity, pattern in said.items()
-            if entity[len(_MENTION):] in folded and pattern.search(folded) is not None
-            and not any(name.startswith(entity + " ") for name in record.entities)]
 
 
 def first_names(

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from engram.config import RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
 from engram.memory import Memory
 from engram.model import MemoryRecord
@@ -131,20 +130,3 @@ def test_a_first_name_stands_for_the_one_full_name_among_the_candidates(tmp_path
         # Two Alices: the question's Alice is neither for sure.
         both = memory.retrieve("What does Alice do?", user_id="two", now=NOW).memories
         assert all(m.signals.get("entity_overlap", 0.0) == 0.0 for m in both)
-
-
-def test_a_name_the_query_gives_is_named_in_any_case(tmp_path: Path) -> None:
-    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
-        memory.add("Here's the pyproject:\n\n[project]\nrequires-python = \">=3.12\"", user_id="u")
-        memory.add("we moved everything to postgres last spring", user_id="u")
-        memory.add("The weekly summary: Python upgrade planned.", user_id="u", kind="summary")
-        memory.add("The pythonic way is a list comprehension.", user_id="u")
-        every = RetrievalConfig(min_score=0.0)
-        found = {m.content: m for m in memory.retrieve("Which Python version does the service need?",
-                                                        user_id="u", now=NOW, config=every).memories}
-        assert found[next(c for c in found if c.startswith("Here's the pyproject"))].signals["entity_overlap"] == 1.0
-        assert "mentions mention:python" in found[next(c for c in found if c.startswith("Here's"))].reasons
-        assert found["The pythonic way is a list comprehension."].signals.get("entity_overlap", 0.0) == 0.0
-        assert found["The weekly summary: Python upgrade planned."].signals.get("entity_overlap", 0.0) == 0.0
-        db = memory.retrieve("Do we use Postgres?", user_id="u", now=NOW, config=every).memories
-        assert next(m for m in db if "postgres" in m.content).signals["entity_overlap"] == 1.0
