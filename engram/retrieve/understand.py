@@ -23,7 +23,7 @@ from engram.retrieve.newest import asks_for_the_newest
 from engram.retrieve.past import asked_by_time_alone, asks_about_the_past, successor
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
 from engram.retrieve.timeparse import parse_time_scope
-from engram.text import STOPWORDS
+from engram.text import STOPWORDS, index_terms
 
 __all__ = ["ENTITY_TYPE_WORDS", "about_the_user", "keywords", "mention_ids", "select_strategy", "understand"]
 
@@ -230,6 +230,9 @@ def understand(
     # In a how-to question a type word names a class of things ("rush orders"), not the user's own;
     # beside a named entity ("How many orders did Acme place?") it narrows what is said of that one.
     typed = {} if procedural or entities else _asked_types(query, index)
+    if newest is not None and entities:  # "when did acme last order?": a name, however written, is no subject
+        newest = newest._replace(subject=newest.subject - set(index_terms(" ".join(
+            entity.partition(":")[2] for entity in entities))))
     entities = (*entities, *typed)
 
     types = ENTITY_TYPE_WORDS | index.types

@@ -11,7 +11,7 @@ import pytest
 
 from engram.embedders.fake import FakeEmbedder
 from engram.memory import Memory
-from engram.model import MemoryRecord, TimeRange
+from engram.model import Entity, MemoryRecord, TimeRange
 from engram.retrieve.newest import FIT_MEANING, Newest, asks_for_the_newest, newest_first
 from engram.retrieve.understand import understand
 
@@ -163,3 +163,11 @@ def test_words_nothing_named_says_leave_nothing_fitting() -> None:
                         meaning=np.zeros(2), keywords=np.zeros(2), now=NOW)
     assert gain.tolist() == [0.0, 0.0]  # relevance alone ranks them: the slopes can come first
     assert not (gain > 0).any()
+
+
+def test_a_known_name_written_in_lowercase_is_no_subject() -> None:
+    known = [Entity("customer:acme", "customer", "Acme", ("acme corporation",))]
+    upper = understand("When did Acme last order?", now=datetime(2026, 11, 23, tzinfo=UTC), known_entities=known)
+    lower = understand("when did acme last order?", now=datetime(2026, 11, 23, tzinfo=UTC), known_entities=known)
+    assert "customer:acme" in lower.entities
+    assert lower.newest == upper.newest == ("order",)
