@@ -390,7 +390,7 @@ _TOP: tuple[tuple[str, _Handler], ...] = (
     (r"\bafter\s+(?P<a>" + _ANCHOR + ")", _after),
     # A bare month needs a preposition ("may" is also a word); "on November 13" is a day, not the month.
     (r"\b(?:in|during|on|over|throughout)\s+(?:the\s+month\s+of\s+)?" + _MONTH
-     + r"(?!\s+\d{1,2}(?:st|nd|rd|th)?(?![\d:])(?!\s*(?:-|–|to|through|and)\s*\d))" + _YEAR_OPT, _in_month),
+     + r"(?!\.?\s+\d{1,2}(?:st|nd|rd|th)?(?![\d:])(?!\s*(?:-|–|to|through|and)\s*\d))" + _YEAR_OPT, _in_month),
     (r"\b(?:in|during|throughout)\s+(?:the\s+year\s+)?" + _P_YEAR, _year),
     *(item for item in _PERIODS if item[0] not in (_P_MONTH, _P_YEAR)),
     (r"\b(?:past|last|previous|recent)\s+" + _NUM + r"\s+" + _UNIT, _rolling),

@@ -270,6 +270,7 @@ def test_a_question_looking_ahead_reads_the_coming_day(text: str, first: datetim
     ("What happened on Jan 2nd?", day(2024, 1, 2)),
     ("What happened on November 13, 2022?", day(2022, 11, 13)),
     ("What did I do during Feb 14?", day(2024, 2, 14)),
+    ("What happened on Nov. 13?", day(2023, 11, 13)),  # the abbreviation's dot too
 ])
 def test_a_month_and_its_day_after_a_preposition_is_one_day(text: str, first: datetime) -> None:
     assert span(text) == (first, first + END)
