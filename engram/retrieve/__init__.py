@@ -40,6 +40,7 @@ from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first
 from engram.retrieve.latest import Asked
 from engram.retrieve.mentioned import asks_only_about_days
+from engram.retrieve.names import named_in_lowercase
 from engram.retrieve.newest import Newest
 from engram.retrieve.past import held_then, read_in_past, reading_filters
 from engram.retrieve.rank import rank
@@ -274,16 +275,17 @@ class Pipeline:
         similarity_range = self._similarity_range(config, budget)
 
         def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> Ranking:
+            asked = named_in_lowercase(plan, speakers.values())  # "what did priya say?": Priya all the same
             return timed("rank", lambda: rank(
                 credit(records, found.expansion), query_vec=query_vec, vectors=vectors,
-                query_entities=plan.entities, time_range=plan.time_range, now=now, weights=plan.weights,
+                query_entities=asked.entities, time_range=plan.time_range, now=now, weights=plan.weights,
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
-                asks=plan.asks, speaking=plan.speaking, requests=plan.requests, known=first, facets=facets,
+                asks=plan.asks, speaking=asked.speaking, requests=plan.requests, known=first, facets=facets,
                 profile=user_id if plan.profile else None, latest=Asked(user_id, plan.text) if plan.latest else None,
                 described=plan.described, permission=plan.permission,
-                newest=Newest(plan.text, frozenset(plan.newest)) if plan.newest is not None else None,
+                newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,
                 value=plan.value, past=plan.held or plan.past, days_only=days_only,
             ))
 

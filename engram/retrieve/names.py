@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import replace
 
-from engram.model import MemoryRecord
+from engram.model import MemoryRecord, QueryPlan
+from engram.text import index_terms
 
-__all__ = ["as_speakers", "first_names"]
+__all__ = ["as_speakers", "first_names", "named_in_lowercase"]
 
 
 def as_speakers(
@@ -31,6 +34,34 @@ def as_speakers(
 
 
 _MENTION = "mention:"
+# Where a word of a question is a person's name though written in lowercase: after a verb or word
+# that takes a person ("what did priya say", "from mark", "ask jess") or before what a person does
+# ("priya's email", "priya said", "jess thinks"); not "Can you mark Friday as busy?".
+_AS_A_NAME = (r"(?:\b(?:did|does|do|is|was|from|with|to|about|by|ask|tell|told|and)\s+{0}\b"
+              r"|\b{0}(?:['’]s\b|\s+(?:say|said|says|think|thinks|thought|ask|asks|asked|want|wants|wanted"
+              r"|like|likes|liked|mention|mentioned|post|posted|send|sent|tell|told|write|wrote)\b))")
+
+
+def named_in_lowercase(plan: QueryPlan, speakers: Iterable[str]) -> QueryPlan:
+    """``plan`` with the ones who speak among the candidates that its question names in lowercase
+    where a name stands ("what did priya say about the trial?", "when did mark last post?"): an
+    entity is read from a capital or the user's entity table, and a chat's speakers are in neither.
+    Their names leave the subject of a question about the newest."""
+    named = [s for s in sorted(set(speakers)) if s.startswith(_MENTION) and s not in plan.entities
+             and len(s) - len(_MENTION) >= 3 and " " not in s
+             and re.search(_AS_A_NAME.format(re.escape(s[len(_MENTION):])), plan.text) is not None]
+    if not named:
+        return plan
+    words = set(index_terms(" ".join(s[len(_MENTION):] for s in named)))
+    newest = None if plan.newest is None else tuple(t for t in plan.newest if t not in words)
+    voiced = tuple(s for s in named if re.search(_VOICED.format(re.escape(s[len(_MENTION):])), plan.text))
+    return replace(plan, entities=(*plan.entities, *named), newest=newest, speaking=(*plan.speaking, *voiced))
+
+
+# Whose words are asked for: "what did priya think of ...", "what jess said about ...".
+_VOICED = (r"\b{0}\s+(?:(?:really|actually|honestly|first|just|also|ever)\s+)?(?:say|says|said|think|thinks"
+           r"|thought|feel|feels|felt|mention|mentions|mentioned|tell|tells|told|suggest|suggests|suggested"
+           r"|recommend|recommends|recommended|write|writes|wrote)\b")
 
 
 def first_names(

@@ -171,3 +171,19 @@ def test_a_known_name_written_in_lowercase_is_no_subject() -> None:
     lower = understand("when did acme last order?", now=datetime(2026, 11, 23, tzinfo=UTC), known_entities=known)
     assert "customer:acme" in lower.entities
     assert lower.newest == upper.newest == ("order",)
+
+
+def test_a_speaker_named_in_lowercase_is_named(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        for i, (role, text) in enumerate([("Priya", "Can someone send me the delivery note?"),
+                                          ("Tom", "Priya, the delivery note is in the shared drive."),
+                                          ("Mark", "The van is booked for Friday."),
+                                          ("Tom", "Mark the calendar: stock count on Friday.")]):
+            memory.add(text, user_id="u", role=role, session_id="team", created_at=now - timedelta(hours=10 - i))
+        last = memory.retrieve("when did priya last post?", user_id="u", now=now).memories
+        assert last[0].content == "Can someone send me the delivery note?"
+        assert last[0].signals["newest"] == 1.0
+        # A word that is a speaker's name, where no name stands, names no one.
+        mark = memory.retrieve("can you mark friday as busy?", user_id="u", now=now).memories
+        assert all(m.signals.get("entity_overlap", 0.0) == 0.0 for m in mark)
