@@ -34,12 +34,21 @@ def as_speakers(
 
 
 _MENTION = "mention:"
-# Where a word of a question is a person's name though written in lowercase: after a verb or word
-# that takes a person ("what did priya say", "from mark", "ask jess") or before what a person does
-# ("priya's email", "priya said", "jess thinks"); not "Can you mark Friday as busy?".
-_AS_A_NAME = (r"(?:\b(?:did|does|do|is|was|from|with|to|about|by|ask|tell|told|and)\s+{0}\b"
-              r"|\b{0}(?:['’]s\b|\s+(?:say|said|says|think|thinks|thought|ask|asks|asked|want|wants|wanted"
-              r"|like|likes|liked|mention|mentioned|post|posted|send|sent|tell|told|write|wrote)\b))")
+# Where a word of a question is a person's name though written in lowercase: asked what they did
+# ("did priya say/post/...", "when did mark last post"), whose ("priya's email"), or what they said
+# ("priya said", "jess thinks"), or named as whom to ask ("ask jess", "from mark"); not after "the",
+# "a", "my" ... ("the bill's total"), nor as a verb or a noun ("can you mark friday", "did jack up
+# the price", "what is art?").
+_DETERMINED = "".join(f"(?<!{d} )" for d in ("the", "a", "an", "my", "our", "your", "his", "her", "their", "this",
+                                             "that"))
+_DONE = (r"say|said|think|thought|post|posted|send|sent|ask|asked|buy|bought|go|went|come|came|get|got|want"
+         r"|wanted|like|liked|mention|mentioned|tell|told|write|wrote|reply|replied|call|called|decide|decided"
+         r"|pay|paid|order|ordered|book|booked|leave|left|start|started|finish|finished|meet|met|need|needed"
+         r"|suggest|suggested|recommend|recommended|feel|felt|last|first|ever|really|actually|also|just")
+_AS_A_NAME = (r"(?:\b(?i:did|does|do|has|had|will|would|can|could)\s+{0}\s+(?:" + _DONE + r")\b"
+              r"|\b(?i:ask|tell|told|from)\s+{0}\b"
+              r"|" + _DETERMINED + r"\b{0}(?:['’]s\b|\s+(?:says|said|thinks|thought|asked|wants|wanted|likes|liked"
+              r"|mentioned|told|wrote|feels|felt|suggested|recommended)\b))")
 
 
 def named_in_lowercase(plan: QueryPlan, speakers: Iterable[str]) -> QueryPlan:
@@ -47,13 +56,14 @@ def named_in_lowercase(plan: QueryPlan, speakers: Iterable[str]) -> QueryPlan:
     where a name stands ("what did priya say about the trial?", "when did mark last post?"): an
     entity is read from a capital or the user's entity table, and a chat's speakers are in neither.
     Their names leave the subject of a question about the newest."""
+    words = set(re.findall(r"[a-z][\w-]*", plan.text))  # lowercase words only: capitals were read already
     named = [s for s in sorted(set(speakers)) if s.startswith(_MENTION) and s not in plan.entities
-             and len(s) - len(_MENTION) >= 3 and " " not in s
+             and s[len(_MENTION):] in words and len(s) - len(_MENTION) >= 3
              and re.search(_AS_A_NAME.format(re.escape(s[len(_MENTION):])), plan.text) is not None]
     if not named:
         return plan
-    words = set(index_terms(" ".join(s[len(_MENTION):] for s in named)))
-    newest = None if plan.newest is None else tuple(t for t in plan.newest if t not in words)
+    names = set(index_terms(" ".join(s[len(_MENTION):] for s in named)))
+    newest = None if plan.newest is None else tuple(t for t in plan.newest if t not in names)
     voiced = tuple(s for s in named if re.search(_VOICED.format(re.escape(s[len(_MENTION):])), plan.text))
     return replace(plan, entities=(*plan.entities, *named), newest=newest, speaking=(*plan.speaking, *voiced))
 

@@ -12,6 +12,7 @@ import pytest
 from engram.embedders.fake import FakeEmbedder
 from engram.memory import Memory
 from engram.model import Entity, MemoryRecord, TimeRange
+from engram.retrieve.names import named_in_lowercase
 from engram.retrieve.newest import FIT_MEANING, Newest, asks_for_the_newest, newest_first
 from engram.retrieve.understand import understand
 
@@ -187,3 +188,20 @@ def test_a_speaker_named_in_lowercase_is_named(tmp_path: Path) -> None:
         # A word that is a speaker's name, where no name stands, names no one.
         mark = memory.retrieve("can you mark friday as busy?", user_id="u", now=now).memories
         assert all(m.signals.get("entity_overlap", 0.0) == 0.0 for m in mark)
+
+
+@pytest.mark.parametrize(("query", "named"), [
+    ("when did priya last post?", ("mention:priya",)),
+    ("Did priya go to the gym?", ("mention:priya",)),
+    ("what's priya's email?", ("mention:priya",)),
+    ("ask jess about it", ("mention:jess",)),
+    ("what is art?", ()),
+    ("did jack up the price?", ()),
+    ("remember to mark friday as busy", ()),
+    ("the bill's total?", ()),
+    ("what did the bill say about tax?", ()),
+])
+def test_where_a_lowercase_word_is_a_speaker_s_name(query: str, named: tuple[str, ...]) -> None:
+    speakers = [f"mention:{name}" for name in ("priya", "jess", "art", "jack", "mark", "bill")]
+    plan = named_in_lowercase(understand(query, now=datetime(2026, 11, 23, tzinfo=UTC)), speakers)
+    assert plan.entities == named
