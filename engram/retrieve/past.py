@@ -26,7 +26,7 @@ from engram.retrieve.timeparse import MIN_UTC
 from engram.text import index_terms, query_terms
 
 __all__ = [
-    "PAST_KINDS", "asked_by_time_alone", "asks_about_the_past", "held", "held_then", "names_predicate",
+    "PAST_KINDS", "asked_by_time_alone", "asks_about_the_past", "ended", "held", "held_then", "names_predicate",
     "read_in_past", "reading_filters", "successor", "superseded",
 ]
 
@@ -63,17 +63,27 @@ def asks_about_the_past(query: str, scope: str | None = None, then: TimeRange | 
     September?" (not "What did Acme order last month?", an event)."""
     if len(query) > SHORT_QUESTION:
         return False
-    text = _AGE.sub(" ", query.replace(scope, " ") if scope else query)
+    text = _own_words(query, scope)
     if _TENSE.search(text) is None:
         return False
-    gone = then is not None and now is not None and not then.vague and then.start > MIN_UTC and then.end < now
+    gone = ended(then, now) and then is not None and then.start > MIN_UTC
     return (gone and _STATE.search(text) is not None) or _PAST.search(text) is not None
+
+
+def _own_words(query: str, scope: str | None) -> str:
+    """``query`` without its time ``scope``'s words and without ages ("How old was Leo?")."""
+    return _AGE.sub(" ", query.replace(scope, " ") if scope else query)
+
+
+def ended(then: TimeRange | None, now: datetime | None) -> bool:
+    """Whether ``then`` is a precise time scope that ``now`` has left behind (not "recently")."""
+    return then is not None and now is not None and not then.vague and then.end < now
 
 
 def asked_by_time_alone(query: str, scope: str | None = None) -> tuple[str, ...]:
     """The terms of a question about the past that names what was by its time scope alone (no
     "old", "before ...": :func:`asks_about_the_past`'s second form), else ()."""
-    text = _AGE.sub(" ", query.replace(scope, " ") if scope else query)
+    text = _own_words(query, scope)
     return () if _PAST.search(text) else tuple(query_terms(text))
 
 
@@ -108,7 +118,7 @@ def superseded(
     September" asks for the gym of September, not every gym since. ``asked`` is the question's
     terms when only its scope says it asks about the past (:func:`asked_by_time_alone`): then only a
     fact whose predicate's last word is one of them ("Which gym ...": "gym", not "membership fee")."""
-    scope = then if then is not None and now is not None and not then.vague and then.end < now else None
+    scope = then if ended(then, now) else None
     words = frozenset(asked) if isinstance(asked, tuple) else None
     out = np.zeros(len(records), dtype=np.float64)
     chains: dict[tuple[str, str], list[tuple[datetime, int]]] = {}
@@ -131,7 +141,7 @@ def held_then(records: Sequence[MemoryRecord], then: TimeRange, now: datetime, a
     name one of the question's ``entities`` when it names any: what a state question asked by its
     time alone points at, as a time scope points at what was said in it ("Which gym did I go to on
     October 28?" is answered by the gym since October 15, still current; not Sam's gym)."""
-    if then.vague or then.end >= now or not asked:
+    if not ended(then, now) or not asked:
         return set()
     words, named = frozenset(asked), frozenset(entities)
     return {r.id for r in records if r.kind in PAST_KINDS and r.status in ("active", "superseded")
