@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 
 from engram.model import MemoryRecord, QueryPlan
-from engram.text import index_terms
+from engram.retrieve.newest import without_names
 
 __all__ = ["as_speakers", "first_names", "named_in_lowercase"]
 
@@ -62,8 +62,7 @@ def named_in_lowercase(plan: QueryPlan, speakers: Iterable[str]) -> QueryPlan:
              and re.search(_AS_A_NAME.format(re.escape(s[len(_MENTION):])), plan.text) is not None]
     if not named:
         return plan
-    names = set(index_terms(" ".join(s[len(_MENTION):] for s in named)))
-    newest = None if plan.newest is None else tuple(t for t in plan.newest if t not in names)
+    newest = None if plan.newest is None else tuple(sorted(without_names(plan.newest, named)))
     voiced = tuple(s for s in named if re.search(_VOICED.format(re.escape(s[len(_MENTION):])), plan.text))
     return replace(plan, entities=(*plan.entities, *named), newest=newest, speaking=(*plan.speaking, *voiced))
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -27,7 +27,7 @@ from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.latest import SHORT_QUESTION, normal_words
 from engram.text import index_terms, query_terms
 
-__all__ = ["FIT_KEYWORDS", "FIT_MEANING", "Newest", "asks_for_the_newest", "newest_first"]
+__all__ = ["FIT_KEYWORDS", "FIT_MEANING", "Newest", "asks_for_the_newest", "newest_first", "without_names"]
 
 #: The meaning (calibrated, 1 a clear match) at which a memory fits the question without sharing
 #: a word of its subject: "When did I last fly?" of "Booked flights to Porto".
@@ -89,6 +89,12 @@ class Newest(NamedTuple):
 
     query: str
     subject: frozenset[str]
+
+
+def without_names(subject: Iterable[str], entities: Iterable[str]) -> frozenset[str]:
+    """A newest-question's ``subject`` without the words of the names it gives (entity ids such as
+    ``customer:acme``), however the question wrote them: "when did acme last order?" asks for orders."""
+    return frozenset(subject) - set(index_terms(" ".join(entity.partition(":")[2] for entity in entities)))
 
 
 def asks_for_the_newest(query: str, scope: str | None = None) -> Newest | None:

@@ -19,11 +19,11 @@ from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import asks_for_value
 from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
-from engram.retrieve.newest import asks_for_the_newest
+from engram.retrieve.newest import asks_for_the_newest, without_names
 from engram.retrieve.past import asked_by_time_alone, asks_about_the_past, successor
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
 from engram.retrieve.timeparse import parse_time_scope
-from engram.text import STOPWORDS, index_terms
+from engram.text import STOPWORDS
 
 __all__ = ["ENTITY_TYPE_WORDS", "about_the_user", "keywords", "mention_ids", "select_strategy", "understand"]
 
@@ -231,8 +231,7 @@ def understand(
     # beside a named entity ("How many orders did Acme place?") it narrows what is said of that one.
     typed = {} if procedural or entities else _asked_types(query, index)
     if newest is not None and entities:  # "when did acme last order?": a name, however written, is no subject
-        newest = newest._replace(subject=newest.subject - set(index_terms(" ".join(
-            entity.partition(":")[2] for entity in entities))))
+        newest = newest._replace(subject=without_names(newest.subject, entities))
     entities = (*entities, *typed)
 
     types = ENTITY_TYPE_WORDS | index.types
