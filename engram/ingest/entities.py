@@ -51,6 +51,7 @@ __all__ = [
     "EXTRACTED_PREFIXES",
     "MAX_IDS",
     "MAX_INDEX_NAMES",
+    "MENTION",
     "EntityIndex",
     "caller_entities",
     "extract",
@@ -69,8 +70,10 @@ MAX_FUZZY_WINDOWS = 16  # windows per text compared by rapidfuzz, whatever its l
 MAX_SCAN_CHARS = 10_000  # names past this point of a text are not looked for
 MAX_ID_CHARS = 200  # a longer e-mail address or host name is not worth an id
 
+#: The prefix of a name's id ("mention:alice moreau").
+MENTION = "mention:"
 #: Ids with these prefixes are made by ``extract``; ``caller_entities`` treats them as re-derivable.
-EXTRACTED_PREFIXES = ("mention:", "email:", "domain:", "ref:")
+EXTRACTED_PREFIXES = (MENTION, "email:", "domain:", "ref:")
 
 
 def _word_set(text: str) -> frozenset[str]:
@@ -211,7 +214,7 @@ def _without_pronoun(words: list[str]) -> list[str]:
 
 def mention_ids(text: str) -> tuple[str, ...]:
     """``mention:<name>`` ids for capitalized spans, e.g. "met Sarah Connor" -> "mention:sarah connor"."""
-    return tuple(dict.fromkeys(f"mention:{name}" for _, _, name in _mention_spans(_straight(text))))
+    return tuple(dict.fromkeys(MENTION + name for _, _, name in _mention_spans(_straight(text))))
 
 
 def _straight(text: str) -> str:
@@ -225,7 +228,7 @@ def name_id(name: str) -> str | None:
     words = _NAME_WORD.findall(_straight(name[:MAX_NAME_CHARS]))
     if not words or all(word.lower() in _COMMON for word in words):
         return None
-    return "mention:" + _POSSESSIVE.sub("", " ".join(words)).lower()
+    return MENTION + _POSSESSIVE.sub("", " ".join(words)).lower()
 
 
 def speaker_entity(role: str | None, index: EntityIndex) -> str | None:
@@ -287,7 +290,7 @@ def _scan(text: str, index: EntityIndex, deadline: float | None) -> list[str]:
     spans = _mention_spans(text)
     if len(index):
         spans = _known(text, index, spans, hits, deadline)
-    hits.extend((start, f"mention:{name}") for start, _, name in spans if len(name) <= MAX_NAME_CHARS)
+    hits.extend((start, MENTION + name) for start, _, name in spans if len(name) <= MAX_NAME_CHARS)
     hits.sort(key=lambda hit: hit[0])  # stable: ties keep the order they were found in
     return [entity_id for _, entity_id in hits if len(entity_id) <= MAX_ID_CHARS]
 

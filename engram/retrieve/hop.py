@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from engram.ext import RetrievalReads
+from engram.ingest.entities import MENTION
 from engram.model import Filters, Hit, MemoryRecord
 from engram.retrieve.rank import RELEVANCE_SIGNAL
 from engram.retrieve.ranking import Ranking
@@ -28,7 +29,6 @@ from engram.retrieve.types import Scored
 
 __all__ = ["HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged", "second_hop"]
 
-_MENTION = "mention:"
 #: How many of the best first-pass results may bridge.
 HOP_SEEDS = 3
 #: How many memories the second hop reads.
@@ -37,7 +37,7 @@ HOP_LIMIT = 30
 COMMON_SHARE = 0.05
 #: ... unless it is named this few times or fewer: a tool a colleague liked is named in 8 of 77
 #: candidates, and is how "How much does the tool Priya liked cost?" reaches its price (3 kept it
-#: from bridging; 10 and 15 alike, with gain_weights.BRIDGE_MENTION: LoCoMo dev +0.2 at 10, the rest flat).
+#: from bridging; 10 and 15 alike, with gain_weights.BRIDGEMENTION: LoCoMo dev +0.2 at 10, the rest flat).
 COMMON_MIN = 10
 #: At most this many bridges, the rarest among the candidates first: the second hop's store read
 #: counts the memories naming them, which grows with how common they are.
@@ -65,7 +65,7 @@ def bridge_entities(
     counts_here = Counter(e for record in candidates for e in set(record.entities))
     # Named by more than half the candidates is common ground however few they are (a small user).
     common = min(max(COMMON_MIN, COMMON_SHARE * len(candidates)), len(candidates) // 2)
-    asked = set(query_entities) | set(speakers) | {_MENTION + word for word in words}
+    asked = set(query_entities) | set(speakers) | {MENTION + word for word in words}
     out: dict[str, dict[str, float]] = {}
     for seed in seeds:
         for entity in set(seed.record.entities) - asked:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import replace
 
+from engram.ingest.entities import MENTION
 from engram.model import MemoryRecord, QueryPlan
 from engram.retrieve.newest import without_names
 
@@ -24,7 +25,7 @@ def as_speakers(
     entities they name): people do not call themselves so, and Annabel's "my aunt Ann" is someone else."""
     out: list[str] = []
     for entity in query_entities:
-        name = entity[len(_MENTION):] if entity.startswith(_MENTION) else ""
+        name = entity[len(MENTION):] if entity.startswith(MENTION) else ""
         if len(name) >= 3 and " " not in name and entity not in speakers:
             longer = _beginning(speakers, entity, letters=True)
             if len(longer) == 1 and entity not in (own_words or {}).get(longer[0], ()):
@@ -33,7 +34,6 @@ def as_speakers(
     return tuple(dict.fromkeys(out))
 
 
-_MENTION = "mention:"
 # Where a word of a question is a person's name though written in lowercase: asked what they did
 # ("did priya say/post/...", "when did mark last post"), whose ("priya's email"), or what they said
 # ("priya said", "jess thinks"), or named as whom to ask ("ask jess", "from mark"); not after "the",
@@ -57,13 +57,13 @@ def named_in_lowercase(plan: QueryPlan, speakers: Iterable[str]) -> QueryPlan:
     entity is read from a capital or the user's entity table, and a chat's speakers are in neither.
     Their names leave the subject of a question about the newest."""
     words = set(re.findall(r"[a-z][\w-]*", plan.text))  # lowercase words only: capitals were read already
-    named = [s for s in sorted(set(speakers)) if s.startswith(_MENTION) and s not in plan.entities
-             and s[len(_MENTION):] in words and len(s) - len(_MENTION) >= 3
-             and re.search(_AS_A_NAME.format(re.escape(s[len(_MENTION):])), plan.text) is not None]
+    named = [s for s in sorted(set(speakers)) if s.startswith(MENTION) and s not in plan.entities
+             and s[len(MENTION):] in words and len(s) - len(MENTION) >= 3
+             and re.search(_AS_A_NAME.format(re.escape(s[len(MENTION):])), plan.text) is not None]
     if not named:
         return plan
     newest = None if plan.newest is None else tuple(sorted(without_names(plan.newest, named)))
-    voiced = tuple(s for s in named if re.search(_VOICED.format(re.escape(s[len(_MENTION):])), plan.text))
+    voiced = tuple(s for s in named if re.search(_VOICED.format(re.escape(s[len(MENTION):])), plan.text))
     return replace(plan, entities=(*plan.entities, *named), newest=newest, speaking=(*plan.speaking, *voiced))
 
 
@@ -79,10 +79,10 @@ def first_names(
     """Full name -> the query's one-word name it stands for, when exactly one name among the
     candidates' (not a speaker's: :func:`as_speakers` reads those) begins with it and a space:
     "What's Alice's email?" asks about Alice Moreau when she is the one Alice there."""
-    single = [q for q in query_entities if q.startswith(_MENTION) and " " not in q]
+    single = [q for q in query_entities if q.startswith(MENTION) and " " not in q]
     if not single:
         return {}
-    named = {e for r in records for e in r.entities if e.startswith(_MENTION) and " " in e} - speakers
+    named = {e for r in records for e in r.entities if e.startswith(MENTION) and " " in e} - speakers
     out: dict[str, str] = {}
     for name in single:
         longer = _beginning(named, name, letters=False)
