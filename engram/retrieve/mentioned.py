@@ -200,8 +200,8 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
 def inside_ids(records: Sequence[MemoryRecord], time_range: TimeRange, now: datetime) -> set[str]:
-    """The ids of ``records`` that name a day inside ``time_range`` (:func:`mentions_inside`)."""
-    return {r.id for r in records if mentions_inside(r, time_range, now)}
+    """The ids of ``records`` that name a day inside ``time_range`` (:func:`named_inside`)."""
+    return {r.id for r, inside in zip(records, named_inside(records, time_range, now), strict=True) if inside}
 
 
 def named_inside(records: Sequence[MemoryRecord], time_range: TimeRange, now: datetime) -> list[bool]:
