@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -155,6 +155,10 @@ class Store(Protocol):
     ) -> builtins.list[Hit]:
         """Memories created in [start, end], newest first; score is the POSIX time."""
 
+    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters) -> builtins.list[Hit]:
+        """Memories whose text names a day in [first, last] (the days :func:`engram.days.indexed_days`
+        reads when a memory is written), newest first; score is the POSIX time."""
+
     def by_entities(
         self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters
     ) -> builtins.list[Hit]:
@@ -244,6 +248,8 @@ class RetrievalReads(Protocol):
     def by_time_range(
         self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
     ) -> builtins.list[Hit]: ...
+
+    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters) -> builtins.list[Hit]: ...
 
     def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]: ...
 

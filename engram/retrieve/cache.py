@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engram.errors import ConfigError, ValidationError
-from engram.retrieve.timeparse import parse_time_scope
+from engram.timeparse import parse_time_scope
 
 if TYPE_CHECKING:
     from engram.retrieve.types import Retrieval

@@ -11,19 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Protocol, runtime_checkable
 
 from engram.config import RetrievalConfig
+from engram.days import MAX_READ_SPAN
 from engram.ext import RetrievalReads, Vector
 from engram.metadata_filter import evaluate, record_value
 from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 from engram.retrieve.latest import CONVERSATION_KINDS, LATEST_LIMIT
-from engram.retrieve.mentioned import MENTIONED_LIMIT, TOLD_WITHIN, inside_ids, reaches_ahead
-from engram.retrieve.timeparse import MIN_UTC
-
-_DAY = timedelta(days=1)
+from engram.retrieve.mentioned import MENTIONED_LIMIT, inside_ids, reaches_ahead
+from engram.timeparse import MIN_UTC
 
 __all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
 
@@ -202,16 +201,17 @@ def gather(
         before = now if filters.created_before is None else min(now, filters.created_before)
         said_by_now = replace(filters, created_before=before)  # a replay's ``now``: nothing said after it
 
-        def mentioned() -> list[Hit]:
+        def mentioned() -> list[Hit]:  # what names a day of the scope, through the stores' index of days
             if reaches_ahead(scope, now):  # "next week": what was said before of days to come
-                near = store.most_recent(user_id, MENTIONED_LIMIT, said_by_now)
-            elif scope.start > MIN_UTC:  # "on Sunday": what was told of it in the days after ("yesterday")
-                # Newest first, so the day after (where "yesterday" is said) is read on its own too.
-                near = list({hit[0]: hit for days in (_DAY, TOLD_WITHIN) for hit in store.by_time_range(
-                    user_id, scope.end, before if before - scope.end <= days else scope.end + days,
-                    MENTIONED_LIMIT // 2, filters)}.values())
+                told, first, last = said_by_now, *_utc_days(scope)
+                last = last if last - first <= MAX_READ_SPAN else first + MAX_READ_SPAN  # no overflow at year 9999
+            elif scope.start > MIN_UTC:  # "on Sunday": what was told of it after ("yesterday")
+                after = scope.end if filters.created_after is None else max(scope.end, filters.created_after)
+                told, first, last = replace(said_by_now, created_after=after), *_utc_days(scope)
+                first = first if last - first <= MAX_READ_SPAN else last - MAX_READ_SPAN
             else:  # an open scope ("before today") holds every day gone by, and points at none
                 return []
+            near = store.by_named_days(user_id, first, last, MENTIONED_LIMIT, told)
             inside = inside_ids(store.fetch(user_id, [i for i, _ in near]), scope, now)
             return [hit for hit in near if hit[0] in inside]
 
@@ -318,6 +318,10 @@ def _start_vector_search(
     if executor is None:
         return lambda: run(name, search)
     return executor.submit(run, name, search).result
+
+
+def _utc_days(scope: TimeRange) -> tuple[date, date]:
+    return scope.start.astimezone(UTC).date(), scope.end.astimezone(UTC).date()
 
 
 def _within(filters: Filters, time_range: TimeRange) -> Filters | None:

@@ -22,8 +22,8 @@ import numpy.typing as npt
 
 from engram.model import Filters, MemoryRecord, TimeRange
 from engram.retrieve.latest import SHORT_QUESTION
-from engram.retrieve.timeparse import MIN_UTC
 from engram.text import index_terms, query_terms
+from engram.timeparse import MIN_UTC
 
 __all__ = [
     "PAST_KINDS", "asked_by_time_alone", "asks_about_the_past", "ended", "held", "held_then", "names_predicate",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from engram.ext import Store, Vector
@@ -89,6 +89,9 @@ class Scopes:
         self, _user_id: str, start: datetime, end: datetime, n: int, filters: Filters
     ) -> builtins.list[Hit]:
         return _best((self.store.by_time_range(s, start, end, n, filters) for s in self.scopes), n)
+
+    def by_named_days(self, _user_id: str, first: date, last: date, n: int, filters: Filters) -> builtins.list[Hit]:
+        return _best((self.store.by_named_days(s, first, last, n, filters) for s in self.scopes), n)
 
     def most_recent(self, _user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return _best((self.store.most_recent(s, n, filters) for s in self.scopes), n)

@@ -22,8 +22,8 @@ from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest, without_names
 from engram.retrieve.past import asked_by_time_alone, asks_about_the_past, successor
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
-from engram.retrieve.timeparse import parse_time_scope
 from engram.text import STOPWORDS
+from engram.timeparse import parse_time_scope
 
 __all__ = ["ENTITY_TYPE_WORDS", "about_the_user", "keywords", "mention_ids", "select_strategy", "understand"]
 

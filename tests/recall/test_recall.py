@@ -26,8 +26,8 @@ from engram.recall import (
     recall_linked,
     recall_temporal,
 )
-from engram.retrieve.timeparse import parse_time_scope
 from engram.salience import SalienceConfig, salience
+from engram.timeparse import parse_time_scope
 
 NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)
 U = "u1"

@@ -26,9 +26,9 @@ from engram.embedders.fake import FakeEmbedder
 from engram.errors import ConfigError, EngramError, ValidationError
 from engram.ingest.normalize import FIELDS, normalize
 from engram.model import KINDS, STATUSES, Entity, Filters, MemoryRecord, QueryPlan, TimeRange
-from engram.retrieve.timeparse import parse_time_scope
 from engram.retrieve.types import Retrieval
 from engram.retrieve.understand import understand
+from engram.timeparse import parse_time_scope
 from tests.reliability._workers import LONG, report
 
 T = TypeVar("T")

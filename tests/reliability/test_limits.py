@@ -18,8 +18,8 @@ from engram.embedders.fake import FakeEmbedder
 from engram.errors import ConfigError, InvalidQuery, ValidationError
 from engram.ingest.normalize import normalize
 from engram.model import Filters
-from engram.retrieve.timeparse import parse_time_scope
 from engram.retrieve.understand import understand
+from engram.timeparse import parse_time_scope
 from tests.reliability._workers import report
 
 NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)

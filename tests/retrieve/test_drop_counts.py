@@ -21,8 +21,8 @@ from engram.config import RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
 from engram.model import MemoryRecord
 from engram.retrieve.select import select
-from engram.retrieve.timeparse import parse_time_scope
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
+from engram.timeparse import parse_time_scope
 from engram.wire import decode_retrieval
 
 NOW = datetime(2024, 2, 15, 12, 0, tzinfo=UTC)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from engram.days import mentioned_days, told_days
 from engram.embedders.fake import FakeEmbedder
 from engram.ingest.normalize import content_hash
 from engram.memory import Memory
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.mentioned import mentioned_days, mentions_inside, told_days
+from engram.retrieve.mentioned import mentions_inside
 
 SAID = datetime(2026, 11, 13, 9, 0, tzinfo=UTC)
 
@@ -152,7 +153,7 @@ def test_a_question_with_its_own_subject_is_not_answered_by_any_day(tmp_path: Pa
 def test_a_local_day_is_told_of_the_next_local_morning() -> None:
     from zoneinfo import ZoneInfo
 
-    from engram.retrieve.timeparse import parse_time_scope
+    from engram.timeparse import parse_time_scope
 
     la = ZoneInfo("America/Los_Angeles")
     sunday = parse_time_scope("What happened on Sunday?", datetime(2026, 11, 24, 12, 0, tzinfo=la))
@@ -160,3 +161,28 @@ def test_a_local_day_is_told_of_the_next_local_morning() -> None:
     monday_morning = datetime(2026, 11, 23, 8, 0, tzinfo=la).astimezone(UTC)  # 16:00 UTC, as stored
     told = _record("Leo lost his first tooth yesterday.", monday_morning)
     assert mentions_inside(told, sunday, datetime(2026, 11, 24, 20, 0, tzinfo=UTC))
+
+
+def test_days_to_come_are_found_behind_many_newer_memories(tmp_path: Path) -> None:
+    """The stores index the days each memory names: a plan said before a busy week is still found."""
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add("Dentist appointment on Dec 1 at 9am.", user_id="u", created_at=now - timedelta(days=10))
+        memory.add_many({"content": f"Shipped build {i} to the staging server.", "user_id": "u",
+                         "created_at": now - timedelta(hours=i + 1)} for i in range(150))
+        found = memory.retrieve("What do I have next week?", user_id="u", now=now).memories
+        assert found[0].content == "Dentist appointment on Dec 1 at 9am."
+        assert found[0].signals["names_day"] == 1.0
+
+
+def test_a_day_told_of_behind_many_newer_memories_is_found(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        told = memory.add("Our first snow day was on November 22, the kids built a fort.", user_id="u",
+                          created_at=datetime(2026, 11, 23, 9, 0, tzinfo=UTC))
+        memory.add_many({"content": f"What happened on build {i}: it shipped to staging.", "user_id": "u",
+                         "created_at": datetime(2026, 11, 23, 10, tzinfo=UTC) + timedelta(minutes=5 * i)}
+                        for i in range(400))  # more than any source reads
+        found = memory.retrieve("What happened on Sunday?", user_id="u", now=now).memories
+        assert found and found[0].id == told.id
+        assert found[0].signals["names_day"] > 0

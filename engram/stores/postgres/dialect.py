@@ -147,6 +147,10 @@ class PostgresDialect(Dialect):
         return f"CASE WHEN {kind} = 'number' THEN ({field}::text)::float8 {sign} ?::float8 ELSE FALSE END", \
             [key, key, operand]
 
+    def names_days(self, alias: str, user_id: str, first: int, last: int) -> tuple[str, list[Any]]:
+        # The GIN index on the row's days (engram.stores.postgres.schema) answers an overlap.
+        return f"{alias}.named_days && ?::integer[]", [list(range(first, last + 1))]
+
     def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
         # A case-insensitive LIKE, folding as the substring index does (engram_fold, see
         # engram.stores.postgres.substrings): under the C locale ILIKE folds ASCII letters only.

@@ -22,6 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from engram.days import indexed_days
 from engram.model import Entity, MemoryRecord
 from engram.stores.facets import facet_bytes
 from engram.stores.postgres.dialect import POSTGRES
@@ -237,6 +238,8 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     """,
     # 12: vectors of parts of a memory, kept in its row (as SQLite's 17; engram.stores.facets).
     "ALTER TABLE engram_memories ADD COLUMN IF NOT EXISTS facets bytea",
+    # 13: the days each memory names (engram.days), for questions about a day (as SQLite's 18).
+    lambda conn: _index_named_days(conn),
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
@@ -326,6 +329,25 @@ def _backfill_entities(conn: psycopg.Connection[Any]) -> None:
                 cur.executemany("UPDATE engram_memories SET entities = %s WHERE user_id = %s AND id = %s", changes)
 
 
+def _index_named_days(conn: psycopg.Connection[Any], batch: int = 1000) -> None:
+    conn.execute("ALTER TABLE engram_memories ADD COLUMN IF NOT EXISTS named_days integer[] NOT NULL DEFAULT '{}'")
+    conn.execute("CREATE INDEX IF NOT EXISTS engram_memories_named_days ON engram_memories USING gin (named_days)")
+    last = ""
+    while True:
+        rows = conn.execute(
+            "SELECT user_id, id, content, created_at FROM engram_memories WHERE (user_id || chr(1) || id) > %s "
+            "ORDER BY user_id || chr(1) || id LIMIT %s", (last, batch),
+        ).fetchall()
+        if not rows:
+            return
+        changes = [(days, user_id, memory_id) for user_id, memory_id, content, said in rows
+                   for days in [indexed_days(content, said)] if days]
+        if changes:
+            with conn.cursor() as cur:
+                cur.executemany("UPDATE engram_memories SET named_days = %s WHERE user_id = %s AND id = %s", changes)
+        last = rows[-1][0] + "\x01" + rows[-1][1]
+
+
 def migrate(conn: psycopg.Connection[Any]) -> int:
     """Apply every migration not yet applied, each in its own transaction; returns the version."""
     with conn.transaction():
@@ -387,15 +409,16 @@ def redact(url: str) -> str:
 # -- rows ---------------------------------------------------------------------------------------------
 #: The shared columns plus doc_len (indexed terms, for BM25), the terms and the embedding: what an INSERT supplies.
 INSERT_SQL = (
-    f"INSERT INTO engram_memories ({COLUMNS}, doc_len, content_tsv, embedding, facets) "
-    f"VALUES ({', '.join(['%s'] * 28)}, to_tsvector('simple', %s), %s, %s)"
+    f"INSERT INTO engram_memories ({COLUMNS}, doc_len, content_tsv, embedding, facets, named_days) "
+    f"VALUES ({', '.join(['%s'] * 28)}, to_tsvector('simple', %s), %s, %s, %s)"
 )
 
 #: Where the indexed terms are in :func:`record_params`' tuple.
-TERMS_PARAM = -3
+TERMS_PARAM = -4
 
 
 def record_params(r: MemoryRecord, vector: Any, facets: Any = None) -> tuple[Any, ...]:
     terms = memory_terms(r.content, r.role, r.subject, r.predicate, r.object, r.trigger, r.action)
     width = None if vector is None else int(np.size(vector))
-    return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector, facet_bytes(facets, width))
+    return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector, facet_bytes(facets, width),
+            indexed_days(r.content, r.created_at))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
+from engram.days import MAX_READ_SPAN
 from engram.errors import ValidationError
 from engram.ext import SUBSTRING_MIN
 from engram.model import Filters, Hit
@@ -55,6 +56,15 @@ class CandidateMixin(SQLBase):
             user_id, filters, "AND m.created_at BETWEEN ? AND ?", (d.time(start), d.time(end)),
             d.epoch("m.created_at"), "m.created_at DESC", n,
         )
+
+    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters) -> builtins.list[Hit]:
+        """Memories that name a day from ``first`` to ``last`` (:func:`engram.days.indexed_days`),
+        newest first; score the POSIX time. A span longer than :data:`~engram.days.MAX_READ_SPAN` reads nothing."""
+        if n <= 0 or last < first or last - first > MAX_READ_SPAN:
+            return []
+        clause, params = self.dialect.names_days("m", user_id, first.toordinal(), last.toordinal())
+        return self._ordered(user_id, filters, f"AND {clause}", params, self.dialect.epoch("m.created_at"),
+                             "m.created_at DESC", n, by_user=False)
 
     def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._ordered(user_id, filters, "", (), self.dialect.epoch("m.created_at"), "m.created_at DESC", n)

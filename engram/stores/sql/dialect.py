@@ -138,3 +138,7 @@ class Dialect:
         """The memory's searched text contains one of ``terms`` (each of at least three characters),
         ignoring case (see :meth:`~engram.stores.sql.candidates.CandidateMixin.substring_search`)."""
         raise NotImplementedError
+
+    def names_days(self, alias: str, user_id: str, first: int, last: int) -> tuple[str, list[Any]]:
+        """The memory names a day from ``first`` to ``last`` (ordinals, :func:`engram.days.indexed_days`)."""
+        raise NotImplementedError

@@ -136,6 +136,11 @@ class SQLiteDialect(Dialect):
         match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
         return f"{alias}.rowid IN (SELECT rowid FROM substring_fts WHERE substring_fts MATCH ?)", [match]
 
+    def names_days(self, alias: str, user_id: str, first: int, last: int) -> tuple[str, list[Any]]:
+        # The side table (engram.stores.sqlite.named_days) is read first: few memories name a day.
+        return (f"{alias}.rowid IN (SELECT memory_rowid FROM memory_days WHERE user_id = ? AND day BETWEEN ? AND ?)",
+                [user_id, first, last])
+
 
 _SIGNS = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 

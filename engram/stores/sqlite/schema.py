@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 from collections.abc import Callable
 
-from engram.model import Entity
+from engram.stores.sqlite.backfill import backfill_entities
+from engram.stores.sqlite.named_days import create_named_days
 from engram.stores.sqlite.substrings import create_substring_index
 from engram.stores.sqlite.versions import count_access, count_removals, create_user_versions, log_removals
 from engram.text import memory_terms
@@ -197,7 +197,7 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     END;
     """,
     # 5: entities for memories stored before write-time extraction (engram.stores.entity_backfill).
-    lambda conn: _backfill_entities(conn),
+    lambda conn: backfill_entities(conn),
     # 6: read paths at 100k memories (see _read_paths).
     lambda conn: _read_paths(conn),
     # 7 (idempotent, as 6): the audit log of changes to memories (engram.stores.sql.history); memory_key is a hash of
@@ -247,6 +247,8 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 17: vectors of parts of a memory, kept in its row (engram.stores.facets); memories stored
     # before gain them with engram upgrade. Setting them moves the user's change token.
     lambda conn: _add_facets(conn),
+    # 18: the days each memory names, for questions about a day (engram.stores.sqlite.named_days).
+    lambda conn: create_named_days(conn),
 )
 
 
@@ -338,32 +340,6 @@ def keyword_document(user_id: str, content: str | None, role: str | None, *label
     """What the keyword index stores for one memory: its terms, each behind its user's key."""
     key = user_key(user_id)
     return " ".join(key + term for term in memory_terms(content or "", role, *labels))
-
-
-def _backfill_entities(conn: sqlite3.Connection) -> None:
-    from engram.stores.entity_backfill import retag
-    from engram.stores.sql.rows import COLUMNS, row_to_record
-    from engram.stores.sqlite.dialect import SQLITE
-
-    users = [r[0] for r in conn.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
-    for user_id in users:
-        entities = [
-            Entity(r[0], r[1], r[2], tuple(json.loads(r[3])))
-            for r in conn.execute("SELECT id, type, name, aliases FROM entities WHERE user_id = ?", (user_id,))
-        ]
-        rows = conn.execute(f"SELECT {COLUMNS} FROM memories WHERE user_id = ?", (user_id,)).fetchall()
-        for record, ids in retag((row_to_record(SQLITE, r) for r in rows), entities):
-            conn.execute("UPDATE memories SET entities = ? WHERE id = ?", (json.dumps(list(ids), ensure_ascii=False),
-                                                                           record.id))
-            conn.execute(
-                "DELETE FROM memory_entities WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = ?)",
-                (record.id,),
-            )
-            conn.executemany(
-                "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, entity) "
-                "SELECT rowid, user_id, ? FROM memories WHERE id = ?",
-                [(entity, record.id) for entity in ids],
-            )
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:

@@ -31,6 +31,7 @@ from engram.stores.sqlite.erasure import ErasureMixin
 from engram.stores.sqlite.interrupt import fetch_all
 from engram.stores.sqlite.keyword import KeywordMixin
 from engram.stores.sqlite.mapping import FileMap
+from engram.stores.sqlite.named_days import index_named_days
 from engram.stores.sqlite.readers import ReadPool, read_only
 from engram.stores.sqlite.records import RecordsMixin
 from engram.stores.sqlite.resaves import Resaves
@@ -270,6 +271,7 @@ class SQLiteStore(
         )
         _index_entities(c, rowid, record.user_id, record.id, record.importance, to_us(record.created_at),
                         record.entities)
+        index_named_days(c, rowid, record)
         return rowid
 
     def _entities_set(self, c: sqlite3.Connection, row: Sequence[Any], user_id: str, memory_id: str,

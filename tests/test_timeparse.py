@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram.errors import ValidationError
-from engram.retrieve.timeparse import MAX_UTC, MIN_UTC, parse_time_scope
+from engram.timeparse import MAX_UTC, MIN_UTC, parse_time_scope
 from engram.validate import to_utc
 
 NOW = datetime(2024, 2, 15, 10, 30, tzinfo=UTC)  # a Thursday

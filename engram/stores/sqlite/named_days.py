@@ -1,0 +1,47 @@
+"""The days each memory names (:func:`engram.days.indexed_days`), one row per (memory, day), read
+by the ``mentioned`` source; a memory's rows go with it (``ON DELETE CASCADE``) and are written
+again with it when it changes (a change deletes the row and inserts it anew)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from engram.days import indexed_days
+from engram.model import MemoryRecord
+from engram.stores.sqlite.dialect import from_us
+
+__all__ = ["create_named_days", "index_named_days"]
+
+_INSERT = "INSERT OR IGNORE INTO memory_days (memory_rowid, user_id, day) VALUES (?, ?, ?)"
+_BATCH = 1_000
+
+
+def index_named_days(c: sqlite3.Connection, rowid: int, record: MemoryRecord) -> None:
+    """The rows of the days ``record`` names (none for most memories)."""
+    days = indexed_days(record.content, record.created_at)
+    if days:
+        c.executemany(_INSERT, [(rowid, record.user_id, day) for day in days])
+
+
+def create_named_days(conn: sqlite3.Connection) -> None:
+    """The table, its index, and the rows of every memory stored before it (idempotent)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_days ("
+        "memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE, "
+        "user_id TEXT NOT NULL, day INTEGER NOT NULL, PRIMARY KEY (memory_rowid, day))"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_days_user_day ON memory_days (user_id, day)")
+    last = 0
+    while True:
+        rows: Sequence[tuple[int, str, str, int]] = conn.execute(
+            "SELECT rowid, user_id, content, created_at FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (last, _BATCH),
+        ).fetchall()
+        if not rows:
+            return
+        for rowid, user_id, content, created in rows:
+            said = from_us(created)
+            if said is not None:
+                conn.executemany(_INSERT, [(rowid, user_id, day) for day in indexed_days(content, said)])
+        last = rows[-1][0]

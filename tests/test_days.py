@@ -1,0 +1,45 @@
+"""The days a store indexes for a memory (engram.days.indexed_days)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+
+from engram.days import MAX_INDEXED_DAYS, indexed_days
+
+SAID = datetime(2026, 11, 13, 9, 0, tzinfo=UTC)
+
+
+def _days(first: date, last: date) -> list[int]:
+    return list(range(first.toordinal(), last.toordinal() + 1))
+
+
+def test_every_day_of_each_span_named_or_told_is_indexed() -> None:
+    text = "Booked the cabin for Dec 22-24. Yesterday we signed the lease."
+    assert indexed_days(text, SAID) == [*_days(date(2026, 11, 12), date(2026, 11, 12)),
+                                         *_days(date(2026, 12, 22), date(2026, 12, 24))]
+    assert indexed_days("Nothing dated here.", SAID) == []
+
+
+def test_long_spans_are_left_out_and_the_days_are_capped() -> None:
+    assert indexed_days("Last month was busy.", SAID) == _days(date(2026, 10, 1), date(2026, 10, 31))
+    assert indexed_days("We close from Nov 20 to Jan 5.", SAID) == []  # longer than INDEXED_SPAN
+    months = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct")
+    year = ", ".join(f"{month} 1-28" for month in months)
+    days = indexed_days(f"Office hours: {year}.", SAID)  # 280 days named
+    assert len(days) == MAX_INDEXED_DAYS and days == sorted(days)
+
+
+def test_days_are_read_in_utc_as_retrieval_reads_them() -> None:
+    late = datetime(2026, 11, 13, 23, 0, tzinfo=timezone(timedelta(hours=-5)))  # Nov 14, 04:00 UTC
+    assert indexed_days("Yesterday was long.", late) == _days(date(2026, 11, 13), date(2026, 11, 13))
+
+
+@pytest.mark.parametrize("said", [
+    datetime(1, 1, 1, tzinfo=UTC), datetime(1, 1, 1, 5, tzinfo=timezone(timedelta(hours=3))),
+    datetime(9999, 12, 31, 23, tzinfo=UTC), datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-3))),
+])
+def test_the_ends_of_the_calendar_index_what_they_can_and_never_fail(said: datetime) -> None:
+    for text in ("on Dec 31 and Jan 1", "yesterday we went, three days ago", "Dec 24 to Jan 2", "9999-12-31"):
+        assert all(1 <= day <= date.max.toordinal() for day in indexed_days(text, said))

@@ -1,0 +1,52 @@
+"""Stores written before the index of named days get it by migration (engram.days)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram.model import Filters, MemoryRecord
+from tests.migrations import postgres_from, sqlite_from
+
+SAID = datetime(2026, 11, 13, 9, 0, tzinfo=UTC)
+
+
+def _put_old(store: object) -> None:
+    def rec(mid: str, user: str, content: str) -> MemoryRecord:
+        return MemoryRecord(id=mid, user_id=user, content=content, kind="message", created_at=SAID, recorded_at=SAID,
+                            content_hash=mid)
+
+    records = [rec("m1", "u1", "The appointment is on Dec 1."), rec("m2", "u1", "Nothing dated."),
+               rec("m3", "u2", "Leo lost a tooth yesterday.")]
+    store.bind_embedder("fake", 4)  # type: ignore[attr-defined]
+    store.put_many(records, np.eye(4, dtype=np.float32)[: len(records)])  # type: ignore[attr-defined]
+
+
+def _check(store: object) -> None:
+    def days(user: str, day: date) -> list[str]:
+        return [i for i, _ in store.by_named_days(user, day, day, 10, Filters())]  # type: ignore[attr-defined]
+
+    assert days("u1", date(2026, 12, 1)) == ["m1"]
+    assert days("u2", date(2026, 11, 12)) == ["m3"]
+    assert days("u1", date(2026, 11, 12)) == []
+
+
+def test_sqlite_migration_indexes_the_days_of_stored_memories(tmp_path: Path) -> None:
+    from engram.stores.sqlite.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "old.db")
+    _put_old(store)
+    store.close()
+    with sqlite_from(tmp_path / "old.db", 18, "DROP TABLE memory_days") as old:  # as a store from before 18
+        _check(old)
+
+
+@pytest.mark.postgres
+def test_postgres_migration_indexes_the_days_of_stored_memories(postgres_store: object, postgres_url: str) -> None:
+    _put_old(postgres_store)
+    with postgres_from(postgres_url, 13, "DROP INDEX engram_memories_named_days",
+                       "ALTER TABLE engram_memories DROP COLUMN named_days") as old:
+        _check(old)
