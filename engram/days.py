@@ -105,7 +105,13 @@ def told_days(text: str, said: datetime) -> list[tuple[date, date]]:
     "three days ago", "on Saturday" in "Saturday's install went fine"). A sentence not in the past
     names no day gone ("I'm hiking on Saturday")."""
     text = text[:READ_CHARS]
-    out = [(start, end) for start, end in mentioned_days(text, said) if end < said.date()]
+    return [(start, end) for start, end in mentioned_days(text, said) if end < said.date()] + _relative(text, said)
+
+
+def _relative(text: str, said: datetime) -> list[tuple[date, date]]:
+    """The spans of days gone by that the past sentences of ``text`` tell of in words relative to
+    the day it was ``said`` ("yesterday", "last weekend", "three days ago")."""
+    out: list[tuple[date, date]] = []
     folded = text.casefold()
     if not any(word in folded for word in _TOLD_WORDS) or not _TOLD_CUE.search(text):
         return out
@@ -129,10 +135,10 @@ _TOLD_CUE = re.compile(
 _PAST = re.compile(
     r"\b(?:did|was|were|had|went|got|came|took|made|saw|met|ate|lost|won|gave|left|told|said|bought|spent|ran"
     r"|yesterday|ago|last|(?!(?:excit|worri|schedul|plann|book|tir|bor|interest|scar)ed)[a-z]{3,}ed)\b", re.IGNORECASE)
-# Days named but not gone by: "booked a table for Friday", "Black Friday", "on Saturday mornings",
-# "the last week of the trip".
+# Days named but not gone by: "booked a table for Friday", "asked for a quote by Friday", "Black
+# Friday", "on Saturday mornings", "the last week of the trip".
 _NOT_TOLD = re.compile(
-    r"\b(?:for|black|good|cyber)\s+(?:this\s+|next\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+    r"\b(?:for|by|black|good|cyber)\s+(?:this\s+|next\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day"
     r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:s|\s+(?:mornings|afternoons|evenings|nights))\b|\blast\s+(?:day|week|weekend|month|year)\s+of\b",
     re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -158,16 +164,21 @@ def _dated(month: int, day: int, year: str | None, said: datetime) -> date | Non
 
 
 def indexed_days(text: str, said: datetime) -> list[int]:
-    """The days (:meth:`date.toordinal`) a store indexes for a memory: every day of each span
-    ``text`` names or tells of, read in UTC as retrieval reads them, spans longer than
-    :data:`INDEXED_SPAN` left out, at most :data:`MAX_INDEXED_DAYS` (the earliest)."""
+    """The days a store indexes for a memory, read in UTC as retrieval reads them: each day of a
+    date ``text`` names as its ordinal (:meth:`date.toordinal`), each day a past sentence tells of
+    in relative words ("yesterday") as its ordinal's negative (a question about days to come reads
+    only the first). Spans longer than :data:`INDEXED_SPAN` are left out; at most
+    :data:`MAX_INDEXED_DAYS`, the dates named first."""
+    text = text[:READ_CHARS]
     try:
         said = said.astimezone(UTC)
-        spans = [*mentioned_days(text, said), *told_days(text, said)]
+        named, told = mentioned_days(text, said), _relative(text, said)
     except OverflowError:  # said on the calendar's first or last day, in a zone that leaves it
         return []
-    days: set[int] = set()
-    for start, end in spans:
-        if end - start < INDEXED_SPAN:
-            days.update(range(start.toordinal(), end.toordinal() + 1))
-    return sorted(days)[:MAX_INDEXED_DAYS]
+    return (_each_day(named, 1) + _each_day(told, -1))[:MAX_INDEXED_DAYS]
+
+
+def _each_day(spans: list[tuple[date, date]], sign: int) -> list[int]:
+    days = {day for start, end in spans if end - start < INDEXED_SPAN
+            for day in range(start.toordinal(), end.toordinal() + 1)}
+    return [sign * day for day in sorted(days)]

@@ -155,9 +155,11 @@ class Store(Protocol):
     ) -> builtins.list[Hit]:
         """Memories created in [start, end], newest first; score is the POSIX time."""
 
-    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters) -> builtins.list[Hit]:
-        """Memories whose text names a day in [first, last] (the days :func:`engram.days.indexed_days`
-        reads when a memory is written), newest first; score is the POSIX time."""
+    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters, *,
+                      told: bool = False) -> builtins.list[Hit]:
+        """Memories whose text names a day in [first, last], or with ``told`` also tells of one in
+        relative words (the days :func:`engram.days.indexed_days` reads when a memory is written),
+        newest first; score is the POSIX time."""
 
     def by_entities(
         self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters
@@ -249,7 +251,8 @@ class RetrievalReads(Protocol):
         self, user_id: str, start: datetime, end: datetime, n: int, filters: Filters
     ) -> builtins.list[Hit]: ...
 
-    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters) -> builtins.list[Hit]: ...
+    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters, *,
+                      told: bool = False) -> builtins.list[Hit]: ...
 
     def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]: ...
 

@@ -16,14 +16,17 @@ def _days(first: date, last: date) -> list[int]:
 
 
 def test_every_day_of_each_span_named_or_told_is_indexed() -> None:
-    text = "Booked the cabin for Dec 22-24. Yesterday we signed the lease."
+    """Dates named as their ordinals, days told of in relative words as their negatives."""
+    text = "Booked the cabin for Dec 22-24. Yesterday we signed the lease, on Nov 12."
     assert indexed_days(text, SAID) == [*_days(date(2026, 11, 12), date(2026, 11, 12)),
-                                         *_days(date(2026, 12, 22), date(2026, 12, 24))]
+                                         *_days(date(2026, 12, 22), date(2026, 12, 24)),
+                                         -date(2026, 11, 12).toordinal()]
     assert indexed_days("Nothing dated here.", SAID) == []
+    assert indexed_days("Tom asked for a quote by Friday.", SAID) == []  # a deadline, not a day gone by
 
 
 def test_long_spans_are_left_out_and_the_days_are_capped() -> None:
-    assert indexed_days("Last month was busy.", SAID) == _days(date(2026, 10, 1), date(2026, 10, 31))
+    assert indexed_days("Last month was busy.", SAID) == [-day for day in _days(date(2026, 10, 1), date(2026, 10, 31))]
     assert indexed_days("We close from Nov 20 to Jan 5.", SAID) == []  # longer than INDEXED_SPAN
     months = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct")
     year = ", ".join(f"{month} 1-28" for month in months)
@@ -33,7 +36,7 @@ def test_long_spans_are_left_out_and_the_days_are_capped() -> None:
 
 def test_days_are_read_in_utc_as_retrieval_reads_them() -> None:
     late = datetime(2026, 11, 13, 23, 0, tzinfo=timezone(timedelta(hours=-5)))  # Nov 14, 04:00 UTC
-    assert indexed_days("Yesterday was long.", late) == _days(date(2026, 11, 13), date(2026, 11, 13))
+    assert indexed_days("Yesterday was long.", late) == [-date(2026, 11, 13).toordinal()]
 
 
 @pytest.mark.parametrize("said", [
@@ -42,4 +45,4 @@ def test_days_are_read_in_utc_as_retrieval_reads_them() -> None:
 ])
 def test_the_ends_of_the_calendar_index_what_they_can_and_never_fail(said: datetime) -> None:
     for text in ("on Dec 31 and Jan 1", "yesterday we went, three days ago", "Dec 24 to Jan 2", "9999-12-31"):
-        assert all(1 <= day <= date.max.toordinal() for day in indexed_days(text, said))
+        assert all(1 <= abs(day) <= date.max.toordinal() for day in indexed_days(text, said))

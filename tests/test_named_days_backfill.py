@@ -27,7 +27,7 @@ def _put_old(store: object) -> None:
 
 def _check(store: object) -> None:
     def days(user: str, day: date) -> list[str]:
-        return [i for i, _ in store.by_named_days(user, day, day, 10, Filters())]  # type: ignore[attr-defined]
+        return [i for i, _ in store.by_named_days(user, day, day, 10, Filters(), told=True)]  # type: ignore[attr-defined]
 
     assert days("u1", date(2026, 12, 1)) == ["m1"]
     assert days("u2", date(2026, 11, 12)) == ["m3"]

@@ -203,15 +203,15 @@ def gather(
 
         def mentioned() -> list[Hit]:  # what names a day of the scope, through the stores' index of days
             if reaches_ahead(scope, now):  # "next week": what was said before of days to come
-                told, first, last = said_by_now, *_utc_days(scope)
+                when, first, last = said_by_now, *_utc_days(scope)
                 last = last if last - first <= MAX_READ_SPAN else first + MAX_READ_SPAN  # no overflow at year 9999
             elif scope.start > MIN_UTC:  # "on Sunday": what was told of it after ("yesterday")
                 after = scope.end if filters.created_after is None else max(scope.end, filters.created_after)
-                told, first, last = replace(said_by_now, created_after=after), *_utc_days(scope)
+                when, first, last = replace(said_by_now, created_after=after), *_utc_days(scope)
                 first = first if last - first <= MAX_READ_SPAN else last - MAX_READ_SPAN
             else:  # an open scope ("before today") holds every day gone by, and points at none
                 return []
-            near = store.by_named_days(user_id, first, last, MENTIONED_LIMIT, told)
+            near = store.by_named_days(user_id, first, last, MENTIONED_LIMIT, when, told=not reaches_ahead(scope, now))
             inside = inside_ids(store.fetch(user_id, [i for i, _ in near]), scope, now)
             return [hit for hit in near if hit[0] in inside]
 

@@ -90,8 +90,9 @@ class Scopes:
     ) -> builtins.list[Hit]:
         return _best((self.store.by_time_range(s, start, end, n, filters) for s in self.scopes), n)
 
-    def by_named_days(self, _user_id: str, first: date, last: date, n: int, filters: Filters) -> builtins.list[Hit]:
-        return _best((self.store.by_named_days(s, first, last, n, filters) for s in self.scopes), n)
+    def by_named_days(self, _user_id: str, first: date, last: date, n: int, filters: Filters, *,
+                      told: bool = False) -> builtins.list[Hit]:
+        return _best((self.store.by_named_days(s, first, last, n, filters, told=told) for s in self.scopes), n)
 
     def most_recent(self, _user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return _best((self.store.most_recent(s, n, filters) for s in self.scopes), n)

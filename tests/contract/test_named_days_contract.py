@@ -13,8 +13,9 @@ from tests.contract.test_store_contract import T0, put, rec
 DEC_1 = date(2024, 12, 1)
 
 
-def _days(store: Store, user: str, first: date, last: date, filters: Filters | None = None) -> list[str]:
-    return [i for i, _ in store.by_named_days(user, first, last, 10, filters or Filters())]
+def _days(store: Store, user: str, first: date, last: date, filters: Filters | None = None, *,
+          told: bool = False) -> list[str]:
+    return [i for i, _ in store.by_named_days(user, first, last, 10, filters or Filters(), told=told)]
 
 
 def test_a_memory_is_found_by_the_days_it_names_newest_first(store: Store) -> None:
@@ -38,8 +39,16 @@ def test_told_days_are_indexed_against_the_day_they_were_said(store: Store) -> N
     told = rec("u1", "Leo lost his first tooth yesterday!", created_at=monday)
     planned = rec("u1", "I'm hiking on Saturday.", created_at=monday)
     put(store, told, planned)
+    dated = rec("u1", "The plumber came on Jan 7.", created_at=monday + timedelta(hours=1))
+    put(store, dated)
     sunday = (monday - timedelta(days=1)).date()
-    assert _days(store, "u1", sunday, sunday) == [told.id]
+    # What is told of in relative words is read only when asked for (a question about days gone by).
+    assert _days(store, "u1", sunday, sunday, told=True) == [dated.id, told.id]
+    assert _days(store, "u1", sunday, sunday) == [dated.id]
+    # The time it was said bounds the read: said in [after, before], both ends included.
+    assert _days(store, "u1", sunday, sunday, Filters(created_before=monday), told=True) == [told.id]
+    assert _days(store, "u1", sunday, sunday, Filters(created_after=monday + timedelta(hours=1)), told=True) == [
+        dated.id]
 
 
 def test_the_days_go_and_change_with_their_memory(store: Store) -> None:

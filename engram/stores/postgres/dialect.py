@@ -147,9 +147,11 @@ class PostgresDialect(Dialect):
         return f"CASE WHEN {kind} = 'number' THEN ({field}::text)::float8 {sign} ?::float8 ELSE FALSE END", \
             [key, key, operand]
 
-    def names_days(self, alias: str, user_id: str, first: int, last: int) -> tuple[str, list[Any]]:
-        # The GIN index on the row's days (engram.stores.postgres.schema) answers an overlap.
-        return f"{alias}.named_days && ?::integer[]", [list(range(first, last + 1))]
+    def names_days(self, alias: str, user_id: str, days: Sequence[tuple[int, int]],
+                   said: tuple[Any, Any]) -> tuple[str, list[Any]]:
+        # The GIN index on the row's days (engram.stores.postgres.schema) answers an overlap; the
+        # time bounds are the filters' own, on the row.
+        return f"{alias}.named_days && ?::integer[]", [[n for first, last in days for n in range(first, last + 1)]]
 
     def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
         # A case-insensitive LIKE, folding as the substring index does (engram_fold, see

@@ -57,12 +57,17 @@ class CandidateMixin(SQLBase):
             d.epoch("m.created_at"), "m.created_at DESC", n,
         )
 
-    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters) -> builtins.list[Hit]:
+    def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters, *,
+                      told: bool = False) -> builtins.list[Hit]:
         """Memories that name a day from ``first`` to ``last`` (:func:`engram.days.indexed_days`),
-        newest first; score the POSIX time. A span longer than :data:`~engram.days.MAX_READ_SPAN` reads nothing."""
+        or with ``told`` also tell of one in relative words ("yesterday"), newest first; score the
+        POSIX time. A span longer than :data:`~engram.days.MAX_READ_SPAN` reads nothing."""
         if n <= 0 or last < first or last - first > MAX_READ_SPAN:
             return []
-        clause, params = self.dialect.names_days("m", user_id, first.toordinal(), last.toordinal())
+        d, lo, hi = self.dialect, first.toordinal(), last.toordinal()
+        said = (None if filters.created_after is None else d.time(filters.created_after),
+                None if filters.created_before is None else d.time(filters.created_before))
+        clause, params = d.names_days("m", user_id, [(lo, hi), (-hi, -lo)] if told else [(lo, hi)], said)
         return self._ordered(user_id, filters, f"AND {clause}", params, self.dialect.epoch("m.created_at"),
                              "m.created_at DESC", n, by_user=False)
 

@@ -139,6 +139,8 @@ class Dialect:
         ignoring case (see :meth:`~engram.stores.sql.candidates.CandidateMixin.substring_search`)."""
         raise NotImplementedError
 
-    def names_days(self, alias: str, user_id: str, first: int, last: int) -> tuple[str, list[Any]]:
-        """The memory names a day from ``first`` to ``last`` (ordinals, :func:`engram.days.indexed_days`)."""
+    def names_days(self, alias: str, user_id: str, days: Sequence[tuple[int, int]],
+                   said: tuple[Any, Any]) -> tuple[str, list[Any]]:
+        """The memory indexes a day in one of the ranges ``days`` (:func:`engram.days.indexed_days`);
+        ``said`` is the filters' (created_after, created_before), each a :meth:`time` or None."""
         raise NotImplementedError

@@ -136,10 +136,15 @@ class SQLiteDialect(Dialect):
         match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
         return f"{alias}.rowid IN (SELECT rowid FROM substring_fts WHERE substring_fts MATCH ?)", [match]
 
-    def names_days(self, alias: str, user_id: str, first: int, last: int) -> tuple[str, list[Any]]:
-        # The side table (engram.stores.sqlite.named_days) is read first: few memories name a day.
-        return (f"{alias}.rowid IN (SELECT memory_rowid FROM memory_days WHERE user_id = ? AND day BETWEEN ? AND ?)",
-                [user_id, first, last])
+    def names_days(self, alias: str, user_id: str, days: Sequence[tuple[int, int]],
+                   said: tuple[Any, Any]) -> tuple[str, list[Any]]:
+        # The side table (engram.stores.sqlite.named_days) is read first, its time bounds checked
+        # in its index: few memories name a day, fewer were said when the read asks.
+        ranges = " OR ".join("day BETWEEN ? AND ?" for _ in days)
+        bounds = "".join(f" AND said {sign} ?" for sign, at in zip((">=", "<="), said, strict=True) if at is not None)
+        params = [user_id, *(n for pair in days for n in pair), *(at for at in said if at is not None)]
+        rows = f"SELECT memory_rowid FROM memory_days WHERE user_id = ? AND ({ranges}){bounds}"
+        return f"{alias}.rowid IN ({rows})", params
 
 
 _SIGNS = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}

@@ -1,6 +1,8 @@
-"""The days each memory names (:func:`engram.days.indexed_days`), one row per (memory, day), read
-by the ``mentioned`` source; a memory's rows go with it (``ON DELETE CASCADE``) and are written
-again with it when it changes (a change deletes the row and inserts it anew)."""
+"""The days each memory names (:func:`engram.days.indexed_days`), one row per (memory, day) with
+when it was said, read by the ``mentioned`` source through ``(user_id, day, said)``: the read's
+time bounds are checked in the index, not against each memory's row. A memory's rows go with it
+(``ON DELETE CASCADE``) and are written again with it when it changes (a change deletes the row
+and inserts it anew)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,11 @@ from collections.abc import Sequence
 
 from engram.days import indexed_days
 from engram.model import MemoryRecord
-from engram.stores.sqlite.dialect import from_us
+from engram.stores.sqlite.dialect import from_us, to_us
 
 __all__ = ["create_named_days", "index_named_days"]
 
-_INSERT = "INSERT OR IGNORE INTO memory_days (memory_rowid, user_id, day) VALUES (?, ?, ?)"
+_INSERT = "INSERT OR IGNORE INTO memory_days (memory_rowid, user_id, day, said) VALUES (?, ?, ?, ?)"
 _BATCH = 1_000
 
 
@@ -21,7 +23,8 @@ def index_named_days(c: sqlite3.Connection, rowid: int, record: MemoryRecord) ->
     """The rows of the days ``record`` names (none for most memories)."""
     days = indexed_days(record.content, record.created_at)
     if days:
-        c.executemany(_INSERT, [(rowid, record.user_id, day) for day in days])
+        said = to_us(record.created_at)
+        c.executemany(_INSERT, [(rowid, record.user_id, day, said) for day in days])
 
 
 def create_named_days(conn: sqlite3.Connection) -> None:
@@ -29,9 +32,9 @@ def create_named_days(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_days ("
         "memory_rowid INTEGER NOT NULL REFERENCES memories (rowid) ON DELETE CASCADE, "
-        "user_id TEXT NOT NULL, day INTEGER NOT NULL, PRIMARY KEY (memory_rowid, day))"
+        "user_id TEXT NOT NULL, day INTEGER NOT NULL, said INTEGER NOT NULL, PRIMARY KEY (memory_rowid, day))"
     )
-    conn.execute("CREATE INDEX IF NOT EXISTS memory_days_user_day ON memory_days (user_id, day)")
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_days_user_day ON memory_days (user_id, day, said)")
     last = 0
     while True:
         rows: Sequence[tuple[int, str, str, int]] = conn.execute(
@@ -43,5 +46,5 @@ def create_named_days(conn: sqlite3.Connection) -> None:
         for rowid, user_id, content, created in rows:
             said = from_us(created)
             if said is not None:
-                conn.executemany(_INSERT, [(rowid, user_id, day) for day in indexed_days(content, said)])
+                conn.executemany(_INSERT, [(rowid, user_id, day, created) for day in indexed_days(content, said)])
         last = rows[-1][0]
