@@ -6,34 +6,36 @@ the result is converted to UTC. Weeks start on Monday. Stdlib only.
 
 from __future__ import annotations
 
-import calendar
 import functools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from engram.errors import ValidationError
 from engram.model import TimeRange
+from engram.timespans import (
+    MAX_UTC,
+    MIN_UTC,
+    MONTHS,
+    TICK,
+    WEEKDAYS,
+    Ctx,
+    Handler,
+    Span,
+    add_months,
+    day_span,
+    month_number,
+    month_span,
+    number,
+    on_date,
+    quarter_span,
+    shift_month,
+    unit_name,
+    week_span,
+    year_span,
+)
 
 __all__ = ["MAX_UTC", "MIN_UTC", "MONTHS", "month_number", "parse_time_scope"]
-
-#: Open ends of "before X" / "after X" ranges.
-MIN_UTC = datetime.min.replace(tzinfo=UTC)
-MAX_UTC = datetime.max.replace(tzinfo=UTC)
-
-_TICK = timedelta(microseconds=1)
-_Span = tuple[datetime, datetime]
-
-
-@dataclass(frozen=True, slots=True)
-class _Ctx:
-    now: datetime
-    tz: tzinfo
-    today: date
-    #: The question looks ahead ("What do I have on Friday?"): a yearless date, month or weekday is the next one.
-    ahead: bool = False
-
 
 # Asking about what is to come ("What's coming up in December?", "Is there anything scheduled for March 3?"):
 # a word of the past ("did", "was", "ago") keeps the past reading.
@@ -42,16 +44,6 @@ _AHEAD = re.compile(
     r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected)\b", re.IGNORECASE)
 _BEHIND = re.compile(
     r"\b(?:did|was|were|had|went|ago|last|yesterday|earlier|previous(?:ly)?|before|since)\b", re.IGNORECASE)
-
-_Handler = Callable[[re.Match[str], _Ctx], _Span | None]
-
-MONTHS = {name: i for i, name in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
-_WEEKDAYS = {name: i for i, name in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))}
-_NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3, "several": 3,
-}
 
 # Regex fragments. Only numbered groups inside them, so they can be combined into one alternation.
 _MONTH = (r"\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
@@ -83,173 +75,100 @@ _P_WEEKDAY_EXPR = (r"\b(?:(last|this|next|previous|past|on)\s+)?(?<!\ba\s)(?<!\b
 _P_AGO = r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b"
 
 
-def _days(ctx: _Ctx, first: date, last: date) -> _Span:
-    return datetime.combine(first, time.min, tzinfo=ctx.tz), datetime.combine(last, time.max, tzinfo=ctx.tz)
+def _iso(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return on_date(ctx, int(m.group(2)), int(m.group(3)), m.group(1))
 
 
-def _shift_month(year: int, month: int, k: int) -> tuple[int, int]:
-    y, m0 = divmod(year * 12 + month - 1 + k, 12)
-    return y, m0 + 1
+def _us(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return on_date(ctx, int(m.group(1)), int(m.group(2)), m.group(3))
 
 
-def _month_span(ctx: _Ctx, year: int, month: int) -> _Span:
-    return _days(ctx, date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1]))
+def _mdy(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return on_date(ctx, month_number(m.group(1)), int(m.group(2)), m.group(3))
 
 
-def _quarter_span(ctx: _Ctx, year: int, q: int) -> _Span:
-    """``q`` counts from 0."""
-    last = 3 * q + 3
-    return _days(ctx, date(year, 3 * q + 1, 1), date(year, last, calendar.monthrange(year, last)[1]))
+def _dmy(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return on_date(ctx, month_number(m.group(2)), int(m.group(1)), m.group(3))
 
 
-def _year_span(ctx: _Ctx, year: int) -> _Span:
-    return _days(ctx, date(year, 1, 1), date(year, 12, 31))
-
-
-def _week_span(ctx: _Ctx, day: date) -> _Span:
-    monday = day - timedelta(days=day.weekday())
-    return _days(ctx, monday, monday + timedelta(days=6))
-
-
-def _add_months(dt: datetime, k: int) -> datetime:
-    y, m = _shift_month(dt.year, dt.month, k)
-    return dt.replace(year=y, month=m, day=min(dt.day, calendar.monthrange(y, m)[1]))
-
-
-def _number(text: str) -> int:
-    words = text.casefold().split()
-    # "a couple of" / "a few": the article and "of" carry no quantity.
-    words = [w for w in words if w not in ("a", "of")] or words
-    return int(words[0]) if words[0].isdecimal() else _NUMBERS[words[0]]
-
-
-def _unit(text: str) -> str:
-    unit = text.casefold()
-    return unit[:-1] if unit.endswith("s") else unit
-
-
-def month_number(text: str) -> int:
-    """The number of the month ``text`` names (its first three letters: "Sept" -> 9)."""
-    return MONTHS[text.casefold()[:3]]
-
-
-def _on_date(ctx: _Ctx, month: int, day: int, year: str | None) -> _Span | None:
+def _month_year(ctx: Ctx, month: int, year: str | None) -> Span:
     if year:
-        d = date(int(year), month, day)
-        return _days(ctx, d, d)
-    # No year: the most recent such date not after today (Feb 29 may need several years back); the
-    # next one not before today, looking ahead.
-    for ahead in range(9) if ctx.ahead else ():
-        try:
-            d = date(ctx.today.year + ahead, month, day)
-        except ValueError:
-            continue
-        if d >= ctx.today:
-            return _days(ctx, d, d)
-    for back in range(9):
-        try:
-            d = date(ctx.today.year - back, month, day)
-        except ValueError:
-            continue
-        if d <= ctx.today:
-            return _days(ctx, d, d)
-    return None
-
-
-def _iso(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _on_date(ctx, int(m.group(2)), int(m.group(3)), m.group(1))
-
-
-def _us(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _on_date(ctx, int(m.group(1)), int(m.group(2)), m.group(3))
-
-
-def _mdy(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _on_date(ctx, month_number(m.group(1)), int(m.group(2)), m.group(3))
-
-
-def _dmy(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _on_date(ctx, month_number(m.group(2)), int(m.group(1)), m.group(3))
-
-
-def _month_year(ctx: _Ctx, month: int, year: str | None) -> _Span:
-    if year:
-        return _month_span(ctx, int(year), month)
+        return month_span(ctx, int(year), month)
     # No year: the most recent such month not after the current one (the next one, looking ahead).
     if ctx.ahead:
-        return _month_span(ctx, ctx.today.year if month >= ctx.today.month else ctx.today.year + 1, month)
+        return month_span(ctx, ctx.today.year if month >= ctx.today.month else ctx.today.year + 1, month)
     y = ctx.today.year if month <= ctx.today.month else ctx.today.year - 1
-    return _month_span(ctx, y, month)
+    return month_span(ctx, y, month)
 
 
-def _my(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _my(m: re.Match[str], ctx: Ctx) -> Span | None:
     return _month_year(ctx, month_number(m.group(1)), m.group(2))
 
 
-def _month(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _month(m: re.Match[str], ctx: Ctx) -> Span | None:
     return _month_year(ctx, month_number(m.group(1)), None)
 
 
-def _year(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _year_span(ctx, int(m.group(1)))
+def _year(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return year_span(ctx, int(m.group(1)))
 
 
-def _quarter(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _quarter(m: re.Match[str], ctx: Ctx) -> Span | None:
     q = int(m.group(1)) - 1
     if m.group(2):
-        return _quarter_span(ctx, int(m.group(2)), q)
+        return quarter_span(ctx, int(m.group(2)), q)
     current = (ctx.today.month - 1) // 3
-    return _quarter_span(ctx, ctx.today.year if q <= current else ctx.today.year - 1, q)
+    return quarter_span(ctx, ctx.today.year if q <= current else ctx.today.year - 1, q)
 
 
-def _offset_day(k: int) -> _Handler:
-    def handler(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _offset_day(k: int) -> Handler:
+    def handler(m: re.Match[str], ctx: Ctx) -> Span | None:
         d = ctx.today + timedelta(days=k)
-        return _days(ctx, d, d)
+        return day_span(ctx, d, d)
 
     return handler
 
 
-def _relative(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _relative(m: re.Match[str], ctx: Ctx) -> Span | None:
     word, unit = m.group(1).casefold(), m.group(2).casefold()
     k = {"last": -1, "previous": -1, "next": 1}.get(word, 0)
     return _period(ctx, unit, k)
 
 
-def _period(ctx: _Ctx, unit: str, k: int) -> _Span | None:
+def _period(ctx: Ctx, unit: str, k: int) -> Span | None:
     """The calendar ``unit`` ``k`` units away from the one containing today."""
     today = ctx.today
     if unit == "day":
         d = today + timedelta(days=k)
-        return _days(ctx, d, d)
+        return day_span(ctx, d, d)
     if unit == "week":
-        return _week_span(ctx, today + timedelta(weeks=k))
+        return week_span(ctx, today + timedelta(weeks=k))
     if unit == "month":
-        return _month_span(ctx, *_shift_month(today.year, today.month, k))
+        return month_span(ctx, *shift_month(today.year, today.month, k))
     if unit == "quarter":
         y, q = divmod(today.year * 4 + (today.month - 1) // 3 + k, 4)
-        return _quarter_span(ctx, y, q)
+        return quarter_span(ctx, y, q)
     if unit == "year":
-        return _year_span(ctx, today.year + k)
+        return year_span(ctx, today.year + k)
     return None
 
 
-def _weekend(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _weekend(m: re.Match[str], ctx: Ctx) -> Span | None:
     word = m.group(1).casefold()
     saturday = ctx.today + timedelta(days=5 - ctx.today.weekday())
     saturday += timedelta(weeks={"next": 1, "this": 0}.get(word, -1))
-    return _days(ctx, saturday, saturday + timedelta(days=1))
+    return day_span(ctx, saturday, saturday + timedelta(days=1))
 
 
-def _the_weekend(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _the_weekend(m: re.Match[str], ctx: Ctx) -> Span | None:
     # The most recent weekend that has started (today itself if it is Saturday or Sunday).
     saturday = ctx.today - timedelta(days=(ctx.today.weekday() - 5) % 7)
-    return _days(ctx, saturday, saturday + timedelta(days=1))
+    return day_span(ctx, saturday, saturday + timedelta(days=1))
 
 
-def _weekday(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _weekday(m: re.Match[str], ctx: Ctx) -> Span | None:
     word = (m.group(1) or "").casefold()
-    wd = _WEEKDAYS[m.group(2).casefold()[:3]]
+    wd = WEEKDAYS[m.group(2).casefold()[:3]]
     today = ctx.today
     if word == "next":
         d = today + timedelta(days=(wd - today.weekday()) % 7 or 7)
@@ -262,40 +181,40 @@ def _weekday(m: re.Match[str], ctx: _Ctx) -> _Span | None:
         if word in ("last", "previous", "past") and back == 0:
             back = 7  # "last Thursday" said on a Thursday means a week ago
         d = today - timedelta(days=back)
-    return _days(ctx, d, d)
+    return day_span(ctx, d, d)
 
 
-def _ago(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    n, unit = _number(m.group(1)), _unit(m.group(2))
+def _ago(m: re.Match[str], ctx: Ctx) -> Span | None:
+    n, unit = number(m.group(1)), unit_name(m.group(2))
     if unit == "hour":
         point = (ctx.now.astimezone(UTC) - timedelta(hours=n)).astimezone(ctx.tz)
         start = point.replace(minute=0, second=0, microsecond=0)
-        return start, start + timedelta(hours=1) - _TICK
+        return start, start + timedelta(hours=1) - TICK
     return _period(ctx, unit, -n)
 
 
-def _rolling_start(ctx: _Ctx, n: int, unit: str) -> datetime:
+def _rolling_start(ctx: Ctx, n: int, unit: str) -> datetime:
     if unit == "hour":
         return ctx.now - timedelta(hours=n)
     if unit in ("day", "week"):
         return ctx.now - timedelta(days=n * (7 if unit == "week" else 1))
-    return _add_months(ctx.now, -n * {"month": 1, "quarter": 3, "year": 12}[unit])
+    return add_months(ctx.now, -n * {"month": 1, "quarter": 3, "year": 12}[unit])
 
 
-def _rolling(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _rolling_start(ctx, _number(m.group(1)), _unit(m.group(2))), ctx.now
+def _rolling(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return _rolling_start(ctx, number(m.group(1)), unit_name(m.group(2))), ctx.now
 
 
-def _past_unit(m: re.Match[str], ctx: _Ctx) -> _Span | None:
-    return _rolling_start(ctx, 1, _unit(m.group(1))), ctx.now
+def _past_unit(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return _rolling_start(ctx, 1, unit_name(m.group(1))), ctx.now
 
 
-def _recent(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _recent(m: re.Match[str], ctx: Ctx) -> Span | None:
     return ctx.now - timedelta(days=7), ctx.now
 
 
 # Single periods, most specific first: the alternation below takes the first that matches.
-_PERIODS: tuple[tuple[str, _Handler], ...] = (
+_PERIODS: tuple[tuple[str, Handler], ...] = (
     (_P_ISO, _iso), (_P_US, _us), (_P_MDY, _mdy), (_P_DMY, _dmy), (_P_MY, _my), (_P_QUARTER, _quarter),
     (_P_DBY, _offset_day(-2)), (_P_TODAY, _offset_day(0)), (_P_YESTERDAY, _offset_day(-1)),
     (_P_TOMORROW, _offset_day(1)), (_P_REL, _relative), (_P_WEEKEND, _weekend),
@@ -307,7 +226,7 @@ _ANCHOR_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _PERIODS)
 _ANCHOR = "(?:" + "|".join(p for p, _ in _PERIODS) + ")"
 
 
-def _anchor(text: str, ctx: _Ctx) -> _Span | None:
+def _anchor(text: str, ctx: Ctx) -> Span | None:
     for pattern, handler in _ANCHOR_SPECS:
         m = pattern.fullmatch(text)
         if m is not None:
@@ -317,39 +236,39 @@ def _anchor(text: str, ctx: _Ctx) -> _Span | None:
     return None
 
 
-def _since(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _since(m: re.Match[str], ctx: Ctx) -> Span | None:
     a = _anchor(m.group("a"), ctx)
     return (a[0], ctx.now) if a else None
 
 
-def _before(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _before(m: re.Match[str], ctx: Ctx) -> Span | None:
     a = _anchor(m.group("a"), ctx)
     if a is None:
         return None
     inclusive = m.group("op").casefold().split()[0] in ("until", "till", "up")
-    return MIN_UTC, a[1] if inclusive else a[0] - _TICK
+    return MIN_UTC, a[1] if inclusive else a[0] - TICK
 
 
-def _after(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _after(m: re.Match[str], ctx: Ctx) -> Span | None:
     a = _anchor(m.group("a"), ctx)
-    return (a[1] + _TICK, MAX_UTC) if a else None
+    return (a[1] + TICK, MAX_UTC) if a else None
 
 
-def _between(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _between(m: re.Match[str], ctx: Ctx) -> Span | None:
     a, b = _anchor(m.group("a"), ctx), _anchor(m.group("b"), ctx)
     if a is None or b is None:
         return None
     return min(a[0], b[0]), max(a[1], b[1])  # tolerate "between May and March"
 
 
-def _next_to(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _next_to(m: re.Match[str], ctx: Ctx) -> Span | None:
     """"the weekend before 10 April 2023", "the week after May 3", "two days before Easter Monday":
     a period placed against an explicit anchor rather than against now."""
     a = _anchor(m.group("a"), ctx)
     if a is None:
         return None
     unit = m.group("unit").casefold().rstrip("s")
-    n = _number(m.group("n")) if m.group("n") else 1
+    n = number(m.group("n")) if m.group("n") else 1
     before = m.group("op").casefold().split()[0] in ("before", "prior")
     edge = a[0].date() if before else a[1].date()
     if unit == "weekend":
@@ -358,29 +277,29 @@ def _next_to(m: re.Match[str], ctx: _Ctx) -> _Span | None:
             saturday = edge - timedelta(days=back if back >= 2 else back + 7) - timedelta(weeks=n - 1)
         else:
             saturday = edge + timedelta(days=(5 - edge.weekday()) % 7 or 7) + timedelta(weeks=n - 1)
-        return _days(ctx, saturday, saturday + timedelta(days=1))
+        return day_span(ctx, saturday, saturday + timedelta(days=1))
     step = {"day": timedelta(days=1), "week": timedelta(weeks=1)}.get(unit)
     if step is not None:
         if n == 1:  # "the week before X": the whole stretch between X and a week earlier
-            return _days(ctx, edge - step, edge - timedelta(days=1)) if before else \
-                _days(ctx, edge + timedelta(days=1), edge + step)
+            return day_span(ctx, edge - step, edge - timedelta(days=1)) if before else \
+                day_span(ctx, edge + timedelta(days=1), edge + step)
         point = edge - n * step if before else edge + n * step
         half = (step - timedelta(days=1)) // 2  # "three weeks before X": the week around that point
-        return _days(ctx, point - half, point + half)
+        return day_span(ctx, point - half, point + half)
     months = {"month": 1, "year": 12}[unit] * n * (-1 if before else 1)
     if n == 1:
-        start = _add_months(a[0], months) if before else a[1] + _TICK
-        end = a[0] - _TICK if before else _add_months(a[1], months)
+        start = add_months(a[0], months) if before else a[1] + TICK
+        end = a[0] - TICK if before else add_months(a[1], months)
         return start, end
-    point = _add_months(a[0] if before else a[1], months).date()
-    return _days(ctx, point - timedelta(days=15), point + timedelta(days=15))
+    point = add_months(a[0] if before else a[1], months).date()
+    return day_span(ctx, point - timedelta(days=15), point + timedelta(days=15))
 
 
-def _in_month(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _in_month(m: re.Match[str], ctx: Ctx) -> Span | None:
     return _month_year(ctx, month_number(m.group(1)), m.group(2))
 
 
-_TOP: tuple[tuple[str, _Handler], ...] = (
+_TOP: tuple[tuple[str, Handler], ...] = (
     (r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year)s?\s+"
      r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _ANCHOR + ")", _next_to),
     (r"\bbetween\s+(?P<a>" + _ANCHOR + r")\s+(?:and|&)\s+(?P<b>" + _ANCHOR + ")", _between),
@@ -401,10 +320,10 @@ _TOP_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _TOP)
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
 
 
-def _check_now(now: datetime) -> _Ctx:
+def _check_now(now: datetime) -> Ctx:
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
         raise ValidationError("now", f"must be a timezone-aware datetime, got {now!r}")
-    return _Ctx(now=now, tz=now.tzinfo, today=now.date())
+    return Ctx(now=now, tz=now.tzinfo, today=now.date())
 
 
 def _to_utc(dt: datetime) -> datetime:
@@ -430,7 +349,7 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
     ctx = _check_now(now)
     if _AHEAD.search(text) and not _BEHIND.search(text):
         ctx = replace(ctx, ahead=True)
-    found: list[tuple[int, int, int, int, re.Match[str], _Handler]] = []
+    found: list[tuple[int, int, int, int, re.Match[str], Handler]] = []
     for tier, specs in enumerate((_TOP_SPECS, _VAGUE_SPECS)):
         for index, (pattern, handler) in enumerate(specs):
             for m in pattern.finditer(text):
