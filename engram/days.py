@@ -22,9 +22,9 @@ __all__ = [
     "INDEXED_SPAN", "MAX_INDEXED_DAYS", "MAX_READ_SPAN", "READ_CHARS", "indexed_days", "mentioned_days", "told_days",
 ]
 
-#: The longest span of days a store indexes: "last month" is, "last year" is not (a span that long
-#: counts only for a scope as long, which reads that time itself).
-INDEXED_SPAN = timedelta(days=31)
+#: The longest span of days a store indexes: "last month" and "closed Nov 20 to Jan 5" are, "last
+#: year" is not (only the other sources find it, for the scopes as long that it counts for).
+INDEXED_SPAN = timedelta(days=92)
 #: The longest span of days a store reads for the memories that name one (a year and a day).
 MAX_READ_SPAN = timedelta(days=366)
 #: At most this many days are indexed per memory (a year's calendar pasted in is not a day's news).

@@ -78,7 +78,7 @@ def test_delete_and_forget_user_leave_no_trace(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     with Memory(db, embedder=FakeEmbedder()) as memory:
         a = memory.add("zebra crossing secret", user_id="u1")
-        memory.add("another zebra fact", user_id="u1")
+        memory.add("another zebra fact, due on Dec 3", user_id="u1")  # a day the store indexes
         keep = memory.add("zebra of someone else", user_id="u2")
         memory.add_entity("customer:acme", user_id="u1", aliases=["Acme"])
         assert memory.retrieve("zebra", user_id="u1", now=NOW).memories
@@ -89,7 +89,8 @@ def test_delete_and_forget_user_leave_no_trace(tmp_path: Path) -> None:
         assert memory.get(keep.id, user_id="u2").content == "zebra of someone else"
     conn = sqlite3.connect(db)
     for table, column in [("memories", "user_id"), ("memory_tags", "user_id"),
-                          ("memory_entities", "user_id"), ("links", "user_id"), ("entities", "user_id")]:
+                          ("memory_entities", "user_id"), ("memory_days", "user_id"), ("links", "user_id"),
+                          ("entities", "user_id")]:
         assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = 'u1'").fetchone()[0] == 0
     fts = conn.execute("SELECT COUNT(*) FROM keyword_fts WHERE terms LIKE '%zebra%'").fetchone()[0]
     assert fts == 1  # only u2's row remains in the keyword index

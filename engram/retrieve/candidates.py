@@ -204,7 +204,9 @@ def gather(
         def mentioned() -> list[Hit]:  # what names a day of the scope, through the stores' index of days
             if reaches_ahead(scope, now):  # "next week": what was said before of days to come
                 when, first, last = said_by_now, *_utc_days(scope)
-                last = last if last - first <= MAX_READ_SPAN else first + MAX_READ_SPAN  # no overflow at year 9999
+                if last - first > MAX_READ_SPAN:  # "until Friday", "after March": read from today on
+                    first = max(first, now.astimezone(UTC).date())
+                    last = last if last - first <= MAX_READ_SPAN else first + MAX_READ_SPAN  # no overflow at 9999
             elif scope.start > MIN_UTC:  # "on Sunday": what was told of it after ("yesterday")
                 after = scope.end if filters.created_after is None else max(scope.end, filters.created_after)
                 when, first, last = replace(said_by_now, created_after=after), *_utc_days(scope)

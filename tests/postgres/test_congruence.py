@@ -11,7 +11,7 @@ import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ def _corpus(seed: int = 7, count: int = 300) -> tuple[list[MemoryRecord], np.nda
     records = []
     for i in range(count):
         text = " ".join(rnd.choice(VOCAB) for _ in range(rnd.randint(3, 14)))
+        text += rnd.choice(("", "", "", ". Due on Jan 20", ". Yesterday was busy", ". Away Feb 3 to Feb 9"))
         created = T0 + timedelta(hours=rnd.randint(0, 24 * 60), microseconds=rnd.randint(0, 999_999))
         records.append(MemoryRecord(
             id=new_id(), user_id=USERS[i % 3], content=text, kind=rnd.choice(KINDS[:5]),
@@ -141,6 +142,10 @@ def test_exact_sources_congruent(pair: tuple[SQLiteStore, Any, list[MemoryRecord
             ):
                 a, b = getattr(sqlite, name)(user, *args), getattr(pg, name)(user, *args)
                 assert a == b, (name, user, f)
+            for told in (False, True):
+                days = (date(2024, 1, 15), date(2024, 2, 5), 30, f)
+                a, b = sqlite.by_named_days(user, *days, told=told), pg.by_named_days(user, *days, told=told)
+                assert a == b and (a or f.session_id or f.tags_all or f.metadata), (told, user, f)
             assert sqlite.list(user, f, limit=500) == pg.list(user, f, limit=500)
             assert sqlite.list(user, f, limit=7, offset=5) == pg.list(user, f, limit=7, offset=5)
         for types in (None, ["related"]):

@@ -855,6 +855,16 @@ q("told_friday", K, "time", "What did Tom do on November 13?", "tom_install_told
   note="told on Monday of 'Friday': said on Nov 16, about Nov 13")
 q("told_october", D, "time", "What did we do on October 31?", "dana_apples",
   note="'last weekend', said on Monday Nov 2, is Oct 31 - Nov 1")
+q("buy_early_october", D, "time", "What did I buy in early October?", "dana_running_shoes",
+  note="early October is Oct 1-10: the shoes (Oct 3), not the air fryer (Oct 18) or the coat (Oct 25)")
+q("buy_mid_october", D, "time", "What did I buy in mid-October?", "dana_air_fryer")
+q("buy_late_october", D, "time", "What did I buy in late October?", "dana_leo_coat")
+q("bob_week_of_nov_11", K, "time", "What did Bob ask the week of November 11?", "bob_ask_bulk_docks",
+  note="the week of Nov 11 is Mon Nov 9 - Sun Nov 15, not Nov 11 alone")
+q("bob_fortnight_ago", K, "time", "What did Bob ask a fortnight ago?", "bob_ask_bulk_docks")
+q("bob_first_week_november", K, "time", "What did Bob ask in the first week of November?", "bob_ask_van",
+  "bob_ask_support_cover")
+q("bob_end_of_october", K, "time", "What did Bob ask at the end of October?", "acme_ask_45")
 q("last_time", S, "time", "What did we talk about last time?", "dev_render_slow",
   note="the last conversation: no word or meaning of the question is in it")
 q("left_off", K, "time", "Where did we leave off?", "maya_1123_q", "maya_1123_a",

@@ -46,7 +46,8 @@ def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
 
 def _populate(memory: Memory, user: str, marker: str, n: int = 4) -> list[MemoryRecord]:
     records = memory.add_many([
-        {"user_id": user, "content": f"{marker}word{i} invoice shipment note", "tags": [f"{marker}tag", "shared"],
+        {"user_id": user, "content": f"{marker}word{i} invoice shipment note due on Dec 3",
+         "tags": [f"{marker}tag", "shared"],
          "entities": [f"customer:{marker}", "customer:shared"], "metadata": {"owner": user, "i": i},
          "kind": "fact" if i % 2 else "message"}
         for i in range(n)
@@ -210,6 +211,7 @@ def test_cognee_3526_deleted_memory_leaves_no_row_fts_vector_or_link(tmp_path: P
         memory.retrieve(victim.content, user_id="u-7f3a", config=ANY)
         conn = sqlite3.connect(db)
         rowid = conn.execute("SELECT rowid FROM memories WHERE id = ?", (victim.id,)).fetchone()[0]
+        assert conn.execute("SELECT COUNT(*) FROM memory_days WHERE memory_rowid = ?", (rowid,)).fetchone()[0] == 1
         conn.close()
         assert memory.delete(victim.id, user_id="u-7f3a")
 
@@ -218,7 +220,7 @@ def test_cognee_3526_deleted_memory_leaves_no_row_fts_vector_or_link(tmp_path: P
         matched, vocab = _fts(db, "qvword0")
         assert matched == [] and vocab == []
         tables = _tables(db)
-        assert all(row[0] != rowid for row in tables["memory_tags"] + tables["memory_entities"])
+        assert all(row[0] != rowid for row in tables["memory_tags"] + tables["memory_entities"] + tables["memory_days"])
         assert all(row[0] != rowid for row in tables["keyword_fts_docsize"])
         index = memory.store._indexes.get("u-7f3a")  # type: ignore[attr-defined]
         assert index is None or victim.id not in index.ids()

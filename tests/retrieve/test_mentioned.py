@@ -186,3 +186,16 @@ def test_a_day_told_of_behind_many_newer_memories_is_found(tmp_path: Path) -> No
         found = memory.retrieve("What happened on Sunday?", user_id="u", now=now).memories
         assert found and found[0].id == told.id
         assert found[0].signals["names_day"] > 0
+
+
+def test_what_is_told_of_days_gone_does_not_crowd_out_plans(tmp_path: Path) -> None:
+    """A question about days to come reads only dates named: newer remarks on days gone by
+    ("yesterday ...") do not fill its read."""
+    now = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)  # a Friday
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add("Dentist appointment on Nov 28.", user_id="u", created_at=datetime(2026, 11, 10, tzinfo=UTC))
+        memory.add_many({"content": f"Yesterday we shipped build {i} to staging.", "user_id": "u",
+                         "created_at": datetime(2026, 11, 24, tzinfo=UTC) + timedelta(minutes=30 * i)}
+                        for i in range(125))
+        found = memory.retrieve("What's happening this week?", user_id="u", now=now).memories
+        assert found[0].content == "Dentist appointment on Nov 28."

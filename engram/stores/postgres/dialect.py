@@ -12,7 +12,7 @@ from typing import Any
 
 from engram.stores.sql.dialect import Dialect, Tx
 
-__all__ = ["POSTGRES"]
+__all__ = ["POSTGRES", "day_keys"]
 
 
 def _time(value: datetime | None) -> datetime | None:
@@ -29,6 +29,12 @@ def _names(names: Sequence[str]) -> list[str]:
 
 def _read_names(value: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(value or ())
+
+
+def day_keys(user_id: str, days: Sequence[int]) -> list[str]:
+    """A memory's days as the keys of the ``named_days`` index (engram.days.indexed_days): with the
+    user, so that one user's read of a day is answered from that user's entries, not every user's."""
+    return [f"{user_id}\x1f{day}" for day in days]
 
 
 class PostgresDialect(Dialect):
@@ -149,9 +155,9 @@ class PostgresDialect(Dialect):
 
     def names_days(self, alias: str, user_id: str, days: Sequence[tuple[int, int]],
                    said: tuple[Any, Any]) -> tuple[str, list[Any]]:
-        # The GIN index on the row's days (engram.stores.postgres.schema) answers an overlap; the
-        # time bounds are the filters' own, on the row.
-        return f"{alias}.named_days && ?::integer[]", [[n for first, last in days for n in range(first, last + 1)]]
+        # The GIN index on the row's days, keyed with the user (engram.stores.postgres.schema.day_keys),
+        # answers an overlap; the time bounds are the filters' own, on the row.
+        return f"{alias}.named_days && ?::text[]", [day_keys(user_id, [n for a, b in days for n in range(a, b + 1)])]
 
     def contains_any(self, alias: str, terms: Sequence[str]) -> tuple[str, list[Any]]:
         # A case-insensitive LIKE, folding as the substring index does (engram_fold, see

@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from engram.days import indexed_days
 from engram.model import Entity, MemoryRecord
 from engram.stores.facets import facet_bytes
-from engram.stores.postgres.dialect import POSTGRES
+from engram.stores.postgres.dialect import POSTGRES, day_keys
 from engram.stores.postgres.substrings import create_substring_index
 from engram.stores.sql.rows import COLUMNS, row_to_record
 from engram.stores.sql.rows import record_params as shared_params
@@ -330,7 +330,7 @@ def _backfill_entities(conn: psycopg.Connection[Any]) -> None:
 
 
 def _index_named_days(conn: psycopg.Connection[Any], batch: int = 1000) -> None:
-    conn.execute("ALTER TABLE engram_memories ADD COLUMN IF NOT EXISTS named_days integer[] NOT NULL DEFAULT '{}'")
+    conn.execute("ALTER TABLE engram_memories ADD COLUMN IF NOT EXISTS named_days text[] NOT NULL DEFAULT '{}'")
     conn.execute("CREATE INDEX IF NOT EXISTS engram_memories_named_days ON engram_memories USING gin (named_days)")
     last = ""
     while True:
@@ -340,7 +340,7 @@ def _index_named_days(conn: psycopg.Connection[Any], batch: int = 1000) -> None:
         ).fetchall()
         if not rows:
             return
-        changes = [(days, user_id, memory_id) for user_id, memory_id, content, said in rows
+        changes = [(day_keys(user_id, days), user_id, memory_id) for user_id, memory_id, content, said in rows
                    for days in [indexed_days(content, said)] if days]
         if changes:
             with conn.cursor() as cur:
@@ -421,4 +421,4 @@ def record_params(r: MemoryRecord, vector: Any, facets: Any = None) -> tuple[Any
     terms = memory_terms(r.content, r.role, r.subject, r.predicate, r.object, r.trigger, r.action)
     width = None if vector is None else int(np.size(vector))
     return (*shared_params(POSTGRES, r), len(terms), " ".join(terms), vector, facet_bytes(facets, width),
-            indexed_days(r.content, r.created_at))
+            day_keys(r.user_id, indexed_days(r.content, r.created_at)))

@@ -259,7 +259,8 @@ class PostgresStore(ReadMixin, CandidateMixin, KnowledgeMixin, WriteMixin, Histo
                 return  # only the table's owner may; autovacuum will, later
             # What autovacuum would also do: merge the GIN indexes' pending entries, which the
             # planner counts as a cost of every keyword, tag or entity lookup until then.
-            for index in ("engram_memories_tsv", "engram_memories_tags", "engram_memories_entities"):
+            for index in ("engram_memories_tsv", "engram_memories_tags", "engram_memories_entities",
+                          "engram_memories_named_days"):
                 conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (index,))
             conn.execute("ANALYZE engram_memories")
             row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'engram_memories'::regclass").fetchone()
