@@ -11,6 +11,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from engram import timeparts
 from engram.errors import ValidationError
 from engram.model import TimeRange
 from engram.timespans import (
@@ -28,10 +29,9 @@ from engram.timespans import (
     month_span,
     number,
     on_date,
+    period,
     quarter_span,
-    shift_month,
     unit_name,
-    week_span,
     year_span,
 )
 
@@ -132,25 +132,7 @@ def _offset_day(k: int) -> Handler:
 def _relative(m: re.Match[str], ctx: Ctx) -> Span | None:
     word, unit = m.group(1).casefold(), m.group(2).casefold()
     k = {"last": -1, "previous": -1, "next": 1}.get(word, 0)
-    return _period(ctx, unit, k)
-
-
-def _period(ctx: Ctx, unit: str, k: int) -> Span | None:
-    """The calendar ``unit`` ``k`` units away from the one containing today."""
-    today = ctx.today
-    if unit == "day":
-        d = today + timedelta(days=k)
-        return day_span(ctx, d, d)
-    if unit == "week":
-        return week_span(ctx, today + timedelta(weeks=k))
-    if unit == "month":
-        return month_span(ctx, *shift_month(today.year, today.month, k))
-    if unit == "quarter":
-        y, q = divmod(today.year * 4 + (today.month - 1) // 3 + k, 4)
-        return quarter_span(ctx, y, q)
-    if unit == "year":
-        return year_span(ctx, today.year + k)
-    return None
+    return period(ctx, unit, k)
 
 
 def _weekend(m: re.Match[str], ctx: Ctx) -> Span | None:
@@ -190,7 +172,7 @@ def _ago(m: re.Match[str], ctx: Ctx) -> Span | None:
         point = (ctx.now.astimezone(UTC) - timedelta(hours=n)).astimezone(ctx.tz)
         start = point.replace(minute=0, second=0, microsecond=0)
         return start, start + timedelta(hours=1) - TICK
-    return _period(ctx, unit, -n)
+    return period(ctx, unit, -n)
 
 
 def _rolling_start(ctx: Ctx, n: int, unit: str) -> datetime:
@@ -299,7 +281,29 @@ def _in_month(m: re.Match[str], ctx: Ctx) -> Span | None:
     return _month_year(ctx, month_number(m.group(1)), m.group(2))
 
 
+_TOP_PLACE = r"(?:(?:in|during|at|by|on|over|around|towards?)\s+)?(?:the\s+)?"
+_THIS = r"(?:(?P<a>" + _ANCHOR + r")|the\s+(?P<unit>week|month|year)\b)"  # "the month": this one
+# A bare "early" or "late" after a form of "be" says when, not which part ("Was I late last month?").
+_NOT_BEING = r"(?<!\bi\s)(?<!\bwas\s)(?<!\bwere\s)(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bbe\s)(?<!\bbeen\s)"
+_PARTS: tuple[tuple[str, Handler], ...] = (
+    (r"\b" + _NOT_BEING + _TOP_PLACE + r"(?P<part>early|mid|late)(?:\s*-\s*|\s+)" + _THIS,
+     lambda m, ctx: timeparts.part_of(m, ctx, _anchor)),
+    (r"\b" + _TOP_PLACE + r"(?P<part>beginning|start|middle|end)\s+(?P<of>of)\s+" + _THIS,
+     lambda m, ctx: timeparts.part_of(m, ctx, _anchor)),
+    (r"\b" + _TOP_PLACE + r"(?P<nth>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+(?P<kind>week|weekend)\s+"
+     r"(?:of|in)\s+" + _THIS, lambda m, ctx: timeparts.nth_of(m, ctx, _anchor)),
+    (r"\b" + _TOP_PLACE + r"(?P<kind>week|weekend)\s+of\s+(?:the\s+)?(?P<a>" + _ANCHOR + ")",
+     lambda m, ctx: timeparts.week_of(m, ctx, _anchor)),
+    (r"\b(?:a|one)\s+fortnight\s+ago\b", timeparts.fortnight_ago),
+    (r"\b(?:the\s+)?(?:past|last|previous)\s+fortnight\b", timeparts.past_fortnight),
+    (r"\b" + _NUM + r"\s+weekends?\s+ago\b", timeparts.weekends_ago),
+    (r"\bthe\s+(week|month|year)\s+(before\s+last|after\s+next)\b", timeparts.two_away),
+    (r"\bon\s+(\d{1,2})/(\d{1,2})(?![\d/])(?!\s+of\b)", timeparts.month_day),
+    (r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?=\s*(?:[?.!,;]|$))", timeparts.day_of_month),
+)
+
 _TOP: tuple[tuple[str, Handler], ...] = (
+    *_PARTS,
     (r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year)s?\s+"
      r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _ANCHOR + ")", _next_to),
     (r"\bbetween\s+(?P<a>" + _ANCHOR + r")\s+(?:and|&)\s+(?P<b>" + _ANCHOR + ")", _between),

@@ -11,8 +11,8 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 __all__ = [
     "MAX_UTC", "MIN_UTC", "MONTHS", "NUMBERS", "TICK", "WEEKDAYS", "Ctx", "Handler", "Span", "add_months", "day_span",
-    "month_number", "month_span", "number", "on_date", "quarter_span", "shift_month", "unit_name", "week_span",
-    "year_span",
+    "month_number", "month_span", "number", "on_date", "period", "quarter_span", "shift_month", "unit_name",
+    "week_span", "year_span",
 ]
 
 #: Open ends of "before X" / "after X" ranges.
@@ -112,4 +112,22 @@ def on_date(ctx: Ctx, month: int, day: int, year: str | None) -> Span | None:
             continue
         if d <= ctx.today:
             return day_span(ctx, d, d)
+    return None
+
+
+def period(ctx: Ctx, unit: str, k: int) -> Span | None:
+    """The calendar ``unit`` ``k`` units away from the one containing today."""
+    today = ctx.today
+    if unit == "day":
+        d = today + timedelta(days=k)
+        return day_span(ctx, d, d)
+    if unit == "week":
+        return week_span(ctx, today + timedelta(weeks=k))
+    if unit == "month":
+        return month_span(ctx, *shift_month(today.year, today.month, k))
+    if unit == "quarter":
+        y, q = divmod(today.year * 4 + (today.month - 1) // 3 + k, 4)
+        return quarter_span(ctx, y, q)
+    if unit == "year":
+        return year_span(ctx, today.year + k)
     return None

@@ -1,0 +1,135 @@
+"""Parts of a period, and periods placed by a day, as questions say them (engram.timeparse reads
+them): "early October", "mid-October", "the end of last month", "the first week of November",
+"the last weekend of October", "the week of November 11", "the weekend of Nov 14", "a fortnight
+ago", "the past fortnight", "two weekends ago", "the week before last", "on 11/13", "on the 14th".
+
+A part is a third of its period: early (beginning, start) the first, mid (middle) the next, late
+(end) the rest; October's are the 1st-10th, 11th-20th and 21st-31st, a year's January-April,
+May-August and September-December. A bare "early" or "late"
+parts only a month or longer ("late yesterday", "late last week" keep the whole period: "Was I
+late last week?" asks about the week); "the beginning of" or "the end of" parts a week too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import date, timedelta
+
+from engram.timespans import Ctx, Span, day_span, number, on_date, period, shift_month, week_span
+
+__all__ = ["Anchor", "day_of_month", "fortnight_ago", "month_day", "nth_of", "part_of", "past_fortnight",
+           "two_away", "week_of", "weekends_ago"]
+
+#: What reads an anchor ("October", "last month", "Nov 14") into its span, or None.
+Anchor = Callable[[str, Ctx], Span | None]
+
+_FIRST = ("early", "beginning", "start")
+_MIDDLE = ("mid", "middle")
+_NTH = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3, "last": -1}
+
+
+def _anchored(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> tuple[date, date] | None:
+    """The days of the match's anchor: group ``a`` (a period), or ``unit`` ("the month": this one)."""
+    unit = m.groupdict().get("unit")
+    span = period(ctx, unit.casefold(), 0) if unit else anchor(m.group("a"), ctx)
+    return None if span is None else (span[0].date(), span[1].date())
+
+
+def part_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
+    days = _anchored(m, ctx, anchor)
+    if days is None:
+        return None
+    first, last = days
+    n = (last - first).days + 1
+    if n < (7 if m.groupdict().get("of") else 28):
+        return day_span(ctx, first, last)
+    part = m.group("part").casefold()
+    months = (last.year - first.year) * 12 + last.month - first.month + 1
+    if months >= 3:  # a quarter or a year: by whole months ("late 2023" is September to December)
+        k = months // 3
+        lo, hi = (0, k) if part in _FIRST else (k, 2 * k) if part in _MIDDLE else (2 * k, months)
+        start = date(*shift_month(first.year, first.month, lo), 1)
+        end = date(*shift_month(first.year, first.month, hi), 1) - timedelta(days=1)
+        return day_span(ctx, start, min(end, last))
+    k = n // 3
+    if part in _FIRST:
+        return day_span(ctx, first, first + timedelta(days=k - 1))
+    if part in _MIDDLE:
+        return day_span(ctx, first + timedelta(days=k), first + timedelta(days=2 * k - 1))
+    return day_span(ctx, first + timedelta(days=2 * k), last)
+
+
+def nth_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
+    """"the first week of November" (its 1st-7th), "the last week of October" (its last seven
+    days), "the second weekend of March" (its second Saturday and the Sunday after)."""
+    days = _anchored(m, ctx, anchor)
+    if days is None or (days[1] - days[0]).days < 27:
+        return None
+    first, last = days
+    i = _NTH[m.group("nth").casefold()]
+    if m.group("kind").casefold() == "week":
+        start = last - timedelta(days=6) if i < 0 else first + timedelta(weeks=i)
+        return day_span(ctx, start, start + timedelta(days=6))
+    saturdays = [first + timedelta(days=d) for d in range((last - first).days + 1)
+                 if (first + timedelta(days=d)).weekday() == 5]
+    saturday = saturdays[i]
+    return day_span(ctx, saturday, saturday + timedelta(days=1))
+
+
+def week_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
+    """"the week of November 11": its Monday to Sunday; "the weekend of Nov 14": the Saturday and
+    Sunday it falls on, the one before a Monday, else the coming one."""
+    days = _anchored(m, ctx, anchor)
+    if days is None:
+        return None
+    day = days[0]
+    if m.group("kind").casefold() == "week":
+        return week_span(ctx, day)
+    back = {5: 0, 6: 1, 0: 2}.get(day.weekday())
+    saturday = day - timedelta(days=back) if back is not None else day + timedelta(days=5 - day.weekday())
+    return day_span(ctx, saturday, saturday + timedelta(days=1))
+
+
+def fortnight_ago(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return period(ctx, "week", -2)  # as "two weeks ago"
+
+
+def past_fortnight(m: re.Match[str], ctx: Ctx) -> Span | None:
+    return ctx.now - timedelta(days=14), ctx.now
+
+
+def weekends_ago(m: re.Match[str], ctx: Ctx) -> Span | None:
+    """"two weekends ago": the weekend before last weekend."""
+    saturday = ctx.today + timedelta(days=5 - ctx.today.weekday()) - timedelta(weeks=number(m.group(1)))
+    return day_span(ctx, saturday, saturday + timedelta(days=1))
+
+
+def two_away(m: re.Match[str], ctx: Ctx) -> Span | None:
+    """"the week before last", "the month after next"."""
+    return period(ctx, m.group(1).casefold(), -2 if m.group(2).casefold().startswith("before") else 2)
+
+
+def month_day(m: re.Match[str], ctx: Ctx) -> Span | None:
+    """"on 11/13": month and day, as written in the US; a first number over 12 is the day ("on 25/12")."""
+    a, b = int(m.group(1)), int(m.group(2))
+    month, day = (b, a) if a > 12 >= b else (a, b)
+    return on_date(ctx, month, day, None)
+
+
+def day_of_month(m: re.Match[str], ctx: Ctx) -> Span | None:
+    """"on the 14th": the last such day (the coming one for a question that looks ahead)."""
+    day = int(m.group(1))
+    if not 1 <= day <= 31:
+        return None
+    step = 1 if ctx.ahead else -1
+    year, month = ctx.today.year, ctx.today.month
+    for _ in range(13):
+        try:
+            d = date(year, month, day)
+        except ValueError:
+            d = None
+        if d is not None and (d >= ctx.today if ctx.ahead else d <= ctx.today):
+            return day_span(ctx, d, d)
+        year, month = (year + (month + step - 1) // 12, (month + step - 1) % 12 + 1)
+    return None
