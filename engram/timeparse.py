@@ -41,7 +41,8 @@ __all__ = ["MAX_UTC", "MIN_UTC", "MONTHS", "month_number", "parse_time_scope"]
 # a word of the past ("did", "was", "ago") keeps the past reading.
 _AHEAD = re.compile(
     r"\b(?:will|shall|going\s+to|gonna|coming(?:\s+up)?|upcoming|planned|scheduled|happening"
-    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected)\b", re.IGNORECASE)
+    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected|what'?s\s+on|what\s+is\s+on)\b",
+    re.IGNORECASE)
 _BEHIND = re.compile(
     r"\b(?:did|was|were|had|went|ago|last|yesterday|earlier|previous(?:ly)?|before|since)\b", re.IGNORECASE)
 
@@ -60,7 +61,7 @@ _P_MDY = _MONTH + r"\s+(\d{1,2})(?:st|nd|rd|th)?(?![\d:])" + _YEAR_OPT
 _P_DMY = r"(?<![\d/])(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + _YEAR_OPT
 _P_MY = _MONTH + r"\s*,?\s*(\d{4})(?!\d)"
 _P_MONTH = _MONTH
-_P_YEAR = r"(?<!\d)((?:19|20)\d{2})(?!\d)"
+_P_YEAR = r"(?<!\d)((?:19|20)\d{2})(?!\d)(?!'?s\b)"  # "the 1990s" is a decade
 _P_QUARTER = r"\bq([1-4])\b" + _YEAR_OPT
 _P_DBY = r"\b(?:the\s+)?day\s+before\s+yesterday\b"
 _P_TODAY = r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b"
@@ -209,7 +210,7 @@ _ANCHOR = "(?:" + "|".join(p for p, _ in _PERIODS) + ")"
 
 
 def _anchor(text: str, ctx: Ctx) -> Span | None:
-    for pattern, handler in _ANCHOR_SPECS:
+    for pattern, handler in (*_ANCHOR_SPECS, *_PART_SPECS):
         m = pattern.fullmatch(text)
         if m is not None:
             span = handler(m, ctx)
@@ -281,36 +282,49 @@ def _in_month(m: re.Match[str], ctx: Ctx) -> Span | None:
     return _month_year(ctx, month_number(m.group(1)), m.group(2))
 
 
-_TOP_PLACE = r"(?:(?:in|during|at|by|on|over|around|towards?)\s+)?(?:the\s+)?"
 _THIS = r"(?:(?P<a>" + _ANCHOR + r")|the\s+(?P<unit>week|month|year)\b)"  # "the month": this one
-# A bare "early" or "late" after a form of "be" says when, not which part ("Was I late last month?").
-_NOT_BEING = r"(?<!\bi\s)(?<!\bwas\s)(?<!\bwere\s)(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bbe\s)(?<!\bbeen\s)"
-_PARTS: tuple[tuple[str, Handler], ...] = (
-    (r"\b" + _NOT_BEING + _TOP_PLACE + r"(?P<part>early|mid|late)(?:\s*-\s*|\s+)" + _THIS,
+_NTH = r"first|1st|second|2nd|third|3rd|fourth|4th|last"
+# Parts of a period and periods placed by a day (engram.timeparts), as they stand after "since",
+# "between" or "before" too: "since early March" is from March 1 to now, not March 1-10.
+_PART_FORMS: tuple[tuple[str, Handler], ...] = (
+    (r"(?P<part>early|mid|late)(?:\s*-\s*|\s+)" + _THIS, lambda m, ctx: timeparts.part_of(m, ctx, _anchor)),
+    (r"(?:the\s+)?(?P<part>beginning|start|middle|end)\s+(?P<of>of)\s+" + _THIS,
      lambda m, ctx: timeparts.part_of(m, ctx, _anchor)),
-    (r"\b" + _TOP_PLACE + r"(?P<part>beginning|start|middle|end)\s+(?P<of>of)\s+" + _THIS,
-     lambda m, ctx: timeparts.part_of(m, ctx, _anchor)),
-    (r"\b" + _TOP_PLACE + r"(?P<nth>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+(?P<kind>week|weekend)\s+"
-     r"(?:of|in)\s+" + _THIS, lambda m, ctx: timeparts.nth_of(m, ctx, _anchor)),
-    (r"\b" + _TOP_PLACE + r"(?P<kind>week|weekend)\s+of\s+(?:the\s+)?(?P<a>" + _ANCHOR + ")",
+    (r"the\s+(?P<nth>" + _NTH + r")\s+(?P<kind>week|weekend)\s+(?:of|in)\s+" + _THIS,
+     lambda m, ctx: timeparts.nth_of(m, ctx, _anchor)),
+    (r"(?:the\s+)?(?P<kind>week|weekend)\s+of\s+(?:the\s+)?(?P<a>" + _ANCHOR + ")",
      lambda m, ctx: timeparts.week_of(m, ctx, _anchor)),
-    (r"\b(?:a|one)\s+fortnight\s+ago\b", timeparts.fortnight_ago),
-    (r"\b(?:the\s+)?(?:past|last|previous)\s+fortnight\b", timeparts.past_fortnight),
-    (r"\b" + _NUM + r"\s+weekends?\s+ago\b", timeparts.weekends_ago),
-    (r"\bthe\s+(week|month|year)\s+(before\s+last|after\s+next)\b", timeparts.two_away),
-    (r"\bon\s+(\d{1,2})/(\d{1,2})(?![\d/])(?!\s+of\b)", timeparts.month_day),
-    (r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?=\s*(?:[?.!,;]|$))", timeparts.day_of_month),
+    (r"(?:a|one)\s+fortnight\s+ago\b", timeparts.fortnight_ago),
+    (r"(?:the\s+)?(?:past|last|previous)\s+fortnight\b", timeparts.past_fortnight),
+    (_NUM + r"\s+weekends?\s+ago\b", timeparts.weekends_ago),
+    (r"the\s+(week|month|year)\s+(before\s+last|after\s+next)\b", timeparts.two_away),
+)
+_PART_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _PART_FORMS)
+# What may follow "since", "between", "before" and the like: a part form (its names unnamed, so two
+# may stand in one pattern), else a single period.
+_WIDE = "(?:" + "|".join(re.sub(r"\(\?P<\w+>", "(?:", p) for p, _ in _PART_FORMS) + "|" + _ANCHOR + ")"
+_LEAD = r"(?:in|during|at|by|on|over|around|throughout|towards?)"
+_TOP_PARTS: tuple[tuple[str, Handler], ...] = (
+    # A bare "early" or "late" says when, not which part ("Did I work late last month?"): it needs a
+    # preposition or "the" before it ("in late October", "the late 1990s" is no year).
+    (r"\b(?:(?:" + _LEAD + r"|the)\s+)+(?=early|late)" + _PART_FORMS[0][0], _PART_FORMS[0][1]),
+    (r"\b(?:(?:" + _LEAD + r"|the)\s+)*(?=mid)" + _PART_FORMS[0][0], _PART_FORMS[0][1]),
+    *((r"\b(?:" + _LEAD + r"\s+)?" + p, h) for p, h in _PART_FORMS[1:]),
+    # "on 11/13" as a date, not "on 4/5 stars" or "on 3/4 of the team".
+    (r"\bon\s+(\d{1,2})/(\d{1,2})(?![\d/])(?=\s*(?:[?.!,;:)]|$|\s+(?:at|in|with|for|and|or|when|while|about|from|to"
+     r"|did|was|were|we|i|you|he|she|they)\b))", timeparts.month_day),
+    (r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?=\s*(?:[?!,]|$))", timeparts.day_of_month),
 )
 
 _TOP: tuple[tuple[str, Handler], ...] = (
-    *_PARTS,
+    *_TOP_PARTS,
     (r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year)s?\s+"
-     r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _ANCHOR + ")", _next_to),
-    (r"\bbetween\s+(?P<a>" + _ANCHOR + r")\s+(?:and|&)\s+(?P<b>" + _ANCHOR + ")", _between),
-    (r"\bfrom\s+(?P<a>" + _ANCHOR + r")\s+(?:to|until|till|through|thru)\s+(?P<b>" + _ANCHOR + ")", _between),
-    (r"\bsince\s+(?P<a>" + _ANCHOR + ")", _since),
-    (r"\b(?P<op>before|prior\s+to|until|till|up\s+to)\s+(?P<a>" + _ANCHOR + ")", _before),
-    (r"\bafter\s+(?P<a>" + _ANCHOR + ")", _after),
+     r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _WIDE + ")", _next_to),
+    (r"\bbetween\s+(?P<a>" + _WIDE + r")\s+(?:and|&)\s+(?P<b>" + _WIDE + ")", _between),
+    (r"\bfrom\s+(?P<a>" + _WIDE + r")\s+(?:to|until|till|through|thru)\s+(?P<b>" + _WIDE + ")", _between),
+    (r"\bsince\s+(?P<a>" + _WIDE + ")", _since),
+    (r"\b(?P<op>before|prior\s+to|until|till|up\s+to)\s+(?P<a>" + _WIDE + ")", _before),
+    (r"\bafter\s+(?P<a>" + _WIDE + ")", _after),
     # A bare month needs a preposition ("may" is also a word); "on November 13" is a day, not the month.
     (r"\b(?:in|during|on|over|throughout)\s+(?:the\s+month\s+of\s+)?" + _MONTH
      + r"(?!\.?\s+\d{1,2}(?:st|nd|rd|th)?(?![\d:])(?!\s*(?:-|–|to|through|and)\s*\d))" + _YEAR_OPT, _in_month),
@@ -320,6 +334,11 @@ _TOP: tuple[tuple[str, Handler], ...] = (
     (r"\bpast\s+(hour|day|week|month|quarter|year)\b", _past_unit),
 )
 _TOP_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _TOP)
+# A word each part form needs, tested first: most texts have none, and their patterns cost a third
+# of the parse.
+_PART_WORDS = (("early", "late"), ("mid",), ("beginning", "start", "middle", "end"), ("week",), ("week",),
+               ("fortnight",), ("fortnight",), ("weekend",), ("before last", "after next"), ("/",), ("on the",))
+assert len(_PART_WORDS) == len(_TOP_PARTS)
 # Vague words lose to any concrete expression, wherever it is.
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
 
@@ -354,8 +373,11 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
     if _AHEAD.search(text) and not _BEHIND.search(text):
         ctx = replace(ctx, ahead=True)
     found: list[tuple[int, int, int, int, re.Match[str], Handler]] = []
+    folded = text.casefold()
     for tier, specs in enumerate((_TOP_SPECS, _VAGUE_SPECS)):
         for index, (pattern, handler) in enumerate(specs):
+            if tier == 0 and index < len(_PART_WORDS) and not any(w in folded for w in _PART_WORDS[index]):
+                continue
             for m in pattern.finditer(text):
                 found.append((tier, m.start(), m.start() - m.end(), index, m, handler))
     found.sort(key=lambda item: item[:4])

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from engram.timespans import Ctx, Span, day_span, number, on_date, period, shift_month, week_span
+from engram.timespans import Ctx, Span, day_span, month_span, number, on_date, period, shift_month, week_span
 
 __all__ = ["Anchor", "day_of_month", "fortnight_ago", "month_day", "nth_of", "part_of", "past_fortnight",
            "two_away", "week_of", "weekends_ago"]
@@ -24,22 +24,46 @@ __all__ = ["Anchor", "day_of_month", "fortnight_ago", "month_day", "nth_of", "pa
 #: What reads an anchor ("October", "last month", "Nov 14") into its span, or None.
 Anchor = Callable[[str, Ctx], Span | None]
 
+_A_MONTH = re.compile(r"[a-z]{3,9}\.?", re.IGNORECASE)  # a month named without its year ("November")
 _FIRST = ("early", "beginning", "start")
 _MIDDLE = ("mid", "middle")
 _NTH = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3, "last": -1}
 
 
-def _anchored(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> tuple[date, date] | None:
-    """The days of the match's anchor: group ``a`` (a period), or ``unit`` ("the month": this one)."""
+def _anchored(m: re.Match[str], ctx: Ctx, anchor: Anchor, back: int = 0) -> tuple[date, date] | None:
+    """The days of the match's anchor: group ``a`` (a period), or ``unit`` ("the month": this one);
+    ``back`` periods earlier where that can be said (the month, or a month named without its year)."""
     unit = m.groupdict().get("unit")
-    span = period(ctx, unit.casefold(), 0) if unit else anchor(m.group("a"), ctx)
+    if unit:
+        span = period(ctx, unit.casefold(), -back)
+    else:
+        span = anchor(m.group("a"), ctx)
+        if back and span is not None:
+            if not _A_MONTH.fullmatch(m.group("a")):
+                return None
+            year, month = span[0].year - back, span[0].month
+            span = month_span(ctx, year, month)
     return None if span is None else (span[0].date(), span[1].date())
 
 
-def part_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
+def _gone_by(m: re.Match[str], ctx: Ctx, anchor: Anchor, part: Callable[[tuple[date, date]], Span | None],
+             ) -> Span | None:
+    """``part`` of the anchor's days; for a question about the past, of the period before when the
+    part is still to come ("What did I do in late November?" asked on November 15: last year's)."""
     days = _anchored(m, ctx, anchor)
-    if days is None:
-        return None
+    found = None if days is None else part(days)
+    if found is not None and not ctx.ahead and found[0].date() > ctx.today:
+        earlier = _anchored(m, ctx, anchor, back=1)
+        found = part(earlier) if earlier is not None else found
+    return found
+
+
+def part_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
+    """A third of the anchor's period (see the module's text)."""
+    return _gone_by(m, ctx, anchor, lambda days: _part(m, ctx, days))
+
+
+def _part(m: re.Match[str], ctx: Ctx, days: tuple[date, date]) -> Span | None:
     first, last = days
     n = (last - first).days + 1
     if n < (7 if m.groupdict().get("of") else 28):
@@ -52,7 +76,7 @@ def part_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
         start = date(*shift_month(first.year, first.month, lo), 1)
         end = date(*shift_month(first.year, first.month, hi), 1) - timedelta(days=1)
         return day_span(ctx, start, min(end, last))
-    k = n // 3
+    k = 10 if first.day == 1 and n >= 28 else n // 3  # a month's parts end on its 10th and 20th
     if part in _FIRST:
         return day_span(ctx, first, first + timedelta(days=k - 1))
     if part in _MIDDLE:
@@ -63,8 +87,11 @@ def part_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
 def nth_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
     """"the first week of November" (its 1st-7th), "the last week of October" (its last seven
     days), "the second weekend of March" (its second Saturday and the Sunday after)."""
-    days = _anchored(m, ctx, anchor)
-    if days is None or (days[1] - days[0]).days < 27:
+    return _gone_by(m, ctx, anchor, lambda days: _nth(m, ctx, days))
+
+
+def _nth(m: re.Match[str], ctx: Ctx, days: tuple[date, date]) -> Span | None:
+    if (days[1] - days[0]).days < 27:
         return None
     first, last = days
     i = _NTH[m.group("nth").casefold()]
@@ -86,6 +113,9 @@ def week_of(m: re.Match[str], ctx: Ctx, anchor: Anchor) -> Span | None:
     day = days[0]
     if m.group("kind").casefold() == "week":
         return week_span(ctx, day)
+    if days[1] > day:  # "the weekend of last week": the one inside it
+        day = next((d for d in (day + timedelta(days=k) for k in range((days[1] - day).days + 1)) if d.weekday() == 5),
+                   day)
     back = {5: 0, 6: 1, 0: 2}.get(day.weekday())
     saturday = day - timedelta(days=back) if back is not None else day + timedelta(days=5 - day.weekday())
     return day_span(ctx, saturday, saturday + timedelta(days=1))

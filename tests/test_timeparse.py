@@ -294,22 +294,35 @@ def test_a_month_after_a_preposition_is_still_the_month(text: str, first: dateti
     ("what did Tom say in late January", day(2024, 1, 21), eod(2024, 1, 31)),
     ("at the beginning of last month", day(2024, 1, 1), eod(2024, 1, 10)),
     ("at the end of last month", day(2024, 1, 21), eod(2024, 1, 31)),
-    ("the middle of the month", day(2024, 2, 10), eod(2024, 2, 18)),  # February 2024 has 29 days
-    ("late 2023", day(2023, 9, 1), eod(2023, 12, 31)),
+    ("the middle of the month", day(2024, 2, 11), eod(2024, 2, 20)),
+    # a part still to come, in a question about the past: the period before's
+    ("what did I do at the end of the month?", day(2024, 1, 21), eod(2024, 1, 31)),
+    ("what did I buy in late February?", day(2023, 2, 21), eod(2023, 2, 28)),
+    # after since, between, from ... to, before, after: the part, whole
+    ("what have I spent since early January?", day(2024, 1, 1), NOW),
+    ("between early December and late January", day(2023, 12, 1), eod(2024, 1, 31)),
+    ("from mid-December to mid-January", day(2023, 12, 11), eod(2024, 1, 20)),
+    ("since the week before last", day(2024, 1, 29), NOW),
+    ("in late 2023", day(2023, 9, 1), eod(2023, 12, 31)),
     ("the end of this week", day(2024, 2, 16), eod(2024, 2, 18)),
     # a bare "early" or "late" parts only a month or more; after "was" it says when, not which part
-    ("late last week", day(2024, 2, 5), eod(2024, 2, 11)),
+    ("in late last week", day(2024, 2, 5), eod(2024, 2, 11)),
     ("was I late last month?", day(2024, 1, 1), eod(2024, 1, 31)),
+    ("did I work late last month?", day(2024, 1, 1), eod(2024, 1, 31)),
+    ("I'm late this month", day(2024, 2, 1), eod(2024, 2, 29)),
+    ("we finished early last year", day(2023, 1, 1), eod(2023, 12, 31)),
     # the nth week or weekend of a month
     ("the first week of January", day(2024, 1, 1), eod(2024, 1, 7)),
     ("in the last week of January", day(2024, 1, 25), eod(2024, 1, 31)),
     ("the second weekend of January", day(2024, 1, 13), eod(2024, 1, 14)),
-    ("the last weekend of the month", day(2024, 2, 24), eod(2024, 2, 25)),
+    ("the last weekend of the month", day(2024, 1, 27), eod(2024, 1, 28)),  # February's is still to come
+    ("the last weekend of January", day(2024, 1, 27), eod(2024, 1, 28)),
     # the week or weekend a day falls in
     ("the week of January 10", day(2024, 1, 8), eod(2024, 1, 14)),
     ("the weekend of Jan 13", day(2024, 1, 13), eod(2024, 1, 14)),  # a Saturday
     ("the weekend of Jan 15", day(2024, 1, 13), eod(2024, 1, 14)),  # a Monday: the one before
     ("the weekend of Jan 11", day(2024, 1, 13), eod(2024, 1, 14)),  # a Thursday: the coming one
+    ("the weekend of last week", day(2024, 2, 10), eod(2024, 2, 11)),
     # fortnights, weekends ago, two periods away
     ("a fortnight ago", day(2024, 1, 29), eod(2024, 2, 4)),
     ("over the past fortnight", NOW - timedelta(days=14), NOW),
@@ -321,14 +334,16 @@ def test_a_month_after_a_preposition_is_still_the_month(text: str, first: dateti
     ("what happened on 1/13?", day(2024, 1, 13), eod(2024, 1, 13)),
     ("on 25/12", day(2023, 12, 25), eod(2023, 12, 25)),
     ("what did I do on the 14th?", day(2024, 2, 14), eod(2024, 2, 14)),
-    ("on the 20th.", day(2024, 1, 20), eod(2024, 1, 20)),
+    ("what happened on the 20th?", day(2024, 1, 20), eod(2024, 1, 20)),
 ])
 def test_parts_of_a_period_and_periods_placed_by_a_day(text: str, first: datetime, last: datetime) -> None:
     assert span(text) == (first, last)
 
 
 @pytest.mark.parametrize("text", ["on the 3rd floor", "the last week of the trip was long", "I woke early",
-                                  "on 3/4 of the tickets", "the week of hell", "a late fee"])
+                                  "on 3/4 of the tickets", "the week of hell", "a late fee", "in the early 2020s",
+                                  "the late 1990s", "the scores on 11/13 games", "rated on 4/5 stars",
+                                  "She finished on the 2nd.", "late February"])
 def test_words_of_those_forms_that_name_no_such_time(text: str) -> None:
     found = parse_time_scope(text, NOW)
     assert found is None or found.expression in ("last week",), (text, found)
