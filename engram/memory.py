@@ -39,7 +39,7 @@ from engram.retrieve.types import Retrieval
 from engram.salience import memory_salience
 from engram.stores.open import open_store, store_target
 from engram.tune import DEFAULT_HOLDOUT, MIN_EXAMPLES, TuneReport, tune_user
-from engram.validate import as_filters, integer, to_utc, top_k_shortcut, user_id, validate_id
+from engram.validate import as_filters, aware_time, integer, to_utc, top_k_shortcut, user_id, validate_id
 from engram.wiring import Wiring, reopened, wire
 
 __all__ = ["Memory", "open_store"]
@@ -344,7 +344,7 @@ class Memory:
         if tags:
             base = replace(base, tags_all=tags)  # type: ignore[arg-type]
         base = as_filters(base)
-        when = to_utc(now, "now") if now is not None else None
+        when = aware_time(now, "now") if now is not None else None  # its zone is the asker's calendar
         return self.pipeline.retrieve(
             query, user_id=user, config=config or self.config, now=when, filters=base,
             use_memory=use_memory, as_of=to_utc(as_of, "as_of") if as_of is not None else None, also=shared,

@@ -50,7 +50,7 @@ from engram.salience import (
     recency,
     salience,
 )
-from engram.validate import choice, integer, to_utc, validate_id
+from engram.validate import aware_time, choice, integer, to_utc, validate_id
 
 if TYPE_CHECKING:
     from engram.context import Context, ContextSource
@@ -81,7 +81,7 @@ def _user(ctx: Context, user_id: str) -> str:
 
 
 def _now(now: datetime | str | None) -> datetime:
-    return datetime.now(UTC) if now is None else to_utc(now, "now")
+    return datetime.now(UTC) if now is None else aware_time(now, "now")  # its zone is the asker's calendar
 
 
 def _count(name: str, value: int, high: int) -> int:

@@ -17,7 +17,7 @@ from engram.errors import ValidationError, short_repr
 from engram.model import KINDS, STATUSES, Filters
 
 __all__ = [
-    "as_filters", "check_utf8", "choice", "integer", "number", "seconds", "to_utc", "top_k_shortcut",
+    "as_filters", "aware_time", "check_utf8", "choice", "integer", "number", "seconds", "to_utc", "top_k_shortcut",
     "unit",
     "user_id", "validate_id", "validate_strings", "validate_text",
 ]
@@ -76,6 +76,12 @@ def choice(field: str, value: Any, allowed: Sequence[str], error: type[Validatio
 
 def to_utc(value: Any, field: str) -> datetime:
     """A timezone-aware datetime (or ISO-8601 string with an offset) as UTC."""
+    return aware_time(value, field).astimezone(UTC)
+
+
+def aware_time(value: Any, field: str) -> datetime:
+    """A timezone-aware datetime (or ISO-8601 string with an offset), checked, in its own zone: a
+    question's "today" and "last week" are the days of whoever asks it, in the zone of its ``now``."""
     if isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):
@@ -89,10 +95,11 @@ def to_utc(value: Any, field: str) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(field, "must be timezone-aware (naive datetimes are ambiguous)")
     try:
-        return value.astimezone(UTC)
+        value.astimezone(UTC)
     except OverflowError:
         # 9999-12-31T23:59:59-14:00 is a valid local time whose UTC instant lies past year 9999.
         raise ValidationError(field, f"is out of range in UTC (years 1 to 9999): {value.isoformat()}") from None
+    return value
 
 
 def check_utf8(value: str, field: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import click
@@ -32,7 +33,8 @@ Examples:
               help=f"Answer as the memory stood at this time (what was current then): {LOCAL_TIME}.")
 @click.option("--search-type", type=click.Choice(["hybrid", "semantic", "keyword"]), default="hybrid",
               show_default=True, help="Which candidate sources lead.")
-@click.option("--now", default=None, help=f"Reference time for time expressions such as 'last week': {LOCAL_TIME}.")
+@click.option("--now", default=None, help=f"Reference time for time expressions such as 'last week' (default: "
+              f"now, in this machine's zone, whose days 'today' and 'last week' are): {LOCAL_TIME}.")
 @click.option("--format", "fmt", type=click.Choice(["policy", "policy_spec", "augmentation", "json", "explain"]),
               default="explain", show_default=True, help="Output format.")
 @db_option
@@ -41,7 +43,8 @@ def search(query: str, user_id: str, top_k: int, min_score: float, kinds: tuple[
            fmt: str, db: str | None) -> None:
     config = RetrievalConfig(top_k=top_k, search_type=search_type, min_score=min_score)
     with open_memory(db, create=False) as memory:
-        result = memory.retrieve(query, user_id=user_id, config=config, now=local_time(now),
+        asked = local_time(now) or datetime.now().astimezone()
+        result = memory.retrieve(query, user_id=user_id, config=config, now=asked,
                                  session_id=session_id, kinds=kinds or None, tags=tags or None,
                                  as_of=local_time(as_of))
     if fmt == "json":

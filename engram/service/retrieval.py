@@ -30,6 +30,7 @@ from engram.service.deps import (
 from engram.service.responses import FeedbackOut, RecallOut, RetrievalOut
 from engram.service.routes import OUT, require
 from engram.service.schemas import ConfigOverrides, FeedbackRequest, RecallRequest, RetrieveRequest
+from engram.validate import aware_time
 from engram.wire import encode, record_json, to_camel
 
 __all__ = ["REQUEST_MAX_CANDIDATES", "effective_config", "router"]
@@ -118,7 +119,7 @@ def _retrieve(body: RetrieveRequest, key: ApiKey, svc: Service, user_id: str | N
     shared = [check_user(key, scope) for scope in body.also or ()]
     config = effective_config(svc, body.config, admin=key.admin)
     filters = _filters(body)
-    now = to_utc(body.now, "now") if body.now else None
+    now = aware_time(body.now, "now") if body.now else None  # its offset is the asker's calendar
     wait = svc.wait(key)
     if wait > 0 and shared:
         raise rate_limited(wait)  # a retrieval across scopes is never cached: nothing to answer from

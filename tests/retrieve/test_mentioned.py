@@ -1,6 +1,6 @@
 """Days a memory names besides the day it was said: a time scope that reaches past now points at
 what was said before of the days it covers ("What do I have next week?"), and a past scope at what
-was told of its days in the week after it ("What happened on Sunday?" and "yesterday", said on Monday)."""
+was told of its days after it ("What happened on Sunday?" and "yesterday", said on Monday)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engram.config import RetrievalConfig
 from engram.days import mentioned_days, told_days
 from engram.embedders.fake import FakeEmbedder
 from engram.ingest.normalize import content_hash
@@ -199,3 +200,25 @@ def test_what_is_told_of_days_gone_does_not_crowd_out_plans(tmp_path: Path) -> N
                         for i in range(125))
         found = memory.retrieve("What's happening this week?", user_id="u", now=now).memories
         assert found[0].content == "Dentist appointment on Nov 28."
+
+
+def test_a_questions_calendar_is_the_zone_of_its_now(tmp_path: Path) -> None:
+    """"Today" at 7pm in Los Angeles is the Los Angeles day, which began in UTC's yesterday: the
+    zone of ``now`` is kept, not read as UTC."""
+    from zoneinfo import ZoneInfo
+
+    la = ZoneInfo("America/Los_Angeles")
+    evening = datetime(2026, 11, 24, 19, 0, tzinfo=la)  # Nov 25, 03:00 UTC
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        morning = memory.add("Went for a run by the river.", user_id="u",
+                             created_at=datetime(2026, 11, 24, 9, 0, tzinfo=la))  # Nov 24, 17:00 UTC
+        memory.add("Cleaned the garage.", user_id="u", created_at=datetime(2026, 11, 23, 9, 0, tzinfo=la))
+        every = RetrievalConfig(min_score=0.0)  # the fake embedder gives these no meaning to match
+        result = memory.retrieve("What did I do today?", user_id="u", now=evening, config=every)
+        assert result.metadata.time_range is not None
+        assert result.metadata.time_range.start == datetime(2026, 11, 24, tzinfo=la).astimezone(UTC)
+        assert result.memories[0].id == morning.id
+        # The same instant in UTC asks about the UTC day, which holds nothing yet.
+        in_utc = memory.retrieve("What did I do today?", user_id="u", now=evening.astimezone(UTC), config=every)
+        assert in_utc.metadata.time_range is not None
+        assert in_utc.metadata.time_range.start == datetime(2026, 11, 25, tzinfo=UTC)
