@@ -28,11 +28,10 @@ from engram.errors import Forbidden, MemoryNotFound, ServiceError, Unauthorized,
 from engram.extras import needs
 from engram.feedback import FeedbackResult
 from engram.ingest.files import IngestReport
-from engram.ingest.normalize import to_utc
 from engram.model import Entity, Filters, HistoryEvent, Link, MemoryRecord
 from engram.recall_types import Recall
 from engram.retrieve.types import Retrieval
-from engram.validate import top_k_shortcut
+from engram.validate import aware_time, top_k_shortcut
 
 with needs("EngramClient", "service"):  # httpx, and pydantic under engram.wire
     import httpx
@@ -232,7 +231,7 @@ class EngramClient:
         if config is not None or k is not None:
             body["config"] = {**config_overrides(config or {}), **({"topK": k} if k is not None else {})}
         data = self._call("POST", "/v1/retrieve", json=body, params=_user(user_id))
-        return decode_retrieval(data, query, to_utc(now, "now") if now is not None else None)
+        return decode_retrieval(data, query, aware_time(now, "now") if now is not None else None)
 
     def search(self, query: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
                limit: int = 100, filters: Mapping[str, Any] | None = None, threshold: float | None = None,

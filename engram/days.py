@@ -164,7 +164,8 @@ def _dated(month: int, day: int, year: str | None, said: datetime) -> date | Non
 
 
 def indexed_days(text: str, said: datetime) -> list[int]:
-    """The days a store indexes for a memory, read in UTC as retrieval reads them: each day of a
+    """The days a store indexes for a memory, read in UTC (a question reads a day on either side:
+    its asker's day is at most a day off UTC's, engram.retrieve.candidates): each day of a
     date ``text`` names as its ordinal (:meth:`date.toordinal`), each day a past sentence tells of
     in relative words ("yesterday") as its ordinal's negative (a question about days to come reads
     only the first). Spans longer than :data:`INDEXED_SPAN` are left out; at most

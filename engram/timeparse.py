@@ -177,8 +177,8 @@ def _ago(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 
 def _rolling_start(ctx: Ctx, n: int, unit: str) -> datetime:
-    if unit == "hour":
-        return ctx.now - timedelta(hours=n)
+    if unit == "hour":  # hours as they pass, in UTC: a clock set back does not add one
+        return (ctx.now.astimezone(UTC) - timedelta(hours=n)).astimezone(ctx.tz)
     if unit in ("day", "week"):
         return ctx.now - timedelta(days=n * (7 if unit == "week" else 1))
     return add_months(ctx.now, -n * {"month": 1, "quarter": 3, "year": 12}[unit])
@@ -363,8 +363,9 @@ def parse_time_scope(text: str, now: datetime) -> TimeRange | None:
     _check_now(now)
     if not isinstance(text, str) or not text:
         return None
-    # The zone joins the key: equal instants in two zones compare equal but have different days.
-    return _parse_cached(text, now, now.tzinfo)
+    # The zone and the offset join the key: equal instants in two zones compare equal but have
+    # different days, and 01:30 before and after a clock is set back compare equal but are not.
+    return _parse_cached(text, now, (now.tzinfo, now.utcoffset()))
 
 
 @functools.lru_cache(maxsize=64)

@@ -347,3 +347,16 @@ def test_parts_of_a_period_and_periods_placed_by_a_day(text: str, first: datetim
 def test_words_of_those_forms_that_name_no_such_time(text: str) -> None:
     found = parse_time_scope(text, NOW)
     assert found is None or found.expression in ("last week",), (text, found)
+
+
+def test_hours_are_counted_as_they_pass_across_a_clock_set_back() -> None:
+    from zoneinfo import ZoneInfo
+
+    la = ZoneInfo("America/Los_Angeles")
+    now = datetime(2026, 11, 1, 3, 0, tzinfo=la)  # an hour after 2am PDT became 1am PST
+    found = parse_time_scope("what happened in the past 3 hours?", now)
+    assert found is not None and found.end - found.start == timedelta(hours=3)
+    # 01:30 before and after the clock went back are two instants: each is its own "last hour".
+    first, second = datetime(2026, 11, 1, 1, 30, tzinfo=la), datetime(2026, 11, 1, 1, 30, fold=1, tzinfo=la)
+    a, b = parse_time_scope("the past hour", first), parse_time_scope("the past hour", second)
+    assert a is not None and b is not None and b.end - a.end == timedelta(hours=1)

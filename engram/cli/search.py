@@ -34,7 +34,7 @@ Examples:
 @click.option("--search-type", type=click.Choice(["hybrid", "semantic", "keyword"]), default="hybrid",
               show_default=True, help="Which candidate sources lead.")
 @click.option("--now", default=None, help=f"Reference time for time expressions such as 'last week' (default: "
-              f"now, in this machine's zone, whose days 'today' and 'last week' are): {LOCAL_TIME}.")
+              f"now, at this machine's UTC offset, whose days 'today' and 'last week' are): {LOCAL_TIME}.")
 @click.option("--format", "fmt", type=click.Choice(["policy", "policy_spec", "augmentation", "json", "explain"]),
               default="explain", show_default=True, help="Output format.")
 @db_option

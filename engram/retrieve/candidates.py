@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from engram.config import RetrievalConfig
@@ -25,6 +25,8 @@ from engram.retrieve.mentioned import MENTIONED_LIMIT, inside_ids, reaches_ahead
 from engram.timeparse import MIN_UTC
 
 __all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
+
+_DAY = timedelta(days=1)
 
 # Per-source limits, as the pipeline spec sets: semantic 50, entity 30, temporal 30, procedural 20,
 # summaries 5.
@@ -205,7 +207,7 @@ def gather(
             if reaches_ahead(scope, now):  # "next week": what was said before of days to come
                 when, first, last = said_by_now, *_utc_days(scope)
                 if last - first > MAX_READ_SPAN:  # "until Friday", "after March": read from today on
-                    first = max(first, now.astimezone(UTC).date())
+                    first = max(first, now.astimezone(UTC).date() - _DAY)
                     last = last if last - first <= MAX_READ_SPAN else first + MAX_READ_SPAN  # no overflow at 9999
             elif scope.start > MIN_UTC:  # "on Sunday": what was told of it after ("yesterday")
                 after = scope.end if filters.created_after is None else max(scope.end, filters.created_after)
@@ -323,7 +325,10 @@ def _start_vector_search(
 
 
 def _utc_days(scope: TimeRange) -> tuple[date, date]:
-    return scope.start.astimezone(UTC).date(), scope.end.astimezone(UTC).date()
+    """The UTC days the stores index that may hold a day of ``scope`` in the asker's zone (whose
+    day is at most a day off UTC's either way)."""
+    first, last = scope.start.astimezone(UTC).date(), scope.end.astimezone(UTC).date()
+    return first - _DAY if first > date.min else first, last + _DAY if last < date.max else last
 
 
 def _within(filters: Filters, time_range: TimeRange) -> Filters | None:

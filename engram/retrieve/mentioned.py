@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 
 from engram.days import mentioned_days, told_days
 from engram.model import MemoryRecord, TimeRange
@@ -42,22 +42,32 @@ def mentions_inside(record: MemoryRecord, time_range: TimeRange, now: datetime) 
     A memory said inside the scope is dated by its saying: "I watched the Masters on April 20th",
     said in May, had outranked the answer to "How many hours did I watch last month?" (May).
     """
+    # Days are the asker's, in the zone of ``now``: the scope's, and those a memory names or tells of
+    # ("yesterday" is the day before the one it was said on, there).
+    zone = now.tzinfo
+    first, last = _local_day(time_range.start, zone), _local_day(time_range.end, zone)
+    try:
+        said = record.created_at.astimezone(zone)
+    except OverflowError:  # said on the calendar's first or last day, in a zone that leaves it
+        return False
     if record.created_at > time_range.end:  # an open scope ("before today") holds every day gone by, none
         if time_range.start == MIN_UTC:
             return False
-        # Days in the zone the memory was said in (UTC, as stored; a question's ``now`` is read in
-        # UTC too): "yesterday" is the day before the one it was said.
-        zone = record.created_at.tzinfo
-        first, last = time_range.start.astimezone(zone).date(), time_range.end.astimezone(zone).date()
         longest = max(last - first, _WEEK)
         return any(start <= last and end >= first and end - start <= longest
-                   for start, end in _read(record, told_days, record.created_at))
+                   for start, end in _read(record, told_days, said))
     if not reaches_ahead(time_range, now):
         return False
-    first, last = time_range.start.date(), time_range.end.date()
-    said = record.created_at.date()
-    return any(start <= last and end >= first and end >= said
-               for start, end in _read(record, mentioned_days, record.created_at))
+    return any(start <= last and end >= first and end >= said.date()
+               for start, end in _read(record, mentioned_days, said))
+
+
+def _local_day(at: datetime, zone: tzinfo | None) -> date:
+    """The day ``at`` falls on in ``zone``; an open end ("before today") stays the calendar's end."""
+    try:
+        return at.astimezone(zone).date()
+    except OverflowError:
+        return date.min if at.year == 1 else date.max
 
 
 Days = tuple[tuple[date, date], ...]

@@ -222,3 +222,19 @@ def test_a_questions_calendar_is_the_zone_of_its_now(tmp_path: Path) -> None:
         in_utc = memory.retrieve("What did I do today?", user_id="u", now=evening.astimezone(UTC), config=every)
         assert in_utc.metadata.time_range is not None
         assert in_utc.metadata.time_range.start == datetime(2026, 11, 25, tzinfo=UTC)
+
+
+def test_the_days_a_memory_names_are_read_in_the_askers_zone(tmp_path: Path) -> None:
+    """"Tomorrow" asked at 10am in Los Angeles on Nov 24 is Nov 25 there: a plan for Nov 26 is not
+    in it, though Nov 25 in Los Angeles reaches into Nov 26 in UTC."""
+    from zoneinfo import ZoneInfo
+
+    la = ZoneInfo("America/Los_Angeles")
+    morning = datetime(2026, 11, 24, 10, 0, tzinfo=la)
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        soon = memory.add("Dentist appointment on Nov 25.", user_id="u", created_at=morning - timedelta(days=9))
+        later = memory.add("Haircut on Nov 26.", user_id="u", created_at=morning - timedelta(days=9))
+        found = {m.id: m for m in memory.retrieve("What do I have tomorrow?", user_id="u", now=morning,
+                                                   config=RetrievalConfig(min_score=0.0)).memories}
+        assert found[soon.id].signals["names_day"] > 0
+        assert found.get(later.id) is None or found[later.id].signals.get("names_day", 0.0) == 0.0
