@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import ConfigError
-from engram.validate import choice, integer, number
+from engram.validate import choice, integer, number, time_zone
 
 __all__ = [
     "ANN_ABOVE",
@@ -195,9 +195,12 @@ class RetrievalConfig:
     timeout_ms: float | None = 5000.0
     budget_rules: str = "merged"
     min_similarity: float | None = None
+    timezone: str | None = None
 
     def __post_init__(self) -> None:
         _check_int("top_k", self.top_k, 1, 1000)
+        if self.timezone is not None:
+            time_zone(self.timezone, "timezone", ConfigError)
         _check_choice("budget_rules", self.budget_rules, ("merged", "policy", "pipeline"))
         if self.min_similarity is not None:
             _check_range("min_similarity", self.min_similarity, -1.0, 1.0)

@@ -8,18 +8,33 @@ what it allows, so a caller learns from one message what to send instead. Pure: 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import zoneinfo
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
-from engram.errors import ValidationError, short_repr
+from engram.errors import EngramError, ValidationError, short_repr
 from engram.model import KINDS, STATUSES, Filters
 
 __all__ = [
-    "as_filters", "aware_time", "check_utf8", "choice", "integer", "number", "seconds", "to_utc", "top_k_shortcut",
+    "as_filters",
+    "asked_at",
+    "aware_time",
+    "check_utf8",
+    "choice",
+    "integer",
+    "number",
+    "seconds",
+    "time_zone",
+    "to_utc",
+    "top_k_shortcut",
     "unit",
-    "user_id", "validate_id", "validate_strings", "validate_text",
+    "user_id",
+    "validate_id",
+    "validate_strings",
+    "validate_text",
 ]
 
 
@@ -100,6 +115,30 @@ def aware_time(value: Any, field: str) -> datetime:
         # 9999-12-31T23:59:59-14:00 is a valid local time whose UTC instant lies past year 9999.
         raise ValidationError(field, f"is out of range in UTC (years 1 to 9999): {value.isoformat()}") from None
     return value
+
+
+@functools.lru_cache(maxsize=64)
+def time_zone(name: str, field: str = "timezone", error: type[EngramError] = ValidationError) -> tzinfo:
+    """The IANA time zone ``name`` ("Europe/Paris"), or ``error`` naming ``field``."""
+    if not isinstance(name, str) or not 0 < len(name) <= 64:
+        raise error(field, f"must be an IANA time zone name such as 'Europe/Paris', got {short_repr(name)}")
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise error(field, f"must be an IANA time zone name such as 'Europe/Paris', got {name!r}") from None
+
+
+def asked_at(now: datetime, zone: str | None) -> datetime:
+    """When a question is asked, in the zone whose days its "today" and "last week" are: ``zone``
+    when given (``now`` in another zone is the same instant there), else ``now``'s own."""
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValidationError("now", "must be timezone-aware")
+    if zone is None:
+        return now
+    try:
+        return now.astimezone(time_zone(zone))
+    except OverflowError:  # the calendar's first or last hours, in a zone that leaves it
+        raise ValidationError("now", f"is out of range in {zone} (years 1 to 9999): {now.isoformat()}") from None
 
 
 def check_utf8(value: str, field: str) -> str:

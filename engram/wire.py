@@ -152,6 +152,9 @@ class ConfigOverrides(BaseModel):
     include_superseded: bool | None = None
     budget_rules: Literal["merged", "policy", "pipeline"] | None = None
     min_similarity: float | None = Field(default=None, json_schema_extra=ranged(-1.0, 1.0))
+    timezone: str | None = Field(default=None, max_length=64, description=(
+        "The IANA time zone whose days a question's 'today' and 'last week' are (Europe/Paris); "
+        "default: the offset of now, or UTC."))
 
 
 #: The ``RetrievalConfig`` fields a request may override (declared once, by the model above).

@@ -51,6 +51,7 @@ from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import about_the_user, understand
 from engram.retrieve.users_words import UsersWords
+from engram.validate import asked_at
 
 __all__ = ["Pipeline", "Retrieval"]
 
@@ -106,10 +107,7 @@ class Pipeline:
         # The key holds a caller's own ``now`` but never the clock's: the clock's time would make an
         # answer expire when its minute (or any bucket) turns, not after ``cache_ttl``.
         given_now = now
-        if now is None:
-            now = datetime.now(UTC)
-        elif now.tzinfo is None:
-            raise ValidationError("now", "must be timezone-aware")
+        now = asked_at(datetime.now(UTC) if now is None else now, config.timezone)  # whose days "today" means
         if (config.include_superseded or as_of is not None) and "superseded" not in filters.statuses:
             filters = replace(filters, statuses=(*filters.statuses, "superseded"))
         if as_of is not None:

@@ -238,3 +238,25 @@ def test_the_days_a_memory_names_are_read_in_the_askers_zone(tmp_path: Path) -> 
                                                    config=RetrievalConfig(min_score=0.0)).memories}
         assert found[soon.id].signals["names_day"] > 0
         assert found.get(later.id) is None or found[later.id].signals.get("names_day", 0.0) == 0.0
+
+
+def test_a_configured_time_zone_is_the_questions_calendar(tmp_path: Path) -> None:
+    """``RetrievalConfig(timezone=...)``: a ``now`` given in UTC (or none) is read in that zone."""
+    from zoneinfo import ZoneInfo
+
+    import pytest
+
+    from engram.errors import ConfigError
+
+    la = ZoneInfo("America/Los_Angeles")
+    evening_utc = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)  # Nov 24, 19:00 in Los Angeles
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add("Went for a run by the river.", user_id="u", created_at=datetime(2026, 11, 24, 9, 0, tzinfo=la))
+        there = RetrievalConfig(min_score=0.0, timezone="America/Los_Angeles")
+        scope = memory.retrieve("What did I do today?", user_id="u", now=evening_utc, config=there).metadata.time_range
+        assert scope is not None and scope.start == datetime(2026, 11, 24, tzinfo=la).astimezone(UTC)
+        clock = memory.retrieve("What did I do today?", user_id="u", config=there).metadata.time_range
+        assert clock is not None and clock.start == datetime.now(la).replace(
+            hour=0, minute=0, second=0, microsecond=0).astimezone(UTC)
+    with pytest.raises(ConfigError, match="timezone"):
+        RetrievalConfig(timezone="Mars/Olympus_Mons")

@@ -85,6 +85,7 @@ def test_retrieve_payload_and_prompt(client: TestClient) -> None:
         ({"userId": "u1", "message": "x", "config": {"minScore": 2}}, "config.minScore"),
         ({"userId": "u1", "message": "x", "config": {"searchType": "fuzzy"}}, "config.searchType"),
         ({"userId": "u1", "message": "x", "now": "yesterday-ish"}, "now"),
+        ({"userId": "u1", "message": "x", "config": {"timezone": "Mars/Olympus_Mons"}}, "config.timezone"),
         ({"userId": "u1"}, "message"),
         ({"userId": "u1", "message": "x", "bogus": 1}, "bogus"),
     ],
@@ -94,6 +95,18 @@ def test_bad_input_is_422_naming_the_field(client: TestClient, body: dict[str, o
     assert response.status_code == 422, response.text
     error = response.json()["error"]
     assert error["field"] == field and error["code"] in {"INVALID_INPUT", "INVALID_CONFIG"}
+
+
+def test_a_requests_time_zone_is_its_calendar(client: TestClient) -> None:
+    """A request's "today" is the day of its ``config.timezone``, else of its ``now``'s offset."""
+    add(client, "Went for a run by the river", createdAt="2026-11-24T17:00:00+00:00")
+    asked = {"userId": "u1", "message": "What did I do today?", "now": "2026-11-25T03:00:00+00:00"}
+    utc = client.post("/v1/retrieve", json=asked).json()["metadata"]["timeRange"]
+    there = client.post("/v1/retrieve", json={**asked, "config": {"timezone": "America/Los_Angeles"}}).json()
+    offset = client.post("/v1/retrieve", json={**asked, "now": "2026-11-24T19:00:00-08:00"}).json()
+    assert utc["start"].startswith("2026-11-25T00:00:00")
+    assert there["metadata"]["timeRange"]["start"].startswith("2026-11-24T08:00:00")
+    assert offset["metadata"]["timeRange"]["start"] == there["metadata"]["timeRange"]["start"]
 
 
 def test_malformed_json_and_bad_memory_fields(client: TestClient) -> None:
