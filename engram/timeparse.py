@@ -41,7 +41,7 @@ __all__ = ["MAX_UTC", "MIN_UTC", "MONTHS", "month_number", "parse_time_scope"]
 # a word of the past ("did", "was", "ago") keeps the past reading.
 _AHEAD = re.compile(
     r"\b(?:will|shall|going\s+to|gonna|coming(?:\s+up)?|upcoming|planned|scheduled|happening"
-    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected|what'?s\s+on|what\s+is\s+on)\b",
+    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected|what'?s\s+on|what\s+is\s+on|(?:are|am)\s+(?:we|i|you)\s+doing)\b",
     re.IGNORECASE)
 _BEHIND = re.compile(
     r"\b(?:did|was|were|had|went|ago|last|yesterday|earlier|previous(?:ly)?|before|since)\b", re.IGNORECASE)
@@ -284,6 +284,9 @@ def _in_month(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 _THIS = r"(?:(?P<a>" + _ANCHOR + r")|the\s+(?P<unit>week|month|year)\b)"  # "the month": this one
 _NTH = r"first|1st|second|2nd|third|3rd|fourth|4th|last"
+# What may follow a time that ends its phrase: the text's end, punctuation, or a word that starts another.
+_PHRASE_END = (r"(?=\s*(?:[?.!,;:)]|$|\s(?:at|in|with|for|and|or|when|while|about|from|to|did|was|were|we|i|you|he"
+               r"|she|they|last|this|year|morning|afternoon|evening|night)\b))")
 # Parts of a period and periods placed by a day (engram.timeparts), as they stand after "since",
 # "between" or "before" too: "since early March" is from March 1 to now, not March 1-10.
 _PART_FORMS: tuple[tuple[str, Handler], ...] = (
@@ -298,6 +301,7 @@ _PART_FORMS: tuple[tuple[str, Handler], ...] = (
     (r"(?:the\s+)?(?:past|last|previous)\s+fortnight\b", timeparts.past_fortnight),
     (_NUM + r"\s+weekends?\s+ago\b", timeparts.weekends_ago),
     (r"the\s+(week|month|year)\s+(before\s+last|after\s+next)\b", timeparts.two_away),
+    (r"(?:(?P<which>last|this|next)\s+)?(?P<h>" + timeparts.HOLIDAY + r")\b" + _PHRASE_END, timeparts.holiday),
 )
 _PART_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _PART_FORMS)
 # What may follow "since", "between", "before" and the like: a part form (its names unnamed, so two
@@ -309,7 +313,12 @@ _TOP_PARTS: tuple[tuple[str, Handler], ...] = (
     # preposition or "the" before it ("in late October", "the late 1990s" is no year).
     (r"\b(?:(?:" + _LEAD + r"|the)\s+)+(?=early|late)" + _PART_FORMS[0][0], _PART_FORMS[0][1]),
     (r"\b(?:(?:" + _LEAD + r"|the)\s+)*(?=mid)" + _PART_FORMS[0][0], _PART_FORMS[0][1]),
-    *((r"\b(?:" + _LEAD + r"\s+)?" + p, h) for p, h in _PART_FORMS[1:]),
+    *((r"\b(?:" + _LEAD + r"\s+)?" + p, h) for p, h in _PART_FORMS[1:-1]),
+    # A holiday names a time only after a preposition or "last", "this", "next", and where it ends a
+    # phrase: "a gift for Christmas", "the Thanksgiving menu", "the latest on the Christmas plans"
+    # are about the holiday, not when.
+    (r"\b(?:(?P<lead>on|over|at|during|around|throughout)\s+(?:the\s+)?|(?=(?:last|this|next)\s))"
+     + _PART_FORMS[-1][0], _PART_FORMS[-1][1]),
     # "on 11/13" as a date, not "on 4/5 stars" or "on 3/4 of the team".
     (r"\bon\s+(\d{1,2})/(\d{1,2})(?![\d/])(?=\s*(?:[?.!,;:)]|$|\s+(?:at|in|with|for|and|or|when|while|about|from|to"
      r"|did|was|were|we|i|you|he|she|they)\b))", timeparts.month_day),
@@ -337,7 +346,9 @@ _TOP_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _TOP)
 # A word each part form needs, tested first: most texts have none, and their patterns cost a third
 # of the parse.
 _PART_WORDS = (("early", "late"), ("mid",), ("beginning", "start", "middle", "end"), ("week",), ("week",),
-               ("fortnight",), ("fortnight",), ("weekend",), ("before last", "after next"), ("/",), ("on the",))
+               ("fortnight",), ("fortnight",), ("weekend",), ("before last", "after next"),
+               ("christmas", "thanksgiving", "easter", "halloween", "new year", "valentine", "mother", "father",
+                "memorial", "labor", "labour", "patrick", "independence"), ("/",), ("on the",))
 assert len(_PART_WORDS) == len(_TOP_PARTS)
 # Vague words lose to any concrete expression, wherever it is.
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)

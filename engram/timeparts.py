@@ -18,8 +18,8 @@ from datetime import date, timedelta
 
 from engram.timespans import Ctx, Span, day_span, month_span, number, on_date, period, shift_month, week_span
 
-__all__ = ["Anchor", "day_of_month", "fortnight_ago", "month_day", "nth_of", "part_of", "past_fortnight",
-           "two_away", "week_of", "weekends_ago"]
+__all__ = ["HOLIDAY", "Anchor", "day_of_month", "fortnight_ago", "holiday", "holiday_in", "month_day", "nth_of",
+           "part_of", "past_fortnight", "two_away", "week_of", "weekends_ago"]
 
 #: What reads an anchor ("October", "last month", "Nov 14") into its span, or None.
 Anchor = Callable[[str, Ctx], Span | None]
@@ -163,3 +163,70 @@ def day_of_month(m: re.Match[str], ctx: Ctx) -> Span | None:
             return day_span(ctx, d, d)
         year, month = (year + (month + step - 1) // 12, (month + step - 1) % 12 + 1)
     return None
+
+
+#: Holidays a question may place itself by ("over Christmas", "since Thanksgiving", "last Easter").
+HOLIDAY = (r"christmas(?:\s+(?:eve|day))?|thanksgiving(?:\s+day)?|easter(?:\s+(?:sunday|monday))?|halloween"
+           r"|new\s+year'?s(?:\s+(?:eve|day))?|valentine'?s(?:\s+day)?|mother'?s\s+day|father'?s\s+day"
+           r"|memorial\s+day|labou?r\s+day|st\.?\s+patrick'?s(?:\s+day)?|independence\s+day")
+_FIXED = {"christmas eve": (12, 24), "christmas": (12, 25), "christmas day": (12, 25), "new years eve": (12, 31),
+          "new years": (1, 1), "new years day": (1, 1), "halloween": (10, 31), "valentines": (2, 14),
+          "valentines day": (2, 14), "st patricks": (3, 17), "st patricks day": (3, 17), "independence day": (7, 4)}
+# (month, weekday, nth: 0 the first, -1 the last): Thanksgiving is November's fourth Thursday (US).
+_NTH_WEEKDAY = {"thanksgiving": (11, 3, 3), "thanksgiving day": (11, 3, 3), "mothers day": (5, 6, 1),
+                "fathers day": (6, 6, 2), "memorial day": (5, 0, -1), "labor day": (9, 0, 0), "labour day": (9, 0, 0)}
+#: Days before and after the day itself that "over" or "during" it holds.
+_AROUND = {"thanksgiving": (0, 3), "thanksgiving day": (0, 3), "easter": (2, 1), "easter sunday": (2, 1)}
+
+
+def _easter(year: int) -> date:
+    """Western Easter Sunday (the anonymous Gregorian computus)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    weekday = (32 + 2 * e + 2 * i - h - k) % 7
+    shift = (a + 11 * h + 22 * weekday) // 451
+    month, day = divmod(h + weekday - 7 * shift + 114, 31)
+    return date(year, month, day + 1)
+
+
+def holiday_in(name: str, year: int) -> date:
+    """The day of holiday ``name`` (folded: "christmas eve", "new years", "thanksgiving") in ``year``."""
+    if name in _FIXED:
+        return date(year, *_FIXED[name])
+    if name.startswith("easter"):
+        return _easter(year) + timedelta(days=1 if name.endswith("monday") else 0)
+    month, weekday, nth = _NTH_WEEKDAY[name]
+    days = [date(year, month, d) for d in range(1, 32) if _valid(year, month, d)]
+    return [d for d in days if d.weekday() == weekday][nth]
+
+
+def _valid(year: int, month: int, day: int) -> bool:
+    try:
+        date(year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+def holiday(m: re.Match[str], ctx: Ctx) -> Span | None:
+    """"last Christmas", "over Thanksgiving", "since Easter": the last such day (the coming one for
+    "next", a question that looks ahead, or "this" when it is still to come); over or during it, the
+    days around it as well (Thanksgiving to Sunday, Easter Friday to Monday, else a day each side)."""
+    name = " ".join(m.group("h").casefold().replace("'", "").replace(".", "").split())
+    which = (m.groupdict().get("which") or "").casefold()
+    year = ctx.today.year
+    if which == "this":
+        day = holiday_in(name, year)
+    elif which == "next" or (not which and ctx.ahead):
+        day = holiday_in(name, year)
+        day = day if day > ctx.today or (not which and day == ctx.today) else holiday_in(name, year + 1)
+    else:
+        day = holiday_in(name, year)
+        day = day if day < ctx.today or (not which and day == ctx.today) else holiday_in(name, year - 1)
+    if (m.groupdict().get("lead") or "").casefold() in ("over", "during", "around", "throughout"):
+        before, after = _AROUND.get(name, (1, 1))
+        return day_span(ctx, day - timedelta(days=before), day + timedelta(days=after))
+    return day_span(ctx, day, day)

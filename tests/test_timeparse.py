@@ -335,6 +335,18 @@ def test_a_month_after_a_preposition_is_still_the_month(text: str, first: dateti
     ("on 25/12", day(2023, 12, 25), eod(2023, 12, 25)),
     ("what did I do on the 14th?", day(2024, 2, 14), eod(2024, 2, 14)),
     ("what happened on the 20th?", day(2024, 1, 20), eod(2024, 1, 20)),
+    # holidays after a preposition or last/this/next (Easter 2023 was April 9, Thanksgiving November 23)
+    ("what did we do over Christmas?", day(2023, 12, 24), eod(2023, 12, 26)),
+    ("on Christmas Eve", day(2023, 12, 24), eod(2023, 12, 24)),
+    ("since Thanksgiving", day(2023, 11, 23), NOW),
+    ("over Thanksgiving", day(2023, 11, 23), eod(2023, 11, 26)),
+    ("last Easter", day(2023, 4, 9), eod(2023, 4, 9)),
+    ("during Easter", day(2023, 4, 7), eod(2023, 4, 10)),
+    ("on Valentine's Day", day(2024, 2, 14), eod(2024, 2, 14)),
+    ("next Halloween", day(2024, 10, 31), eod(2024, 10, 31)),
+    ("this Christmas", day(2024, 12, 25), eod(2024, 12, 25)),
+    ("what are we doing on New Year's Eve?", day(2024, 12, 31), eod(2024, 12, 31)),  # looks ahead
+    ("on Memorial Day", day(2023, 5, 29), eod(2023, 5, 29)),
 ])
 def test_parts_of_a_period_and_periods_placed_by_a_day(text: str, first: datetime, last: datetime) -> None:
     assert span(text) == (first, last)
@@ -360,3 +372,10 @@ def test_hours_are_counted_as_they_pass_across_a_clock_set_back() -> None:
     first, second = datetime(2026, 11, 1, 1, 30, tzinfo=la), datetime(2026, 11, 1, 1, 30, fold=1, tzinfo=la)
     a, b = parse_time_scope("the past hour", first), parse_time_scope("the past hour", second)
     assert a is not None and b is not None and b.end - a.end == timedelta(hours=1)
+
+
+@pytest.mark.parametrize("text", ["what did I get Leo for Christmas?", "the Thanksgiving menu", "a Christmas tree",
+                                  "Easter eggs", "what's the latest on the Christmas plans?",
+                                  "before Christmas party"])
+def test_a_holiday_as_a_topic_names_no_time(text: str) -> None:
+    assert parse_time_scope(text, NOW) is None
