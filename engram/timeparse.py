@@ -41,7 +41,7 @@ __all__ = ["MAX_UTC", "MIN_UTC", "MONTHS", "month_number", "parse_time_scope"]
 # a word of the past ("did", "was", "ago") keeps the past reading.
 _AHEAD = re.compile(
     r"\b(?:will|shall|going\s+to|gonna|coming(?:\s+up)?|upcoming|planned|scheduled|happening"
-    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected|what'?s\s+on|what\s+is\s+on|(?:are|am)\s+(?:we|i|you)\s+doing)\b",
+    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected|what'?s\s+on|what\s+is\s+on)\b",
     re.IGNORECASE)
 _BEHIND = re.compile(
     r"\b(?:did|was|were|had|went|ago|last|yesterday|earlier|previous(?:ly)?|before|since)\b", re.IGNORECASE)
@@ -239,9 +239,12 @@ def _after(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 def _between(m: re.Match[str], ctx: Ctx) -> Span | None:
     a, b = _anchor(m.group("a"), ctx), _anchor(m.group("b"), ctx)
+    if a is not None and b is not None and b[1] < a[0] and not re.search(r"\d{4}", m.group("b")):
+        # "between Christmas and New Year's": the end is the first such after the start
+        b = _anchor(m.group("b"), replace(ctx, today=a[0].date(), ahead=True)) or b
     if a is None or b is None:
         return None
-    return min(a[0], b[0]), max(a[1], b[1])  # tolerate "between May and March"
+    return min(a[0], b[0]), max(a[1], b[1])  # tolerate "between May 2024 and March 2023"
 
 
 def _next_to(m: re.Match[str], ctx: Ctx) -> Span | None:
@@ -301,7 +304,8 @@ _PART_FORMS: tuple[tuple[str, Handler], ...] = (
     (r"(?:the\s+)?(?:past|last|previous)\s+fortnight\b", timeparts.past_fortnight),
     (_NUM + r"\s+weekends?\s+ago\b", timeparts.weekends_ago),
     (r"the\s+(week|month|year)\s+(before\s+last|after\s+next)\b", timeparts.two_away),
-    (r"(?:(?P<which>last|this|next)\s+)?(?P<h>" + timeparts.HOLIDAY + r")\b" + _PHRASE_END, timeparts.holiday),
+    (r"(?:(?P<which>last|this|next)\s+)?(?P<h>" + timeparts.HOLIDAY + r")\b"
+     r"(?:\s+(?:in\s+)?(?P<year>(?:19|20)\d\d\b|(?:last|this|next)\s+year\b))?" + _PHRASE_END, timeparts.holiday),
 )
 _PART_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _PART_FORMS)
 # What may follow "since", "between", "before" and the like: a part form (its names unnamed, so two

@@ -213,16 +213,21 @@ def _valid(year: int, month: int, day: int) -> bool:
 
 def holiday(m: re.Match[str], ctx: Ctx) -> Span | None:
     """"last Christmas", "over Thanksgiving", "since Easter": the last such day (the coming one for
-    "next", a question that looks ahead, or "this" when it is still to come); over or during it, the
-    days around it as well (Thanksgiving to Sunday, Easter Friday to Monday, else a day each side)."""
+    "next" or a question that looks ahead, else the nearest for "this"; that year's for "on
+    Christmas last year" or "in 2022"); over or during it, the days around it as well (Thanksgiving
+    to Sunday, Easter Friday to Monday, else a day each side)."""
     name = " ".join(m.group("h").casefold().replace("'", "").replace(".", "").split())
     which = (m.groupdict().get("which") or "").casefold()
     year = ctx.today.year
-    if which == "this":
+    said_year = (m.groupdict().get("year") or "").casefold()
+    if said_year:  # "on Christmas last year", "over Easter in 2022"
+        shift = {"last": -1, "this": 0, "next": 1}.get(said_year.split()[0])
+        day = holiday_in(name, year + shift if shift is not None else int(said_year))
+    elif which == "this" and not ctx.ahead:  # the nearest: "this Christmas" asked on January 3 is the one gone
+        day = min((holiday_in(name, y) for y in (year - 1, year, year + 1)), key=lambda d: abs((d - ctx.today).days))
+    elif which in ("next", "this") or ctx.ahead:
         day = holiday_in(name, year)
-    elif which == "next" or (not which and ctx.ahead):
-        day = holiday_in(name, year)
-        day = day if day > ctx.today or (not which and day == ctx.today) else holiday_in(name, year + 1)
+        day = day if day > ctx.today or (which != "next" and day == ctx.today) else holiday_in(name, year + 1)
     else:
         day = holiday_in(name, year)
         day = day if day < ctx.today or (not which and day == ctx.today) else holiday_in(name, year - 1)

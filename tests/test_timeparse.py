@@ -344,8 +344,13 @@ def test_a_month_after_a_preposition_is_still_the_month(text: str, first: dateti
     ("during Easter", day(2023, 4, 7), eod(2023, 4, 10)),
     ("on Valentine's Day", day(2024, 2, 14), eod(2024, 2, 14)),
     ("next Halloween", day(2024, 10, 31), eod(2024, 10, 31)),
-    ("this Christmas", day(2024, 12, 25), eod(2024, 12, 25)),
-    ("what are we doing on New Year's Eve?", day(2024, 12, 31), eod(2024, 12, 31)),  # looks ahead
+    ("what's planned for this Christmas?", day(2024, 12, 25), eod(2024, 12, 25)),  # looks ahead: the coming one
+    ("what will we do on New Year's Eve?", day(2024, 12, 31), eod(2024, 12, 31)),  # looks ahead
+    ("what did we do on Christmas last year?", day(2023, 12, 25), eod(2023, 12, 25)),
+    ("on Christmas in 2021", day(2021, 12, 25), eod(2021, 12, 25)),
+    ("what did we eat over Easter in 2022?", day(2022, 4, 15), eod(2022, 4, 18)),
+    ("what did we do this Christmas?", day(2023, 12, 25), eod(2023, 12, 25)),  # the nearest one
+    ("between Christmas and New Year's", day(2023, 12, 25), eod(2024, 1, 1)),
     ("on Memorial Day", day(2023, 5, 29), eod(2023, 5, 29)),
 ])
 def test_parts_of_a_period_and_periods_placed_by_a_day(text: str, first: datetime, last: datetime) -> None:
@@ -376,6 +381,6 @@ def test_hours_are_counted_as_they_pass_across_a_clock_set_back() -> None:
 
 @pytest.mark.parametrize("text", ["what did I get Leo for Christmas?", "the Thanksgiving menu", "a Christmas tree",
                                   "Easter eggs", "what's the latest on the Christmas plans?",
-                                  "before Christmas party"])
+                                  "before Christmas party", "how are you doing after the move?"])
 def test_a_holiday_as_a_topic_names_no_time(text: str) -> None:
     assert parse_time_scope(text, NOW) is None
