@@ -292,45 +292,53 @@ _PHRASE_END = (r"(?=\s*(?:[?.!,;:)]|$|\s(?:at|in|with|for|and|or|when|while|abou
                r"|she|they|last|this|year|morning|afternoon|evening|night)\b))")
 # Parts of a period and periods placed by a day (engram.timeparts), as they stand after "since",
 # "between" or "before" too: "since early March" is from March 1 to now, not March 1-10.
-_PART_FORMS: tuple[tuple[str, Handler], ...] = (
-    (r"(?P<part>early|mid|late)(?:\s*-\s*|\s+)" + _THIS, lambda m, ctx: timeparts.part_of(m, ctx, _anchor)),
-    (r"(?:the\s+)?(?P<part>beginning|start|middle|end)\s+(?P<of>of)\s+" + _THIS,
+# Each with a word it needs, tested first where it stands alone: most texts have none, and these
+# patterns cost a third of the parse.
+_HOLIDAY_WORDS = ("christmas", "thanksgiving", "easter", "halloween", "new year", "valentine", "mother", "father",
+                  "memorial", "labor", "labour", "patrick", "independence")
+_PART_FORMS: tuple[tuple[tuple[str, ...], str, Handler], ...] = (
+    (("early", "mid", "late"), r"(?P<part>early|mid|late)(?:\s*-\s*|\s+)" + _THIS,
      lambda m, ctx: timeparts.part_of(m, ctx, _anchor)),
-    (r"the\s+(?P<nth>" + _NTH + r")\s+(?P<kind>week|weekend)\s+(?:of|in)\s+" + _THIS,
+    (("beginning", "start", "middle", "end"), r"(?:the\s+)?(?P<part>beginning|start|middle|end)\s+(?P<of>of)\s+"
+     + _THIS, lambda m, ctx: timeparts.part_of(m, ctx, _anchor)),
+    (("week",), r"the\s+(?P<nth>" + _NTH + r")\s+(?P<kind>week|weekend)\s+(?:of|in)\s+" + _THIS,
      lambda m, ctx: timeparts.nth_of(m, ctx, _anchor)),
-    (r"(?:the\s+)?(?P<kind>week|weekend)\s+of\s+(?:the\s+)?(?P<a>" + _ANCHOR + ")",
+    (("week",), r"(?:the\s+)?(?P<kind>week|weekend)\s+of\s+(?:the\s+)?(?P<a>" + _ANCHOR + ")",
      lambda m, ctx: timeparts.week_of(m, ctx, _anchor)),
-    (r"(?:a|one)\s+fortnight\s+ago\b", timeparts.fortnight_ago),
-    (r"(?:the\s+)?(?:past|last|previous)\s+fortnight\b", timeparts.past_fortnight),
-    (_NUM + r"\s+weekends?\s+ago\b", timeparts.weekends_ago),
-    (r"the\s+(week|month|year)\s+(before\s+last|after\s+next)\b", timeparts.two_away),
-    (r"(?:(?P<which>last|this|next)\s+)?(?P<h>" + timeparts.HOLIDAY + r")\b"
+    (("fortnight",), r"(?:a|one)\s+fortnight\s+ago\b", timeparts.fortnight_ago),
+    (("fortnight",), r"(?:the\s+)?(?:past|last|previous)\s+fortnight\b", timeparts.past_fortnight),
+    (("weekend",), _NUM + r"\s+weekends?\s+ago\b", timeparts.weekends_ago),
+    (("before last", "after next"), r"the\s+(week|month|year)\s+(before\s+last|after\s+next)\b",
+     timeparts.two_away),
+    (_HOLIDAY_WORDS, r"(?:(?P<which>last|this|next)\s+)?(?P<h>" + timeparts.HOLIDAY + r")\b"
      r"(?:\s+(?:in\s+)?(?P<year>(?:19|20)\d\d\b|(?:last|this|next)\s+year\b))?" + _PHRASE_END, timeparts.holiday),
 )
-_PART_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _PART_FORMS)
+_PART_SPECS = tuple((re.compile(p, _FLAGS), h) for _, p, h in _PART_FORMS)
 # What may follow "since", "between", "before" and the like: a part form (its names unnamed, so two
 # may stand in one pattern), else a single period.
-_WIDE = "(?:" + "|".join(re.sub(r"\(\?P<\w+>", "(?:", p) for p, _ in _PART_FORMS) + "|" + _ANCHOR + ")"
+_WIDE = "(?:" + "|".join(re.sub(r"\(\?P<\w+>", "(?:", p) for _, p, _ in _PART_FORMS) + "|" + _ANCHOR + ")"
 _LEAD = r"(?:in|during|at|by|on|over|around|throughout|towards?)"
-_TOP_PARTS: tuple[tuple[str, Handler], ...] = (
+_EARLY, _GENERIC, _HOLIDAY = _PART_FORMS[0], _PART_FORMS[1:-1], _PART_FORMS[-1]
+# Each as it stands alone, with the words it needs.
+_TOP_PARTS: tuple[tuple[tuple[str, ...], str, Handler], ...] = (
     # A bare "early" or "late" says when, not which part ("Did I work late last month?"): it needs a
     # preposition or "the" before it ("in late October", "the late 1990s" is no year).
-    (r"\b(?:(?:" + _LEAD + r"|the)\s+)+(?=early|late)" + _PART_FORMS[0][0], _PART_FORMS[0][1]),
-    (r"\b(?:(?:" + _LEAD + r"|the)\s+)*(?=mid)" + _PART_FORMS[0][0], _PART_FORMS[0][1]),
-    *((r"\b(?:" + _LEAD + r"\s+)?" + p, h) for p, h in _PART_FORMS[1:-1]),
+    (("early", "late"), r"\b(?:(?:" + _LEAD + r"|the)\s+)+(?=early|late)" + _EARLY[1], _EARLY[2]),
+    (("mid",), r"\b(?:(?:" + _LEAD + r"|the)\s+)*(?=mid)" + _EARLY[1], _EARLY[2]),
+    *((words, r"\b(?:" + _LEAD + r"\s+)?" + p, h) for words, p, h in _GENERIC),
     # A holiday names a time only after a preposition or "last", "this", "next", and where it ends a
     # phrase: "a gift for Christmas", "the Thanksgiving menu", "the latest on the Christmas plans"
     # are about the holiday, not when.
-    (r"\b(?:(?P<lead>on|over|at|during|around|throughout)\s+(?:the\s+)?|(?=(?:last|this|next)\s))"
-     + _PART_FORMS[-1][0], _PART_FORMS[-1][1]),
+    (_HOLIDAY[0], r"\b(?:(?P<lead>on|over|at|during|around|throughout)\s+(?:the\s+)?|(?=(?:last|this|next)\s))"
+     + _HOLIDAY[1], _HOLIDAY[2]),
     # "on 11/13" as a date, not "on 4/5 stars" or "on 3/4 of the team".
-    (r"\bon\s+(\d{1,2})/(\d{1,2})(?![\d/])(?=\s*(?:[?.!,;:)]|$|\s+(?:at|in|with|for|and|or|when|while|about|from|to"
-     r"|did|was|were|we|i|you|he|she|they)\b))", timeparts.month_day),
-    (r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?=\s*(?:[?!,]|$))", timeparts.day_of_month),
+    (("/",), r"\bon\s+(\d{1,2})/(\d{1,2})(?![\d/])(?=\s*(?:[?.!,;:)]|$|\s+(?:at|in|with|for|and|or|when|while"
+     r"|about|from|to|did|was|were|we|i|you|he|she|they)\b))", timeparts.month_day),
+    (("on the",), r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?=\s*(?:[?!,]|$))", timeparts.day_of_month),
 )
 
 _TOP: tuple[tuple[str, Handler], ...] = (
-    *_TOP_PARTS,
+    *((p, h) for _, p, h in _TOP_PARTS),
     (r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year)s?\s+"
      r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _WIDE + ")", _next_to),
     (r"\bbetween\s+(?P<a>" + _WIDE + r")\s+(?:and|&)\s+(?P<b>" + _WIDE + ")", _between),
@@ -347,13 +355,7 @@ _TOP: tuple[tuple[str, Handler], ...] = (
     (r"\bpast\s+(hour|day|week|month|quarter|year)\b", _past_unit),
 )
 _TOP_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _TOP)
-# A word each part form needs, tested first: most texts have none, and their patterns cost a third
-# of the parse.
-_PART_WORDS = (("early", "late"), ("mid",), ("beginning", "start", "middle", "end"), ("week",), ("week",),
-               ("fortnight",), ("fortnight",), ("weekend",), ("before last", "after next"),
-               ("christmas", "thanksgiving", "easter", "halloween", "new year", "valentine", "mother", "father",
-                "memorial", "labor", "labour", "patrick", "independence"), ("/",), ("on the",))
-assert len(_PART_WORDS) == len(_TOP_PARTS)
+_PART_WORDS = tuple(words for words, _, _ in _TOP_PARTS)  # the first of _TOP_SPECS, in order
 # Vague words lose to any concrete expression, wherever it is.
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
 

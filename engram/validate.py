@@ -131,8 +131,7 @@ def time_zone(name: str, field: str = "timezone", error: type[EngramError] = Val
 def asked_at(now: datetime, zone: str | None) -> datetime:
     """When a question is asked, in the zone whose days its "today" and "last week" are: ``zone``
     when given (``now`` in another zone is the same instant there), else ``now``'s own."""
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise ValidationError("now", "must be timezone-aware")
+    now = aware_time(now, "now")
     if zone is None:
         return now
     try:

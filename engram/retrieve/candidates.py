@@ -204,7 +204,8 @@ def gather(
         said_by_now = replace(filters, created_before=before)  # a replay's ``now``: nothing said after it
 
         def mentioned() -> list[Hit]:  # what names a day of the scope, through the stores' index of days
-            if reaches_ahead(scope, now):  # "next week": what was said before of days to come
+            ahead = reaches_ahead(scope, now)
+            if ahead:  # "next week": what was said before of days to come
                 when, first, last = said_by_now, *_utc_days(scope)
                 if last - first > MAX_READ_SPAN:  # "until Friday", "after March": read from today on
                     first = max(first, now.astimezone(UTC).date() - _DAY)
@@ -215,7 +216,7 @@ def gather(
                 first = first if last - first <= MAX_READ_SPAN else last - MAX_READ_SPAN
             else:  # an open scope ("before today") holds every day gone by, and points at none
                 return []
-            near = store.by_named_days(user_id, first, last, MENTIONED_LIMIT, when, told=not reaches_ahead(scope, now))
+            near = store.by_named_days(user_id, first, last, MENTIONED_LIMIT, when, told=not ahead)
             inside = inside_ids(store.fetch(user_id, [i for i, _ in near]), scope, now)
             return [hit for hit in near if hit[0] in inside]
 

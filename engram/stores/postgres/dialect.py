@@ -155,7 +155,7 @@ class PostgresDialect(Dialect):
 
     def names_days(self, alias: str, user_id: str, days: Sequence[tuple[int, int]],
                    said: tuple[Any, Any]) -> tuple[str, list[Any]]:
-        # The GIN index on the row's days, keyed with the user (engram.stores.postgres.schema.day_keys),
+        # The GIN index on the row's days, keyed with the user (day_keys),
         # answers an overlap; the time bounds are the filters' own, on the row.
         return f"{alias}.named_days && ?::text[]", [day_keys(user_id, [n for a, b in days for n in range(a, b + 1)])]
 

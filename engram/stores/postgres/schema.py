@@ -13,7 +13,7 @@ since an HNSW index needs a fixed dimension.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -288,17 +288,24 @@ def _count_term_changes(conn: psycopg.Connection[Any]) -> None:
     conn.execute(_TERM_CHANGES.encode())
 
 
-def _reindex_keywords(conn: psycopg.Connection[Any], batch: int = 1000, *, labelled_only: bool = False) -> None:
-    only = "AND coalesce(subject, predicate, object, trigger_text, action_text) IS NOT NULL " if labelled_only else ""
+def _batches(conn: psycopg.Connection[Any], columns: str, only: str = "", batch: int = 1000) -> Iterator[list[Any]]:
+    """Every memory's ``user_id, id`` and ``columns``, ``batch`` rows at a time, in key order (for a
+    migration that rewrites each row: a keyset read, not one growing offset)."""
     last = ""
     while True:
         rows = conn.execute(
-            "SELECT user_id, id, content, role, subject, predicate, object, trigger_text, action_text "
-            f"FROM engram_memories WHERE (user_id || chr(1) || id) > %s {only}"
+            f"SELECT user_id, id, {columns} FROM engram_memories WHERE (user_id || chr(1) || id) > %s {only}"
             "ORDER BY user_id || chr(1) || id LIMIT %s", (last, batch),
         ).fetchall()
         if not rows:
             return
+        yield rows
+        last = rows[-1][0] + "\x01" + rows[-1][1]
+
+
+def _reindex_keywords(conn: psycopg.Connection[Any], *, labelled_only: bool = False) -> None:
+    only = "AND coalesce(subject, predicate, object, trigger_text, action_text) IS NOT NULL " if labelled_only else ""
+    for rows in _batches(conn, "content, role, subject, predicate, object, trigger_text, action_text", only):
         with conn.cursor() as cur:
             cur.executemany(
                 "UPDATE engram_memories SET content_tsv = to_tsvector('simple', %s), doc_len = %s "
@@ -307,7 +314,6 @@ def _reindex_keywords(conn: psycopg.Connection[Any], batch: int = 1000, *, label
                  for user_id, memory_id, content, role, *labels in rows
                  for terms in [memory_terms(content, role, *labels)]],
             )
-        last = rows[-1][0] + "\x01" + rows[-1][1]
 
 
 def _backfill_entities(conn: psycopg.Connection[Any]) -> None:
@@ -329,23 +335,15 @@ def _backfill_entities(conn: psycopg.Connection[Any]) -> None:
                 cur.executemany("UPDATE engram_memories SET entities = %s WHERE user_id = %s AND id = %s", changes)
 
 
-def _index_named_days(conn: psycopg.Connection[Any], batch: int = 1000) -> None:
+def _index_named_days(conn: psycopg.Connection[Any]) -> None:
     conn.execute("ALTER TABLE engram_memories ADD COLUMN IF NOT EXISTS named_days text[] NOT NULL DEFAULT '{}'")
     conn.execute("CREATE INDEX IF NOT EXISTS engram_memories_named_days ON engram_memories USING gin (named_days)")
-    last = ""
-    while True:
-        rows = conn.execute(
-            "SELECT user_id, id, content, created_at FROM engram_memories WHERE (user_id || chr(1) || id) > %s "
-            "ORDER BY user_id || chr(1) || id LIMIT %s", (last, batch),
-        ).fetchall()
-        if not rows:
-            return
+    for rows in _batches(conn, "content, created_at"):
         changes = [(day_keys(user_id, days), user_id, memory_id) for user_id, memory_id, content, said in rows
                    for days in [indexed_days(content, said)] if days]
         if changes:
             with conn.cursor() as cur:
                 cur.executemany("UPDATE engram_memories SET named_days = %s WHERE user_id = %s AND id = %s", changes)
-        last = rows[-1][0] + "\x01" + rows[-1][1]
 
 
 def migrate(conn: psycopg.Connection[Any]) -> int:

@@ -68,7 +68,7 @@ class CandidateMixin(SQLBase):
         said = (None if filters.created_after is None else d.time(filters.created_after),
                 None if filters.created_before is None else d.time(filters.created_before))
         clause, params = d.names_days("m", user_id, [(lo, hi), (-hi, -lo)] if told else [(lo, hi)], said)
-        return self._ordered(user_id, filters, f"AND {clause}", params, self.dialect.epoch("m.created_at"),
+        return self._ordered(user_id, filters, f"AND {clause}", params, d.epoch("m.created_at"),
                              "m.created_at DESC", n, by_user=False)
 
     def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
