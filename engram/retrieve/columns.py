@@ -16,10 +16,11 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.gain_weights import PASSING
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
 from engram.retrieve.standing import is_standing, not_the_users, standing_sentences
 
-__all__ = ["BASE", "Known", "base_signals", "calibrated", "facet_sentences", "gains"]
+__all__ = ["BASE", "Known", "base_signals", "calibrated", "facet_sentences", "gains", "lasting"]
 
 Column = npt.NDArray[np.float64]
 
@@ -145,11 +146,13 @@ def gains(
     asks: bool,
     speaking: Sequence[str],
     requests: bool = False,
+    procedural: bool = False,
     standing: Callable[[MemoryRecord], bool] = is_standing,
 ) -> tuple[Column, Column, Column, Column, Column]:
     """Per record: the best neighbouring turn's own relevance, the bridging relevance, whether it is
     a question as asked, whether it is in a voice asked for and whether it is a standing instruction
-    or preference when the query is a request (1.0 or 0.0); zeros where none apply.
+    or preference when the query is a request, or a procedure when it asks how something is done
+    (``procedural``) (1.0 or 0.0); zeros where none apply.
     A question as asked is one of the query's speaking entities' (``voices``) when it names any,
     else any question not the assistant's."""
     n = len(records)
@@ -174,9 +177,9 @@ def gains(
         for at, record in enumerate(records):
             if said.get(record.id) in speaking:
                 spoke[at] = 1.0
-    if requests:
+    if requests or procedural:
         for at, record in enumerate(records):
-            if standing(record):
+            if (requests and standing(record)) or (procedural and record.kind == "procedure"):
                 stands[at] = 1.0
     return around, via, asked, spoke, stands
 
@@ -216,3 +219,11 @@ def _cosines(query_vec: npt.NDArray[np.float32] | None, vecs: Sequence[npt.NDArr
     # A zero vector has no direction (0.0, as semantic_similarity says); negative evidence is none.
     sims[~np.isfinite(sims) | ~matrix.any(axis=1)] = 0.0
     return np.asarray(np.clip(sims, 0.0, 1.0), dtype=np.float64)
+
+
+def lasting(records: Sequence[MemoryRecord], seen: Known) -> npt.NDArray[np.float64]:
+    """For a question about the user as a whole: 1 for a fact or a standing statement (what holds:
+    "I'm vegetarian"), :data:`PASSING` for the rest of what the user said of themselves ("I'm
+    flying to Denver on Thursday")."""
+    return np.fromiter((1.0 if r.kind == "fact" or seen.standing_of(r) else PASSING for r in records),
+                       dtype=np.float64, count=len(records))

@@ -38,7 +38,7 @@ from engram.errors import ConfigError
 from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
-from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains
+from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
     ASK_GAIN,
@@ -49,7 +49,6 @@ from engram.retrieve.gain_weights import (
     LATEST_GAIN,
     LATEST_WORDS,
     NEWEST_GAIN,
-    PASSING,
     PAST_CURRENT,
     PAST_GAIN,
     STANDING_GAIN,
@@ -266,6 +265,7 @@ def rank(
     asks: bool = False,
     speaking: Sequence[str] = (),
     requests: bool = False,
+    procedural: bool = False,
     profile: str | None = None,
     latest: Asked | None = None,
     described: Sequence[str] = (),
@@ -294,8 +294,9 @@ def rank(
     assistant's. ``speaking`` names the entities whose words the query asks for: their own
     messages gain ``VOICE_GAIN`` (``voice``). ``requests`` (the query asks for something to be done
     or suggested) lets the user's standing instructions and preferences gain ``STANDING_GAIN`` of
-    their own meaning (``standing``); ``profile`` (the user, when the query asks what is known of
-    them) lets what that user said of themselves, and their facts, gain it whatever their meaning;
+    their own meaning (``standing``), as ``procedural`` (the query asks how something is done) lets
+    procedures; ``profile`` (the user, when the query asks what is known of them) lets what that
+    user said of themselves, and their facts, gain it whatever their meaning;
     ``facets`` (the vectors of a memory's standing sentences, read for requests only) lets such a
     memory's meaning be its closest sentence's. ``latest`` (the user and the query, when it asks
     about the last conversation) lets a memory gain ``LATEST_GAIN`` of its conversation's recency;
@@ -355,7 +356,7 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     around, via, asked, spoke, stands = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks,
-                                              speaking, requests or profile is not None,
+                                              speaking, requests or profile is not None, procedural,
                                               seen.standing_of if profile is None
                                               else partial(said_of_themselves, user_id=profile))
     if permission and voices and not stands.any():  # "Can I phone Maya after 7?": her rules answer it
@@ -395,7 +396,7 @@ def rank(
     # and bridges pass on relevance read up to a full match, as before.
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
-                 + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else _lasting(records, seen))
+                 + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else lasting(records, seen))
                  + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new
                  + VALUE_GAIN * holds + PAST_GAIN * was + AHEAD_GAIN * ahead)
 
@@ -440,10 +441,3 @@ def _length_discount(records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]
     return np.asarray(np.minimum(1.0, (KEYWORD_LENGTH / np.maximum(lengths, 1.0)) ** KEYWORD_LENGTH_POWER),
                       dtype=np.float64)
 
-
-def _lasting(records: Sequence[MemoryRecord], seen: Known) -> npt.NDArray[np.float64]:
-    """For a question about the user as a whole: 1 for a fact or a standing statement (what holds:
-    "I'm vegetarian"), :data:`PASSING` for the rest of what the user said of themselves ("I'm
-    flying to Denver on Thursday")."""
-    return np.fromiter((1.0 if r.kind == "fact" or seen.standing_of(r) else PASSING for r in records),
-                       dtype=np.float64, count=len(records))

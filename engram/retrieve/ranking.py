@@ -180,7 +180,8 @@ def _reasons(
         reasons.append("the newest of what the query asks about" if signals[NEWEST_SIGNAL] >= 1.0
                        else "among the newest of what the query asks about")
     if signals.get(STANDING_SIGNAL):
-        reasons.append("the user's standing instruction, preference or own statement, asked for")
+        reasons.append("a procedure, for a question of how something is done" if record.kind == "procedure"
+                       else "the user's standing instruction, preference or own statement, asked for")
     if time_range is not None:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         if time_range.start <= record.created_at <= time_range.end:

@@ -191,6 +191,28 @@ def test_the_gain_puts_an_instruction_above_words_shared_by_chance() -> None:
     assert [records[i].id for i in rank(records, requests=True, **common).order] == ["m", "chance"]
 
 
+def test_a_question_of_how_something_is_done_lifts_the_procedure() -> None:
+    """"What's the process for a rush order?" asks for the procedure: a message sharing more of its
+    words ("Rush orders are stressful ...") outranked it; the procedure gains half its own meaning,
+    and says why. A procedure gains nothing from a question that is not of how things are done."""
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    records = [replace(_said("When a customer asks for a rush order: check stock first."), kind="procedure",
+                       role=None),
+               replace(_said("Rush orders are stressful, we missed the deadline last time.", role="user"), id="chat")]
+    vectors = {"m": np.array([0.45, 0.893], dtype=np.float32), "chat": np.array([0.35, 0.937], dtype=np.float32)}
+    common = dict(query_vec=query, vectors=vectors, query_entities=(), time_range=None, now=NOW,
+                  weights={"semantic_similarity": 1.0}, keyword_scores={"chat": 0.6, "m": 0.4}, sources={},
+                  source_ranks={}, config=RetrievalConfig())
+    assert [records[i].id for i in rank(records, **common).order] == ["chat", "m"]
+    assert [records[i].id for i in rank(records, requests=True, **common).order] == ["chat", "m"]
+    ranking = rank(records, procedural=True, **common)
+    assert [records[i].id for i in ranking.order] == ["m", "chat"]
+    procedure, chat = ranking.explained(ranking.best(2))
+    assert procedure.signals["standing"] == 1.0 and chat.signals["standing"] == 0.0
+    assert "a procedure, for a question of how something is done" in procedure.reasons
+    assert understand("What's the process for a rush order?", now=NOW).procedural
+
+
 BURIED = ("We just got back from two weeks in Portugal with the kids. The beaches near Lagos were beautiful and "
           "the food was great. By the way, please use Rust's standard library only in any example code you give "
           "me. My sister is visiting next month and we plan to go hiking.")
