@@ -49,7 +49,9 @@ _BEHIND = re.compile(
 # Regex fragments. Only numbered groups inside them, so they can be combined into one alternation.
 _MONTH = (r"\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
           r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?")
-_YEAR_OPT = r"(?:\s*,?\s*(\d{4})(?!\d))?"
+# A year after a date, a month or a quarter: "2025", or one said relative to now ("in March last
+# year", "Q1 next year", "July of this year"), read by _year_said.
+_YEAR_OPT = r"(?:\s*,?\s*(\d{4}(?!\d)|(?:of\s+)?(?:last|this|next)\s+year\b))?"
 _NUM = (r"(\d{1,6}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
         r"|a\s+couple(?:\s+of)?|couple(?:\s+of)?|a\s+few|few|several|an?)")
 _UNIT = r"(hour|day|week|month|quarter|year)s?\b"
@@ -76,6 +78,13 @@ _P_WEEKDAY_EXPR = (r"\b(?:(last|this|next|previous|past|on)\s+)?(?<!\ba\s)(?<!\b
 _P_AGO = r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b"
 
 
+def _year_said(ctx: Ctx, said: str | None) -> str | None:
+    """The year a :data:`_YEAR_OPT` group names, as digits ("last year" is the one before today's)."""
+    if not said or said[0].isdigit():
+        return said
+    return str(ctx.today.year + {"last": -1, "this": 0, "next": 1}[said.split()[-2].casefold()])
+
+
 def _iso(m: re.Match[str], ctx: Ctx) -> Span | None:
     return on_date(ctx, int(m.group(2)), int(m.group(3)), m.group(1))
 
@@ -85,11 +94,11 @@ def _us(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 
 def _mdy(m: re.Match[str], ctx: Ctx) -> Span | None:
-    return on_date(ctx, month_number(m.group(1)), int(m.group(2)), m.group(3))
+    return on_date(ctx, month_number(m.group(1)), int(m.group(2)), _year_said(ctx, m.group(3)))
 
 
 def _dmy(m: re.Match[str], ctx: Ctx) -> Span | None:
-    return on_date(ctx, month_number(m.group(2)), int(m.group(1)), m.group(3))
+    return on_date(ctx, month_number(m.group(2)), int(m.group(1)), _year_said(ctx, m.group(3)))
 
 
 def _month_year(ctx: Ctx, month: int, year: str | None) -> Span:
@@ -116,8 +125,9 @@ def _year(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 def _quarter(m: re.Match[str], ctx: Ctx) -> Span | None:
     q = int(m.group(1)) - 1
-    if m.group(2):
-        return quarter_span(ctx, int(m.group(2)), q)
+    year = _year_said(ctx, m.group(2))
+    if year:
+        return quarter_span(ctx, int(year), q)
     current = (ctx.today.month - 1) // 3
     return quarter_span(ctx, ctx.today.year if q <= current else ctx.today.year - 1, q)
 
@@ -282,7 +292,7 @@ def _next_to(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 
 def _in_month(m: re.Match[str], ctx: Ctx) -> Span | None:
-    return _month_year(ctx, month_number(m.group(1)), m.group(2))
+    return _month_year(ctx, month_number(m.group(1)), _year_said(ctx, m.group(2)))
 
 
 _THIS = r"(?:(?P<a>" + _ANCHOR + r")|the\s+(?P<unit>week|month|year)\b)"  # "the month": this one
@@ -346,8 +356,9 @@ _TOP: tuple[tuple[str, Handler], ...] = (
     (r"\bsince\s+(?P<a>" + _WIDE + ")", _since),
     (r"\b(?P<op>before|prior\s+to|until|till|up\s+to)\s+(?P<a>" + _WIDE + ")", _before),
     (r"\bafter\s+(?P<a>" + _WIDE + ")", _after),
-    # A bare month needs a preposition ("may" is also a word); "on November 13" is a day, not the month.
-    (r"\b(?:in|during|on|over|throughout)\s+(?:the\s+month\s+of\s+)?" + _MONTH
+    # A bare month needs a preposition ("may" is also a word); "on November 13" is a day, not the
+    # month; "the budget for March" is for the month (a period named, read as such: _FOR).
+    (r"\b(?:in|during|on|over|throughout|for)\s+(?:the\s+month\s+of\s+)?" + _MONTH
      + r"(?!\.?\s+\d{1,2}(?:st|nd|rd|th)?(?![\d:])(?!\s*(?:-|–|to|through|and)\s*\d))" + _YEAR_OPT, _in_month),
     (r"\b(?:in|during|throughout)\s+(?:the\s+year\s+)?" + _P_YEAR, _year),
     *(item for item in _PERIODS if item[0] not in (_P_MONTH, _P_YEAR)),
@@ -358,6 +369,12 @@ _TOP_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _TOP)
 _PART_WORDS = tuple(words for words, _, _ in _TOP_PARTS)  # the first of _TOP_SPECS, in order
 # Vague words lose to any concrete expression, wherever it is.
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
+# "The sales tax for Q3", "the figures for last month", "the rota for the weekend of Nov 14": a
+# period gone by that the thing is for, and what tells of it is often said after it (a return
+# filed in October) or before (a rota): such a scope favours its period without ruling over better
+# matches. "For the past month" is a duration, not a period named; a period to come ("anything
+# scheduled for Friday?") is read as ever, by what names its days.
+_FOR = re.compile(r"(?<!\bask\s)(?<!\basks\s)(?<!\basked\s)(?<!\basking\s)\bfor\s+$", _FLAGS)  # not "ask for"
 
 
 def _check_now(now: datetime) -> Ctx:
@@ -408,5 +425,7 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
         except (ValueError, OverflowError, KeyError, IndexError):
             continue  # e.g. "February 30", or a range past year 9999
         if start <= end:
-            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1)
+            about = end < ctx.now and (_FOR.search(text, 0, m.start()) is not None
+                                       or m.group(0)[:4].casefold() == "for ")
+            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1 or about)
     return None

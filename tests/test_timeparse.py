@@ -384,3 +384,38 @@ def test_hours_are_counted_as_they_pass_across_a_clock_set_back() -> None:
                                   "before Christmas party", "how are you doing after the move?"])
 def test_a_holiday_as_a_topic_names_no_time(text: str) -> None:
     assert parse_time_scope(text, NOW) is None
+
+
+# NOW is Thursday, Feb 15, 2024.
+@pytest.mark.parametrize(("text", "first", "last"), [
+    ("What did we do in March last year?", day(2023, 3, 1), eod(2023, 3, 31)),
+    ("Where did I go in July of last year?", day(2023, 7, 1), eod(2023, 7, 31)),
+    ("What happened in Q4 last year?", day(2023, 10, 1), eod(2023, 12, 31)),
+    ("What did we sell in Q1 of this year?", day(2024, 1, 1), eod(2024, 3, 31)),
+    ("What's planned for Q2 next year?", day(2025, 4, 1), eod(2025, 6, 30)),
+    ("What did I do on March 3 last year?", day(2023, 3, 3), eod(2023, 3, 3)),
+    ("What's planned for March next year?", day(2025, 3, 1), eod(2025, 3, 31)),
+    ("What was the budget for January?", day(2024, 1, 1), eod(2024, 1, 31)),
+])
+def test_a_year_said_relative_to_now_places_the_month_or_quarter(text: str, first: datetime, last: datetime) -> None:
+    """Each read only the month or quarter ("in March last year" was this March, "Q4 last year"
+    this year's Q4) or only the year ("for March next year" was all of next year)."""
+    assert span(text) == (first, last)
+
+
+@pytest.mark.parametrize(("text", "vague"), [
+    ("How much did we pay in sales tax for Q3 last year?", True),
+    ("What were the sales figures for last month?", True),
+    ("What was the budget for January?", True),
+    ("Who was on call for the weekend of Feb 3?", True),
+    ("What did we sell in Q3 last year?", False),
+    ("How far did I run for the past month?", False),  # a duration, not a period named
+    ("What did I have for dinner last night?", False),
+    ("What did Priya ask for last week?", False),  # asked last week
+    ("Is there anything scheduled for March 3?", False),  # to come: read by what names its days
+    ("What do I have planned for next week?", False),
+])
+def test_a_period_gone_by_that_a_thing_is_for_only_favours_its_time(text: str, vague: bool) -> None:
+    """The tax for Q3 is filed after Q3: such a scope must not put Q3's unrelated memories first."""
+    found = parse_time_scope(text, NOW)
+    assert found is not None and found.vague is vague

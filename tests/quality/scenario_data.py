@@ -890,6 +890,8 @@ q("next_week", D, "time", "What do I have next week?", "dana_dentist_appt", "leo
   note="said before the week they are about: 'on Dec 1', 'on Dec 4'")
 q("this_week_due", D, "time", "What's due this week?", "leo_field_trip")
 q("next_month", K, "time", "What's happening next month?", "meeting_holiday")
+q("tax_for_q3", K, "time", "How much did we pay in sales tax for Q3?", "k_tax_filed",
+  note="filed in October: Q3 is what the tax is for, not when it was paid")
 q("december_ahead", D, "time", "What's coming up in December?", "dana_dentist_appt", "leo_field_trip",
   "mom_birthday", note="asked in November: the coming December, not the last one")
 
