@@ -48,6 +48,7 @@ from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
+from engram.retrieve.standing import how_it_is_done
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import about_the_user, understand
 from engram.retrieve.users_words import UsersWords
@@ -280,8 +281,8 @@ class Pipeline:
                 keyword_scores=found.scores("keyword", "keyword_in_range"), sources=found.sources,
                 source_ranks=found.ranks, config=config, recency=plan.recency,
                 similarity_range=similarity_range, neighbors=neighbors, bridges=bridges, speakers=speakers,
-                asks=plan.asks, speaking=asked.speaking, requests=plan.requests, procedural=plan.procedural,
-                known=first, facets=facets,
+                asks=plan.asks, speaking=asked.speaking, requests=plan.requests, known=first, facets=facets,
+                procedural=how_it_is_done(plan.text, plan.procedural),
                 profile=user_id if plan.profile else None, latest=Asked(user_id, plan.text) if plan.latest else None,
                 described=plan.described, permission=plan.permission,
                 newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,

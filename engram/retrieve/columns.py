@@ -146,13 +146,11 @@ def gains(
     asks: bool,
     speaking: Sequence[str],
     requests: bool = False,
-    procedural: bool = False,
     standing: Callable[[MemoryRecord], bool] = is_standing,
 ) -> tuple[Column, Column, Column, Column, Column]:
     """Per record: the best neighbouring turn's own relevance, the bridging relevance, whether it is
     a question as asked, whether it is in a voice asked for and whether it is a standing instruction
-    or preference when the query is a request, or a procedure when it asks how something is done
-    (``procedural``) (1.0 or 0.0); zeros where none apply.
+    or preference when the query is a request (1.0 or 0.0); zeros where none apply.
     A question as asked is one of the query's speaking entities' (``voices``) when it names any,
     else any question not the assistant's."""
     n = len(records)
@@ -177,9 +175,9 @@ def gains(
         for at, record in enumerate(records):
             if said.get(record.id) in speaking:
                 spoke[at] = 1.0
-    if requests or procedural:
+    if requests:
         for at, record in enumerate(records):
-            if (requests and standing(record)) or (procedural and record.kind == "procedure"):
+            if standing(record):
                 stands[at] = 1.0
     return around, via, asked, spoke, stands
 

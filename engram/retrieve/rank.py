@@ -356,12 +356,15 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     around, via, asked, spoke, stands = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks,
-                                              speaking, requests or profile is not None, procedural,
+                                              speaking, requests or profile is not None,
                                               seen.standing_of if profile is None
                                               else partial(said_of_themselves, user_id=profile))
     if permission and voices and not stands.any():  # "Can I phone Maya after 7?": her rules answer it
         stands = np.fromiter((said.get(r.id) in voices and seen.standing_of(r) for r in records), dtype=np.float64,
                              count=len(records))
+    if procedural:  # "What's the process for a rush order?": a procedure is the answer it asks for
+        stands = np.maximum(stands, np.fromiter((r.kind == "procedure" for r in records), dtype=np.float64,
+                                                count=len(records)))
     slots = [e for e in query_entities if e.startswith(TYPE_SLOT)]
     typed = np.fromiter((any(slot in named for slot in slots) for named in named_by), dtype=np.float64,
                         count=len(records)) if slots else np.zeros(len(records), dtype=np.float64)
@@ -422,6 +425,7 @@ def rank(
         records=records, scores=scores, names=names, columns=values, weights=used_weights, order=order,
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {}, sentences=facet_sentences(records, facets or {}, seen),
+        procedural=procedural,
     )
 
 

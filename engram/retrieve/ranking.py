@@ -76,6 +76,8 @@ class Ranking:
     bridges: Mapping[str, tuple[float, str]]
     #: Memory id -> the sentence of it whose own vector gave its meaning (engram.ingest.facets).
     sentences: Mapping[str, str] = field(default_factory=dict)
+    #: The query asks how something is done: a procedure's ``standing`` says so.
+    procedural: bool = False
 
     def __len__(self) -> int:
         return len(self.records)
@@ -130,7 +132,7 @@ class Ranking:
         bridge = self.bridges.get(record.id)
         reasons = _reasons(
             record, self.sources.get(record.id, ()), signals, self.query_entities, self.named_by[at],
-            self.time_range, bridge[1] if bridge else None, self.sentences.get(record.id),
+            self.time_range, bridge[1] if bridge else None, self.sentences.get(record.id), self.procedural,
         )
         return {"signals": signals, "weights": dict(self.weights), "reasons": reasons}
 
@@ -144,6 +146,7 @@ def _reasons(
     time_range: TimeRange | None,
     bridge: str | None = None,
     sentence: str | None = None,
+    procedural: bool = False,
 ) -> tuple[str, ...]:
     reasons: list[str] = []
     names = set(found_by)
@@ -180,7 +183,8 @@ def _reasons(
         reasons.append("the newest of what the query asks about" if signals[NEWEST_SIGNAL] >= 1.0
                        else "among the newest of what the query asks about")
     if signals.get(STANDING_SIGNAL):
-        reasons.append("a procedure, for a question of how something is done" if record.kind == "procedure"
+        reasons.append("a procedure, for a question of how something is done"
+                       if procedural and record.kind == "procedure"
                        else "the user's standing instruction, preference or own statement, asked for")
     if time_range is not None:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"

@@ -24,8 +24,8 @@ from engram.retrieve.sentences import split_sentences
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
-    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_permission", "is_request", "is_standing",
-    "not_the_users", "said_of_themselves", "standing_sentences",
+    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_permission", "how_it_is_done",
+    "is_request", "is_standing", "not_the_users", "said_of_themselves", "standing_sentences",
 ]
 
 _Q = "['’]"  # straight or curly apostrophe
@@ -177,6 +177,17 @@ def is_request(query: str) -> bool:
 def not_the_users(role: str | None) -> bool:
     """Whether ``role`` names an assistant, system, tool or model rather than a person."""
     return role is not None and role.strip().casefold() in NOT_THE_USERS
+
+
+#: A question of what was done ("What steps did Priya take?", "How did we fix the build?"), not of
+#: how it is done: the account of it answers, not the procedure.
+_DONE = re.compile(r"\b(?:did|was|were|had)\b", re.IGNORECASE)
+
+
+def how_it_is_done(query: str, procedural: bool) -> bool:
+    """Whether a query understood as ``procedural`` asks how something is done (a procedure answers
+    it), not what was done."""
+    return procedural and _DONE.search(query) is None
 
 
 def is_standing(record: MemoryRecord) -> bool:

@@ -20,6 +20,7 @@ from engram.retrieve.rank import rank
 from engram.retrieve.standing import (
     MAX_STANDING_SENTENCES,
     asks_about_the_user,
+    how_it_is_done,
     is_request,
     is_standing,
     said_of_themselves,
@@ -211,6 +212,55 @@ def test_a_question_of_how_something_is_done_lifts_the_procedure() -> None:
     assert procedure.signals["standing"] == 1.0 and chat.signals["standing"] == 0.0
     assert "a procedure, for a question of how something is done" in procedure.reasons
     assert understand("What's the process for a rush order?", now=NOW).procedural
+
+
+@pytest.mark.parametrize(("query", "how"), [
+    ("What's the process for a rush order?", True),
+    ("How do I issue a refund?", True),
+    ("What are the steps to close the month?", True),
+    ("What steps did Priya take to fix the build?", False),
+    ("How did we fix the Acme outage?", False),
+    ("Was the onboarding checklist finished?", False),
+])
+def test_only_a_question_of_how_it_is_done_lifts_procedures(query: str, how: bool) -> None:
+    """What was done is answered by the account of it, not by the procedure."""
+    plan = understand(query, now=NOW)
+    assert plan.procedural
+    assert how_it_is_done(query, plan.procedural) is how
+
+
+def test_a_procedure_standing_for_another_reason_says_that_reason() -> None:
+    """A procedure that states a rule ("Always cc finance ...") stands for a request as any rule
+    does, and is explained as one, not as the answer to a question of how something is done."""
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    records = [replace(_said("Always cc finance on every email to a customer."), kind="procedure", role=None)]
+    common = dict(query_vec=query, vectors={"m": np.array([0.45, 0.893], dtype=np.float32)}, query_entities=(),
+                  time_range=None, now=NOW, weights={"semantic_similarity": 1.0}, keyword_scores={}, sources={},
+                  source_ranks={}, config=RetrievalConfig())
+    ranking = rank(records, requests=True, **common)
+    (item,) = ranking.explained(ranking.best(1))
+    assert item.signals["standing"] == 1.0
+    assert "the user's standing instruction, preference or own statement, asked for" in item.reasons
+    assert "a procedure, for a question of how something is done" not in item.reasons
+
+
+def test_a_procedure_does_not_silence_the_rules_of_whom_a_permission_question_names(tmp_path: Path) -> None:
+    """"Can I change the deploy process without asking Tom?" is procedural and asks permission: the
+    deploy procedure gains, and so does Tom's own rule (a procedure standing had hidden it)."""
+    from engram.embedders.fake import FakeEmbedder
+
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add_many([
+            {"user_id": "u", "content": "Heads up: never touch the pipeline config unless I've signed off.",
+             "role": "Tom"},
+            {"user_id": "u", "content": "Tom, the staging box is back up.", "role": "Bob"},
+            {"user_id": "u", "content": "Deploy process: merge to main, wait for CI, tag the release.",
+             "kind": "procedure"},
+        ])
+        found = memory.retrieve("Can I change the deploy process without asking Tom?", user_id="u", now=NOW,
+                                config=RetrievalConfig(min_score=0.0, cache_ttl=0))
+        standing = {m.content[:12]: m.signals["standing"] for m in found.memories}
+    assert standing == {"Heads up: ne": 1.0, "Tom, the sta": 0.0, "Deploy proce": 1.0}
 
 
 BURIED = ("We just got back from two weeks in Portugal with the kids. The beaches near Lagos were beautiful and "
