@@ -302,6 +302,9 @@ class TimeRange:
     #: A vague expression ("recently", "lately") names no edges: it favours memories inside the
     #: range without putting them ahead of better matches outside it.
     vague: bool = False
+    #: The period a thing asked about is for ("the sales tax for Q3"): what tells of it is often said
+    #: after it or before, so it too favours what falls inside without putting it ahead.
+    about: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,7 +61,7 @@ _P_ISO = r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"
 _P_US = r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])"
 _P_MDY = _MONTH + r"\s+(\d{1,2})(?:st|nd|rd|th)?(?![\d:])" + _YEAR_OPT
 _P_DMY = r"(?<![\d/])(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + _YEAR_OPT
-_P_MY = _MONTH + r"\s*,?\s*(\d{4})(?!\d)"
+_P_MY = _MONTH + r"(?:\s*,?\s*(?=\d)|\s+(?:of\s+)?)(\d{4}(?!\d)|(?:last|this|next)\s+year\b)"
 _P_MONTH = _MONTH
 _P_YEAR = r"(?<!\d)((?:19|20)\d{2})(?!\d)(?!'?s\b)"  # "the 1990s" is a decade
 _P_QUARTER = r"\bq([1-4])\b" + _YEAR_OPT
@@ -112,7 +112,7 @@ def _month_year(ctx: Ctx, month: int, year: str | None) -> Span:
 
 
 def _my(m: re.Match[str], ctx: Ctx) -> Span | None:
-    return _month_year(ctx, month_number(m.group(1)), m.group(2))
+    return _month_year(ctx, month_number(m.group(1)), _year_said(ctx, m.group(2)))
 
 
 def _month(m: re.Match[str], ctx: Ctx) -> Span | None:
@@ -154,8 +154,10 @@ def _weekend(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 
 def _the_weekend(m: re.Match[str], ctx: Ctx) -> Span | None:
-    # The most recent weekend that has started (today itself if it is Saturday or Sunday).
-    saturday = ctx.today - timedelta(days=(ctx.today.weekday() - 5) % 7)
+    # The most recent weekend that has started (today itself if it is Saturday or Sunday); the
+    # coming one (or this one) for a question that looks ahead ("Anything planned for the weekend?").
+    back = (ctx.today.weekday() - 5) % 7
+    saturday = ctx.today + timedelta(days=(7 - back) % 7 if ctx.ahead and back > 1 else -back)
     return day_span(ctx, saturday, saturday + timedelta(days=1))
 
 
@@ -356,9 +358,8 @@ _TOP: tuple[tuple[str, Handler], ...] = (
     (r"\bsince\s+(?P<a>" + _WIDE + ")", _since),
     (r"\b(?P<op>before|prior\s+to|until|till|up\s+to)\s+(?P<a>" + _WIDE + ")", _before),
     (r"\bafter\s+(?P<a>" + _WIDE + ")", _after),
-    # A bare month needs a preposition ("may" is also a word); "on November 13" is a day, not the
-    # month; "the budget for March" is for the month (a period named, read as such: _FOR).
-    (r"\b(?:in|during|on|over|throughout|for)\s+(?:the\s+month\s+of\s+)?" + _MONTH
+    # A bare month needs a preposition ("may" is also a word); "on November 13" is a day, not the month.
+    (r"\b(?:in|during|on|over|throughout)\s+(?:the\s+month\s+of\s+)?" + _MONTH
      + r"(?!\.?\s+\d{1,2}(?:st|nd|rd|th)?(?![\d:])(?!\s*(?:-|–|to|through|and)\s*\d))" + _YEAR_OPT, _in_month),
     (r"\b(?:in|during|throughout)\s+(?:the\s+year\s+)?" + _P_YEAR, _year),
     *(item for item in _PERIODS if item[0] not in (_P_MONTH, _P_YEAR)),
@@ -371,10 +372,21 @@ _PART_WORDS = tuple(words for words, _, _ in _TOP_PARTS)  # the first of _TOP_SP
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
 # "The sales tax for Q3", "the figures for last month", "the rota for the weekend of Nov 14": a
 # period gone by that the thing is for, and what tells of it is often said after it (a return
-# filed in October) or before (a rota): such a scope favours its period without ruling over better
-# matches. "For the past month" is a duration, not a period named; a period to come ("anything
-# scheduled for Friday?") is read as ever, by what names its days.
-_FOR = re.compile(r"(?<!\bask\s)(?<!\basks\s)(?<!\basked\s)(?<!\basking\s)\bfor\s+$", _FLAGS)  # not "ask for"
+# filed in October) or before (a rota): such a scope is ``about`` its period. "For the past month"
+# is a duration, not a period named; "paid for last week" and "ask me for last week" say when; a
+# period to come ("anything scheduled for March 3?") is read as ever, by what names its days.
+_FOR = re.compile(r"(?:\b([a-z]+)\s+)?(?:(?:me|us|him|her|them|you|it)\s+)?\bfor\s+$", _FLAGS)
+_FOR_WHEN = frozenset(re.findall(r"[a-z]+", """
+    ask asks asked asking pay pays paid paying vote votes voted voting apply applies applied applying go goes
+    went going wait waits waited waiting look looks looked looking shop shops shopped shopping search searched
+    searching book books booked booking up out leave leaves left head heads headed charge charged thank thanked
+    sign signed register registered"""))
+
+
+def _for_a_period(text: str, start: int) -> bool:
+    """Whether the time expression at ``start`` names the period a thing is for (:data:`_FOR`)."""
+    before = _FOR.search(text, max(0, start - 80), start)
+    return before is not None and (before.group(1) or "").casefold() not in _FOR_WHEN
 
 
 def _check_now(now: datetime) -> Ctx:
@@ -425,7 +437,6 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
         except (ValueError, OverflowError, KeyError, IndexError):
             continue  # e.g. "February 30", or a range past year 9999
         if start <= end:
-            about = end < ctx.now and (_FOR.search(text, 0, m.start()) is not None
-                                       or m.group(0)[:4].casefold() == "for ")
-            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1 or about)
+            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1,
+                             about=not ctx.ahead and end < ctx.now and _for_a_period(text, m.start()))
     return None

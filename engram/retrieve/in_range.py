@@ -57,7 +57,7 @@ def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Se
     (:func:`_dated_inside`) and scoring at least :data:`RANGE_MATCH` of the best of those, provided
     that best scores at least :data:`SCOPE_TRUST` of the best memory overall (else the scope says
     nothing about what answers, and none are)."""
-    if time_range is None or time_range.vague:
+    if time_range is None or time_range.vague or time_range.about:
         return set()
     inside = [s for s in scored if _dated_inside(s, time_range, ahead)]
     best = max((s.score for s in scored), default=0.0)
