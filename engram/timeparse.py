@@ -129,6 +129,8 @@ def _quarter(m: re.Match[str], ctx: Ctx) -> Span | None:
     if year:
         return quarter_span(ctx, int(year), q)
     current = (ctx.today.month - 1) // 3
+    if ctx.ahead:  # "What's happening in Q4?" asked in February: this year's, not last year's
+        return quarter_span(ctx, ctx.today.year if q >= current else ctx.today.year + 1, q)
     return quarter_span(ctx, ctx.today.year if q <= current else ctx.today.year - 1, q)
 
 

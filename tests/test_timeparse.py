@@ -434,3 +434,10 @@ def test_a_question_looking_ahead_reads_the_coming_weekend() -> None:
     assert span("What did we do over the weekend?", LATE) == (day(2024, 11, 16), eod(2024, 11, 17))
     saturday = datetime(2024, 11, 23, 10, 0, tzinfo=UTC)
     assert span("Anything planned for the weekend?", saturday) == (day(2024, 11, 23), eod(2024, 11, 24))
+
+
+def test_a_question_looking_ahead_reads_the_coming_quarter() -> None:
+    """"What's happening in Q4?" asked in February had read last year's Q4."""
+    assert span("What's happening in Q4?") == (day(2024, 10, 1), eod(2024, 12, 31))
+    assert span("What's planned for Q1?", LATE) == (day(2025, 1, 1), eod(2025, 3, 31))
+    assert span("What happened in Q4?") == (day(2023, 10, 1), eod(2023, 12, 31))
