@@ -161,6 +161,10 @@ class Store(Protocol):
         relative words (the days :func:`engram.days.indexed_days` reads when a memory is written),
         newest first; score is the POSIX time."""
 
+    def by_standing(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        """The newest memories stored with vectors of their standing sentences (``facets``, see
+        :func:`engram.retrieve.standing.standing_sentences`), newest first; score is the POSIX time."""
+
     def by_entities(
         self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters
     ) -> builtins.list[Hit]:
@@ -253,6 +257,8 @@ class RetrievalReads(Protocol):
 
     def by_named_days(self, user_id: str, first: date, last: date, n: int, filters: Filters, *,
                       told: bool = False) -> builtins.list[Hit]: ...
+
+    def by_standing(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]: ...
 
     def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]: ...
 

@@ -60,7 +60,6 @@ log = logging.getLogger("engram.retrieve")
 T = TypeVar("T")
 
 
-
 @dataclass
 class Pipeline:
     """The read path; ``Memory`` owns one and hands it the store and embedder."""
@@ -295,6 +294,7 @@ class Pipeline:
             # source found them, so a memory's score does not depend on how deep the sources looked.
             known = {r.id for r in records}
             around = [n for r in records for n in neighbors.get(r.id, ()) if n not in known]
+            around += [i for i in found.ranks.get("standing", {}) if i not in known]  # each a request reads
             if around and not budget.passed():
                 load(list(dict.fromkeys(around)))
             elif around:

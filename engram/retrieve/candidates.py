@@ -37,6 +37,10 @@ SUMMARY_LIMIT = 5
 #: The newest memories a question about the user as a whole reads ("What do you know about me?",
 #: ``QueryPlan.profile``): no source ranks what the user said of themselves by its words.
 PROFILE_LIMIT = 100
+#: The newest memories with standing sentences a request reads ("Where should I go for a long weekend?"
+#: for "... by the way, I take my dog everywhere, so trips have to be pet friendly ..."): the sentence
+#: is close to the request, the long message it was said in is not, and no other source finds it.
+STANDING_LIMIT = 50
 #: Query entities the entity source and the ontology expansion read, in the query's order (a query
 #: names up to 32). Each costs one more look at every memory naming it: at 20,000 memories each
 #: naming 30 of 40 names, the entity source read for 120 ms with 8 of them and 1,080 ms with 32
@@ -45,7 +49,7 @@ ENTITY_QUERY_LIMIT = 8
 LINK_SEEDS = 5
 LINK_LIMIT = 10
 SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural", "summary",
-                "profile", "latest", "mentioned")
+                "profile", "latest", "mentioned", "standing")
 
 
 @dataclass
@@ -197,6 +201,8 @@ def gather(
         facts = [replace(filters, kinds=("fact",))] if _allows(filters, "fact") else []
         lists["profile"] = run("profile", lambda: [hit for f in (*facts, filters)
                                                    for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
+    if plan.requests:
+        lists["standing"] = run("standing", lambda: store.by_standing(user_id, STANDING_LIMIT, filters))
     said = tuple(k for k in CONVERSATION_KINDS if _allows(filters, k))
     if time_range is not None and not time_range.vague and now is not None:
         scope = time_range

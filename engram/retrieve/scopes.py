@@ -94,6 +94,9 @@ class Scopes:
                       told: bool = False) -> builtins.list[Hit]:
         return _best((self.store.by_named_days(s, first, last, n, filters, told=told) for s in self.scopes), n)
 
+    def by_standing(self, _user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        return _best((self.store.by_standing(s, n, filters) for s in self.scopes), n)
+
     def most_recent(self, _user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return _best((self.store.most_recent(s, n, filters) for s in self.scopes), n)
 

@@ -233,6 +233,25 @@ def test_facets_are_kept_replaced_and_erased_with_their_memory(store: Store) -> 
     assert store.facets("u2", [theirs.id]) == {}
 
 
+def test_by_standing_reads_the_owners_newest_memories_with_facets(store: Store) -> None:
+    """What a request reads of standing statements: only memories with facets, the owner's, newest
+    first, the filters holding; a memory that loses its facets (new text) leaves the list."""
+    older, plain, newer = (rec("u1", "one. two.", created_at=T0), rec("u1", "plain", created_at=T0 + timedelta(1)),
+                           rec("u1", "three. four.", created_at=T0 + timedelta(2)))
+    theirs = rec("u2", "five. six.", created_at=T0 + timedelta(3))
+    parts = np.stack([unit(20), unit(21)])
+    store.put_many([older, plain, newer, theirs], np.stack([unit(1), unit(2), unit(3), unit(4)]),
+                   facets=[parts, None, parts, parts])
+    assert [i for i, _ in store.by_standing("u1", 10, Filters())] == [newer.id, older.id]
+    assert [i for i, _ in store.by_standing("u1", 1, Filters())] == [newer.id]
+    assert [i for i, _ in store.by_standing("u2", 10, Filters())] == [theirs.id]
+    assert store.by_standing("u1", 10, Filters(created_before=T0 + timedelta(hours=1))) == [
+        (older.id, pytest.approx(T0.timestamp()))]
+    store.replace(replace(newer, content="seven"), unit(5))
+    assert [i for i, _ in store.by_standing("u1", 10, Filters())] == [older.id]
+    assert store.by_standing("nobody", 10, Filters()) == []
+
+
 def test_put_facets_sets_only_the_owners_unchanged_memories(store: Store) -> None:
     a, b, theirs = rec("u1", "one. two."), rec("u1", "three. four."), rec("u2", "one. two.")
     put(store, a, b, theirs, seeds=[1, 2, 3])

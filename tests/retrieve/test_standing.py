@@ -301,6 +301,43 @@ def test_an_instruction_said_in_passing_is_read_on_its_own_for_a_request(tmp_pat
         assert meaning(asked) == pytest.approx(max(whole_asked, 0.0), abs=1e-4)
 
 
+def test_a_request_reads_the_standing_statements_no_other_source_finds(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An instruction said in passing inside a long message is close to a request only through its
+    own sentence: behind 200 messages closer to the request in words and in meaning as a whole, no
+    source found the message, so its sentence never counted. A request reads the user's newest
+    standing statements (``standing`` source) and scores each; a question of what happened does not
+    read them."""
+    topics = ["sourdough", "tomato sauce", "pie crust", "risotto", "pancakes", "curry", "lasagna", "granola"]
+    fillers = [f"For example, the {t} recipe card reads like a code: the file of family recipes says bake {n} "
+               f"minutes, stir, rest, serve." for t in topics for n in range(25)]
+    with Memory(tmp_path / "many.db", embedder=embedder) as memory:
+        said = memory.add(BURIED, user_id="u", role="user", created_at="2026-10-01T10:00:00+00:00")
+        memory.add_many([{"content": text, "user_id": "u", "role": "assistant",
+                          "created_at": f"2026-11-{1 + at % 25:02d}T{at % 20:02d}:00:00+00:00"}
+                         for at, text in enumerate(fillers)])
+        config = RetrievalConfig(top_k=10, cache_ttl=0)
+
+        def found(question: str) -> list[str]:
+            return [m.id for m in memory.retrieve(question, user_id="u", now=NOW, config=config).memories]
+
+        with monkeypatch.context() as patched:
+            patched.setattr(sys.modules["engram.retrieve.candidates"], "STANDING_LIMIT", 0)
+            assert said.id not in found(PARSE)
+        answer = memory.retrieve(PARSE, user_id="u", now=NOW, config=config)
+        entry = next(m for m in answer.memories if m.id == said.id)
+        assert entry.signals["standing"] == 1.0
+        assert "the user's standing instruction, preference or own statement, asked for" in entry.reasons
+        calls: list[str] = []
+        reads = memory.store.by_standing
+        monkeypatch.setattr(memory.store, "by_standing", lambda *a, **k: calls.append("read") or reads(*a, **k))
+        found("What did we discuss about config files?")
+        assert calls == []
+        found(PARSE)
+        assert calls == ["read"]
+
+
 def test_standing_sentences_are_the_users_own_prose() -> None:
     said = _said("Here is my parser.\n\n```rust\nuse std::env;\nfn main() {}\n```\n\nIt works. From now on, keep "
                  "every example in Rust.\n\n~~~\nuse std::io;\n")

@@ -240,6 +240,9 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     "ALTER TABLE engram_memories ADD COLUMN IF NOT EXISTS facets bytea",
     # 13: the days each memory names (engram.days), for questions about a day (as SQLite's 18).
     lambda conn: _index_named_days(conn),
+    # 14: a user's newest memories with standing sentences, which a request reads (as SQLite's 19).
+    "CREATE INDEX IF NOT EXISTS engram_memories_user_standing ON engram_memories (user_id, created_at DESC) "
+    "WHERE facets IS NOT NULL",
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes

@@ -71,6 +71,12 @@ class CandidateMixin(SQLBase):
         return self._ordered(user_id, filters, f"AND {clause}", params, d.epoch("m.created_at"),
                              "m.created_at DESC", n, by_user=False)
 
+    def by_standing(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        """The newest ``n`` memories whose standing sentences have vectors of their own (``facets``:
+        an instruction said in passing inside a longer message), newest first; score the POSIX time."""
+        return self._ordered(user_id, filters, "AND m.facets IS NOT NULL", (), self.dialect.epoch("m.created_at"),
+                             "m.created_at DESC", n)
+
     def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._ordered(user_id, filters, "", (), self.dialect.epoch("m.created_at"), "m.created_at DESC", n)
 

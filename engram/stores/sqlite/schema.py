@@ -249,6 +249,8 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     lambda conn: _add_facets(conn),
     # 18: the days each memory names, for questions about a day (engram.stores.sqlite.named_days).
     lambda conn: create_named_days(conn),
+    # 19: a user's newest memories with standing sentences, which a request reads (by_standing).
+    "CREATE INDEX IF NOT EXISTS memories_user_standing ON memories (user_id, created_at) WHERE facets IS NOT NULL",
 )
 
 
