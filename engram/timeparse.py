@@ -112,6 +112,8 @@ def _month_year(ctx: Ctx, month: int, year: str | None) -> Span:
 
 
 def _my(m: re.Match[str], ctx: Ctx) -> Span | None:
+    if m.group(1) == "may" and not m.group(2)[0].isdigit():
+        return None  # "How may this year's budget change?": the verb
     return _month_year(ctx, month_number(m.group(1)), _year_said(ctx, m.group(2)))
 
 
@@ -377,18 +379,22 @@ _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent)
 # filed in October) or before (a rota): such a scope is ``about`` its period. "For the past month"
 # is a duration, not a period named; "paid for last week" and "ask me for last week" say when; a
 # period to come ("anything scheduled for March 3?") is read as ever, by what names its days.
-_FOR = re.compile(r"(?:\b([a-z]+)\s+)?(?:(?:me|us|him|her|them|you|it)\s+)?\bfor\s+$", _FLAGS)
+# The word before "for", past an object ("ask me for", "thank Bob for"): case matters, so that a
+# name reads as one.
+_FOR = re.compile(r"(?:\b([A-Za-z]+)\s+)?(?:(?:me|us|him|her|them|you|it|[A-Z][a-z]+)\s+)?\b[Ff]or\s+$")
+#: Words that make "for" part of what was done or how one was ("paid for", "responsible for"),
+#: besides any word ending in -ed or -ing ("billed for", "aiming for").
 _FOR_WHEN = frozenset(re.findall(r"[a-z]+", """
-    ask asks asked asking pay pays paid paying vote votes voted voting apply applies applied applying go goes
-    went going wait waits waited waiting look looks looked looking shop shops shopped shopping search searched
-    searching book books booked booking up out leave leaves left head heads headed charge charged thank thanked
-    sign signed register registered"""))
+    ask asks pay pays paid vote votes apply applies go goes went gone wait waits look looks shop shops
+    search book books up out leave leaves left head heads charge thank thanks sign register apologize apologise
+    responsible grateful thankful sorry ready eligible famous known liable qualified accountable"""))
 
 
 def _for_a_period(text: str, start: int) -> bool:
     """Whether the time expression at ``start`` names the period a thing is for (:data:`_FOR`)."""
     before = _FOR.search(text, max(0, start - 80), start)
-    return before is not None and (before.group(1) or "").casefold() not in _FOR_WHEN
+    word = "" if before is None else (before.group(1) or "").casefold()
+    return before is not None and word not in _FOR_WHEN and not word.endswith(("ed", "ing"))
 
 
 def _check_now(now: datetime) -> Ctx:

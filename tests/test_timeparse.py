@@ -418,6 +418,10 @@ def test_a_year_said_relative_to_now_places_the_month_or_quarter(text: str, firs
     ("What did Priya ask for last week?", False),  # asked last week
     ("What did Priya ask me for last week?", False),
     ("What did I pay for last week?", False),  # paid last week
+    ("What was I responsible for last month?", False),
+    ("What was I billed for last month?", False),
+    ("What did I thank Bob for last week?", False),
+    ("What were we aiming for last year?", False),
     ("Is there anything scheduled for December 3?", False),  # to come: read by what names its days
     ("What do I have planned for next week?", False),
 ])
@@ -426,6 +430,11 @@ def test_a_period_gone_by_that_a_thing_is_for_is_what_it_is_about(text: str, abo
     and is no vaguer for it (a past question still reads what held then; told days are still read)."""
     found = parse_time_scope(text, LATE)
     assert found is not None and found.about is about and not found.vague
+
+
+def test_may_before_a_relative_year_is_the_verb() -> None:
+    assert parse_time_scope("How may this year's budget change?", LATE).expression == "this year"
+    assert span("What did we do May of last year?", LATE) == (day(2023, 5, 1), eod(2023, 5, 31))
 
 
 def test_a_question_looking_ahead_reads_the_coming_weekend() -> None:

@@ -293,12 +293,8 @@ class Pipeline:
             # A turn's conversation context is its neighbours' relevance: they are scored whether or not a
             # source found them, so a memory's score does not depend on how deep the sources looked.
             known = {r.id for r in records}
-            around = [n for r in records for n in neighbors.get(r.id, ()) if n not in known]
-            around += [i for i in found.ranks.get("standing", {}) if i not in known]  # each a request reads
-            if around and not budget.passed():
-                load(list(dict.fromkeys(around)))
-            elif around:
-                budget.drop("neighbors")
+            budget.read(load, neighbors=[n for r in records for n in neighbors.get(r.id, ()) if n not in known],
+                        standing=[i for i in found.standing if i not in known])  # each a request reads
             ranking = ranked()
             hop: tuple[Mapping[str, Mapping[str, float]], list[Hit]] | None = None
             if config.fusion != "rrf":

@@ -64,6 +64,14 @@ class Budget:
         if stage not in self.cut:
             self.cut.append(stage)
 
+    def read(self, load: Callable[[list[str]], None], **wanted: list[str]) -> None:
+        """``load`` the ids of each named read while the deadline allows; a read cut is listed by name."""
+        named = {name: ids for name, ids in wanted.items() if ids}
+        if named and self.passed():
+            self.cut.extend(name for name in named if name not in self.cut)
+        elif named:
+            load(list(dict.fromkeys(i for ids in named.values() for i in ids)))
+
     def optional(self, stage: str, call: Callable[[], T], default: T) -> T:
         """``call()`` with its store reads cut at the deadline; ``default`` if it was cut or the
         deadline had passed already (the stage is then listed as cut)."""

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from engram.config import RetrievalConfig
 from engram.days import MAX_READ_SPAN
 from engram.ext import RetrievalReads, Vector
@@ -40,7 +42,11 @@ PROFILE_LIMIT = 100
 #: The newest memories with standing sentences a request reads ("Where should I go for a long weekend?"
 #: for "... by the way, I take my dog everywhere, so trips have to be pet friendly ..."): the sentence
 #: is close to the request, the long message it was said in is not, and no other source finds it.
+#: Of those, the few whose closest sentence is closest to the request are scored (:data:`STANDING_KEEP`):
+#: scoring all 50 cost a request at 100k memories a third more time. Instructions set, inside long
+#: messages, R@10 of 15: 4 reading none, 4 reading the newest 20, 6 reading 50 (with 5 or 50 scored).
 STANDING_LIMIT = 50
+STANDING_KEEP = 5
 #: Query entities the entity source and the ontology expansion read, in the query's order (a query
 #: names up to 32). Each costs one more look at every memory naming it: at 20,000 memories each
 #: naming 30 of 40 names, the entity source read for 120 ms with 8 of them and 1,080 ms with 32
@@ -49,7 +55,7 @@ ENTITY_QUERY_LIMIT = 8
 LINK_SEEDS = 5
 LINK_LIMIT = 10
 SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural", "summary",
-                "profile", "latest", "mentioned", "standing")
+                "profile", "latest", "mentioned")
 
 
 @dataclass
@@ -59,6 +65,9 @@ class CandidateSet:
     ranks: dict[str, dict[str, int]] = field(default_factory=dict)
     raw: dict[str, dict[str, float]] = field(default_factory=dict)
     expansion: Expansion = field(default_factory=Expansion)
+    #: The newest standing statements a request reads: each is scored, and none is fused with the
+    #: sources (read newest first, their order says nothing of relevance).
+    standing: list[str] = field(default_factory=list)
 
     def add(self, source: str, hits: list[Hit]) -> None:
         ranks = self.ranks.setdefault(source, {})
@@ -201,8 +210,11 @@ def gather(
         facts = [replace(filters, kinds=("fact",))] if _allows(filters, "fact") else []
         lists["profile"] = run("profile", lambda: [hit for f in (*facts, filters)
                                                    for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
-    if plan.requests:
-        lists["standing"] = run("standing", lambda: store.by_standing(user_id, STANDING_LIMIT, filters))
+    standing: list[str] = []
+    if plan.requests:  # by now, as the asker's own (a shared scope's rules are no instruction to them)
+        by_now = filters if now is None else replace(filters, created_before=min(
+            now, filters.created_before or now))
+        standing = [i for i, _ in run("standing", lambda: store.by_standing(user_id, STANDING_LIMIT, by_now))]
     said = tuple(k for k in CONVERSATION_KINDS if _allows(filters, k))
     if time_range is not None and not time_range.vague and now is not None:
         scope = time_range
@@ -239,6 +251,9 @@ def gather(
             prefetch(early.best(ranked_limit(config) - limit, config.rrf_k))
     for name, finish in pending.items():
         lists[name] = finish()
+    if plan.requests and standing:
+        vec = query_vec.result() if isinstance(query_vec, PendingVector) else query_vec
+        out.standing = [i for i, _ in run("standing", lambda: _closest_standing(store, user_id, standing, vec))]
     floor = config.min_similarity
     if floor is not None and "semantic" in lists:
         # The pipeline specification's semantic source admits only hits at or above its floor (0.5
@@ -252,6 +267,17 @@ def gather(
         linked = run("links", lambda: store.by_links(user_id, seeds, LINK_LIMIT, None))
         out.add("links", linked)
     return out
+
+
+def _closest_standing(store: RetrievalReads, user_id: str, ids: list[str], vec: Vector | None) -> list[Hit]:
+    """The :data:`STANDING_KEEP` of ``ids`` whose closest standing sentence is closest to the query
+    (the newest without a query vector), with that cosine."""
+    if vec is None:
+        return [(i, 0.0) for i in ids[:STANDING_KEEP]]
+    query = np.asarray(vec, dtype=np.float32).ravel()
+    near = [(i, float(np.max(parts @ query))) for i, parts in store.facets(user_id, ids).items()
+            if parts.ndim == 2 and parts.shape[1] == query.size and len(parts)]
+    return sorted(near, key=lambda hit: (-hit[1], hit[0]))[:STANDING_KEEP]
 
 
 def ranked_limit(config: RetrievalConfig) -> int:

@@ -51,7 +51,7 @@ _NONE: Mapping[str, float] = MappingProxyType({})
 # Sources whose reasons are written out by name; any other source is credited as "found by <name>".
 _KNOWN_SOURCES = frozenset(
     ("semantic", "keyword", "keyword_in_range", "entity", "temporal", "procedural", "summary", "links", "latest",
-     "mentioned", "standing")
+     "mentioned")
 )
 
 

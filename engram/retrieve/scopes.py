@@ -94,8 +94,10 @@ class Scopes:
                       told: bool = False) -> builtins.list[Hit]:
         return _best((self.store.by_named_days(s, first, last, n, filters, told=told) for s in self.scopes), n)
 
-    def by_standing(self, _user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
-        return _best((self.store.by_standing(s, n, filters) for s in self.scopes), n)
+    def by_standing(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
+        """The asker's own only: a shared scope's newer statements would take every place, and its
+        instructions are not the asker's."""
+        return self.store.by_standing(user_id, n, filters)
 
     def most_recent(self, _user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return _best((self.store.most_recent(s, n, filters) for s in self.scopes), n)

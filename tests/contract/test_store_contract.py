@@ -247,6 +247,12 @@ def test_by_standing_reads_the_owners_newest_memories_with_facets(store: Store) 
     assert [i for i, _ in store.by_standing("u2", 10, Filters())] == [theirs.id]
     assert store.by_standing("u1", 10, Filters(created_before=T0 + timedelta(hours=1))) == [
         (older.id, pytest.approx(T0.timestamp()))]
+    assert store.by_standing("u1", 10, Filters(kinds=("fact",))) == []
+    old_fact = rec("u1", "eight. nine.", kind="fact", status="superseded", created_at=T0 + timedelta(4))
+    store.put_many([old_fact], np.stack([unit(6)]), facets=[parts])
+    assert [i for i, _ in store.by_standing("u1", 10, Filters())] == [newer.id, older.id]  # active only
+    assert [i for i, _ in store.by_standing("u1", 10, Filters(statuses=("superseded",), kinds=("fact",)))] == [
+        old_fact.id]
     store.replace(replace(newer, content="seven"), unit(5))
     assert [i for i, _ in store.by_standing("u1", 10, Filters())] == [older.id]
     assert store.by_standing("nobody", 10, Filters()) == []

@@ -457,3 +457,40 @@ def test_a_permission_question_is_answered_by_the_rules_of_whom_it_names(tmp_pat
         assert all(m.signals.get("standing", 0.0) == 0.0 for m in found if m is not rule)  # not Tom's, not Bob's
         asked = memory.retrieve("What did Maya say about the evening?", user_id="u", now=NOW).memories
         assert all(m.signals.get("standing", 0.0) == 0.0 for m in asked)
+
+
+def test_the_standing_read_keeps_the_closest_by_now_and_fuses_with_no_source(tmp_path: Path) -> None:
+    """A request reads the newest standing statements said by its ``now`` and keeps those whose
+    closest sentence is closest to it; they are scored, not fused with the sources (their order is
+    only how new they are), and a shared scope's newer statements take none of their places."""
+    from engram.embedders.fake import FakeEmbedder
+    from engram.model import Filters
+    from engram.retrieve import candidates
+    from engram.retrieve.candidates import STANDING_KEEP, gather
+    from engram.retrieve.scopes import Scopes
+
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        said = [memory.add(f"We moved house in spring. From now on, always use option {n} for me.", user_id="u",
+                           role="user", created_at=f"2026-10-{1 + n:02d}T10:00:00+00:00") for n in range(12)]
+        memory.add("Team note. Always use option 3 in every answer.", user_id="team", role="user",
+                   created_at="2026-11-20T10:00:00+00:00")
+        request = "Can you pick an option for me?"
+        plan = understand(request, now=NOW)
+        assert plan.requests
+        closest = said[7]
+        query = memory.store.facets("u", [closest.id])[closest.id][0]
+
+        def read(now: datetime, reads: object = None) -> candidates.CandidateSet:
+            return gather(reads or memory.store, user_id="u", plan=plan, query_vec=query, config=RetrievalConfig(),
+                          filters=Filters(), now=now)
+
+        found = read(NOW)
+        assert "standing" not in found.ranks and len(found.standing) == STANDING_KEEP
+        assert found.standing[0] == closest.id
+        before = read(datetime(2026, 10, 5, 12, 0, tzinfo=UTC))  # only the first five were said by then
+        assert set(before.standing) == {m.id for m in said[:5]}
+        shared = read(NOW, Scopes(memory.store, ("u", "team")))
+        assert shared.standing == found.standing
+        other = gather(memory.store, user_id="u", plan=understand("What option did I pick?", now=NOW),
+                       query_vec=query, config=RetrievalConfig(), filters=Filters(), now=NOW)
+        assert other.standing == []

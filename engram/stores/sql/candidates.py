@@ -36,13 +36,15 @@ class CandidateMixin(SQLBase):
     substring_indexed = False
 
     def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
-                 score: str, order: str, n: int, *, by_user: bool = True) -> builtins.list[Hit]:
-        """``by_user=False`` keeps the planner off the user's index: ``extra`` selects few rows."""
+                 score: str, order: str, n: int, *, by_user: bool = True, index: str = "") -> builtins.list[Hit]:
+        """``by_user=False`` keeps the planner off the user's index: ``extra`` selects few rows;
+        ``index`` names the one to read through."""
         d = self.dialect
         where, params = filter_sql(d, filters)
         user = "m.user_id" if by_user else d.unindexed("m.user_id")
+        table = d.through(f"{d.memories} m", d.memories + index) if index else f"{d.memories} m"
         rows = self._query(
-            f"SELECT m.id, {score} FROM {d.memories} m WHERE {user} = ? AND {where} {extra} "
+            f"SELECT m.id, {score} FROM {table} WHERE {user} = ? AND {where} {extra} "
             f"ORDER BY {order}, m.id LIMIT ?",
             (user_id, *params, *extra_params, n),
         )
@@ -75,7 +77,7 @@ class CandidateMixin(SQLBase):
         """The newest ``n`` memories whose standing sentences have vectors of their own (``facets``:
         an instruction said in passing inside a longer message), newest first; score the POSIX time."""
         return self._ordered(user_id, filters, "AND m.facets IS NOT NULL", (), self.dialect.epoch("m.created_at"),
-                             "m.created_at DESC", n)
+                             "m.created_at DESC", n, index="_user_standing")
 
     def most_recent(self, user_id: str, n: int, filters: Filters) -> builtins.list[Hit]:
         return self._ordered(user_id, filters, "", (), self.dialect.epoch("m.created_at"), "m.created_at DESC", n)

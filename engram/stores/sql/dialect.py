@@ -82,6 +82,11 @@ class Dialect:
         """``expr`` such that the planner uses no index on it (only SQLite takes the hint)."""
         return expr
 
+    def through(self, table: str, index: str) -> str:
+        """``table`` (with its alias) read through ``index`` (only SQLite takes the hint: without statistics its
+        planner may prefer an index that matches a filter and walk all of a user's rows)."""
+        return table
+
     def epoch(self, column: str) -> str:
         """A time column as float seconds since the epoch (a candidate's raw score)."""
         raise NotImplementedError

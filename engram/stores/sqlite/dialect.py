@@ -71,6 +71,9 @@ class SQLiteDialect(Dialect):
     def unindexed(self, expr: str) -> str:
         return "+" + expr
 
+    def through(self, table: str, index: str) -> str:
+        return f"{table} INDEXED BY {index}"
+
     def epoch(self, column: str) -> str:
         return f"{column} / 1e6"
 
