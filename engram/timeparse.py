@@ -41,7 +41,8 @@ __all__ = ["MAX_UTC", "MIN_UTC", "MONTHS", "month_number", "parse_time_scope"]
 # a word of the past ("did", "was", "ago") keeps the past reading.
 _AHEAD = re.compile(
     r"\b(?:will|shall|going\s+to|gonna|coming(?:\s+up)?|upcoming|planned|scheduled|happening"
-    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected|what'?s\s+on|what\s+is\s+on)\b",
+    r"|do\s+(?:i|we|you)\s+have|have\s+(?:i|we)\s+got|is\s+there|are\s+there|due|expected|what'?s\s+on|what\s+is\s+on"
+    r"|what(?:'?s|\s+is|\s+are)\s+(?:the|our|my|your)\s+plans?)\b",
     re.IGNORECASE)
 _BEHIND = re.compile(
     r"\b(?:did|was|were|had|went|ago|last|yesterday|earlier|previous(?:ly)?|before|since)\b", re.IGNORECASE)

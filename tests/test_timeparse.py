@@ -445,6 +445,13 @@ def test_a_question_looking_ahead_reads_the_coming_weekend() -> None:
     assert span("Anything planned for the weekend?", saturday) == (day(2024, 11, 23), eod(2024, 11, 24))
 
 
+def test_what_the_plan_is_looks_ahead() -> None:
+    """"What's the plan for Friday?" asked on a Wednesday is the coming Friday (it read the last one)."""
+    assert span("What's the plan for Friday?", LATE) == (day(2024, 11, 22), eod(2024, 11, 22))
+    assert span("What are the plans for the weekend?", LATE) == (day(2024, 11, 23), eod(2024, 11, 24))
+    assert span("What was the plan for Friday?", LATE) == (day(2024, 11, 15), eod(2024, 11, 15))
+
+
 def test_a_question_looking_ahead_reads_the_coming_quarter() -> None:
     """"What's happening in Q4?" asked in February had read last year's Q4."""
     assert span("What's happening in Q4?") == (day(2024, 10, 1), eod(2024, 12, 31))
