@@ -375,13 +375,11 @@ _TOP_SPECS = tuple((re.compile(p, _FLAGS), h) for p, h in _TOP)
 _PART_WORDS = tuple(words for words, _, _ in _TOP_PARTS)  # the first of _TOP_SPECS, in order
 # Vague words lose to any concrete expression, wherever it is.
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
-# "The sales tax for Q3", "the figures for last month", "the rota for the weekend of Nov 14": a
-# period gone by that the thing is for, and what tells of it is often said after it (a return
-# filed in October) or before (a rota): such a scope is ``about`` its period. "For the past month"
-# is a duration, not a period named; "paid for last week" and "ask me for last week" say when; a
-# period to come ("anything scheduled for March 3?") is read as ever, by what names its days.
-# The word before "for", past an object ("ask me for", "thank Bob for"): case matters, so that a
-# name reads as one.
+# "The sales tax for Q3", "the figures for last month": a period gone by that the thing is for, what
+# tells of it often said after it (a return filed in October) or before (a rota): such a scope is
+# ``about`` its period. Not "for the past month" (a duration), nor "paid for last week" or "ask me
+# for last week" (said when: the word before "for", past an object, case telling a name), nor a
+# period to come ("anything scheduled for March 3?"), read as ever by what names its days.
 _FOR = re.compile(r"(?:\b([A-Za-z]+)\s+)?(?:(?:me|us|him|her|them|you|it|[A-Z][a-z]+)\s+)?\b[Ff]or\s+$")
 #: Words that make "for" part of what was done or how one was ("paid for", "responsible for"),
 #: besides any word ending in -ed or -ing ("billed for", "aiming for").
