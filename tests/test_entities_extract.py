@@ -411,15 +411,3 @@ def test_a_name_field_reads_typographic_apostrophes_as_the_text_does(each_backen
     assert "person:dara" in memory.get(said.id, user_id="u").entities
     # "ʼ" is a letter (Hawaiian ʻokina-like names keep it), not an apostrophe.
     assert extract("We flew to Oʼahu.", index=EntityIndex()) == ("mention:oʼahu",)
-
-
-def test_a_verb_opening_a_request_or_an_instruction_names_no_one() -> None:
-    """"Write a function ..." made "write" an entity of the request, and "Set a timeout ..." one of
-    every answer opening so: they matched each other as names do."""
-    from engram.ingest.entities import mention_ids
-
-    assert mention_ids("Write a function that fetches exchange rates from an API.") == ("mention:api",)
-    assert mention_ids("Convert this JSON to CSV") == ("mention:json", "mention:csv")
-    assert mention_ids("Set a connect timeout of a few seconds. Keep the default retries.") == ()
-    assert mention_ids("Review the Acme contract with Bob") == ("mention:acme", "mention:bob")
-    assert mention_ids("Mark picks Leo up at 3:15") == ("mention:mark", "mention:leo")

@@ -105,10 +105,6 @@ _COMMON = STOPWORDS | _word_set(
     bought sold got went took made gave found left told saw picked signed cancelled canceled
     returned fixed finished closed opened received delivered installed replaced tried visited drove
     flew spent paid spoke wrote heard kept brought sent
-    write draft build create make plan design translate outline generate fix refactor review implement
-    prepare pick choose propose teach set add change convert rewrite optimize optimise debug modify extend
-    edit improve simplify suggest recommend keep run copy select try start stop read open install upgrade
-    deploy test
     """
 ) | ENTITY_TYPE_WORDS | frozenset(word + "s" for word in ENTITY_TYPE_WORDS)
 
