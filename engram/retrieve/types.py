@@ -152,7 +152,7 @@ def _range_json(time_range: TimeRange | None) -> dict[str, Any] | None:
     if time_range is None:
         return None
     return {"start": time_range.start.isoformat(), "end": time_range.end.isoformat(),
-            "expression": time_range.expression, "vague": time_range.vague}
+            "expression": time_range.expression, "vague": time_range.vague, "about": time_range.about}
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,7 +123,8 @@ def test_the_time_range_the_query_was_read_to_mean(memory: Memory) -> None:
     assert expected is not None and scoped.time_range == expected
     wire = scoped.to_dict()["timeRange"]
     assert wire == {"start": expected.start.isoformat(), "end": expected.end.isoformat(),
-                    "expression": expected.expression, "vague": expected.vague}
+                    "expression": expected.expression, "vague": expected.vague,
+                    "about": expected.about}
     assert run(memory, "How does Acme pay?").metadata.time_range is None
 
 

@@ -51,7 +51,9 @@ def test_the_understood_time_range_and_top_k_drops(client: TestClient) -> None:
     time_range = meta["timeRange"]
     assert isinstance(time_range, dict)
     assert time_range["start"] == "2024-02-05T00:00:00+00:00" and time_range["end"].startswith("2024-02-11T23:59:59")
-    assert time_range["expression"] == "last week" and time_range["vague"] is False
+    assert time_range["expression"] == "last week" and time_range["vague"] is False and time_range["about"] is False
+    about = retrieve(client, "What were the sales figures for last month?", minScore=0.0)["timeRange"]
+    assert about["expression"] == "last month" and about["about"] is True and about["vague"] is False
     assert meta["includedResults"] == 1 and meta["mmrRemoved"] + meta["beyondTopK"] == 2
     assert meta["queryType"] and meta["strategy"]
 
@@ -62,4 +64,4 @@ def test_openapi_describes_the_new_metadata(client: TestClient) -> None:
     assert set(DROPS) | {"timeRange"} <= set(properties)
     refs = [option.get("$ref", "") for option in properties["timeRange"]["anyOf"]]
     range_schema = schemas[next(r for r in refs if r).rsplit("/", 1)[-1]]
-    assert {"start", "end", "expression", "vague"} <= set(range_schema["properties"])
+    assert {"start", "end", "expression", "vague", "about"} <= set(range_schema["properties"])

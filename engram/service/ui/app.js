@@ -162,7 +162,7 @@ function timeRangeChip(range) {
   const local = `${new Date(range.start).toLocaleString()} – ${new Date(range.end).toLocaleString()} (local)`;
   const said = range.expression ? `'${range.expression}' = ` : "";
   return el("span", { class: "chip", id: "time-range", title: local,
-    text: `time range: ${said}${utc(range.start)} – ${utc(range.end)} UTC${range.vague ? " (vague: favoured, not required)" : ""}` });
+    text: `time range: ${said}${utc(range.start)} – ${utc(range.end)} UTC${range.vague ? " (vague: favoured, not required)" : range.about ? " (what it is for: favoured, not required)" : ""}` });
 }
 
 // What happened to the candidates, stage by stage, as the metadata counts them: each candidate is
