@@ -32,6 +32,7 @@ from engram.timespans import (
     period,
     quarter_span,
     unit_name,
+    year_said,
     year_span,
 )
 
@@ -51,7 +52,7 @@ _BEHIND = re.compile(
 _MONTH = (r"\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
           r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?")
 # A year after a date, a month or a quarter: "2025", or one said relative to now ("in March last
-# year", "Q1 next year", "July of this year"), read by _year_said.
+# year", "Q1 next year", "July of this year"), read by year_said.
 _YEAR_OPT = r"(?:\s*,?\s*(\d{4}(?!\d)|(?:of\s+)?(?:last|this|next)\s+year\b))?"
 _NUM = (r"(\d{1,6}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
         r"|a\s+couple(?:\s+of)?|couple(?:\s+of)?|a\s+few|few|several|an?)")
@@ -79,13 +80,6 @@ _P_WEEKDAY_EXPR = (r"\b(?:(last|this|next|previous|past|on)\s+)?(?<!\ba\s)(?<!\b
 _P_AGO = r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b"
 
 
-def _year_said(ctx: Ctx, said: str | None) -> str | None:
-    """The year a :data:`_YEAR_OPT` group names, as digits ("last year" is the one before today's)."""
-    if not said or said[0].isdigit():
-        return said
-    return str(ctx.today.year + {"last": -1, "this": 0, "next": 1}[said.split()[-2].casefold()])
-
-
 def _iso(m: re.Match[str], ctx: Ctx) -> Span | None:
     return on_date(ctx, int(m.group(2)), int(m.group(3)), m.group(1))
 
@@ -95,11 +89,11 @@ def _us(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 
 def _mdy(m: re.Match[str], ctx: Ctx) -> Span | None:
-    return on_date(ctx, month_number(m.group(1)), int(m.group(2)), _year_said(ctx, m.group(3)))
+    return on_date(ctx, month_number(m.group(1)), int(m.group(2)), year_said(ctx, m.group(3)))
 
 
 def _dmy(m: re.Match[str], ctx: Ctx) -> Span | None:
-    return on_date(ctx, month_number(m.group(2)), int(m.group(1)), _year_said(ctx, m.group(3)))
+    return on_date(ctx, month_number(m.group(2)), int(m.group(1)), year_said(ctx, m.group(3)))
 
 
 def _month_year(ctx: Ctx, month: int, year: str | None) -> Span:
@@ -115,7 +109,7 @@ def _month_year(ctx: Ctx, month: int, year: str | None) -> Span:
 def _my(m: re.Match[str], ctx: Ctx) -> Span | None:
     if m.group(1) == "may" and not m.group(2)[0].isdigit():
         return None  # "How may this year's budget change?": the verb
-    return _month_year(ctx, month_number(m.group(1)), _year_said(ctx, m.group(2)))
+    return _month_year(ctx, month_number(m.group(1)), year_said(ctx, m.group(2)))
 
 
 def _month(m: re.Match[str], ctx: Ctx) -> Span | None:
@@ -128,7 +122,7 @@ def _year(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 def _quarter(m: re.Match[str], ctx: Ctx) -> Span | None:
     q = int(m.group(1)) - 1
-    year = _year_said(ctx, m.group(2))
+    year = year_said(ctx, m.group(2))
     if year:
         return quarter_span(ctx, int(year), q)
     current = (ctx.today.month - 1) // 3
@@ -299,7 +293,7 @@ def _next_to(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 
 def _in_month(m: re.Match[str], ctx: Ctx) -> Span | None:
-    return _month_year(ctx, month_number(m.group(1)), _year_said(ctx, m.group(2)))
+    return _month_year(ctx, month_number(m.group(1)), year_said(ctx, m.group(2)))
 
 
 _THIS = r"(?:(?P<a>" + _ANCHOR + r")|the\s+(?P<unit>week|month|year)\b)"  # "the month": this one

@@ -16,7 +16,18 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from engram.timespans import Ctx, Span, day_span, month_span, number, on_date, period, shift_month, week_span
+from engram.timespans import (
+    Ctx,
+    Span,
+    day_span,
+    month_span,
+    number,
+    on_date,
+    period,
+    shift_month,
+    week_span,
+    year_said,
+)
 
 __all__ = ["HOLIDAY", "Anchor", "day_of_month", "fortnight_ago", "holiday", "holiday_in", "month_day", "nth_of",
            "part_of", "past_fortnight", "two_away", "week_of", "weekends_ago"]
@@ -219,10 +230,9 @@ def holiday(m: re.Match[str], ctx: Ctx) -> Span | None:
     name = " ".join(m.group("h").casefold().replace("'", "").replace(".", "").split())
     which = (m.groupdict().get("which") or "").casefold()
     year = ctx.today.year
-    said_year = (m.groupdict().get("year") or "").casefold()
+    said_year = year_said(ctx, m.groupdict().get("year"))
     if said_year:  # "on Christmas last year", "over Easter in 2022"
-        shift = {"last": -1, "this": 0, "next": 1}.get(said_year.split()[0])
-        day = holiday_in(name, year + shift if shift is not None else int(said_year))
+        day = holiday_in(name, int(said_year))
     elif which == "this" and not ctx.ahead:  # the nearest: "this Christmas" asked on January 3 is the one gone
         day = min((holiday_in(name, y) for y in (year - 1, year, year + 1)), key=lambda d: abs((d - ctx.today).days))
     elif which in ("next", "this") or ctx.ahead:

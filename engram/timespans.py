@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 __all__ = [
     "MAX_UTC", "MIN_UTC", "MONTHS", "NUMBERS", "TICK", "WEEKDAYS", "Ctx", "Handler", "Span", "add_months", "day_span",
     "month_number", "month_span", "number", "on_date", "period", "quarter_span", "shift_month", "unit_name",
-    "week_span", "year_span",
+    "week_span", "year_said", "year_span",
 ]
 
 #: Open ends of "before X" / "after X" ranges.
@@ -63,6 +63,14 @@ def quarter_span(ctx: Ctx, year: int, q: int) -> Span:
 
 def year_span(ctx: Ctx, year: int) -> Span:
     return day_span(ctx, date(year, 1, 1), date(year, 12, 31))
+
+
+def year_said(ctx: Ctx, said: str | None) -> str | None:
+    """The year a question names after a date, a month, a quarter or a holiday, as digits: "2022",
+    or relative to today ("last year", "of next year")."""
+    if not said or said[0].isdigit():
+        return said
+    return str(ctx.today.year + {"last": -1, "this": 0, "next": 1}[said.split()[-2].casefold()])
 
 
 def week_span(ctx: Ctx, day: date) -> Span:

@@ -68,7 +68,8 @@ class Budget:
         """``load`` the ids of each named read while the deadline allows; a read cut is listed by name."""
         named = {name: ids for name, ids in wanted.items() if ids}
         if named and self.passed():
-            self.cut.extend(name for name in named if name not in self.cut)
+            for name in named:
+                self.drop(name)
         elif named:
             load(list(dict.fromkeys(i for ids in named.values() for i in ids)))
 

@@ -210,16 +210,15 @@ def gather(
         facts = [replace(filters, kinds=("fact",))] if _allows(filters, "fact") else []
         lists["profile"] = run("profile", lambda: [hit for f in (*facts, filters)
                                                    for hit in store.most_recent(user_id, PROFILE_LIMIT, f)])
+    # A replay's ``now``: nothing said after it.
+    said_by_now = filters if now is None else replace(
+        filters, created_before=now if filters.created_before is None else min(now, filters.created_before))
     standing: list[str] = []
-    if plan.requests:  # by now, as the asker's own (a shared scope's rules are no instruction to them)
-        by_now = filters if now is None else replace(filters, created_before=min(
-            now, filters.created_before or now))
-        standing = [i for i, _ in run("standing", lambda: store.by_standing(user_id, STANDING_LIMIT, by_now))]
+    if plan.requests:  # the asker's own (a shared scope's rules are no instruction to them)
+        standing = [i for i, _ in run("standing", lambda: store.by_standing(user_id, STANDING_LIMIT, said_by_now))]
     said = tuple(k for k in CONVERSATION_KINDS if _allows(filters, k))
     if time_range is not None and not time_range.vague and now is not None:
         scope = time_range
-        before = now if filters.created_before is None else min(now, filters.created_before)
-        said_by_now = replace(filters, created_before=before)  # a replay's ``now``: nothing said after it
 
         def mentioned() -> list[Hit]:  # what names a day of the scope, through the stores' index of days
             ahead = reaches_ahead(scope, now)
@@ -251,7 +250,7 @@ def gather(
             prefetch(early.best(ranked_limit(config) - limit, config.rrf_k))
     for name, finish in pending.items():
         lists[name] = finish()
-    if plan.requests and standing:
+    if standing:
         vec = query_vec.result() if isinstance(query_vec, PendingVector) else query_vec
         out.standing = [i for i, _ in run("standing", lambda: _closest_standing(store, user_id, standing, vec))]
     floor = config.min_similarity

@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from engram.ext import Embedder
 from engram.memory import Memory
 from engram.model import MemoryRecord
 from engram.retrieve.rank import rank
+from engram.retrieve.ranking import Ranking
 from engram.retrieve.standing import (
     MAX_STANDING_SENTENCES,
     asks_about_the_user,
@@ -75,6 +77,15 @@ def test_questions_about_what_happened_are_not_requests(query: str) -> None:
 def _said(content: str, role: str | None = "user") -> MemoryRecord:
     return MemoryRecord(id="m", user_id="u", kind="message", content=content, role=role, created_at=NOW,
                         recorded_at=NOW, content_hash="h")
+
+
+def _ranked(records: list[MemoryRecord], vectors: dict[str, list[float]], keyword_scores: dict[str, float],
+            **flags: Any) -> Ranking:
+    """The ranking alone, by meaning (against the query [1, 0]) and the keyword scores given."""
+    return rank(records, query_vec=np.array([1.0, 0.0], dtype=np.float32),
+                vectors={i: np.array(v, dtype=np.float32) for i, v in vectors.items()}, query_entities=(),
+                time_range=None, now=NOW, weights={"semantic_similarity": 1.0}, keyword_scores=keyword_scores,
+                sources={}, source_ranks={}, config=RetrievalConfig(), **flags)
 
 
 @pytest.mark.parametrize("content", [
@@ -181,32 +192,24 @@ def test_a_request_lifts_the_standing_instruction(
 def test_the_gain_puts_an_instruction_above_words_shared_by_chance() -> None:
     """The ranking alone: a message sharing the request's words by chance outranks the instruction
     on keywords; the instruction's meaning, doubled in part by the gain, puts it first."""
-    query = np.array([1.0, 0.0], dtype=np.float32)
     records = [_said("Please use type hints in every function.", role="user"),
                replace(_said("The wedding function returns after dinner.", role="user"), id="chance")]
-    vectors = {"m": np.array([0.45, 0.893], dtype=np.float32), "chance": np.array([0.2, 0.98], dtype=np.float32)}
-    common = dict(query_vec=query, vectors=vectors, query_entities=(), time_range=None, now=NOW,
-                  weights={"semantic_similarity": 1.0}, keyword_scores={"chance": 0.5, "m": 0.0}, sources={},
-                  source_ranks={}, config=RetrievalConfig())
-    assert [records[i].id for i in rank(records, **common).order] == ["chance", "m"]
-    assert [records[i].id for i in rank(records, requests=True, **common).order] == ["m", "chance"]
+    vectors, keywords = {"m": [0.45, 0.893], "chance": [0.2, 0.98]}, {"chance": 0.5, "m": 0.0}
+    assert [records[i].id for i in _ranked(records, vectors, keywords).order] == ["chance", "m"]
+    assert [records[i].id for i in _ranked(records, vectors, keywords, requests=True).order] == ["m", "chance"]
 
 
 def test_a_question_of_how_something_is_done_lifts_the_procedure() -> None:
     """"What's the process for a rush order?" asks for the procedure: a message sharing more of its
     words ("Rush orders are stressful ...") outranked it; the procedure gains half its own meaning,
     and says why. A procedure gains nothing from a question that is not of how things are done."""
-    query = np.array([1.0, 0.0], dtype=np.float32)
     records = [replace(_said("When a customer asks for a rush order: check stock first."), kind="procedure",
                        role=None),
                replace(_said("Rush orders are stressful, we missed the deadline last time.", role="user"), id="chat")]
-    vectors = {"m": np.array([0.45, 0.893], dtype=np.float32), "chat": np.array([0.35, 0.937], dtype=np.float32)}
-    common = dict(query_vec=query, vectors=vectors, query_entities=(), time_range=None, now=NOW,
-                  weights={"semantic_similarity": 1.0}, keyword_scores={"chat": 0.6, "m": 0.4}, sources={},
-                  source_ranks={}, config=RetrievalConfig())
-    assert [records[i].id for i in rank(records, **common).order] == ["chat", "m"]
-    assert [records[i].id for i in rank(records, requests=True, **common).order] == ["chat", "m"]
-    ranking = rank(records, procedural=True, **common)
+    vectors, keywords = {"m": [0.45, 0.893], "chat": [0.35, 0.937]}, {"chat": 0.6, "m": 0.4}
+    assert [records[i].id for i in _ranked(records, vectors, keywords).order] == ["chat", "m"]
+    assert [records[i].id for i in _ranked(records, vectors, keywords, requests=True).order] == ["chat", "m"]
+    ranking = _ranked(records, vectors, keywords, procedural=True)
     assert [records[i].id for i in ranking.order] == ["m", "chat"]
     procedure, chat = ranking.explained(ranking.best(2))
     assert procedure.signals["standing"] == 1.0 and chat.signals["standing"] == 0.0
@@ -232,12 +235,8 @@ def test_only_a_question_of_how_it_is_done_lifts_procedures(query: str, how: boo
 def test_a_procedure_standing_for_another_reason_says_that_reason() -> None:
     """A procedure that states a rule ("Always cc finance ...") stands for a request as any rule
     does, and is explained as one, not as the answer to a question of how something is done."""
-    query = np.array([1.0, 0.0], dtype=np.float32)
     records = [replace(_said("Always cc finance on every email to a customer."), kind="procedure", role=None)]
-    common = dict(query_vec=query, vectors={"m": np.array([0.45, 0.893], dtype=np.float32)}, query_entities=(),
-                  time_range=None, now=NOW, weights={"semantic_similarity": 1.0}, keyword_scores={}, sources={},
-                  source_ranks={}, config=RetrievalConfig())
-    ranking = rank(records, requests=True, **common)
+    ranking = _ranked(records, {"m": [0.45, 0.893]}, {}, requests=True)
     (item,) = ranking.explained(ranking.best(1))
     assert item.signals["standing"] == 1.0
     assert "the user's standing instruction, preference or own statement, asked for" in item.reasons
