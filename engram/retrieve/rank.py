@@ -39,12 +39,14 @@ from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
+from engram.retrieve.episodes import conversation_support
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
     ASK_GAIN,
     BRIDGE_GAIN,
     BRIDGE_MENTION,
     CONTEXT_GAIN,
+    CONVERSATION_GAIN,
     DESCRIBES_GAIN,
     LATEST_GAIN,
     LATEST_WORDS,
@@ -73,6 +75,7 @@ from engram.retrieve.past import superseded
 from engram.retrieve.ranking import (
     AHEAD_SIGNAL,
     ASK_SIGNAL,
+    CONVERSATION_SIGNAL,
     DESCRIBES_SIGNAL,
     LATEST_SIGNAL,
     NEWEST_SIGNAL,
@@ -91,52 +94,14 @@ from engram.retrieve.signals import (
 from engram.retrieve.standing import said_of_themselves
 
 __all__ = [
-    "AHEAD_GAIN",
-    "AHEAD_SIGNAL",
-    "ALL_SIGNALS",
-    "ASK_GAIN",
-    "ASK_SIGNAL",
-    "BRIDGE_GAIN",
-    "BRIDGE_MENTION",
-    "BRIDGE_SIGNAL",
-    "CONTEXT_GAIN",
-    "CONTEXT_SIGNAL",
-    "CONTEXT_SIGNALS",
-    "DESCRIBES_GAIN",
-    "DESCRIBES_SIGNAL",
-    "KEYWORD_FULL_SHARE",
-    "KEYWORD_LENGTH",
-    "KEYWORD_LENGTH_POWER",
-    "KEYWORD_SIGNAL",
-    "LATEST_GAIN",
-    "LATEST_SIGNAL",
-    "MEANING_LOW_SLACK",
-    "MEANING_REACH",
-    "NEWEST_GAIN",
-    "NEWEST_SIGNAL",
-    "PAST_GAIN",
-    "PAST_SIGNAL",
-    "RANGE_MATCH",
-    "RELEVANCE_SIGNAL",
-    "SCOPE_TRUST",
-    "SCORE_KNEE",
-    "STANDING_GAIN",
-    "STANDING_SIGNAL",
-    "TIMELESS_KINDS",
-    "TYPE_GAIN",
-    "TYPE_SIGNAL",
-    "VALUE_GAIN",
-    "VALUE_SIGNAL",
-    "VOICE_GAIN",
-    "VOICE_SIGNAL",
-    "apply_min_score",
-    "as_speakers",
-    "displayed",
-    "fuse",
-    "in_range_first",
-    "meaning_share",
-    "pointed_at",
-    "rank",
+    "AHEAD_GAIN", "AHEAD_SIGNAL", "ALL_SIGNALS", "ASK_GAIN", "ASK_SIGNAL", "BRIDGE_GAIN", "BRIDGE_MENTION",
+    "BRIDGE_SIGNAL", "CONTEXT_GAIN", "CONTEXT_SIGNAL", "CONTEXT_SIGNALS", "CONVERSATION_GAIN", "CONVERSATION_SIGNAL",
+    "DESCRIBES_GAIN", "DESCRIBES_SIGNAL",
+    "KEYWORD_FULL_SHARE", "KEYWORD_LENGTH", "KEYWORD_LENGTH_POWER", "KEYWORD_SIGNAL", "LATEST_GAIN", "LATEST_SIGNAL",
+    "MEANING_LOW_SLACK", "MEANING_REACH", "NEWEST_GAIN", "NEWEST_SIGNAL", "PAST_GAIN", "PAST_SIGNAL", "RANGE_MATCH",
+    "RELEVANCE_SIGNAL", "SCOPE_TRUST", "SCORE_KNEE", "STANDING_GAIN", "STANDING_SIGNAL", "TIMELESS_KINDS",
+    "TYPE_GAIN", "TYPE_SIGNAL", "VALUE_GAIN", "VALUE_SIGNAL", "VOICE_GAIN", "VOICE_SIGNAL", "apply_min_score",
+    "as_speakers", "displayed", "fuse", "in_range_first", "meaning_share", "pointed_at", "rank",
 ]
 
 KEYWORD_SIGNAL = "keyword_relevance"
@@ -172,14 +137,14 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
     TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL, AHEAD_SIGNAL,
-    RELEVANCE_SIGNAL,
+    CONVERSATION_SIGNAL, RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
     STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL,
-    AHEAD_SIGNAL,
+    AHEAD_SIGNAL, CONVERSATION_SIGNAL,
 )
 
 
@@ -397,15 +362,17 @@ def rank(
     # No ceiling: a memory closer in meaning than a "clear match" (the similarity range's top), or
     # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
     # and bridges pass on relevance read up to a full match, as before.
+    together = conversation_support(records, relevance)  # a conversation between people's other best turns
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
-                 + CONTEXT_GAIN * around + BRIDGE_GAIN * via + ASK_GAIN * asked + VOICE_GAIN * spoke
+                 + CONTEXT_GAIN * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked
+                 + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else lasting(records, seen))
                  + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new
                  + VALUE_GAIN * holds + PAST_GAIN * was + AHEAD_GAIN * ahead)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, typed, recent, describes, new, holds, was, ahead]
+               asked, spoke, stands, typed, recent, describes, new, holds, was, ahead, together]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

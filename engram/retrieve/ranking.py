@@ -24,6 +24,7 @@ from engram.retrieve.types import Scored
 __all__ = [
     "AHEAD_SIGNAL",
     "ASK_SIGNAL",
+    "CONVERSATION_SIGNAL",
     "DESCRIBES_SIGNAL",
     "LATEST_SIGNAL",
     "NEWEST_SIGNAL",
@@ -45,8 +46,11 @@ NEWEST_SIGNAL = "newest"
 VALUE_SIGNAL = "holds_value"
 PAST_SIGNAL = "no_longer_holds"
 AHEAD_SIGNAL = "names_day"
+CONVERSATION_SIGNAL = "same_conversation"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
+#: The support of its conversation from which a turn's reasons say so (a third of a full match).
+_TOLD_TOGETHER = 0.3
 
 # Sources whose reasons are written out by name; any other source is credited as "found by <name>".
 _KNOWN_SOURCES = frozenset(
@@ -171,6 +175,8 @@ def _reasons(
         reasons.append("a question, as asked")
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
+    if signals.get(CONVERSATION_SIGNAL, 0.0) >= _TOLD_TOGETHER:
+        reasons.append("in a conversation between people whose other turns match")
     if signals.get(DESCRIBES_SIGNAL):
         reasons.append("says who or what the query asks about is")
     if signals.get(LATEST_SIGNAL):

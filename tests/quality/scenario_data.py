@@ -818,6 +818,21 @@ for _i, (_question, _answer) in enumerate(_FILLER_DEV):
     dev(f"dev_filler_{_i:02d}", f"{_day} 08:00", "user", _question)
     dev(f"dev_filler_{_i:02d}_a", f"{_day} 08:01", "assistant", _answer)
 
+# Conversations between people, told over several turns: the turn that answers comes a few turns
+# after the one the question's words match, and shares none of them.
+team("desks_ask", "2026-11-04 09:00", "Bob", "Initech wants a quote for 20 standing desks for the new branch. Can we even source those?")
+team("desks_priya", "2026-11-04 09:04", "Priya", "Northwind doesn't carry furniture, I checked last year.")
+team("desks_lena", "2026-11-04 09:06", "Lena", "My cousin's shop in Beaverton does office furniture wholesale.")
+team("desks_maya", "2026-11-04 09:10", "Maya",
+     "Let's pass. Furniture isn't our business. Bob, refer them to Lena's cousin and keep the IT side for us.")
+team("desks_bob", "2026-11-04 09:12", "Bob", "Will do.")
+family("play_jess", "2026-11-07 19:00", "Jess", "How did Leo's school play go on Thursday? Sorry I missed the stream!")
+family("play_mark", "2026-11-07 19:02", "Mark", "He was the narrator in the school play! Forgot one line but covered it like a pro.")
+family("play_jess_2", "2026-11-07 19:03", "Jess", "Aww, so proud. Was he nervous beforehand?")
+family("play_dana", "2026-11-07 19:05", "Dana",
+       "Terrified all week. But afterwards he told us he's signing up for the spring one too.")
+family("play_mark_2", "2026-11-07 19:06", "Mark", "I'll put the video on the shared drive tonight.")
+
 ENTITIES = (
     ScenarioEntity(K, "customer:acme", "customer", "Acme Corporation", ("Acme", "Acme Inc.", "Acme Corp")),
     ScenarioEntity(K, "customer:globex", "customer", "Globex", ("Globex Corporation",)),
@@ -967,6 +982,10 @@ q("early_clinic_signoff", K, "multihop", "Who signs off purchases at the clinic 
   "brightwater_delivery_pref", "brightwater_contact")
 q("priya_tool_price", K, "multihop", "How much does the accounting tool Priya liked cost?",
   "priya_trial_opinion", "ledgerly_price")
+q("initech_desks_decision", K, "speaker", "What did Maya decide about the standing desks Initech asked for?",
+  "desks_maya", note="her answer comes three turns after Bob's question and names neither desks nor Initech")
+q("leo_another_play", D, "multihop", "Does Leo want to be in another school play?", "play_dana",
+  note="told two turns after the message about the play: 'the spring one', not 'play'")
 q("late_laptops_renewal", K, "multihop", "What did the law firm whose laptops arrived late renew?",
   "pinecrest_complaint", "bob_pinecrest_renewal")
 q("fly_to_sister", D, "multihop", "When do I fly to the city my sister lives in?", "jess_lives_porto",

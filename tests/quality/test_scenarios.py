@@ -39,7 +39,10 @@ FLOOR = 0.88
 #: Overall hit@1 (the right memory first), minus 0.02: 0.67 once a question by the asker answers
 #: "What did Bob ask last week?" (the four questions that ask what someone asked: 1 first -> 4).
 #: The long technical chat's eight questions (2026-11-29; hit@1 0.38, as dense's) made the set's
-#: overall 0.64: the floor follows the set, not a change to the code.
+#: overall 0.64: the floor follows the set, not a change to the code. Two conversations between
+#: people (2026-11-30, written before measuring): Maya's decision 2nd with and without the
+#: conversation gain (engram.retrieve.episodes); Leo's wish for another play found by no system
+#: (the turn is no candidate: nothing reads a conversation's turns beyond the ones next to a match).
 HIT1_FLOOR = 0.62
 CATEGORY_FLOORS = {
     "time": 0.81,

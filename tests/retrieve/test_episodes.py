@@ -1,0 +1,119 @@
+"""In a conversation between people, the turn that answers gains from the conversation's best
+matches; a chat with an assistant is left as it was."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engram import Memory, RetrievalConfig
+from engram.ext import Embedder
+from engram.model import MemoryRecord
+from engram.retrieve.episodes import CONVERSATION_TURNS, conversation_support
+
+NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+
+
+def turn(mid: str, role: str | None, session: str | None = "s1") -> MemoryRecord:
+    return MemoryRecord(id=mid, user_id="u", content=mid, kind="message", role=role, session_id=session,
+                        created_at=NOW, recorded_at=NOW, content_hash=mid)
+
+
+def support(records: list[MemoryRecord], values: list[float]) -> dict[str, float]:
+    lent = conversation_support(records, np.array(values, dtype=np.float64))
+    return {r.id: round(float(v), 6) for r, v in zip(records, lent, strict=True)}
+
+
+def test_the_best_turns_of_a_conversation_lend_to_the_others() -> None:
+    assert CONVERSATION_TURNS == 3
+    records = [turn("a", "Jon"), turn("b", "Gina"), turn("c", "Jon"), turn("d", "Gina"), turn("e", "Jon")]
+    got = support(records, [0.9, 0.6, 0.3, 0.1, 0.0])
+    # The best three (0.9, 0.6, 0.3) lend their sum over three; one of them is lent by the other two.
+    assert got == {"a": 0.3, "b": 0.4, "c": 0.5, "d": 0.6, "e": 0.6}
+
+
+def test_relevance_above_a_full_match_lends_as_a_full_match() -> None:
+    got = support([turn("a", "Jon"), turn("b", "Gina")], [2.5, 0.0])
+    assert got == {"a": 0.0, "b": pytest.approx(1 / 3)}
+
+
+def test_equal_turns_are_lent_alike_whatever_their_order() -> None:
+    records = [turn("a", "Jon"), turn("b", "Gina"), turn("c", "Jon"), turn("d", "Gina")]
+    first = support(records, [0.9, 0.6, 0.3, 0.3])
+    assert first["c"] == first["d"] == pytest.approx(0.5)
+    second = support(records[::-1], [0.3, 0.3, 0.6, 0.9])
+    assert second == first
+
+
+@pytest.mark.parametrize("roles", [
+    ("user", "assistant", "user"),  # a chat with an assistant: each user turn is its own request
+    ("Jon", "assistant", "Gina"),   # an assistant in the room
+    ("Jon", "Jon", "Jon"),          # one person's notes
+    ("Jon", None, "Gina"),          # a turn said by no one named
+    ("Human", "AI", "Human"),       # role words in any case
+])
+def test_only_a_conversation_between_people_lends(roles: tuple[str | None, ...]) -> None:
+    records = [turn(f"t{i}", role) for i, role in enumerate(roles)]
+    assert set(support(records, [0.9, 0.5, 0.1]).values()) == {0.0}
+
+
+def test_sessions_lend_only_to_their_own_turns() -> None:
+    records = [turn("a", "Jon", "s1"), turn("b", "Gina", "s1"), turn("c", "Jon", "s2"), turn("d", "Gina", "s2"),
+               turn("e", "Jon", None)]
+    got = support(records, [0.9, 0.0, 0.3, 0.0, 0.8])
+    assert got == {"a": 0.0, "b": 0.3, "c": 0.0, "d": 0.1, "e": 0.0}
+
+
+# An evening's conversation: the question matches the first turns; Jon's answer to how he feels
+# shares no word with it and is two turns later. Other evenings fill the haystack.
+OPENING = (
+    ("Gina", "When is the official opening night of your dance studio?"),
+    ("Jon", "The official opening night of the studio is tomorrow, I'm working hard to get it right."),
+    ("Gina", "Wow, that's huge! How are you holding up?"),
+    ("Jon", "Thanks, Gina! It's been a wild ride, but I'm buzzing and ready to give it my all."),
+    ("Gina", "I'll be right there in the front row."),
+)
+FILLER = (
+    "Did you catch the game last night?", "I tried that new ramen place downtown.", "My cat knocked over a plant.",
+    "The weather has been so grey lately.", "I finally finished that mystery novel.", "Work was busy this week.",
+    "My sister is visiting next month.", "We repainted the kitchen a pale green.", "The bus was late again today.",
+    "I signed up for a pottery class.", "The neighbour's dog keeps barking.", "I'm thinking of learning Spanish.",
+    "The farmers market had amazing peaches.", "My laptop finally died on me.", "We watched a documentary about bees.",
+    "I baked sourdough for the first time.", "The gym was packed this morning.", "I lost my keys twice this week.",
+    "My niece started school on Monday.", "We're planning a road trip to the coast.", "I found an old photo album.",
+    "The concert tickets sold out in minutes.", "I'm trying to drink more water.", "Our team won the trivia night.",
+)
+
+
+def _evenings(roles: tuple[str, str]) -> list[dict[str, Any]]:
+    said = {"Jon": roles[0], "Gina": roles[1]}
+    rows = [{"content": text, "role": said[who], "session_id": "opening", "created_at": NOW - timedelta(days=3)}
+            for who, text in OPENING]
+    for i, text in enumerate(FILLER):  # eight evenings of three turns
+        rows.append({"content": text, "role": roles[i % 2], "session_id": f"evening-{i // 3}",
+                     "created_at": NOW - timedelta(days=40 - i // 3)})
+    return [{**row, "user_id": "u"} for row in rows]
+
+
+def test_the_reply_two_turns_later_rises_in_a_conversation_between_people(tmp_path: Path,
+                                                                          embedder: Embedder) -> None:
+    question = "How does Jon feel about the opening night of his dance studio?"
+    config = RetrievalConfig(top_k=10, cache_ttl=0, min_score=0.0)
+    with Memory(tmp_path / "people.db", embedder=embedder) as memory:
+        memory.add_many(_evenings(("Jon", "Gina")))
+        people = memory.retrieve(question, user_id="u", now=NOW, config=config).memories
+    with Memory(tmp_path / "assistant.db", embedder=embedder) as memory:
+        memory.add_many(_evenings(("user", "assistant")))
+        assistant = memory.retrieve(question, user_id="u", now=NOW, config=config).memories
+    reply = OPENING[3][1]
+    told = next(m for m in people if m.content == reply)
+    assert told.signals["same_conversation"] > 0.3
+    assert "in a conversation between people whose other turns match" in told.reasons
+    # The same words in a chat with an assistant gain nothing from their session, and rank lower.
+    assert all(m.signals["same_conversation"] == 0.0 for m in assistant)
+    place = {m.content: at for at, m in enumerate(assistant)}
+    assert [m.content for m in people].index(reply) < place.get(reply, len(assistant))
