@@ -4,7 +4,9 @@ A chat message is ``{"role", "content", "name"?, "created_at"?}`` (the shape Ope
 Mem0 users already hold), plus what it shows besides its words: ``image_caption``, ``alt_text`` or
 ``file_name`` (:mod:`engram.attachments`), kept in the memory's metadata and searched with its
 text. Each message becomes one ``message`` memory: its ``name``, when given, is the speaker, else
-its role; ``run_id`` (Mem0's name for a conversation) is the session.
+its role (a named message keeps its role in the metadata as ``message_role``, as the LangChain
+integration does: an assistant named "Sol" is still an assistant); ``run_id`` (Mem0's name for a
+conversation) is the session.
 
 A message without its own ``created_at`` gets the batch's time plus its position in microseconds:
 every message of one call would otherwise share a timestamp, and the neighbours a retrieval
@@ -81,6 +83,8 @@ def _item(message: Any, position: int, base: Mapping[str, Any], start: datetime)
     created = to_utc(when, f"{where}.created_at") if when is not None else start + timedelta(microseconds=position)
     item = {**base, "content": _text(message.get("content"), where), "role": name or role, "created_at": created}
     shown = {key: message[key] for key in ATTACHMENT_KEYS if message.get(key) is not None}
+    if name:  # the speaker's name stands in the role: what the turn was (an assistant's?) is kept beside it
+        shown["message_role"] = role
     if shown:
         given = base.get("metadata")
         if given is not None and not isinstance(given, Mapping):

@@ -35,7 +35,9 @@ def test_each_message_is_a_message_memory_in_order(memory: Memory) -> None:
     assert [r.content for r in records] == [m["content"] for m in CHAT]
     assert [r.role for r in records] == ["user", "assistant", "Alice"]  # a name is the speaker
     assert {(r.kind, r.session_id, r.agent_id) for r in records} == {("message", "chat-1", "bot")}
-    assert all(r.metadata == {"category": "movies"} for r in records)
+    # A named message keeps the role it was given: Alice spoke as the user.
+    named = {"category": "movies", "message_role": "user"}
+    assert [r.metadata for r in records] == [{"category": "movies"}] * 2 + [named]
     times = [r.created_at for r in records]
     assert times == sorted(times) and len(set(times)) == 3
     listed = memory.list(user_id="alice", filters={"session_id": "chat-1"})

@@ -9,14 +9,20 @@ relevance of that conversation's other best turns among the candidates (``same_c
 Only between people: a chat with an assistant is a series of requests, each turn its own subject,
 and there the gain lifted the other turns of the session a fact was told in above the fact's other
 sessions (LongMemEval dev, user turns recall_all@10 0.929 -> 0.881; every turn 0.849 -> 0.806).
-A session counts as one between people when its candidates are all said by a named person (a role
-that is no role word such as ``user`` or ``assistant``) and by at least two of them. Nothing is read
-from the store: the candidates a retrieval already ranks are the conversation's turns it knows.
+A conversation is one user's session, cut wherever it pauses for more than
+:data:`CONVERSATION_PAUSE` (a channel kept as one session for months is many conversations). It is
+one between people when its messages are said by at least two named people and none by an
+assistant, nor by a user with no name (a role word such as ``user``); a system notice or a tool's
+output takes no part, nor does a memory that is no message. A named assistant (``{"role":
+"assistant", "name": "Sol"}``, stored as "Sol") is known by the role its message was given, kept in
+the metadata as ``message_role``. Nothing is read from the store: the candidates a retrieval already
+ranks are the conversation's turns it knows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
 import numpy as np
 import numpy.typing as npt
@@ -24,45 +30,46 @@ import numpy.typing as npt
 from engram.model import MemoryRecord
 from engram.text import ROLE_WORDS
 
-__all__ = ["CONVERSATION_TURNS", "conversation_support"]
+__all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "conversation_support"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
-#: over this many, not counting itself (a turn among them is lent by the others only, so the
-#: replies around the best matches catch up with them). One stray match lends little, an episode
-#: found by several turns most. LoCoMo dev evidence recall@10 with the gain at 0.4: the best 2
-#: turns 0.783, 3 turns 0.810, 5 turns 0.794; each turn lent by the best 3 others (itself never
-#: among them) 0.791.
+#: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
+#: by the others only, so the replies around the best matches catch up with them). One stray match
+#: lends little, an episode found by several turns most. LoCoMo dev evidence recall@10 with the
+#: gain at 0.4: the best 2 turns 0.783, 3 turns 0.810, 5 turns 0.794; each turn lent by the best 3
+#: others (itself never among them) 0.791.
 CONVERSATION_TURNS = 3
+#: A session's turns further apart than this (between one candidate and the next) are two
+#: conversations: a long-lived channel would otherwise lift every turn of it that is a candidate.
+CONVERSATION_PAUSE = timedelta(hours=2)
+#: Roles of turns that take no part in a conversation and do not end it: a notice, a tool's output.
+_ASIDE = frozenset(["system", "tool", "function", "developer"])
 
 Column = npt.NDArray[np.float64]
 
 
 def conversation_support(records: Sequence[MemoryRecord], relevance: Column) -> Column:
-    """Per record, the sum of its session's :data:`CONVERSATION_TURNS` best ``relevance`` values
-    (each up to 1) but its own, over :data:`CONVERSATION_TURNS`, when that session is a
-    conversation between people; 0 for the rest."""
+    """Per record, the sum of its conversation's :data:`CONVERSATION_TURNS` best ``relevance``
+    values (each read between 0 and 1) but its own, over :data:`CONVERSATION_TURNS`, when that
+    conversation is between people; 0 for the rest."""
     n = len(records)
-    sessions: dict[str, list[int]] = {}
-    for at, record in enumerate(records):
-        if record.session_id is not None:
-            sessions.setdefault(record.session_id, []).append(at)
-    # One array pass over every such session at once (a retrieval ranks twice, ~170 candidates).
     code = np.full(n, -1, dtype=np.int64)
-    talks = [members for members in sessions.values()
-             if len(members) > 1 and _between_people([records[at] for at in members])]
-    for number, members in enumerate(talks):
-        code[members] = number
+    talks = 0
+    for turns in _conversations(records):
+        code[turns] = talks
+        talks += 1
     support = np.zeros(n, dtype=np.float64)
     inside = np.flatnonzero(code >= 0)
     if not len(inside):
         return support
-    values = np.minimum(relevance[inside], 1.0)
+    # One array pass over every conversation at once (a retrieval ranks twice, ~170 candidates).
+    values = np.clip(np.nan_to_num(relevance[inside], nan=0.0), 0.0, 1.0)
     codes = code[inside]
     order = np.lexsort((-values, codes))
     first = np.searchsorted(codes[order], codes[order], side="left")
-    best = order[np.arange(len(order)) - first < CONVERSATION_TURNS]  # each session's best turns
-    lent = np.bincount(codes[best], weights=values[best], minlength=len(talks))
-    least = np.full(len(talks), np.inf)
+    best = order[np.arange(len(order)) - first < CONVERSATION_TURNS]  # each conversation's best turns
+    lent = np.bincount(codes[best], weights=values[best], minlength=talks)
+    least = np.full(talks, np.inf)
     np.minimum.at(least, codes[best], values[best])
     # A turn among the best is lent by the others only (equal values alike, whatever their order).
     mine = lent[codes]
@@ -70,11 +77,37 @@ def conversation_support(records: Sequence[MemoryRecord], relevance: Column) -> 
     return support
 
 
-def _between_people(turns: Sequence[MemoryRecord]) -> bool:
-    speakers = set()
-    for turn in turns:
-        role = (turn.role or "").strip().casefold()
-        if not role or role in ROLE_WORDS:
-            return False
-        speakers.add(role)
-    return len(speakers) >= 2
+def _conversations(records: Sequence[MemoryRecord]) -> list[list[int]]:
+    """The places of each conversation between people's turns among ``records``."""
+    sessions: dict[tuple[str, str], list[int]] = {}
+    for at, record in enumerate(records):
+        if record.session_id is not None and record.kind == "message":
+            sessions.setdefault((record.user_id, record.session_id), []).append(at)
+    found = []
+    for members in sessions.values():
+        members.sort(key=lambda at: records[at].created_at)
+        start = 0
+        for end in range(1, len(members) + 1):
+            if end == len(members) or (records[members[end]].created_at
+                                       - records[members[end - 1]].created_at > CONVERSATION_PAUSE):
+                talk = _between_people(records, members[start:end])
+                if talk:
+                    found.append(talk)
+                start = end
+    return found
+
+
+def _between_people(records: Sequence[MemoryRecord], members: list[int]) -> list[int]:
+    """The turns of ``members`` said by people, if they are a conversation between people, else none."""
+    turns, people = [], set()
+    for at in members:
+        record = records[at]
+        role = (record.role or "").strip().casefold()
+        given = str((record.metadata or {}).get("message_role") or "").strip().casefold()
+        if not role or role in _ASIDE or given in _ASIDE:
+            continue
+        if role in ROLE_WORDS or given not in ("", "user", "human"):
+            return []  # a chat with an assistant, or a turn of one
+        turns.append(at)
+        people.add(role)
+    return turns if len(people) >= 2 and len(turns) >= 2 else []

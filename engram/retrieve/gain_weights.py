@@ -19,9 +19,9 @@ __all__ = [
 #: the question just before it ("What did you research?" / "Adoption agencies."). LoCoMo dev
 #: evidence recall@10 +4 points; LongMemEval and the everyday set unchanged.
 CONTEXT_GAIN = 0.3
-#: How much of its conversation's support (engram.retrieve.episodes: the mean relevance of the best
-#: three other turns of a conversation between people) a turn gains: the answer to "How does Jon
-#: feel about the opening night?" is his reply two turns after the match. LoCoMo dev evidence
+#: How much of its conversation's support (engram.retrieve.episodes: the relevance the best three
+#: turns of a conversation between people lend it, its own left out, over three) a turn gains: the
+#: answer to "How does Jon feel about the opening night?" is his reply two turns after the match. LoCoMo dev evidence
 #: recall@5/10 0.669/0.774 -> 0.720/0.810 (0.3: 0.801, 0.5: 0.810, 0.6: 0.800 at 10); LongMemEval,
 #: the instructions and everyday sets unchanged (no conversation between people there).
 CONVERSATION_GAIN = 0.4

@@ -13,14 +13,17 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.episodes import CONVERSATION_TURNS, conversation_support
+from engram.retrieve.episodes import CONVERSATION_PAUSE, CONVERSATION_TURNS, conversation_support
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 
 
-def turn(mid: str, role: str | None, session: str | None = "s1") -> MemoryRecord:
-    return MemoryRecord(id=mid, user_id="u", content=mid, kind="message", role=role, session_id=session,
-                        created_at=NOW, recorded_at=NOW, content_hash=mid)
+def turn(mid: str, role: str | None, session: str | None = "s1", **fields: Any) -> MemoryRecord:
+    fields.setdefault("user_id", "u")
+    fields.setdefault("kind", "message")
+    fields.setdefault("created_at", NOW)
+    return MemoryRecord(id=mid, content=mid, role=role, session_id=session, recorded_at=NOW, content_hash=mid,
+                        **fields)
 
 
 def support(records: list[MemoryRecord], values: list[float]) -> dict[str, float]:
@@ -53,12 +56,44 @@ def test_equal_turns_are_lent_alike_whatever_their_order() -> None:
     ("user", "assistant", "user"),  # a chat with an assistant: each user turn is its own request
     ("Jon", "assistant", "Gina"),   # an assistant in the room
     ("Jon", "Jon", "Jon"),          # one person's notes
-    ("Jon", None, "Gina"),          # a turn said by no one named
     ("Human", "AI", "Human"),       # role words in any case
 ])
 def test_only_a_conversation_between_people_lends(roles: tuple[str | None, ...]) -> None:
     records = [turn(f"t{i}", role) for i, role in enumerate(roles)]
     assert set(support(records, [0.9, 0.5, 0.1]).values()) == {0.0}
+
+
+def test_a_named_assistant_is_still_an_assistant() -> None:
+    # {"role": "assistant", "name": "Sol"} is stored as "Sol", its role kept as message_role.
+    user, assistant = {"message_role": "user"}, {"message_role": "assistant"}
+    records = [turn("a", "Dana", metadata=user), turn("b", "Sol", metadata=assistant), turn("c", "Mark", metadata=user)]
+    assert set(support(records, [0.9, 0.5, 0.1]).values()) == {0.0}
+    people = [turn("a", "Dana", metadata=user), turn("c", "Mark", metadata=user)]
+    assert support(people, [0.9, 0.0]) == {"a": 0.0, "c": 0.3}
+
+
+def test_notices_and_other_kinds_take_no_part() -> None:
+    records = [turn("a", "Jon"), turn("n", "system"), turn("f", None, kind="fact"),
+               turn("d", "Bob", kind="document"), turn("x", None), turn("b", "Gina")]
+    got = support(records, [0.9, 1.0, 1.0, 1.0, 1.0, 0.0])
+    assert got == {"a": 0.0, "n": 0.0, "f": 0.0, "d": 0.0, "x": 0.0, "b": 0.3}
+
+
+def test_a_pause_of_hours_ends_a_conversation() -> None:
+    later = NOW + CONVERSATION_PAUSE + timedelta(minutes=1)
+    records = [turn("a", "Jon"), turn("b", "Gina", created_at=NOW + timedelta(minutes=5)),
+               turn("c", "Jon", created_at=later + timedelta(minutes=5)),
+               turn("d", "Gina", created_at=later + timedelta(hours=1))]
+    got = support(records, [0.9, 0.0, 0.6, 0.0])
+    assert got == {"a": 0.0, "b": 0.3, "c": 0.0, "d": 0.2}
+
+
+def test_users_sharing_a_session_id_are_separate_conversations() -> None:
+    # A shared scope ranks several users' memories together; "s1" is each one's own.
+    records = [turn("a", "Jon", user_id="alice"), turn("b", "Gina", user_id="alice"),
+               turn("c", "Tom", user_id="team"), turn("d", "Lena", user_id="team")]
+    got = support(records, [0.9, 0.0, 0.0, 0.0])
+    assert got == {"a": 0.0, "b": 0.3, "c": 0.0, "d": 0.0}
 
 
 def test_sessions_lend_only_to_their_own_turns() -> None:
@@ -110,10 +145,30 @@ def test_the_reply_two_turns_later_rises_in_a_conversation_between_people(tmp_pa
         memory.add_many(_evenings(("user", "assistant")))
         assistant = memory.retrieve(question, user_id="u", now=NOW, config=config).memories
     reply = OPENING[3][1]
-    told = next(m for m in people if m.content == reply)
+    told = next((m for m in people if m.content == reply), None)
+    assert told is not None, f"the reply is not in the top 10: {[m.content for m in people]}"
     assert told.signals["same_conversation"] > 0.3
     assert "in a conversation between people whose other turns match" in told.reasons
     # The same words in a chat with an assistant gain nothing from their session, and rank lower.
     assert all(m.signals["same_conversation"] == 0.0 for m in assistant)
     place = {m.content: at for at, m in enumerate(assistant)}
     assert [m.content for m in people].index(reply) < place.get(reply, len(assistant))
+
+
+def test_a_chat_with_a_named_assistant_gains_nothing_through_add(tmp_path: Path) -> None:
+    from engram.embedders.fake import FakeEmbedder
+
+    def chat(second: dict[str, str]) -> list[dict[str, str]]:
+        return [{"role": "user", "name": "Dana", "content": "The school play is on Thursday evening."},
+                {**second, "content": "Leo is the narrator in the school play."},
+                {"role": "user", "name": "Dana", "content": "He practised his lines all week."}]
+
+    config = RetrievalConfig(top_k=3, cache_ttl=0, min_score=0.0)
+    with Memory(tmp_path / "named.db", embedder=FakeEmbedder(64)) as memory:
+        memory.add(chat({"role": "assistant", "name": "Sol"}), user_id="u", run_id="a", created_at=NOW)
+        memory.add(chat({"role": "user", "name": "Mark"}), user_id="v", run_id="a", created_at=NOW)
+        with_sol = memory.retrieve("school play narrator", user_id="u", now=NOW, config=config).memories
+        with_mark = memory.retrieve("school play narrator", user_id="v", now=NOW, config=config).memories
+    assert [m.record.role for m in with_sol if m.record].count("Sol") == 1
+    assert all(m.signals["same_conversation"] == 0.0 for m in with_sol)
+    assert any(m.signals["same_conversation"] > 0.0 for m in with_mark)
