@@ -18,7 +18,7 @@ import numpy.typing as npt
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.gain_weights import PASSING
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
-from engram.retrieve.standing import is_standing, not_the_users, standing_sentences
+from engram.retrieve.standing import is_standing, machine_said, standing_sentences
 
 __all__ = ["BASE", "Known", "base_signals", "calibrated", "facet_sentences", "gains", "lasting"]
 
@@ -168,7 +168,7 @@ def gains(
     if asks:
         for at, record in enumerate(records):
             if "?" in record.content and (
-                said.get(record.id) in voices if voices else not not_the_users(record.role)
+                said.get(record.id) in voices if voices else not machine_said(record)
             ):
                 asked[at] = 1.0
     if speaking:

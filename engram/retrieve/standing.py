@@ -25,7 +25,7 @@ from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
     "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_permission", "how_it_is_done",
-    "is_request", "is_standing", "not_the_users", "said_of_themselves", "standing_sentences",
+    "is_request", "is_standing", "machine_said", "not_the_users", "said_of_themselves", "standing_sentences",
 ]
 
 _Q = "['’]"  # straight or curly apostrophe
@@ -179,6 +179,14 @@ def not_the_users(role: str | None) -> bool:
     return role is not None and role.strip().casefold() in NOT_THE_USERS
 
 
+def machine_said(record: MemoryRecord) -> bool:
+    """Whether ``record`` is the words of an assistant, system, tool or model: by its role, or by
+    the role a named message was given (``message_role``: an assistant named "Sol" is stored as
+    "Sol")."""
+    given = (record.metadata or {}).get("message_role")
+    return not_the_users(record.role) or (isinstance(given, str) and not_the_users(given))
+
+
 #: A question of what was done ("What steps did Priya take?", "How did we fix the build?"), not of
 #: how it is done: the account of it answers, not the procedure.
 _DONE = re.compile(r"\b(?:did|was|were|had)\b", re.IGNORECASE)
@@ -193,7 +201,7 @@ def how_it_is_done(query: str, procedural: bool) -> bool:
 def is_standing(record: MemoryRecord) -> bool:
     """Whether ``record`` is the user's own standing instruction or stated preference, in its prose:
     code is not said in passing ("use std::io;" opens a line of Rust, not an instruction)."""
-    if not_the_users(record.role) or record.kind in _WRITTEN or _STANDING.search(record.content) is None:
+    if machine_said(record) or record.kind in _WRITTEN or _STANDING.search(record.content) is None:
         return False
     fenced = "```" in record.content or "~~~" in record.content  # the common case skips the rewrite
     return not fenced or _STANDING.search(_prose(record)) is not None

@@ -130,6 +130,10 @@ def test_not_standing() -> None:
         assert standing_sentences(_said("It is cheap. Always back up your database first.", role=role)) == []
     # Advice the assistant gave is not the user's own instruction.
     assert not is_standing(_said("Always back up your database before a migration.", role="assistant"))
+    # Nor an assistant's with a name of its own: add() stores {"role": "assistant", "name": "Sol"} as Sol.
+    sol = replace(_said("Always back up your database before a migration.", role="Sol"),
+                  metadata={"message_role": "assistant"})
+    assert not is_standing(sol) and is_standing(replace(sol, metadata={"message_role": "user"}))
 
 
 ANSWERS = [
