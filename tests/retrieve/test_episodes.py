@@ -88,6 +88,14 @@ def test_a_pause_of_hours_ends_a_conversation() -> None:
     assert got == {"a": 0.0, "b": 0.3, "c": 0.0, "d": 0.2}
 
 
+def test_messages_without_a_session_are_one_stream_cut_at_its_pauses() -> None:
+    later = NOW + timedelta(hours=3)
+    records = [turn("a", "Jon", None), turn("b", "Gina", None, created_at=NOW + timedelta(minutes=2)),
+               turn("c", "Jon", None, created_at=later), turn("d", "Gina", None, created_at=later)]
+    got = support(records, [0.9, 0.0, 0.0, 0.0])
+    assert got == {"a": 0.0, "b": 0.3, "c": 0.0, "d": 0.0}
+
+
 def test_users_sharing_a_session_id_are_separate_conversations() -> None:
     # A shared scope ranks several users' memories together; "s1" is each one's own.
     records = [turn("a", "Jon", user_id="alice"), turn("b", "Gina", user_id="alice"),
@@ -98,9 +106,9 @@ def test_users_sharing_a_session_id_are_separate_conversations() -> None:
 
 def test_sessions_lend_only_to_their_own_turns() -> None:
     records = [turn("a", "Jon", "s1"), turn("b", "Gina", "s1"), turn("c", "Jon", "s2"), turn("d", "Gina", "s2"),
-               turn("e", "Jon", None)]
-    got = support(records, [0.9, 0.0, 0.3, 0.0, 0.8])
-    assert got == {"a": 0.0, "b": 0.3, "c": 0.0, "d": 0.1, "e": 0.0}
+               turn("e", "Jon", None), turn("f", "Gina", None)]
+    got = support(records, [0.9, 0.0, 0.3, 0.0, 0.8, 0.0])
+    assert got == {"a": 0.0, "b": 0.3, "c": 0.0, "d": 0.1, "e": 0.0, "f": 0.266667}
 
 
 # An evening's conversation: the question matches the first turns; Jon's answer to how he feels
