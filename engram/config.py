@@ -81,8 +81,7 @@ ANN_ABOVE = 200_000
 
 def cache_dir() -> Path:
     """Where files Engram derives and could make again are kept (the evaluation's embedding cache,
-    the ``minilm-int8`` model, the default model as onnxruntime prepares it): ``$ENGRAM_CACHE_DIR``,
-    else ``~/.cache/engram``."""
+    the ``minilm-int8`` model): ``$ENGRAM_CACHE_DIR``, else ``~/.cache/engram``."""
     base = os.environ.get("ENGRAM_CACHE_DIR")
     return Path(base) if base else Path.home() / ".cache" / "engram"
 

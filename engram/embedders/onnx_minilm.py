@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from engram.embedders.prepared_model import prepared_model
 from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE
 from engram.errors import EmbedderError
 from engram.ext import Vector
@@ -69,8 +68,6 @@ class MiniLMEmbedder:
             from engram.embedders.integer_model import integer_model
 
             model_path = integer_model(model_path, MODEL_SHA256)
-        else:  # the graph onnxruntime prepares from it, kept: a new session starts in half the time
-            model_path = prepared_model(model_path, MODEL_SHA256, ort, make=verify) or model_path
         self._model_id = INTEGER_MODEL_ID if integer else MODEL_ID
         options = ort.SessionOptions()
         # One thread inside a run, and ``threads`` runs at once for a batch: a query is one short run,
