@@ -377,6 +377,13 @@ def _top_pattern(index: int) -> re.Pattern[str]:
     return re.compile(_TOP[index][1], _FLAGS)
 
 
+# The words of the patterns compiled on need, read with the patterns' own flags: "SİNCE MARCH"
+# matches "since" as the pattern does, though its case folding does not hold "since". A part form
+# is tried only where the case folding holds its word, as ever ("MİD-JUNE" would read as late June).
+_NEEDS = tuple(re.compile("|".join(map(re.escape, words)), _FLAGS) if words else None
+               for words, _, _ in _TOP[len(_TOP_PARTS):])
+
+
 # Vague words lose to any concrete expression, wherever it is.
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
 # "The sales tax for Q3", "the figures for last month": a period gone by that the thing is for, what
@@ -433,7 +440,10 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
     found: list[tuple[int, int, int, int, re.Match[str], Handler]] = []
     folded = text.casefold()
     for index, (words, _, handler) in enumerate(_TOP):
-        if words and not any(w in folded for w in words):
+        if index < len(_TOP_PARTS):
+            if not any(w in folded for w in words):
+                continue
+        elif (needs := _NEEDS[index - len(_TOP_PARTS)]) is not None and needs.search(text) is None:
             continue
         for m in _top_pattern(index).finditer(text):
             found.append((0, m.start(), m.start() - m.end(), index, m, handler))

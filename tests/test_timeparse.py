@@ -478,3 +478,10 @@ def test_the_patterns_for_since_and_between_are_compiled_only_when_a_text_needs_
     before, after, every = map(int, done.stdout.split())
     assert before <= every - 6  # none of the six for a text without their words
     assert after == before + 1  # "since" compiled its own pattern and no other
+
+
+def test_a_word_the_patterns_match_in_any_case_opens_them() -> None:
+    """The patterns read "since" in "SİNCE" (Turkish capitals) as IGNORECASE does: so must what
+    decides whether to try them, though "SİNCE".casefold() holds no "since"."""
+    assert span("What changed SİNCE MARCH?") == span("What changed since March?")
+    assert span("What happened BETWEEN March AND May?") == span("What happened between March and May?")
