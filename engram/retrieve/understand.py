@@ -37,7 +37,10 @@ _PROCEDURAL = re.compile(
     r"|\bbest\s+practices?\b",
     re.IGNORECASE,
 )
-_PROCEDURAL_WEAK = re.compile(r"\b(?:steps?|process|procedures?|workflow|checklist)\b", re.IGNORECASE)
+# "What's our routine for chasing clients who pay late?" asks for the overdue-invoice procedure
+# (scenario paraphrase question: 5th -> 1st, as dense; no dev or everyday question moved).
+_PROCEDURAL_WEAK = re.compile(r"\b(?:steps?|process|procedures?|workflow|checklist|routine|protocol|playbook)\b",
+                              re.IGNORECASE)
 # Bare "up"/"down" only after a form of be/go: "follow up" or "pick up" is not a trend.
 _ANALYTICAL = re.compile(
     r"\b(?:why|trends?|trending|compar\w*|analy\w*|increas\w*|decreas\w*|growth|grow\w*|declin\w*)\b"

@@ -60,6 +60,16 @@ def test_seed_time_ranges() -> None:
     assert understand("What did Acme order?", now=NOW).time_range is None
 
 
+@pytest.mark.parametrize("query", [
+    "What's our routine for chasing clients who pay late?",
+    "What's the protocol when a delivery arrives damaged?",
+    "Is there a playbook for onboarding a new customer?",
+])
+def test_a_routine_protocol_or_playbook_asks_how_it_is_done(query: str) -> None:
+    plan = understand(query, now=NOW)
+    assert plan.procedural and plan.strategy == "procedural"
+
+
 def test_select_strategy_matches_seed() -> None:
     assert select_strategy("analytical", entity_focused=True, procedural=True) == "procedural"
     assert select_strategy("factual", entity_focused=True, procedural=False) == "factual_entity_focused"
