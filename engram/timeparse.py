@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from engram import timeparts
 from engram.errors import ValidationError
 from engram.model import TimeRange
+from engram.timefor import for_a_period
 from engram.timespans import (
     MAX_UTC,
     MIN_UTC,
@@ -386,27 +387,6 @@ _NEEDS = tuple(re.compile("|".join(map(re.escape, words)), _FLAGS) if words else
 
 # Vague words lose to any concrete expression, wherever it is.
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
-# "The sales tax for Q3", "the figures for last month": a period gone by that the thing is for, what
-# tells of it often said after it (a return filed in October) or before (a rota): such a scope is
-# ``about`` its period. Not "for the past month" (a duration), nor "paid for last week" or "ask me
-# for last week" (said when: the word before "for", past an object, case telling a name), nor a
-# period to come ("anything scheduled for March 3?"), read as ever by what names its days.
-_FOR = re.compile(r"(?:\b([A-Za-z]+)\s+)?(?:(?:me|us|him|her|them|you|it|[A-Z][a-z]+)\s+)?\b[Ff]or\s+$")
-#: Words that make "for" part of what was done or how one was ("paid for", "responsible for"),
-#: besides any word ending in -ed or -ing ("billed for", "aiming for").
-_FOR_WHEN = frozenset(re.findall(r"[a-z]+", """
-    ask asks pay pays paid vote votes apply applies go goes went gone wait waits look looks shop shops
-    search book books up out leave leaves left head heads charge thank thanks sign register apologize apologise
-    responsible grateful thankful sorry ready eligible famous known liable qualified accountable"""))
-
-
-def _for_a_period(text: str, start: int) -> bool:
-    """Whether the time expression at ``start`` names the period a thing is for (:data:`_FOR`)."""
-    before = _FOR.search(text, max(0, start - 80), start)
-    word = "" if before is None else (before.group(1) or "").casefold()
-    return before is not None and word not in _FOR_WHEN and not word.endswith(("ed", "ing"))
-
-
 def _check_now(now: datetime) -> Ctx:
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
         raise ValidationError("now", f"must be a timezone-aware datetime, got {now!r}")
@@ -461,5 +441,5 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
             continue  # e.g. "February 30", or a range past year 9999
         if start <= end:
             return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1,
-                             about=not ctx.ahead and end < ctx.now and _for_a_period(text, m.start()))
+                             about=not ctx.ahead and end < ctx.now and for_a_period(text, m.start()))
     return None

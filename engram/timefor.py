@@ -1,0 +1,28 @@
+"""Whether a time expression names the period a thing is for ("the sales tax for Q3"), not when it
+was said (engram.timeparse): such a scope is ``about`` its period."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["for_a_period"]
+
+# "The sales tax for Q3", "the figures for last month": a period gone by that the thing is for, what
+# tells of it often said after it (a return filed in October) or before (a rota): such a scope is
+# ``about`` its period. Not "for the past month" (a duration), nor "paid for last week" or "ask me
+# for last week" (said when: the word before "for", past an object, case telling a name), nor a
+# period to come ("anything scheduled for March 3?"), read as ever by what names its days.
+_FOR = re.compile(r"(?:\b([A-Za-z]+)\s+)?(?:(?:me|us|him|her|them|you|it|[A-Z][a-z]+)\s+)?\b[Ff]or\s+$")
+#: Words that make "for" part of what was done or how one was ("paid for", "responsible for"),
+#: besides any word ending in -ed or -ing ("billed for", "aiming for").
+_FOR_WHEN = frozenset(re.findall(r"[a-z]+", """
+    ask asks pay pays paid vote votes apply applies go goes went gone wait waits look looks shop shops
+    search book books up out leave leaves left head heads charge thank thanks sign register apologize apologise
+    responsible grateful thankful sorry ready eligible famous known liable qualified accountable"""))
+
+
+def for_a_period(text: str, start: int) -> bool:
+    """Whether the time expression at ``start`` names the period a thing is for (:data:`_FOR`)."""
+    before = _FOR.search(text, max(0, start - 80), start)
+    word = "" if before is None else (before.group(1) or "").casefold()
+    return before is not None and word not in _FOR_WHEN and not word.endswith(("ed", "ing"))
