@@ -12,13 +12,12 @@ sessions (LongMemEval dev, user turns recall_all@10 0.929 -> 0.881; every turn 0
 A conversation is one user's session, cut wherever it pauses for more than
 :data:`CONVERSATION_PAUSE` (a channel kept as one session for months is many conversations);
 messages stored without a session are one stream, cut the same way (LoCoMo dev with its session
-ids left out: recall@10 0.720 -> 0.759). It is
-one between people when its messages are said by at least two named people and none by an
-assistant, nor by a user with no name (a role word such as ``user``); a system notice or a tool's
-output takes no part, nor does a memory that is no message. A named assistant (``{"role":
-"assistant", "name": "Sol"}``, stored as "Sol") is known by the role its message was given, kept in
-the metadata as ``message_role``. Nothing is read from the store: the candidates a retrieval already
-ranks are the conversation's turns it knows.
+ids left out: recall@10 0.720 -> 0.759). It is one between people when its messages are said by at
+least two named people and none by an assistant, nor by a user with no name (a role word such as
+``user``); a system notice or a tool's output takes no part, nor does a memory that is no message.
+A named assistant (``{"role": "assistant", "name": "Sol"}``, stored as "Sol") is known by the role
+its message was given, kept in the metadata as ``message_role``. Nothing is read from the store:
+the candidates a retrieval already ranks are the conversation's turns it knows.
 """
 
 from __future__ import annotations

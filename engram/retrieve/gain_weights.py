@@ -21,9 +21,9 @@ __all__ = [
 CONTEXT_GAIN = 0.3
 #: How much of its conversation's support (engram.retrieve.episodes: the relevance the best three
 #: turns of a conversation between people lend it, its own left out, over three) a turn gains: the
-#: answer to "How does Jon feel about the opening night?" is his reply two turns after the match. LoCoMo dev evidence
-#: recall@5/10 0.669/0.774 -> 0.720/0.810 (0.3: 0.801, 0.5: 0.810, 0.6: 0.800 at 10); LongMemEval,
-#: the instructions and everyday sets unchanged (no conversation between people there).
+#: answer to "How does Jon feel about the opening night?" is his reply two turns after the match.
+#: LoCoMo dev evidence recall@5/10 0.669/0.774 -> 0.720/0.810 (0.3: 0.801, 0.5: 0.810, 0.6: 0.800
+#: at 10); LongMemEval, the instructions and everyday sets unchanged (no such conversation there).
 CONVERSATION_GAIN = 0.4
 #: How much relevance a question gains when the query asks what was asked ("What did Bob ask last
 #: week?"): the answer is whatever Bob asked, in words the query cannot know, so its own meaning
