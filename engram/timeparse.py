@@ -378,11 +378,6 @@ def _top_pattern(index: int) -> re.Pattern[str]:
     return re.compile(_TOP[index][1], _FLAGS)
 
 
-# The words of the patterns compiled on need, read with the patterns' own flags: "SİNCE MARCH"
-# matches "since" as the pattern does, though its case folding does not hold "since". A part form
-# is tried only where the case folding holds its word, as ever ("MİD-JUNE" would read as late June).
-_NEEDS = tuple(re.compile("|".join(map(re.escape, words)), _FLAGS) if words else None
-               for words, _, _ in _TOP[len(_TOP_PARTS):])
 
 
 # Vague words lose to any concrete expression, wherever it is.
@@ -412,18 +407,22 @@ def parse_time_scope(text: str, now: datetime) -> TimeRange | None:
     return _parse_cached(text, now, (now.tzinfo, now.utcoffset()))
 
 
+#: The dotted capital and dotless small i (Turkish) match "i" in the patterns but fold to other
+#: letters, so the words read from a match ("UNTİL", "FRİDAY") were never "until" or "friday": read
+#: as I and i, one letter for one, so a match's place in the text is its place in the text given.
+_TURKISH_I = str.maketrans({"\u0130": "I", "\u0131": "i"})
+
+
 @functools.lru_cache(maxsize=64)
-def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
+def _parse_cached(given: str, now: datetime, _zone: object) -> TimeRange | None:
     ctx = _check_now(now)
+    text = given.translate(_TURKISH_I)
     if _AHEAD.search(text) and not _BEHIND.search(text):
         ctx = replace(ctx, ahead=True)
     found: list[tuple[int, int, int, int, re.Match[str], Handler]] = []
     folded = text.casefold()
     for index, (words, _, handler) in enumerate(_TOP):
-        if index < len(_TOP_PARTS):
-            if not any(w in folded for w in words):
-                continue
-        elif (needs := _NEEDS[index - len(_TOP_PARTS)]) is not None and needs.search(text) is None:
+        if words and not any(w in folded for w in words):  # the patterns' case folds as the text's
             continue
         for m in _top_pattern(index).finditer(text):
             found.append((0, m.start(), m.start() - m.end(), index, m, handler))
@@ -440,6 +439,6 @@ def _parse_cached(text: str, now: datetime, _zone: object) -> TimeRange | None:
         except (ValueError, OverflowError, KeyError, IndexError):
             continue  # e.g. "February 30", or a range past year 9999
         if start <= end:
-            return TimeRange(start=start, end=end, expression=m.group(0), vague=tier == 1,
+            return TimeRange(start=start, end=end, expression=given[m.start():m.end()], vague=tier == 1,
                              about=not ctx.ahead and end < ctx.now and for_a_period(text, m.start()))
     return None

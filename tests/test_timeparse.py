@@ -480,8 +480,12 @@ def test_the_patterns_for_since_and_between_are_compiled_only_when_a_text_needs_
     assert after == before + 1  # "since" compiled its own pattern and no other
 
 
-def test_a_word_the_patterns_match_in_any_case_opens_them() -> None:
-    """The patterns read "since" in "SİNCE" (Turkish capitals) as IGNORECASE does: so must what
-    decides whether to try them, though "SİNCE".casefold() holds no "since"."""
+def test_a_dotted_capital_or_dotless_i_reads_as_i() -> None:
+    """The patterns match "since" in "SİNCE" (a Turkish capital), but its case folding is no
+    "since": a pattern was not tried, and "UNTİL May" read as "before May", "LAST FRİDAY" not at all."""
     assert span("What changed SİNCE MARCH?") == span("What changed since March?")
+    assert span("Anything UNTİL May 2023?") == span("Anything until May 2023?")
+    assert span("What did I do LAST FRİDAY?") == span("What did I do last Friday?")
     assert span("What happened BETWEEN March AND May?") == span("What happened between March and May?")
+    found = parse_time_scope("What did I do last frıday?", NOW)
+    assert found is not None and found.expression == "last frıday"  # the words as given
