@@ -378,10 +378,10 @@ def _top_pattern(index: int) -> re.Pattern[str]:
     return re.compile(_TOP[index][1], _FLAGS)
 
 
-
-
 # Vague words lose to any concrete expression, wherever it is.
 _VAGUE_SPECS = ((re.compile(r"\b(?:recent|recently|lately)\b", _FLAGS), _recent),)
+
+
 def _check_now(now: datetime) -> Ctx:
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
         raise ValidationError("now", f"must be a timezone-aware datetime, got {now!r}")
@@ -421,14 +421,12 @@ def _parse_cached(given: str, now: datetime, _zone: object) -> TimeRange | None:
         ctx = replace(ctx, ahead=True)
     found: list[tuple[int, int, int, int, re.Match[str], Handler]] = []
     folded = text.casefold()
-    for index, (words, _, handler) in enumerate(_TOP):
-        if words and not any(w in folded for w in words):  # the patterns' case folds as the text's
-            continue
-        for m in _top_pattern(index).finditer(text):
-            found.append((0, m.start(), m.start() - m.end(), index, m, handler))
-    for index, (pattern, handler) in enumerate(_VAGUE_SPECS):
+    tried = [(0, index, _top_pattern(index), handler) for index, (words, _, handler) in enumerate(_TOP)
+             if not words or any(w in folded for w in words)]  # the patterns' case folds as the text's
+    tried += [(1, index, pattern, handler) for index, (pattern, handler) in enumerate(_VAGUE_SPECS)]
+    for tier, index, pattern, handler in tried:
         for m in pattern.finditer(text):
-            found.append((1, m.start(), m.start() - m.end(), index, m, handler))
+            found.append((tier, m.start(), m.start() - m.end(), index, m, handler))
     found.sort(key=lambda item: item[:4])
     for tier, *_, m, handler in found:
         try:

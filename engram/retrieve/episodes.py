@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord
-from engram.text import ROLE_WORDS
+from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "conversation_support"]
 
@@ -107,7 +107,7 @@ def _between_people(records: Sequence[MemoryRecord], members: list[int]) -> list
         given = str((record.metadata or {}).get("message_role") or "").strip().casefold()
         if not role or role in _ASIDE or given in _ASIDE:
             continue
-        if role in ROLE_WORDS or given not in ("", "user", "human"):
+        if role in ROLE_WORDS or (given and given not in USER_ROLES):
             return []  # a chat with an assistant, or a turn of one
         turns.append(at)
         people.add(role)
