@@ -266,9 +266,11 @@ class Pipeline:
             if standing:
                 nothing: dict[str, Any] = {}
                 facets.update(optional("facets", lambda: reads.facets(user_id, standing), nothing))
+            # Only what someone said takes context from the turns next to it (retrieve.episodes).
             alone: dict[str, tuple[str, ...]] = {}
             neighbors.update(optional("neighbors", lambda: reads.session_neighbors(
-                user_id, [r.id for r in fresh if r.session_id is not None]), alone))
+                user_id, [r.id for r in fresh if r.role and (r.session_id is not None or r.kind == "message")]),
+                alone))
 
         similarity_range = self._similarity_range(config, budget)
 

@@ -138,8 +138,6 @@ def facet_sentences(
 
 def gains(
     records: Sequence[MemoryRecord],
-    relevance: Column,
-    next_to: Mapping[str, Sequence[str]],
     bridged: Mapping[str, tuple[float, str]],
     said: Mapping[str, str],
     voices: Set[str],
@@ -147,20 +145,14 @@ def gains(
     speaking: Sequence[str],
     requests: bool = False,
     standing: Callable[[MemoryRecord], bool] = is_standing,
-) -> tuple[Column, Column, Column, Column, Column]:
-    """Per record: the best neighbouring turn's own relevance, the bridging relevance, whether it is
-    a question as asked, whether it is in a voice asked for and whether it is a standing instruction
-    or preference when the query is a request (1.0 or 0.0); zeros where none apply.
+) -> tuple[Column, Column, Column, Column]:
+    """Per record: the bridging relevance, whether it is a question as asked, whether it is in a
+    voice asked for and whether it is a standing instruction or preference when the query is a
+    request (1.0 or 0.0); zeros where none apply.
     A question as asked is one of the query's speaking entities' (``voices``) when it names any,
     else any question not the assistant's."""
     n = len(records)
-    around, via, asked, spoke, stands = (np.zeros(n, dtype=np.float64) for _ in range(5))
-    if next_to:
-        own = dict(zip((r.id for r in records), relevance.tolist(), strict=True))
-        for at, record in enumerate(records):
-            turns = next_to.get(record.id)
-            if turns:
-                around[at] = max([own.get(other, 0.0) for other in turns], default=0.0)
+    via, asked, spoke, stands = (np.zeros(n, dtype=np.float64) for _ in range(4))
     if bridged:
         for at, record in enumerate(records):
             if record.id in bridged:
@@ -179,7 +171,7 @@ def gains(
         for at, record in enumerate(records):
             if standing(record):
                 stands[at] = 1.0
-    return around, via, asked, spoke, stands
+    return via, asked, spoke, stands
 
 
 def calibrated(cosines: Column, similarity_range: tuple[float, float], *, ceiling: bool = True) -> Column:

@@ -17,7 +17,8 @@ __all__ = [
 
 #: How much of the best neighbouring turn's relevance a message gains: an answer is found through
 #: the question just before it ("What did you research?" / "Adoption agencies."). LoCoMo dev
-#: evidence recall@10 +4 points; LongMemEval and the everyday set unchanged.
+#: evidence recall@10 +4 points. In a chat with an assistant only a reply gains, and a share of
+#: it (engram.retrieve.episodes.REPLY_SHARE).
 CONTEXT_GAIN = 0.3
 #: How much of its conversation's support (engram.retrieve.episodes: the relevance the best three
 #: turns of a conversation between people lend it, its own left out, over three) a turn gains: the

@@ -39,7 +39,7 @@ from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
-from engram.retrieve.episodes import conversation_support
+from engram.retrieve.episodes import context_support, conversation_support, conversations
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
     ASK_GAIN,
@@ -249,8 +249,9 @@ def rank(
     for what is recent (``recency``); entity overlap when some candidate names a query entity. A
     record's candidate entities are its ``entities`` plus its ``subject`` (a fact's subject is its
     entity). ``neighbors`` maps a memory to the turns just
-    before and after it in its session: a turn next to a relevant candidate gains
-    ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``). ``bridges`` maps
+    before and after it in its conversation: a turn next to a relevant candidate gains
+    ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``; in a chat with an
+    assistant only a reply, from the turn it follows: :mod:`engram.retrieve.episodes`). ``bridges`` maps
     a memory to the relevance of a top result it shares an entity with, and that entity: it gains
     ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop). ``speakers`` maps a memory to the
     entity of who said it: a query entity that speaks counts fully only in its own memories.
@@ -320,10 +321,12 @@ def rank(
     reported = {"semantic_similarity": w[0] * share / total, KEYWORD_SIGNAL: w[0] * (1.0 - share) / total}
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
-    around, via, asked, spoke, stands = gains(records, relevance, neighbors or {}, bridges or {}, said, voices, asks,
-                                              speaking, requests or profile is not None,
-                                              seen.standing_of if profile is None
-                                              else partial(said_of_themselves, user_id=profile))
+    talks = conversations(records)  # the conversations between people among the candidates
+    around = context_support(records, relevance, neighbors or {}, talks)
+    via, asked, spoke, stands = gains(records, bridges or {}, said, voices, asks, speaking,
+                                      requests or profile is not None,
+                                      seen.standing_of if profile is None
+                                      else partial(said_of_themselves, user_id=profile))
     if permission and voices and not stands.any():  # "Can I phone Maya after 7?": her rules answer it
         stands = np.fromiter((said.get(r.id) in voices and seen.standing_of(r) for r in records), dtype=np.float64,
                              count=len(records))
@@ -362,7 +365,7 @@ def rank(
     # No ceiling: a memory closer in meaning than a "clear match" (the similarity range's top), or
     # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
     # and bridges pass on relevance read up to a full match, as before.
-    together = conversation_support(records, relevance)  # a conversation between people's other best turns
+    together = conversation_support(records, relevance, talks)  # a conversation between people's other best turns
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + CONTEXT_GAIN * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked
                  + VOICE_GAIN * spoke

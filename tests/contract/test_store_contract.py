@@ -455,7 +455,7 @@ def test_session_neighbors_are_the_turns_around_a_memory(store: Store) -> None:
     turns = [replace(rec("u1", f"turn {i}"), session_id="s1", created_at=rec("u1", "x").created_at)
              for i in range(4)]
     other = replace(rec("u1", "other session"), session_id="s2")
-    lone = rec("u1", "no session")
+    lone = rec("u1", "no session", kind="fact")
     foreign = replace(rec("u2", "another user's turn"), session_id="s1")
     for i, record in enumerate([*turns, other, lone, foreign]):
         put(store, record, seeds=[i])
@@ -465,7 +465,25 @@ def test_session_neighbors_are_the_turns_around_a_memory(store: Store) -> None:
     assert got[ordered[0].id] == (ordered[1].id,)
     assert set(got[ordered[2].id]) == {ordered[1].id, ordered[3].id}
     assert got[other.id] == ()
-    assert lone.id not in got and foreign.id not in got  # no session; another user's
+    assert lone.id not in got and foreign.id not in got  # no session and no message; another user's
+
+
+def test_messages_without_a_session_are_one_stream_of_turns(store: Store) -> None:
+    store.bind_embedder("model-a", DIM)
+    at = [T0 + timedelta(minutes=i) for i in range(6)]
+    first, second, third = (rec("u1", f"turn {i}", created_at=at[2 * i]) for i in range(3))
+    between = [rec("u1", "a fact said between", kind="fact", created_at=at[1]),
+               replace(rec("u1", "a turn of a session", created_at=at[3]), session_id="s1"),
+               rec("u2", "another user's turn", created_at=at[3])]
+    # A fourth turn at the third's time: the id orders them, as the turns were written.
+    fourth = rec("u1", "turn 3", created_at=at[4])
+    put(store, first, second, third, fourth, *between)
+    got = store.session_neighbors("u1", [first.id, second.id, third.id, fourth.id, between[0].id])
+    assert got[first.id] == (second.id,)  # the fact, the session's turn and u2's are not in the stream
+    assert got[second.id] == (first.id, third.id)
+    assert got[third.id] == (second.id, fourth.id) and got[fourth.id] == (third.id,)
+    assert between[0].id not in got  # a fact is no turn
+    assert store.session_neighbors("u2", [first.id]) == {}  # u1's turns are not u2's to read
 
 
 def test_session_neighbors_answer_every_id_however_many(store: Store) -> None:

@@ -25,7 +25,8 @@ def test_turns_around_a_candidate_are_scored_even_when_no_source_found_them(tmp_
         topic = rng.choice(TOPICS)
         text = f"{rng.choice(('So', 'Well', 'Oh'))}, {topic}: the {rng.choice(words)} and the {rng.choice(words)}."
         turns.append({"content": text, "user_id": "u", "role": "Caroline" if i % 2 else "Melanie",
-                      "session_id": f"s{i // 30}", "created_at": NOW - timedelta(days=400 - i)})
+                      "session_id": f"s{i // 30}",  # an evening's conversation, a turn a minute
+                      "created_at": NOW - timedelta(days=20 - i // 30) + timedelta(minutes=i % 30)})
     with Memory(tmp_path / "depth.db", embedder=embedder) as memory:
         memory.add_many(turns)
         query = "How did the pottery class go?"

@@ -13,7 +13,14 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.episodes import CONVERSATION_PAUSE, CONVERSATION_TURNS, conversation_support
+from engram.retrieve.episodes import (
+    CONVERSATION_PAUSE,
+    CONVERSATION_TURNS,
+    REPLY_SHARE,
+    context_support,
+    conversation_support,
+    conversations,
+)
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 
@@ -111,6 +118,39 @@ def test_sessions_lend_only_to_their_own_turns() -> None:
     assert got == {"a": 0.0, "b": 0.3, "c": 0.0, "d": 0.1, "e": 0.0, "f": 0.266667}
 
 
+def context(records: list[MemoryRecord], values: list[float], next_to: dict[str, tuple[str, ...]]) -> dict[str, float]:
+    lent = context_support(records, np.array(values, dtype=np.float64), next_to, conversations(records))
+    return {r.id: round(float(v), 6) for r, v in zip(records, lent, strict=True)}
+
+
+def chain(records: list[MemoryRecord]) -> dict[str, tuple[str, ...]]:
+    """Each record's neighbours in the order given, as the store reads them."""
+    ids = [r.id for r in records]
+    return {i: tuple(ids[max(at - 1, 0):at] + ids[at + 1:at + 2]) for at, i in enumerate(ids)}
+
+
+def test_a_turn_between_people_takes_context_from_either_neighbour() -> None:
+    records = [turn("a", "Jon"), turn("b", "Gina"), turn("c", "Jon"), turn("d", "Gina")]
+    got = context(records, [0.2, 0.9, 0.4, 0.0], chain(records))
+    assert got == {"a": 0.9, "b": 0.4, "c": 0.9, "d": 0.4}
+
+
+def test_in_a_chat_with_an_assistant_only_the_reply_takes_a_share_of_what_it_follows() -> None:
+    records = [turn("q", "user"), turn("r", "assistant"), turn("q2", "user"), turn("n", "tool"),
+               turn("s", "Sol", metadata={"message_role": "assistant"})]
+    got = context(records, [0.9, 0.8, 0.6, 1.0, 0.0], chain(records))
+    # The user's turns gain nothing from the advice around them; a tool's output takes no part.
+    assert got == {"q": 0.0, "r": round(REPLY_SHARE * 0.9, 6), "q2": 0.0, "n": 0.0,
+                   "s": round(REPLY_SHARE * 1.0, 6)}
+
+
+def test_a_neighbour_said_after_a_long_pause_lends_nothing() -> None:
+    later = NOW + CONVERSATION_PAUSE + timedelta(minutes=1)
+    records = [turn("a", "Jon", None), turn("b", "Gina", None, created_at=later),
+               turn("c", "Jon", None, created_at=later + timedelta(minutes=1))]
+    assert context(records, [0.9, 0.0, 0.5], chain(records)) == {"a": 0.0, "b": 0.5, "c": 0.0}
+
+
 # An evening's conversation: the question matches the first turns; Jon's answer to how he feels
 # shares no word with it and is two turns later. Other evenings fill the haystack.
 OPENING = (
@@ -180,3 +220,19 @@ def test_a_chat_with_a_named_assistant_gains_nothing_through_add(tmp_path: Path)
     assert [m.record.role for m in with_sol if m.record].count("Sol") == 1
     assert all(m.signals["same_conversation"] == 0.0 for m in with_sol)
     assert any(m.signals["same_conversation"] > 0.0 for m in with_mark)
+
+
+def test_a_conversation_stored_without_sessions_ranks_as_with_them(tmp_path: Path, embedder: Embedder) -> None:
+    # Mem0's add(messages, user_id=...) without a run: the turns next to a turn are the user's
+    # session-less messages around it, cut where days pass between evenings.
+    question = "How does Jon feel about the opening night of his dance studio?"
+    config = RetrievalConfig(top_k=10, cache_ttl=0, min_score=0.0)
+    ranked = []
+    for name, keep in (("sessions", True), ("stream", False)):
+        rows = [{**row, "session_id": row["session_id"] if keep else None} for row in _evenings(("Jon", "Gina"))]
+        with Memory(tmp_path / f"{name}.db", embedder=embedder) as memory:
+            memory.add_many(rows)
+            found = memory.retrieve(question, user_id="u", now=NOW, config=config).memories
+        ranked.append([(m.content, round(m.score, 6), round(m.signals["conversation_context"], 6)) for m in found])
+    assert ranked[0] == ranked[1]
+    assert sum(context > 0 for _, _, context in ranked[1]) >= 3

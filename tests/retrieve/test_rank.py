@@ -353,9 +353,9 @@ def test_keyword_evidence_is_read_against_the_best_keyword_match() -> None:
 
 
 def test_a_turn_next_to_a_relevant_question_gains_from_it() -> None:
-    question = rec("q", content="What did you research?")
-    answer = rec("a", content="Adoption agencies.")
-    stranger = rec("s", content="Adoption agencies.")
+    question = rec("q", content="What did you research?", role="Melanie", session_id="s1")
+    answer = rec("a", content="Adoption agencies.", role="Caroline", session_id="s1")
+    stranger = rec("s", content="Adoption agencies.", role="Caroline", session_id="s2")
     kw = {"q": 0.9, "a": 0.2, "s": 0.2}
     out = {s.record.id: s for s in run([question, answer, stranger], keyword_scores=kw)}
     alone = out["a"].score
@@ -366,7 +366,8 @@ def test_a_turn_next_to_a_relevant_question_gains_from_it() -> None:
     ).scored()}
     # Keyword scores read against the best match (0.9 counts as a full match): q 1.0, a 0.2 / 0.9.
     assert out["a"].signals["conversation_context"] == pytest.approx(0.5 * 1.0)
-    assert out["a"].signals["relevance"] == pytest.approx(0.5 * 0.2 / 0.9 + 0.3 * 0.5 * 1.0)
+    together = 0.4 * out["a"].signals["same_conversation"]  # a conversation between people, too
+    assert out["a"].signals["relevance"] == pytest.approx(0.5 * 0.2 / 0.9 + 0.3 * 0.5 * 1.0 + together)
     assert out["a"].score > alone and out["a"].score > out["s"].score
     assert out["s"].signals["conversation_context"] == 0.0
 
@@ -532,7 +533,8 @@ class TestScoresWithoutCeiling:
 
     def test_context_gain_lifts_past_a_full_match(self) -> None:
         # Equal keyword relevance (a full match each); "b"'s neighbour is relevant too.
-        records = [rec("a", session_id="s"), rec("b", session_id="s"), rec("n", session_id="s")]
+        records = [rec("a", session_id="s", role="Jon"), rec("b", session_id="s", role="Gina"),
+                   rec("n", session_id="s", role="Jon")]
         ranking = rank(
             records, query_vec=None, vectors={}, query_entities=(), time_range=None, now=NOW,
             weights=EXPLORATORY, keyword_scores={"a": 1.0, "b": 1.0, "n": 0.9}, sources={}, source_ranks={},

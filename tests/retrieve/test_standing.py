@@ -317,7 +317,9 @@ def test_a_request_reads_the_standing_statements_no_other_source_finds(
                f"minutes, stir, rest, serve." for t in topics for n in range(25)]
     with Memory(tmp_path / "many.db", embedder=embedder) as memory:
         said = memory.add(BURIED, user_id="u", role="user", created_at="2026-10-01T10:00:00+00:00")
-        memory.add_many([{"content": text, "user_id": "u", "role": "assistant",
+        # In a session of their own: the stream of session-less turns would read the buried
+        # message as the first filler's neighbour, a source of its own.
+        memory.add_many([{"content": text, "user_id": "u", "role": "assistant", "session_id": "cookbook",
                           "created_at": f"2026-11-{1 + at % 25:02d}T{at % 20:02d}:00:00+00:00"}
                          for at, text in enumerate(fillers)])
         config = RetrievalConfig(top_k=10, cache_ttl=0)

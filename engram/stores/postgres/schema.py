@@ -243,6 +243,9 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     # 14: a user's newest memories with standing sentences, which a request reads (as SQLite's 19).
     "CREATE INDEX IF NOT EXISTS engram_memories_user_standing ON engram_memories (user_id, created_at DESC) "
     "WHERE facets IS NOT NULL",
+    # 15: a user's messages stored without a session, in order: the turns next to one (as SQLite's 20).
+    "CREATE INDEX IF NOT EXISTS engram_memories_user_stream ON engram_memories (user_id, created_at, id) "
+    "WHERE session_id IS NULL AND kind = 'message'",
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes

@@ -122,22 +122,33 @@ class CandidateMixin(SQLBase):
         )
 
     def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """The turns just before and after each memory in its session (every id given is answered)."""
+        """The turns just before and after each memory in its session; for a message stored without a
+        session, the user's messages just before and after it that have none either (its stream).
+        Every id given is answered; a memory in neither gets no entry."""
         d = self.dialect
         out: dict[str, tuple[str, ...]] = {}
+        # Row values make each neighbour one step in the (user, session, time, id) index; on SQLite
+        # the unindexed user_id keeps the candidates on the id index instead of walking the sessions.
+        # The subqueries name the user rather than c.user_id so that Citus routes them to one shard.
+        # A stream's neighbour is one step in the partial index of session-less messages (named for
+        # SQLite, whose planner would take the session index and walk the user's other memories).
+        stream = d.through(f"{d.memories} m", d.memories + "_user_stream")
+
+        def step(table: str, same: str, before: bool) -> str:
+            side, order = ("<", " DESC") if before else (">", "")
+            return (f"(SELECT m.id FROM {table} WHERE m.user_id = ? AND {same} AND (m.created_at, m.id) {side} "
+                    f"(c.created_at, c.id) ORDER BY m.created_at{order}, m.id{order} LIMIT 1)")
+
+        session, alone = "m.session_id = c.session_id", "m.session_id IS NULL AND m.kind = 'message'"
+        # CASE reads only the subquery of the memory's own kind of conversation.
+        columns = ", ".join(f"CASE WHEN c.session_id IS NULL THEN {step(stream, alone, before)} "
+                            f"ELSE {step(f'{d.memories} m', session, before)} END" for before in (True, False))
         for chunk in chunks(list(dict.fromkeys(memory_ids)), d.chunk):
             named, params = d.in_("c.id", chunk)
-            # Row values make each neighbour one step in the (user, session, time, id) index; on SQLite
-            # the unindexed user_id keeps the candidates on the id index instead of walking the sessions.
-            # The subqueries name the user rather than c.user_id so that Citus routes them to one shard.
             rows = self._query(
-                "SELECT c.id, "
-                f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = ? AND m.session_id = c.session_id "
-                " AND (m.created_at, m.id) < (c.created_at, c.id) ORDER BY m.created_at DESC, m.id DESC LIMIT 1), "
-                f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = ? AND m.session_id = c.session_id "
-                " AND (m.created_at, m.id) > (c.created_at, c.id) ORDER BY m.created_at, m.id LIMIT 1) "
-                f"FROM {d.memories} c WHERE {d.unindexed('c.user_id')} = ? AND c.session_id IS NOT NULL AND {named}",
-                (user_id, user_id, user_id, *params),
+                f"SELECT c.id, {columns} FROM {d.memories} c WHERE {d.unindexed('c.user_id')} = ? "
+                f"AND (c.session_id IS NOT NULL OR c.kind = 'message') AND {named}",
+                (user_id, user_id, user_id, user_id, user_id, *params),
             )
             out.update((r[0], tuple(x for x in (r[1], r[2]) if x is not None)) for r in rows)
         return out
