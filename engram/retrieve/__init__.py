@@ -269,7 +269,7 @@ class Pipeline:
             # Only what someone said takes context from the turns next to it (retrieve.episodes).
             alone: dict[str, tuple[str, ...]] = {}
             neighbors.update(optional("neighbors", lambda: reads.session_neighbors(
-                user_id, [r.id for r in fresh if r.role and (r.session_id is not None or r.kind == "message")]),
+                user_id, [r.id for r in fresh if r.kind == "message" and r.role]),
                 alone))
 
         similarity_range = self._similarity_range(config, budget)

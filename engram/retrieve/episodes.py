@@ -11,7 +11,7 @@ and there the gain lifted the other turns of the session a fact was told in abov
 sessions (LongMemEval dev, user turns recall_all@10 0.929 -> 0.881; every turn 0.849 -> 0.806).
 A conversation is one user's session, cut wherever it pauses for more than
 :data:`CONVERSATION_PAUSE` (a channel kept as one session for months is many conversations);
-messages stored without a session are one stream, cut the same way (LoCoMo dev with its session
+messages stored without a session are one stream per agent, cut the same way (LoCoMo dev with its session
 ids left out: recall@10 0.720 -> 0.759; 0.810, as with them, once the turns next to each are read
 in the stream too). It is one between people when its messages are said by at
 least two named people and none by an assistant, nor by a user with no name (a role word such as
@@ -20,15 +20,15 @@ A named assistant (``{"role": "assistant", "name": "Sol"}``, stored as "Sol") is
 its message was given, kept in the metadata as ``message_role``. Nothing is read from the store:
 the candidates a retrieval already ranks are the conversation's turns it knows.
 
-The turns just before and after a candidate (read from the store, in its session, or among the
-user's messages without one) give it context (``conversation_context``): "What did you research?"
-/ "Adoption agencies." In a conversation between people either neighbour lends its relevance. In a
-chat with an assistant only the assistant's reply takes a share of the turn it follows: the user's
-own turn is not explained by the long advice after it, and lifting it (or the whole reply) with
-the other cost LongMemEval dev with assistant turns recall_all@5/10 0.710/0.871 -> 0.688/0.849;
-with no share at all, "Which base image should the Docker build use?" (asked, then answered by the
-assistant) fell out of the top 10. A neighbour said more than :data:`CONVERSATION_PAUSE` away is
-another conversation's.
+The turns just before and after a message said by someone (read from the store: the messages with
+a role in its session, or in its stream without one) give it context (``conversation_context``):
+"What did you research?" / "Adoption agencies." In a conversation between people either neighbour
+lends its relevance. In a chat with an assistant only the assistant's reply takes a share of the
+turn it follows: the user's own turn is not explained by the long advice after it, and lifting it
+(or the whole reply) with the other cost LongMemEval dev with assistant turns recall_all@5/10
+0.710/0.871 -> 0.688/0.849; with no share at all, "Which base image should the Docker build use?"
+(asked, then answered by the assistant) fell out of the top 10. A neighbour said more than
+:data:`CONVERSATION_PAUSE` away is another conversation's.
 """
 
 from __future__ import annotations
@@ -70,10 +70,11 @@ Column = npt.NDArray[np.float64]
 
 def conversations(records: Sequence[MemoryRecord]) -> list[list[int]]:
     """The places of each conversation between people's turns among ``records``."""
-    sessions: dict[tuple[str, str | None], list[int]] = {}
+    sessions: dict[tuple[str, str | None, str | None], list[int]] = {}
     for at, record in enumerate(records):
-        if record.kind == "message":  # messages without a session: one stream, cut at its pauses
-            sessions.setdefault((record.user_id, record.session_id), []).append(at)
+        if record.kind == "message":  # messages without a session: one stream per agent, cut at its pauses
+            agent = record.agent_id if record.session_id is None else None
+            sessions.setdefault((record.user_id, record.session_id, agent), []).append(at)
     found = []
     for members in sessions.values():
         members.sort(key=lambda at: records[at].created_at)

@@ -452,44 +452,55 @@ def test_delete_drops_the_logged_retrievals_that_returned_the_memory(store: Stor
 
 def test_session_neighbors_are_the_turns_around_a_memory(store: Store) -> None:
     store.bind_embedder("model-a", DIM)
-    turns = [replace(rec("u1", f"turn {i}"), session_id="s1", created_at=rec("u1", "x").created_at)
-             for i in range(4)]
-    other = replace(rec("u1", "other session"), session_id="s2")
-    lone = rec("u1", "no session", kind="fact")
-    foreign = replace(rec("u2", "another user's turn"), session_id="s1")
-    for i, record in enumerate([*turns, other, lone, foreign]):
+    turns = [replace(rec("u1", f"turn {i}", role="Jon" if i % 2 else "Gina"), session_id="s1",
+                     created_at=T0 + timedelta(minutes=i // 2)) for i in range(6)]
+    # No turns: a fact, a note without a role, an archived message (all in the session, between turns)
+    asides = [replace(rec("u1", "a fact", kind="fact"), session_id="s1", created_at=T0 + timedelta(seconds=30)),
+              replace(rec("u1", "a note"), session_id="s1", created_at=T0 + timedelta(seconds=90)),
+              replace(rec("u1", "archived", role="Jon", status="archived"), session_id="s1",
+                      created_at=T0 + timedelta(seconds=75))]
+    other = replace(rec("u1", "other session", role="Jon"), session_id="s2")
+    foreign = replace(rec("u2", "another user's turn", role="Jon"), session_id="s1")
+    for i, record in enumerate([*turns, *asides, other, foreign]):
         put(store, record, seeds=[i])
-    # Same created_at: the order is the id's (ids sort by creation), as the turns were written.
-    ordered = sorted(turns, key=lambda r: r.id)
-    got = store.session_neighbors("u1", [ordered[0].id, ordered[2].id, other.id, lone.id, foreign.id])
+    # Two turns at each instant: their order is the id's (ids sort by creation), as they were written.
+    ordered = sorted(turns, key=lambda r: (r.created_at, r.id))
+    got = store.session_neighbors("u1", [t.id for t in ordered] + [a.id for a in asides] + [other.id, foreign.id])
     assert got[ordered[0].id] == (ordered[1].id,)
-    assert set(got[ordered[2].id]) == {ordered[1].id, ordered[3].id}
+    for at in range(1, 5):
+        assert got[ordered[at].id] == (ordered[at - 1].id, ordered[at + 1].id)
+    assert got[ordered[5].id] == (ordered[4].id,)
     assert got[other.id] == ()
-    assert lone.id not in got and foreign.id not in got  # no session and no message; another user's
+    assert asides[0].id not in got and asides[1].id not in got  # no turns
+    assert got[asides[2].id] == (ordered[3].id, ordered[4].id)  # asked about, it has turns next to it
+    assert foreign.id not in got  # another user's
 
 
-def test_messages_without_a_session_are_one_stream_of_turns(store: Store) -> None:
+def test_messages_without_a_session_are_one_stream_of_turns_per_agent(store: Store) -> None:
     store.bind_embedder("model-a", DIM)
     at = [T0 + timedelta(minutes=i) for i in range(6)]
-    first, second, third = (rec("u1", f"turn {i}", created_at=at[2 * i]) for i in range(3))
+    first, second, third = (rec("u1", f"turn {i}", role="user", created_at=at[2 * i]) for i in range(3))
     between = [rec("u1", "a fact said between", kind="fact", created_at=at[1]),
-               replace(rec("u1", "a turn of a session", created_at=at[3]), session_id="s1"),
-               rec("u2", "another user's turn", created_at=at[3])]
-    # A fourth turn at the third's time: the id orders them, as the turns were written.
-    fourth = rec("u1", "turn 3", created_at=at[4])
+               rec("u1", "a note without a role", created_at=at[1]),
+               replace(rec("u1", "a turn of a session", role="user", created_at=at[3]), session_id="s1"),
+               rec("u1", "another agent's reply", role="assistant", agent_id="concierge", created_at=at[3]),
+               rec("u1", "an archived turn", role="user", status="archived", created_at=at[3]),
+               rec("u2", "another user's turn", role="user", created_at=at[3])]
+    fourth = rec("u1", "turn 3", role="assistant", created_at=at[4])  # the third's instant: the id orders them
     put(store, first, second, third, fourth, *between)
-    got = store.session_neighbors("u1", [first.id, second.id, third.id, fourth.id, between[0].id])
-    assert got[first.id] == (second.id,)  # the fact, the session's turn and u2's are not in the stream
+    got = store.session_neighbors("u1", [first.id, second.id, third.id, fourth.id, between[0].id, between[1].id])
+    assert got[first.id] == (second.id,)
     assert got[second.id] == (first.id, third.id)
     assert got[third.id] == (second.id, fourth.id) and got[fourth.id] == (third.id,)
-    assert between[0].id not in got  # a fact is no turn
+    assert between[0].id not in got and between[1].id not in got  # a fact, a note: no turns
+    assert store.session_neighbors("u1", [between[3].id]) == {between[3].id: ()}  # the concierge's own stream
     assert store.session_neighbors("u2", [first.id]) == {}  # u1's turns are not u2's to read
 
 
 def test_session_neighbors_answer_every_id_however_many(store: Store) -> None:
     store.bind_embedder("model-a", DIM)
     # More ids than one statement sends on either backend (they were cut at the first 1,000).
-    turns = [replace(rec("u1", f"turn {i}"), session_id="s1", created_at=T0 + timedelta(seconds=i))
+    turns = [replace(rec("u1", f"turn {i}", role="user"), session_id="s1", created_at=T0 + timedelta(seconds=i))
              for i in range(1_205)]
     vectors = np.stack([unit(i % 7) for i in range(len(turns))])
     store.put_many(turns, vectors)

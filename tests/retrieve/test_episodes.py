@@ -236,3 +236,22 @@ def test_a_conversation_stored_without_sessions_ranks_as_with_them(tmp_path: Pat
         ranked.append([(m.content, round(m.score, 6), round(m.signals["conversation_context"], 6)) for m in found])
     assert ranked[0] == ranked[1]
     assert sum(context > 0 for _, _, context in ranked[1]) >= 3
+
+
+def test_each_agent_of_a_user_is_a_stream_of_its_own(tmp_path: Path, embedder: Embedder) -> None:
+    # Mem0's add(messages, user_id=..., agent_id=...) without a run: two agents' chats interleave.
+    said = NOW - timedelta(hours=1)
+    question = "Which base image should the Docker build use?"
+    rows = [("user", "coder", question), ("assistant", "concierge", "I booked the table at Nopa for Friday at 8."),
+            ("assistant", "coder", "Use python:3.12-slim; it keeps the layers small."),
+            (None, "coder", "Remember: the dentist moved to Tuesday.")]  # a note without a role is no turn
+    config = RetrievalConfig(top_k=5, cache_ttl=0, min_score=0.0)
+    with Memory(tmp_path / "agents.db", embedder=embedder) as memory:
+        memory.add_many([{"content": text, "user_id": "u", "role": role, "agent_id": agent,
+                          "created_at": said + timedelta(seconds=at if role else 1)}
+                         for at, (role, agent, text) in enumerate(rows)])
+        found = {m.content: m for m in memory.retrieve(question, user_id="u", now=NOW, config=config).memories}
+    # The concierge's reply follows no question of its own; the coder's answer follows its question.
+    assert found[rows[1][2]].signals["conversation_context"] == 0.0
+    answer = found[rows[2][2]].signals["conversation_context"]
+    assert answer == pytest.approx(REPLY_SHARE * found[question].signals["relevance"], rel=0.05)

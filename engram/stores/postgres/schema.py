@@ -243,9 +243,15 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     # 14: a user's newest memories with standing sentences, which a request reads (as SQLite's 19).
     "CREATE INDEX IF NOT EXISTS engram_memories_user_standing ON engram_memories (user_id, created_at DESC) "
     "WHERE facets IS NOT NULL",
-    # 15: a user's messages stored without a session, in order: the turns next to one (as SQLite's 20).
-    "CREATE INDEX IF NOT EXISTS engram_memories_user_stream ON engram_memories (user_id, created_at, id) "
-    "WHERE session_id IS NULL AND kind = 'message'",
+    # 15: the turns next to a message (session_neighbors), each one index seek: in its session (as
+    # SQLite's 6; (user_id, session_id) alone read and sorted the whole session for every candidate),
+    # and among a user's messages stored without a session, said by someone, per agent (as SQLite's 20).
+    "CREATE INDEX IF NOT EXISTS engram_memories_user_session_time ON engram_memories "
+    "(user_id, session_id, created_at, id);"
+    "DROP INDEX IF EXISTS engram_memories_user_session;"  # its prefix
+    "CREATE INDEX IF NOT EXISTS engram_memories_user_stream ON engram_memories "
+    "(user_id, (COALESCE(agent_id, '')), created_at, id) "
+    "WHERE session_id IS NULL AND kind = 'message' AND role IS NOT NULL AND status = 'active'",
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes

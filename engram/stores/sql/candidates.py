@@ -122,33 +122,38 @@ class CandidateMixin(SQLBase):
         )
 
     def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """The turns just before and after each memory in its session; for a message stored without a
-        session, the user's messages just before and after it that have none either (its stream).
-        Every id given is answered; a memory in neither gets no entry."""
+        """The messages said by someone (a role given) just before and after each such message: in
+        its session, or, for one stored without a session, among the user's session-less messages
+        of the same agent (its stream). Archived and superseded messages are not turns. Every id
+        given is answered; a memory that is no such message gets no entry."""
         d = self.dialect
         out: dict[str, tuple[str, ...]] = {}
-        # Row values make each neighbour one step in the (user, session, time, id) index; on SQLite
-        # the unindexed user_id keeps the candidates on the id index instead of walking the sessions.
-        # The subqueries name the user rather than c.user_id so that Citus routes them to one shard.
-        # A stream's neighbour is one step in the partial index of session-less messages (named for
-        # SQLite, whose planner would take the session index and walk the user's other memories).
-        stream = d.through(f"{d.memories} m", d.memories + "_user_stream")
+        said = "m.kind = 'message' AND m.role IS NOT NULL AND m.status = 'active'"
+        stream = f"COALESCE(m.agent_id, '') = COALESCE(c.agent_id, '') AND m.session_id IS NULL AND {said}"
+        session = f"m.session_id = c.session_id AND {said}"
 
-        def step(table: str, same: str, before: bool) -> str:
+        def step(same: str, before: bool) -> str:
+            # The nearest turn at the same instant (a batch is often stamped with one time) by id, else
+            # the nearest earlier or later: each an index seek, where one row-value bound had SQLite
+            # read every turn sharing the instant.
             side, order = ("<", " DESC") if before else (">", "")
-            return (f"(SELECT m.id FROM {table} WHERE m.user_id = ? AND {same} AND (m.created_at, m.id) {side} "
-                    f"(c.created_at, c.id) ORDER BY m.created_at{order}, m.id{order} LIMIT 1)")
+            tie = (f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = ? AND {same} AND m.created_at = c.created_at "
+                   f"AND m.id {side} c.id ORDER BY m.id{order} LIMIT 1)")
+            near = (f"(SELECT m.id FROM {d.memories} m WHERE m.user_id = ? AND {same} AND m.created_at {side} "
+                    f"c.created_at ORDER BY m.created_at{order}, m.id{order} LIMIT 1)")
+            return f"COALESCE({tie}, {near})"
 
-        session, alone = "m.session_id = c.session_id", "m.session_id IS NULL AND m.kind = 'message'"
-        # CASE reads only the subquery of the memory's own kind of conversation.
-        columns = ", ".join(f"CASE WHEN c.session_id IS NULL THEN {step(stream, alone, before)} "
-                            f"ELSE {step(f'{d.memories} m', session, before)} END" for before in (True, False))
+        # CASE reads only the subqueries of the memory's own kind of conversation. The subqueries name
+        # the user rather than c.user_id so that Citus routes them to one shard; on SQLite the
+        # unindexed c.user_id keeps the candidates on the id index instead of walking the sessions.
+        columns = ", ".join(f"CASE WHEN c.session_id IS NULL THEN {step(stream, before)} "
+                            f"ELSE {step(session, before)} END" for before in (True, False))
         for chunk in chunks(list(dict.fromkeys(memory_ids)), d.chunk):
             named, params = d.in_("c.id", chunk)
             rows = self._query(
                 f"SELECT c.id, {columns} FROM {d.memories} c WHERE {d.unindexed('c.user_id')} = ? "
-                f"AND (c.session_id IS NOT NULL OR c.kind = 'message') AND {named}",
-                (user_id, user_id, user_id, user_id, user_id, *params),
+                f"AND c.kind = 'message' AND c.role IS NOT NULL AND {named}",
+                (*[user_id] * 9, *params),
             )
             out.update((r[0], tuple(x for x in (r[1], r[2]) if x is not None)) for r in rows)
         return out

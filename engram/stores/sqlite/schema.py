@@ -251,9 +251,11 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     lambda conn: create_named_days(conn),
     # 19: a user's newest memories with standing sentences, which a request reads (by_standing).
     "CREATE INDEX IF NOT EXISTS memories_user_standing ON memories (user_id, created_at) WHERE facets IS NOT NULL",
-    # 20: a user's messages stored without a session, in order: the turns next to one (session_neighbors).
-    "CREATE INDEX IF NOT EXISTS memories_user_stream ON memories (user_id, created_at, id) "
-    "WHERE session_id IS NULL AND kind = 'message'",
+    # 20: a user's messages stored without a session, said by someone, per agent, in order: the turns
+    # next to one (session_neighbors).
+    "CREATE INDEX IF NOT EXISTS memories_user_stream ON memories "
+    "(user_id, (COALESCE(agent_id, '')), created_at, id) "
+    "WHERE session_id IS NULL AND kind = 'message' AND role IS NOT NULL AND status = 'active'",
 )
 
 
