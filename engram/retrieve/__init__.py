@@ -35,6 +35,7 @@ from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
+from engram.retrieve.episodes import takes_context
 from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first
@@ -266,11 +267,9 @@ class Pipeline:
             if standing:
                 nothing: dict[str, Any] = {}
                 facets.update(optional("facets", lambda: reads.facets(user_id, standing), nothing))
-            # Only what someone said takes context from the turns next to it (retrieve.episodes).
             alone: dict[str, tuple[str, ...]] = {}
             neighbors.update(optional("neighbors", lambda: reads.session_neighbors(
-                user_id, [r.id for r in fresh if r.kind == "message" and r.role]),
-                alone))
+                user_id, [r.id for r in fresh if takes_context(r)]), alone))
 
         similarity_range = self._similarity_range(config, budget)
 

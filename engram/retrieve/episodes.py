@@ -44,7 +44,7 @@ from engram.retrieve.standing import machine_said
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "REPLY_SHARE", "context_support", "conversation_support",
-           "conversations"]
+           "conversations", "takes_context"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -87,6 +87,15 @@ def conversations(records: Sequence[MemoryRecord]) -> list[list[int]]:
                     found.append(talk)
                 start = end
     return found
+
+
+def takes_context(record: MemoryRecord) -> bool:
+    """Whether ``record`` may take context from the turns next to it (:func:`context_support`), so
+    that they are worth reading: a message with a role that is not the user's own (a user's turn
+    is in no conversation between people, and takes nothing in a chat with an assistant), nor a
+    notice or a tool's output."""
+    role = (record.role or "").strip().casefold()
+    return record.kind == "message" and bool(role) and role not in USER_ROLES and not _aside(record)
 
 
 def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to: Mapping[str, Sequence[str]],

@@ -20,6 +20,7 @@ from engram.retrieve.episodes import (
     context_support,
     conversation_support,
     conversations,
+    takes_context,
 )
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
@@ -142,6 +143,15 @@ def test_in_a_chat_with_an_assistant_only_the_reply_takes_a_share_of_what_it_fol
     # The user's turns gain nothing from the advice around them; a tool's output takes no part.
     assert got == {"q": 0.0, "r": round(REPLY_SHARE * 0.9, 6), "q2": 0.0, "n": 0.0,
                    "s": round(REPLY_SHARE * 1.0, 6)}
+
+
+def test_only_a_turn_that_can_take_context_reads_its_neighbours() -> None:
+    takes = {r.id: takes_context(r) for r in [
+        turn("jon", "Jon"), turn("reply", "assistant"), turn("sol", "Sol", metadata={"message_role": "assistant"}),
+        turn("mine", "user"), turn("human", "Human"), turn("note", None), turn("notice", "system"),
+        turn("tool", "Bot", metadata={"message_role": "tool"}), turn("fact", "Jon", kind="fact")]}
+    assert takes == {"jon": True, "reply": True, "sol": True, "mine": False, "human": False, "note": False,
+                     "notice": False, "tool": False, "fact": False}
 
 
 def test_a_neighbour_said_after_a_long_pause_lends_nothing() -> None:
