@@ -43,8 +43,8 @@ from engram.model import MemoryRecord
 from engram.retrieve.standing import machine_said
 from engram.text import ROLE_WORDS, USER_ROLES
 
-__all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "REPLY_SHARE", "context_support", "conversation_support",
-           "conversations", "takes_context"]
+__all__ = ["ANSWERED_QUESTION", "CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE",
+           "answered_questions", "context_support", "conversation_support", "conversations", "takes_context"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -62,6 +62,16 @@ CONVERSATION_PAUSE = timedelta(hours=2)
 #: turns, instructions and LoCoMo alike for all three; the everyday set's Docker question (above)
 #: 11th with none, 5th with a third.
 REPLY_SHARE = 1 / 3
+#: An assistant's message this short that ends in a question mark is a question the user's next
+#: turn answers ("What should I call you?" / "Alex is fine."): that turn takes all its relevance
+#: as context, and the question, which holds nothing the user said, counts
+#: :data:`ANSWERED_QUESTION` of its own (unless the query asks what was asked). Longer advice that
+#: ends in a question ("... Anything else?") lends nothing. No dev set moved (LongMemEval's
+#: assistant turns are long; 300 and 1,000 characters alike). Six onboarding exchanges written for
+#: it ("Which airline do I prefer?"), with and without sessions: the answer first in 4 and second
+#: in 2, against first in none (without sessions two were not in the top 5 at all).
+QUESTION_LENGTH = 300
+ANSWERED_QUESTION = 0.3
 #: Roles of turns that take no part in a conversation and do not end it: a notice, a tool's output.
 _ASIDE = frozenset(["system", "tool", "function", "developer"])
 
@@ -91,11 +101,8 @@ def conversations(records: Sequence[MemoryRecord]) -> list[list[int]]:
 
 def takes_context(record: MemoryRecord) -> bool:
     """Whether ``record`` may take context from the turns next to it (:func:`context_support`), so
-    that they are worth reading: a message with a role that is not the user's own (a user's turn
-    is in no conversation between people, and takes nothing in a chat with an assistant), nor a
-    notice or a tool's output."""
-    role = (record.role or "").strip().casefold()
-    return record.kind == "message" and bool(role) and role not in USER_ROLES and not _aside(record)
+    that they are worth reading: a message with a role, not a notice or a tool's output."""
+    return record.kind == "message" and bool((record.role or "").strip()) and not _aside(record)
 
 
 def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to: Mapping[str, Sequence[str]],
@@ -113,18 +120,34 @@ def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to:
         turns = next_to.get(record.id)
         if not turns:
             continue
+        before = [t for t in turns if t in place
+                  and (records[place[t]].created_at, t) < (record.created_at, record.id)]
         if at in people:
-            share, lenders = 1.0, turns
-        elif machine_said(record) and not _aside(record):
-            share = REPLY_SHARE
-            lenders = [t for t in turns if t in place
-                       and (records[place[t]].created_at, t) < (record.created_at, record.id)]
-        else:
+            share, lenders = 1.0, list(turns)
+        elif _aside(record):
             continue
+        elif machine_said(record):
+            share, lenders = REPLY_SHARE, before
+        else:  # the user's answer to the assistant's question
+            share, lenders = 1.0, [t for t in before if _asks(records[place[t]])]
         lent = [float(relevance[place[t]]) for t in lenders if t in place
                 and abs(records[place[t]].created_at - record.created_at) <= CONVERSATION_PAUSE]
         around[at] = share * max(lent, default=0.0)
     return around
+
+
+def answered_questions(records: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]]) -> Column:
+    """1.0 for each assistant's short question (:data:`QUESTION_LENGTH`) among ``records`` that
+    the user's next turn, said within :data:`CONVERSATION_PAUSE`, answers; 0.0 for the rest."""
+    out = np.zeros(len(records), dtype=np.float64)
+    place = {r.id: at for at, r in enumerate(records)}
+    for at, record in enumerate(records):
+        if next_to.get(record.id) and _asks(record):
+            after = [records[place[t]] for t in next_to[record.id] if t in place]
+            out[at] = float(any((r.created_at, r.id) > (record.created_at, record.id)
+                                and r.created_at - record.created_at <= CONVERSATION_PAUSE
+                                and not machine_said(r) and not _aside(r) for r in after))
+    return out
 
 
 def conversation_support(records: Sequence[MemoryRecord], relevance: Column,
@@ -154,6 +177,13 @@ def conversation_support(records: Sequence[MemoryRecord], relevance: Column,
     mine = lent[codes]
     support[inside] = np.where(values >= least[codes], mine - values, mine) / CONVERSATION_TURNS
     return support
+
+
+def _asks(record: MemoryRecord) -> bool:
+    """Whether ``record`` is an assistant's short question ("Which airline do you usually fly
+    with?"), which the user's next turn answers."""
+    text = record.content.strip()
+    return machine_said(record) and not _aside(record) and len(text) <= QUESTION_LENGTH and text.endswith("?")
 
 
 def _aside(record: MemoryRecord) -> bool:

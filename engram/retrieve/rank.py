@@ -39,7 +39,13 @@ from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
-from engram.retrieve.episodes import context_support, conversation_support, conversations
+from engram.retrieve.episodes import (
+    ANSWERED_QUESTION,
+    answered_questions,
+    context_support,
+    conversation_support,
+    conversations,
+)
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
     ASK_GAIN,
@@ -323,6 +329,8 @@ def rank(
         reported[name] = weight / total
     talks = conversations(records)  # the conversations between people among the candidates
     around = context_support(records, relevance, neighbors or {}, talks)
+    if not asks:  # "Which airline do you usually fly with?" holds nothing of the user's; the answer does
+        relevance = relevance * (1.0 - (1.0 - ANSWERED_QUESTION) * answered_questions(records, neighbors or {}))
     via, asked, spoke, stands = gains(records, bridges or {}, said, voices, asks, speaking,
                                       requests or profile is not None,
                                       seen.standing_of if profile is None

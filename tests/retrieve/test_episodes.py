@@ -3,6 +3,7 @@ matches; a chat with an assistant is left as it was."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,12 @@ from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
 from engram.retrieve.episodes import (
+    ANSWERED_QUESTION,
     CONVERSATION_PAUSE,
     CONVERSATION_TURNS,
+    QUESTION_LENGTH,
     REPLY_SHARE,
+    answered_questions,
     context_support,
     conversation_support,
     conversations,
@@ -145,12 +149,27 @@ def test_in_a_chat_with_an_assistant_only_the_reply_takes_a_share_of_what_it_fol
                    "s": round(REPLY_SHARE * 1.0, 6)}
 
 
-def test_only_a_turn_that_can_take_context_reads_its_neighbours() -> None:
+def test_the_users_answer_takes_the_assistants_short_question_as_context() -> None:
+    texts = {"ask": "Which airline do you usually fly with?", "answer": "TAP, I have their card.",
+             "advice": "x" * QUESTION_LENGTH + " Anything else?", "next": "No, thanks."}
+    records = [replace(turn(mid, role, created_at=NOW + timedelta(seconds=at)), content=texts[mid])
+               for at, (mid, role) in enumerate((("ask", "assistant"), ("answer", "user"), ("advice", "assistant"),
+                                                 ("next", "user")))]
+    got = context(records, [0.9, 0.1, 0.8, 0.0], chain(records))
+    # The answer takes all of the question's; long advice ending in a question lends nothing.
+    assert got == {"ask": 0.0, "answer": 0.9, "advice": round(REPLY_SHARE * 0.1, 6), "next": 0.0}
+    assert answered_questions(records, chain(records)).tolist() == [1.0, 0.0, 0.0, 0.0]
+    unanswered = [records[0], turn("late", "user", created_at=NOW + CONVERSATION_PAUSE + timedelta(seconds=1))]
+    assert answered_questions(unanswered, chain(unanswered)).tolist() == [0.0, 0.0]
+    assert 0.0 < ANSWERED_QUESTION < 1.0
+
+
+def test_only_a_turn_said_by_someone_reads_its_neighbours() -> None:
     takes = {r.id: takes_context(r) for r in [
         turn("jon", "Jon"), turn("reply", "assistant"), turn("sol", "Sol", metadata={"message_role": "assistant"}),
         turn("mine", "user"), turn("human", "Human"), turn("note", None), turn("notice", "system"),
         turn("tool", "Bot", metadata={"message_role": "tool"}), turn("fact", "Jon", kind="fact")]}
-    assert takes == {"jon": True, "reply": True, "sol": True, "mine": False, "human": False, "note": False,
+    assert takes == {"jon": True, "reply": True, "sol": True, "mine": True, "human": True, "note": False,
                      "notice": False, "tool": False, "fact": False}
 
 
@@ -265,3 +284,27 @@ def test_each_agent_of_a_user_is_a_stream_of_its_own(tmp_path: Path, embedder: E
     assert found[rows[1][2]].signals["conversation_context"] == 0.0
     answer = found[rows[2][2]].signals["conversation_context"]
     assert answer == pytest.approx(REPLY_SHARE * found[question].signals["relevance"], rel=0.05)
+
+
+ONBOARDING = (
+    ("Which city are you based in?", "Lisbon, near the river.", "Where do I live?"),
+    ("Do you have any allergies I should know about?", "Peanuts. Pretty severe.", "What am I allergic to?"),
+    ("What should I call you?", "Alex is fine.", "What is my name?"),
+)
+
+
+@pytest.mark.parametrize("session", ["onboarding", None])
+def test_the_answer_to_the_assistants_question_ranks_above_it(tmp_path: Path, embedder: Embedder,
+                                                              session: str | None) -> None:
+    rows: list[dict[str, Any]] = []
+    for day, (ask, answer, _) in enumerate(ONBOARDING):
+        said = NOW - timedelta(days=10 - day)
+        rows += [{"role": "assistant", "content": ask, "created_at": said},
+                 {"role": "user", "content": answer, "created_at": said + timedelta(minutes=1)},
+                 {"role": "assistant", "content": "Noted, thanks!", "created_at": said + timedelta(minutes=2)}]
+    config = RetrievalConfig(top_k=5, cache_ttl=0)
+    with Memory(tmp_path / "onboarding.db", embedder=embedder) as memory:
+        memory.add_many([{**row, "user_id": "u", "session_id": session} for row in rows])
+        for ask, answer, question in ONBOARDING:
+            got = [m.content for m in memory.retrieve(question, user_id="u", now=NOW, config=config).memories]
+            assert answer in got and (ask not in got or got.index(answer) < got.index(ask)), (question, got)
