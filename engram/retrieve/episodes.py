@@ -23,16 +23,18 @@ the candidates a retrieval already ranks are the conversation's turns it knows.
 The turns just before and after a message said by someone (read from the store: the messages with
 a role in its session, or in its stream without one) give it context (``conversation_context``):
 "What did you research?" / "Adoption agencies." In a conversation between people either neighbour
-lends its relevance. In a chat with an assistant only the assistant's reply takes a share of the
-turn it follows: the user's own turn is not explained by the long advice after it, and lifting it
-(or the whole reply) with the other cost LongMemEval dev with assistant turns recall_all@5/10
-0.710/0.871 -> 0.688/0.849; with no share at all, "Which base image should the Docker build use?"
-(asked, then answered by the assistant) fell out of the top 10. A neighbour said more than
-:data:`CONVERSATION_PAUSE` away is another conversation's.
+lends its relevance. In a chat with an assistant the assistant's reply takes a share of the turn
+it follows, and the user's turn only the relevance of the assistant's short question it answers
+("What should I call you?" / "Alex is fine."): the user's own turn is not explained by the long
+advice around it, and lifting it (or the whole reply) with the other cost LongMemEval dev with
+assistant turns recall_all@5/10 0.710/0.871 -> 0.688/0.849; with no share for the reply, "Which
+base image should the Docker build use?" (asked, then answered by the assistant) fell out of the
+top 10. A neighbour said more than :data:`CONVERSATION_PAUSE` away is another conversation's.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
@@ -43,8 +45,8 @@ from engram.model import MemoryRecord
 from engram.retrieve.standing import machine_said
 from engram.text import ROLE_WORDS, USER_ROLES
 
-__all__ = ["ANSWERED_QUESTION", "CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE",
-           "answered_questions", "context_support", "conversation_support", "conversations", "takes_context"]
+__all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "context_support",
+           "conversation_support", "conversations", "takes_context"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -64,14 +66,19 @@ CONVERSATION_PAUSE = timedelta(hours=2)
 REPLY_SHARE = 1 / 3
 #: An assistant's message this short that ends in a question mark is a question the user's next
 #: turn answers ("What should I call you?" / "Alex is fine."): that turn takes all its relevance
-#: as context, and the question, which holds nothing the user said, counts
-#: :data:`ANSWERED_QUESTION` of its own (unless the query asks what was asked). Longer advice that
-#: ends in a question ("... Anything else?") lends nothing. No dev set moved (LongMemEval's
-#: assistant turns are long; 300 and 1,000 characters alike). Six onboarding exchanges written for
-#: it ("Which airline do I prefer?"), with and without sessions: the answer first in 4 and second
-#: in 2, against first in none (without sessions two were not in the top 5 at all).
+#: as context. Longer advice that ends in a question ("... Anything else?") lends nothing. No dev
+#: set moved (LongMemEval's assistant turns are long; 300 and 1,000 characters alike). Six
+#: onboarding exchanges written for it ("Which airline do I prefer?"): without it, once the user's
+#: turns stopped taking the advice around them, two answers fell out of the top 5; with it all six
+#: are in the top 5 (2nd to 4th, after the question), as when every turn took either neighbour's
+#: relevance (2nd to 4th with sessions; without them two were missing then too). Ranking the
+#: answer above its question (the question counting a third) put four of the six first, but hid
+#: what a question holds itself ("Shall I book the 8pm table at Nopa?" / "Yes please.").
 QUESTION_LENGTH = 300
-ANSWERED_QUESTION = 0.3
+#: Question marks (Latin, full-width, Arabic), and what may follow the last: spaces, quotes,
+#: brackets, emoji.
+_QUESTION_MARKS = ("?", "？", "؟")
+_TRAILING = re.compile(r"[^\w?？؟]+$")
 #: Roles of turns that take no part in a conversation and do not end it: a notice, a tool's output.
 _ASIDE = frozenset(["system", "tool", "function", "developer"])
 
@@ -109,8 +116,9 @@ def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to:
                     talks: Sequence[Sequence[int]]) -> Column:
     """Per record, the relevance its neighbouring turns (``next_to``, said within
     :data:`CONVERSATION_PAUSE` of it) lend it: the better of either's in a conversation between
-    people (``talks``, from :func:`conversations`), :data:`REPLY_SHARE` of the turn before it for
-    an assistant's reply elsewhere, 0 for the rest."""
+    people (``talks``, from :func:`conversations`); elsewhere :data:`REPLY_SHARE` of the turn
+    before it for an assistant's reply, all of the assistant's short question before it for the
+    user's answer; 0 for the rest."""
     around = np.zeros(len(records), dtype=np.float64)
     if not next_to:
         return around
@@ -134,20 +142,6 @@ def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to:
                 and abs(records[place[t]].created_at - record.created_at) <= CONVERSATION_PAUSE]
         around[at] = share * max(lent, default=0.0)
     return around
-
-
-def answered_questions(records: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]]) -> Column:
-    """1.0 for each assistant's short question (:data:`QUESTION_LENGTH`) among ``records`` that
-    the user's next turn, said within :data:`CONVERSATION_PAUSE`, answers; 0.0 for the rest."""
-    out = np.zeros(len(records), dtype=np.float64)
-    place = {r.id: at for at, r in enumerate(records)}
-    for at, record in enumerate(records):
-        if next_to.get(record.id) and _asks(record):
-            after = [records[place[t]] for t in next_to[record.id] if t in place]
-            out[at] = float(any((r.created_at, r.id) > (record.created_at, record.id)
-                                and r.created_at - record.created_at <= CONVERSATION_PAUSE
-                                and not machine_said(r) and not _aside(r) for r in after))
-    return out
 
 
 def conversation_support(records: Sequence[MemoryRecord], relevance: Column,
@@ -181,9 +175,10 @@ def conversation_support(records: Sequence[MemoryRecord], relevance: Column,
 
 def _asks(record: MemoryRecord) -> bool:
     """Whether ``record`` is an assistant's short question ("Which airline do you usually fly
-    with?"), which the user's next turn answers."""
-    text = record.content.strip()
-    return machine_said(record) and not _aside(record) and len(text) <= QUESTION_LENGTH and text.endswith("?")
+    with?", "...? 🙂", "...？"), which the user's next turn answers."""
+    text = _TRAILING.sub("", record.content)
+    return (machine_said(record) and not _aside(record) and len(text) <= QUESTION_LENGTH
+            and text.endswith(_QUESTION_MARKS))
 
 
 def _aside(record: MemoryRecord) -> bool:

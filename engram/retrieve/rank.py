@@ -39,13 +39,7 @@ from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
-from engram.retrieve.episodes import (
-    ANSWERED_QUESTION,
-    answered_questions,
-    context_support,
-    conversation_support,
-    conversations,
-)
+from engram.retrieve.episodes import context_support, conversation_support, conversations
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
     ASK_GAIN,
@@ -257,7 +251,8 @@ def rank(
     entity). ``neighbors`` maps a memory to the turns just
     before and after it in its conversation: a turn next to a relevant candidate gains
     ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``; in a chat with an
-    assistant only a reply, from the turn it follows: :mod:`engram.retrieve.episodes`). ``bridges`` maps
+    assistant a reply takes a share of the turn it follows and the user's turn only the assistant's
+    short question it answers: :mod:`engram.retrieve.episodes`). ``bridges`` maps
     a memory to the relevance of a top result it shares an entity with, and that entity: it gains
     ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop). ``speakers`` maps a memory to the
     entity of who said it: a query entity that speaks counts fully only in its own memories.
@@ -329,8 +324,6 @@ def rank(
         reported[name] = weight / total
     talks = conversations(records)  # the conversations between people among the candidates
     around = context_support(records, relevance, neighbors or {}, talks)
-    if not asks:  # "Which airline do you usually fly with?" holds nothing of the user's; the answer does
-        relevance = relevance * (1.0 - (1.0 - ANSWERED_QUESTION) * answered_questions(records, neighbors or {}))
     via, asked, spoke, stands = gains(records, bridges or {}, said, voices, asks, speaking,
                                       requests or profile is not None,
                                       seen.standing_of if profile is None
