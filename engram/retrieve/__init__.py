@@ -35,7 +35,7 @@ from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
-from engram.retrieve.episodes import takes_context
+from engram.retrieve.episodes import lenders, takes_context
 from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first
@@ -249,12 +249,13 @@ class Pipeline:
         users_words = UsersWords(index, plan.entities)  # who says the user's own messages
         first = Known()  # what the second hop's ranking shares with the first
 
-        def load(ids: list[str]) -> None:
-            missing = [i for i in ids if i not in prefetched]
-            if missing:
+        def fetched(ids: list[str]) -> list[MemoryRecord]:
+            if missing := [i for i in ids if i not in prefetched]:
                 prefetched.update((r.id, r) for r in timed("fetch", lambda: reads.fetch(user_id, missing)))
-            fresh = [r for i in ids if (r := prefetched.get(i)) is not None]
-            fresh = [r for r in fresh if r.user_id in owners and matches(r, reading)
+            return [r for i in ids if (r := prefetched.get(i)) is not None]
+
+        def load(ids: list[str]) -> None:
+            fresh = [r for r in fetched(ids) if r.user_id in owners and matches(r, reading)
                      and (not widened or read_in_past(r))]
             if as_of is not None:
                 fresh = [r for r in fresh if truth.valid_at(r, as_of)]
@@ -294,8 +295,9 @@ class Pipeline:
             # A turn's conversation context is its neighbours' relevance: they are scored whether or not a
             # source found them, so a memory's score does not depend on how deep the sources looked.
             known = {r.id for r in records}
-            budget.read(load, neighbors=[n for r in records for n in neighbors.get(r.id, ()) if n not in known],
-                        standing=[i for i in found.standing if i not in known])  # each a request reads
+            budget.read(lambda ids: load(lenders(records, neighbors, fetched(ids))),  # those that can lend
+                        neighbors=[n for r in records for n in neighbors.get(r.id, ()) if n not in known])
+            budget.read(load, standing=[i for i in found.standing if i not in known])  # each a request reads
             ranking = ranked()
             hop: tuple[Mapping[str, Mapping[str, float]], list[Hit]] | None = None
             if config.fusion != "rrf":

@@ -46,7 +46,7 @@ from engram.retrieve.standing import machine_said
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "context_support",
-           "conversation_support", "conversations", "takes_context"]
+           "conversation_support", "conversations", "lenders", "takes_context"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -110,6 +110,24 @@ def takes_context(record: MemoryRecord) -> bool:
     """Whether ``record`` may take context from the turns next to it (:func:`context_support`), so
     that they are worth reading: a message with a role, not a notice or a tool's output."""
     return record.kind == "message" and bool((record.role or "").strip()) and not _aside(record)
+
+
+def lenders(askers: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]],
+            turns: Sequence[MemoryRecord]) -> list[str]:
+    """The ids of ``turns`` (read as the neighbours of ``askers``) that can lend one of them
+    context (:func:`context_support`), so are worth ranking: either neighbour of a turn that may be
+    a person's in a conversation between people, the turn before an assistant's reply, the
+    assistant's short question before the user's turn; each within :data:`CONVERSATION_PAUSE`."""
+    found = {t.id: t for t in turns}
+    out: dict[str, None] = {}
+    for asker in askers:
+        for other in (found[t] for t in next_to.get(asker.id, ()) if t in found):
+            if abs(other.created_at - asker.created_at) > CONVERSATION_PAUSE:
+                continue
+            before = (other.created_at, other.id) < (asker.created_at, asker.id)
+            if _among_people(asker) or (before and (machine_said(asker) or _asks(other))):
+                out[other.id] = None
+    return list(out)
 
 
 def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to: Mapping[str, Sequence[str]],
@@ -179,6 +197,13 @@ def _asks(record: MemoryRecord) -> bool:
     text = _TRAILING.sub("", record.content)
     return (machine_said(record) and not _aside(record) and len(text) <= QUESTION_LENGTH
             and text.endswith(_QUESTION_MARKS))
+
+
+def _among_people(record: MemoryRecord) -> bool:
+    """Whether ``record`` may be a turn of a conversation between people (see :func:`_between_people`)."""
+    role = (record.role or "").strip().casefold()
+    given = str((record.metadata or {}).get("message_role") or "").strip().casefold()
+    return bool(role) and role not in ROLE_WORDS and not (given and given not in USER_ROLES)
 
 
 def _aside(record: MemoryRecord) -> bool:

@@ -22,6 +22,7 @@ from engram.retrieve.episodes import (
     context_support,
     conversation_support,
     conversations,
+    lenders,
     takes_context,
 )
 
@@ -169,6 +170,22 @@ def test_a_short_question_of_the_assistant_is_read_through_what_follows_its_mark
     records = [replace(turn("ask", "assistant"), content=text),
                turn("answer", "user", created_at=NOW + timedelta(seconds=1))]
     assert context(records, [0.9, 0.0], chain(records))["answer"] == (0.9 if asks else 0.0)
+
+
+def test_only_the_turns_that_can_lend_context_are_ranked() -> None:
+    at = [NOW + timedelta(minutes=i) for i in range(6)]
+    ask = replace(turn("ask", "assistant", created_at=at[0]), content="Which airline do you fly with?")
+    answer, advice = turn("answer", "user", created_at=at[1]), turn("advice", "assistant", created_at=at[2])
+    later = turn("later", "user", created_at=at[3])
+    jon, gina = turn("jon", "Jon", "s2", created_at=at[4]), turn("gina", "Gina", "s2", created_at=at[5])
+    everyone = [ask, answer, advice, later, jon, gina]
+    # Asked for by the answer (its question), the advice (the turn it follows) and Jon (either side);
+    # the user's later turn lends nothing to the advice before it, nor is the advice its question.
+    got = lenders([answer, advice, jon], {"answer": ("ask", "advice"), "advice": ("answer", "later"),
+                                          "jon": ("gina",)}, everyone)
+    assert got == ["ask", "answer", "gina"]
+    far = replace(gina, created_at=at[4] + CONVERSATION_PAUSE + timedelta(seconds=1))
+    assert lenders([jon], {"jon": ("gina",)}, [far]) == []
 
 
 def test_only_a_turn_said_by_someone_reads_its_neighbours() -> None:
