@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import Stemmer
 
 __all__ = [
+    "ASIDE_ROLES",
     "ROLE_WORDS",
     "STOPWORDS",
     "TIME_UNITS",
@@ -63,6 +64,9 @@ QUESTION_WORDS = frozenset(["many", "much", "combined", "altogether"])
 ROLE_WORDS = frozenset(["user", "assistant", "system", "tool", "ai", "human", "bot", "agent", "function", "developer", "model"])
 #: Of those, the roles of the user's own words.
 USER_ROLES = frozenset(["user", "human"])
+#: Of those, the roles of turns that take no part in a conversation and do not end it: a notice, a
+#: tool's output (they are no turn of it either way).
+ASIDE_ROLES = frozenset(["system", "tool", "function", "developer"])
 
 # Letters and digits only: "_" and punctuation separate terms on every backend's tokenizer too.
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)

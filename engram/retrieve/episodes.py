@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from engram.model import MemoryRecord
 from engram.retrieve.standing import machine_said
-from engram.text import ROLE_WORDS, USER_ROLES
+from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
 __all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "context_support",
            "conversation_support", "conversations", "lenders", "takes_context"]
@@ -79,8 +79,7 @@ QUESTION_LENGTH = 300
 #: brackets, emoji.
 _QUESTION_MARKS = ("?", "？", "؟")
 _TRAILING = re.compile(r"[^\w?？؟]+$")
-#: Roles of turns that take no part in a conversation and do not end it: a notice, a tool's output.
-_ASIDE = frozenset(["system", "tool", "function", "developer"])
+_ASIDE = ASIDE_ROLES
 
 Column = npt.NDArray[np.float64]
 

@@ -485,6 +485,7 @@ def test_messages_without_a_session_are_one_stream_of_turns_per_agent(store: Sto
                replace(rec("u1", "a turn of a session", role="user", created_at=at[3]), session_id="s1"),
                rec("u1", "another agent's reply", role="assistant", agent_id="concierge", created_at=at[3]),
                rec("u1", "an archived turn", role="user", status="archived", created_at=at[3]),
+               rec("u1", "a tool's output", role="Tool", created_at=at[3]),
                rec("u2", "another user's turn", role="user", created_at=at[3])]
     fourth = rec("u1", "turn 3", role="assistant", created_at=at[4])  # the third's instant: the id orders them
     put(store, first, second, third, fourth, *between)

@@ -16,6 +16,7 @@ from engram.ext import SUBSTRING_MIN
 from engram.model import Filters, Hit
 from engram.stores.sql.base import SQLBase, chunks
 from engram.stores.sql.rows import filter_sql
+from engram.text import ASIDE_ROLES
 
 __all__ = ["CandidateMixin", "substring_terms"]
 
@@ -124,11 +125,13 @@ class CandidateMixin(SQLBase):
     def session_neighbors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """The messages said by someone (a role given) just before and after each such message: in
         its session, or, for one stored without a session, among the user's session-less messages
-        of the same agent (its stream). Archived and superseded messages are not turns. Every id
-        given is answered; a memory that is no such message gets no entry."""
+        of the same agent (its stream). Archived and superseded messages are not turns, nor are a
+        system notice and a tool's output (by role). Every id given is answered; a memory that is
+        no such message gets no entry."""
         d = self.dialect
         out: dict[str, tuple[str, ...]] = {}
-        said = "m.kind = 'message' AND m.role IS NOT NULL AND m.status = 'active'"
+        asides = ", ".join(f"'{role}'" for role in sorted(ASIDE_ROLES))  # fixed words, no parameters
+        said = f"m.kind = 'message' AND m.role IS NOT NULL AND LOWER(m.role) NOT IN ({asides}) AND m.status = 'active'"
         stream = f"COALESCE(m.agent_id, '') = COALESCE(c.agent_id, '') AND m.session_id IS NULL AND {said}"
         session = f"m.session_id = c.session_id AND {said}"
 
