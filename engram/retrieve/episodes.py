@@ -124,7 +124,8 @@ def lenders(askers: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]]
             if abs(other.created_at - asker.created_at) > CONVERSATION_PAUSE:
                 continue
             before = (other.created_at, other.id) < (asker.created_at, asker.id)
-            if _among_people(asker) or (before and (machine_said(asker) or _asks(other))):
+            answers = not _is_question(asker) and _asks(other)
+            if _among_people(asker) or (before and (machine_said(asker) or answers)):
                 out[other.id] = None
     return list(out)
 
@@ -153,6 +154,8 @@ def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to:
             continue
         elif machine_said(record):
             share, lenders = REPLY_SHARE, before
+        elif _is_question(record):  # a question of the user's own answers none
+            continue
         else:  # the user's answer to the assistant's question
             share, lenders = 1.0, [t for t in before if _asks(records[place[t]])]
         lent = [float(relevance[place[t]]) for t in lenders if t in place
@@ -192,10 +195,14 @@ def conversation_support(records: Sequence[MemoryRecord], relevance: Column,
 
 def _asks(record: MemoryRecord) -> bool:
     """Whether ``record`` is an assistant's short question ("Which airline do you usually fly
-    with?", "...? 🙂", "...？"), which the user's next turn answers."""
-    text = _TRAILING.sub("", record.content)
-    return (machine_said(record) and not _aside(record) and len(text) <= QUESTION_LENGTH
-            and text.endswith(_QUESTION_MARKS))
+    with?"), which the user's next turn answers unless it asks something itself."""
+    return (machine_said(record) and not _aside(record) and len(_TRAILING.sub("", record.content)) <= QUESTION_LENGTH
+            and _is_question(record))
+
+
+def _is_question(record: MemoryRecord) -> bool:
+    """Whether ``record`` ends in a question mark ("...? 🙂", "...？", "...؟" too)."""
+    return _TRAILING.sub("", record.content).endswith(_QUESTION_MARKS)
 
 
 def _among_people(record: MemoryRecord) -> bool:

@@ -157,6 +157,9 @@ def test_the_users_answer_takes_the_assistants_short_question_as_context() -> No
     got = context(records, [0.9, 0.1, 0.8, 0.0], chain(records))
     # The answer takes all of the question's; long advice ending in a question lends nothing.
     assert got == {"ask": 0.0, "answer": 0.9, "advice": round(REPLY_SHARE * 0.1, 6), "next": 0.0}
+    asking = replace(records[1], content="What's the weather in Lisbon tomorrow?")  # a question of its own
+    assert context([records[0], asking], [0.9, 0.1], chain([records[0], asking]))["answer"] == 0.0
+    assert lenders([asking], chain([records[0], asking]), records[:1]) == []
     late = replace(records[1], created_at=NOW + CONVERSATION_PAUSE + timedelta(seconds=1))
     assert context([records[0], late], [0.9, 0.1], chain([records[0], late]))["answer"] == 0.0  # hours later
 
