@@ -4,7 +4,11 @@ Vectors come from the hashing FakeEmbedder so the store and pipeline are measure
 embedding time is reported separately and excluded from the headline figures.
 
     python bench/retrieve_latency.py [--sizes 10000,100000] [--backend sqlite|postgres|both]
-        [--db-dir DIR] [--postgres-url URL] [--repeat 3]
+        [--db-dir DIR] [--postgres-url URL] [--repeat 3] [--shape notes|chat|chat-sessions]
+
+``--shape`` reads the same corpus as a chat with an assistant (every memory a message, user and
+assistant in turn), without sessions or in sessions of 20 turns: the turns next to a message are
+then read and ranked too.
 
 Filling 100k memories takes minutes, so ``--db-dir`` keeps the SQLite files and ``--postgres-url``
 (a superuser's URL of a running server) keeps one database per size; a store that already holds
@@ -29,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +51,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def fill(memory: Memory, n: int) -> float:
+def shaped(n: int, shape: str) -> Iterator[dict[str, Any]]:
+    """The corpus as ``shape`` holds it: ``notes`` as written (kinds mixed, no roles); ``chat`` every
+    memory a message of a chat with an assistant, user and assistant in turn, no session;
+    ``chat-sessions`` the same in sessions of 20 turns (the turns next to a message are read then)."""
+    for at, item in enumerate(memories(n, user_id=USER)):
+        if shape != "notes":
+            item = {**item, "kind": "message", "role": "assistant" if at % 2 else "user",
+                    "session_id": f"s{at // 20}" if shape == "chat-sessions" else None}
+        yield item
+
+
+def fill(memory: Memory, n: int, shape: str = "notes") -> float:
     started = time.perf_counter()
     batch: list[dict[str, Any]] = []
-    for item in memories(n, user_id=USER):
+    for item in shaped(n, shape):
         batch.append(item)
         if len(batch) == 2000:
             memory.add_many(batch)
@@ -82,13 +98,13 @@ def measure(memory: Memory, rounds: int) -> dict[str, Any]:
     }
 
 
-def postgres_database(admin_url: str, n: int) -> str:
+def postgres_database(admin_url: str, n: int, shape: str = "notes") -> str:
     """The URL of this size's database on the server, created with pgvector when missing."""
     from urllib.parse import urlsplit, urlunsplit
 
     import psycopg
 
-    name = f"engram_bench_{n}"
+    name = f"engram_bench_{n}" + ("" if shape == "notes" else "_" + shape.replace("-", "_"))
     with psycopg.connect(admin_url, autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
             conn.execute(f'CREATE DATABASE "{name}"')
@@ -98,11 +114,13 @@ def postgres_database(admin_url: str, n: int) -> str:
     return url
 
 
-def open_backend(backend: str, workdir: Path, n: int, postgres_url: str | None) -> tuple[Memory, Any]:
+def open_backend(backend: str, workdir: Path, n: int, postgres_url: str | None,
+                 shape: str = "notes") -> tuple[Memory, Any]:
     if backend == "sqlite":
-        return Memory(workdir / f"bench-{n}.db", embedder=FakeEmbedder(384)), None
+        name = f"bench-{n}.db" if shape == "notes" else f"bench-{n}-{shape}.db"
+        return Memory(workdir / name, embedder=FakeEmbedder(384)), None
     if postgres_url is not None:
-        return Memory(postgres_database(postgres_url, n), embedder=FakeEmbedder(384)), None
+        return Memory(postgres_database(postgres_url, n, shape), embedder=FakeEmbedder(384)), None
     from engram.testing.pgserver import start_postgres
 
     # Its own temp dir: the server runs as an unprivileged user that cannot enter ours (mode 0700).
@@ -111,12 +129,12 @@ def open_backend(backend: str, workdir: Path, n: int, postgres_url: str | None) 
 
 
 def run(backend: str, workdir: Path, n: int, args: argparse.Namespace) -> dict[str, Any]:
-    memory, server = open_backend(backend, workdir, n, args.postgres_url)
+    memory, server = open_backend(backend, workdir, n, args.postgres_url, args.shape)
     try:
         held = memory.store.count(USER)
         if held not in (0, n):
             raise SystemExit(f"{backend} store for {n} holds {held} memories of {USER!r}; remove it first")
-        load_s = fill(memory, n) if held == 0 else None
+        load_s = fill(memory, n, args.shape) if held == 0 else None
         runs = [measure(memory, args.rounds) for _ in range(args.repeat)]
     finally:
         memory.close()
@@ -135,6 +153,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="measure each store this many times, keep the quietest")
     parser.add_argument("--db-dir", type=Path, help="keep (and reuse) the SQLite files here")
     parser.add_argument("--postgres-url", help="a running server (superuser): one database per size, kept")
+    parser.add_argument("--shape", choices=["notes", "chat", "chat-sessions"], default="notes",
+                        help="the corpus as notes of mixed kinds, or as a chat with an assistant")
     parser.add_argument("--out", default="bench/results/retrieve_latency.json")
     args = parser.parse_args()
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
