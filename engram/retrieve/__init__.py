@@ -35,7 +35,7 @@ from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
-from engram.retrieve.episodes import lenders, takes_context
+from engram.retrieve.episodes import lenders, takes_context, turned_around
 from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first
@@ -254,7 +254,7 @@ class Pipeline:
                 prefetched.update((r.id, r) for r in timed("fetch", lambda: reads.fetch(user_id, missing)))
             return [r for i in ids if (r := prefetched.get(i)) is not None]
 
-        def load(ids: list[str]) -> None:
+        def load(ids: list[str], beside: bool = False) -> None:
             fresh = [r for r in fetched(ids) if r.user_id in owners and matches(r, reading)
                      and (not widened or read_in_past(r))]
             if as_of is not None:
@@ -269,8 +269,8 @@ class Pipeline:
                 nothing: dict[str, Any] = {}
                 facets.update(optional("facets", lambda: reads.facets(user_id, standing), nothing))
             alone: dict[str, tuple[str, ...]] = {}
-            neighbors.update(optional("neighbors", lambda: reads.session_neighbors(
-                user_id, [r.id for r in fresh if takes_context(r)]), alone))
+            neighbors.update(turned_around(neighbors, fresh) if beside else optional("neighbors", lambda: (
+                reads.session_neighbors(user_id, [r.id for r in fresh if takes_context(r)])), alone))
 
         similarity_range = self._similarity_range(config, budget)
 
@@ -295,7 +295,7 @@ class Pipeline:
             # A turn's conversation context is its neighbours' relevance: they are scored whether or not a
             # source found them, so a memory's score does not depend on how deep the sources looked.
             known = {r.id for r in records}
-            budget.read(lambda ids: load(lenders(records, neighbors, fetched(ids))),  # those that can lend
+            budget.read(lambda ids: load(lenders(records, neighbors, fetched(ids)), beside=True),  # that can lend
                         neighbors=[n for r in records for n in neighbors.get(r.id, ()) if n not in known])
             budget.read(load, standing=[i for i in found.standing if i not in known])  # each a request reads
             ranking = ranked()

@@ -46,7 +46,7 @@ from engram.retrieve.standing import machine_said
 from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
 __all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "context_support",
-           "conversation_support", "conversations", "lenders", "takes_context"]
+           "conversation_support", "conversations", "lenders", "takes_context", "turned_around"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -128,6 +128,18 @@ def lenders(askers: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]]
             if _among_people(asker) or (before and (machine_said(asker) or answers)):
                 out[other.id] = None
     return list(out)
+
+
+def turned_around(next_to: Mapping[str, Sequence[str]], turns: Sequence[MemoryRecord]) -> dict[str, tuple[str, ...]]:
+    """The turns next to each of ``turns`` that ``next_to`` already knows: a turn read as the
+    neighbour of another has that one for its neighbour (what lies beyond it was not read)."""
+    wanted = {t.id for t in turns if takes_context(t)}
+    out: dict[str, list[str]] = {}
+    for asker, others in next_to.items():
+        for other in others:
+            if other in wanted:
+                out.setdefault(other, []).append(asker)
+    return {turn: tuple(found) for turn, found in out.items()}
 
 
 def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to: Mapping[str, Sequence[str]],

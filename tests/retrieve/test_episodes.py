@@ -24,6 +24,7 @@ from engram.retrieve.episodes import (
     conversations,
     lenders,
     takes_context,
+    turned_around,
 )
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
@@ -189,6 +190,12 @@ def test_only_the_turns_that_can_lend_context_are_ranked() -> None:
     assert got == ["ask", "answer", "gina"]
     far = replace(gina, created_at=at[4] + CONVERSATION_PAUSE + timedelta(seconds=1))
     assert lenders([jon], {"jon": ("gina",)}, [far]) == []
+
+
+def test_a_turn_read_as_a_neighbour_has_the_turn_it_is_next_to_for_its_own() -> None:
+    read = {"b": ("a", "c"), "d": ("c",), "e": ("f",)}
+    turns = [turn("a", "Jon"), turn("c", "Gina"), turn("f", None)]  # f: no turn of anyone's
+    assert turned_around(read, turns) == {"a": ("b",), "c": ("b", "d")}
 
 
 def test_only_a_turn_said_by_someone_reads_its_neighbours() -> None:
