@@ -75,6 +75,7 @@ from engram.retrieve.past import superseded
 from engram.retrieve.ranking import (
     AHEAD_SIGNAL,
     ASK_SIGNAL,
+    CONTEXT_SIGNAL,
     CONVERSATION_SIGNAL,
     DESCRIBES_SIGNAL,
     LATEST_SIGNAL,
@@ -106,7 +107,6 @@ __all__ = [
 
 KEYWORD_SIGNAL = "keyword_relevance"
 RELEVANCE_SIGNAL = "relevance"
-CONTEXT_SIGNAL = "conversation_context"
 #: The share of a query's keyword weight at which its best keyword match counts as a full match
 #: (keyword relevance 1.0). LoCoMo dev evidence recall@10 +2.4 and LongMemEval dev turn recall@5
 #: +1.2 over reading keyword scores as a share of every query word; flat between 0.3 and 0.5.

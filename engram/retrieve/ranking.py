@@ -19,11 +19,14 @@ import numpy.typing as npt
 
 from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.standing import machine_said
 from engram.retrieve.types import Scored
+from engram.text import USER_ROLES
 
 __all__ = [
     "AHEAD_SIGNAL",
     "ASK_SIGNAL",
+    "CONTEXT_SIGNAL",
     "CONVERSATION_SIGNAL",
     "DESCRIBES_SIGNAL",
     "LATEST_SIGNAL",
@@ -47,10 +50,14 @@ VALUE_SIGNAL = "holds_value"
 PAST_SIGNAL = "no_longer_holds"
 AHEAD_SIGNAL = "names_day"
 CONVERSATION_SIGNAL = "same_conversation"
+CONTEXT_SIGNAL = "conversation_context"
 
 _NONE: Mapping[str, float] = MappingProxyType({})
 #: The support of its conversation from which a turn's reasons say so (a third of a full match).
 _TOLD_TOGETHER = 0.3
+#: The context lent by the turn next to it from which a turn's reasons say so (a fifth of a full
+#: match: an assistant's reply takes a third of what it follows).
+_NEXT_TO = 0.2
 
 # Sources whose reasons are written out by name; any other source is credited as "found by <name>".
 _KNOWN_SOURCES = frozenset(
@@ -175,6 +182,8 @@ def _reasons(
         reasons.append("a question, as asked")
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
+    if signals.get(CONTEXT_SIGNAL, 0.0) >= _NEXT_TO:
+        reasons.append(_next_to(record))
     if signals.get(CONVERSATION_SIGNAL, 0.0) >= _TOLD_TOGETHER:
         reasons.append("in a conversation between people whose other turns match")
     if signals.get(DESCRIBES_SIGNAL):
@@ -213,3 +222,12 @@ def _reasons(
         else:
             reasons.append(f"found by {name}")
     return tuple(reasons)
+
+
+def _next_to(record: MemoryRecord) -> str:
+    """Why a turn gained from the turn next to it, as that turn's part in the conversation."""
+    if machine_said(record):
+        return "the reply to a turn that matches"
+    if (record.role or "").strip().casefold() in USER_ROLES:
+        return "answers the assistant's question, which matches"
+    return "next to a turn that matches"

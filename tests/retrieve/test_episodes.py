@@ -260,6 +260,8 @@ def test_the_reply_two_turns_later_rises_in_a_conversation_between_people(tmp_pa
     assert told is not None, f"the reply is not in the top 10: {[m.content for m in people]}"
     assert told.signals["same_conversation"] > 0.3
     assert "in a conversation between people whose other turns match" in told.reasons
+    beside = [m for m in people if m.signals["conversation_context"] >= 0.2]
+    assert beside and all("next to a turn that matches" in m.reasons for m in beside)
     # The same words in a chat with an assistant gain nothing from their session, and rank lower.
     assert all(m.signals["same_conversation"] == 0.0 for m in assistant)
     place = {m.content: at for at, m in enumerate(assistant)}
@@ -318,6 +320,8 @@ def test_each_agent_of_a_user_is_a_stream_of_its_own(tmp_path: Path, embedder: E
     assert found[rows[1][2]].signals["conversation_context"] == 0.0
     answer = found[rows[2][2]].signals["conversation_context"]
     assert answer == pytest.approx(REPLY_SHARE * found[question].signals["relevance"], rel=0.05)
+    assert "the reply to a turn that matches" in found[rows[2][2]].reasons
+    assert not any("turn that matches" in reason for reason in found[rows[1][2]].reasons)
 
 
 ONBOARDING = (
@@ -340,5 +344,7 @@ def test_the_answer_to_the_assistants_question_is_found_with_it(tmp_path: Path, 
     with Memory(tmp_path / "onboarding.db", embedder=embedder) as memory:
         memory.add_many([{**row, "user_id": "u", "session_id": session} for row in rows])
         for _, answer, question in ONBOARDING:
-            got = [m.content for m in memory.retrieve(question, user_id="u", now=NOW, config=config).memories]
+            found = memory.retrieve(question, user_id="u", now=NOW, config=config).memories
+            got = [m.content for m in found]
             assert answer in got, (question, got)
+            assert "answers the assistant's question, which matches" in found[got.index(answer)].reasons
