@@ -284,3 +284,35 @@ def test_retrieve_ranks_identically_on_both_backends(postgres_store: Any, tmp_pa
     assert results[0] == results[1]
     assert any(results[0])
     assert "m08" in [memory_id for memory_id, *_ in results[0][-1]]
+
+
+def test_the_turns_next_to_a_message_are_the_same_on_both_backends(postgres_store: Any, tmp_path: Path) -> None:
+    """Sessions and session-less streams (two agents, a note, a tool's output, turns stamped alike):
+    the same neighbours, and the same ranking and reasons from them."""
+    from engram import Memory, RetrievalConfig
+    from engram.embedders.fake import FakeEmbedder
+
+    rnd = random.Random(11)
+    rows: list[dict[str, Any]] = []
+    for i in range(120):
+        said = T0 + timedelta(minutes=i // 3)  # three turns to a minute: ties decided by id
+        role = rnd.choice(("user", "assistant", "assistant", "tool", None, "Jon", "Gina"))
+        text = " ".join(rnd.choice(VOCAB) for _ in range(rnd.randint(3, 9)))
+        rows.append({"id": f"t{i:03d}", "user_id": "u", "created_at": said.isoformat(), "role": role,
+                     "content": text + ("?" if rnd.random() < 0.3 else "."),
+                     "session_id": rnd.choice((None, None, "s1", "s2")), "agent_id": rnd.choice((None, "coder"))})
+    got = []
+    for store in (SQLiteStore(tmp_path / "turns.db"), postgres_store):
+        with Memory(store=store, embedder=FakeEmbedder()) as memory:
+            memory.add_many(rows)
+            ids = [r["id"] for r in rows]
+            config = RetrievalConfig(top_k=10, min_score=0.0, cache_ttl=0)
+            got.append((memory.store.session_neighbors("u", ids), [
+                [(e.id, round(e.score, 9), round(e.signals["conversation_context"], 9), tuple(sorted(e.reasons)))
+                 for e in memory.retrieve(q, user_id="u", now=T0 + timedelta(hours=1), config=config).memories]
+                for q in ("invoice payment acme", "doctor appointment", "server outage deploy")
+            ]))
+    assert got[0] == got[1]
+    neighbours, ranked = got[0]
+    assert len(neighbours) > 50 and any(len(turns) == 2 for turns in neighbours.values())
+    assert any(context > 0 for answer in ranked for _, _, context, _ in answer)
