@@ -11,11 +11,11 @@ and there the gain lifted the other turns of the session a fact was told in abov
 sessions (LongMemEval dev, user turns recall_all@10 0.929 -> 0.881; every turn 0.849 -> 0.806).
 A conversation is one user's session, cut wherever it pauses for more than
 :data:`CONVERSATION_PAUSE` (a channel kept as one session for months is many conversations);
-messages stored without a session are one stream per agent, cut the same way (LoCoMo dev with its session
-ids left out: recall@10 0.720 -> 0.759; 0.810, as with them, once the turns next to each are read
-in the stream too). It is one between people when its messages are said by at
-least two named people and none by an assistant, nor by a user with no name (a role word such as
-``user``); a system notice or a tool's output takes no part, nor does a memory that is no message.
+messages stored without a session are one stream per agent, cut the same way (LoCoMo dev with its
+session ids left out: recall@10 0.720 -> 0.759; 0.810, as with them, once the turns next to each
+are read in the stream too). It is one between people when its messages are said by at least two
+named people and none by an assistant, nor by a user with no name (a role word such as ``user``);
+a system notice or a tool's output takes no part, nor does a memory that is no message.
 A named assistant (``{"role": "assistant", "name": "Sol"}``, stored as "Sol") is known by the role
 its message was given, kept in the metadata as ``message_role``. Nothing is read from the store:
 the candidates a retrieval already ranks are the conversation's turns it knows.
@@ -79,7 +79,6 @@ QUESTION_LENGTH = 300
 #: brackets, emoji.
 _QUESTION_MARKS = ("?", "？", "؟")
 _TRAILING = re.compile(r"[^\w?？؟]+$")
-_ASIDE = ASIDE_ROLES
 
 Column = npt.NDArray[np.float64]
 
@@ -108,7 +107,7 @@ def conversations(records: Sequence[MemoryRecord]) -> list[list[int]]:
 def takes_context(record: MemoryRecord) -> bool:
     """Whether ``record`` may take context from the turns next to it (:func:`context_support`), so
     that they are worth reading: a message with a role, not a notice or a tool's output."""
-    return record.kind == "message" and bool((record.role or "").strip()) and not _aside(record)
+    return record.kind == "message" and bool(_roles(record)[0]) and not _aside(record)
 
 
 def lenders(askers: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]],
@@ -121,11 +120,7 @@ def lenders(askers: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]]
     out: dict[str, None] = {}
     for asker in askers:
         for other in (found[t] for t in next_to.get(asker.id, ()) if t in found):
-            if abs(other.created_at - asker.created_at) > CONVERSATION_PAUSE:
-                continue
-            before = (other.created_at, other.id) < (asker.created_at, asker.id)
-            answers = not _is_question(asker) and _asks(other)
-            if _among_people(asker) or (before and (machine_said(asker) or answers)):
+            if _lent(asker, other, _among_people(asker)):
                 out[other.id] = None
     return list(out)
 
@@ -155,24 +150,9 @@ def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to:
     people = {at for talk in talks for at in talk}
     place = {r.id: at for at, r in enumerate(records)}
     for at, record in enumerate(records):
-        turns = next_to.get(record.id)
-        if not turns:
-            continue
-        before = [t for t in turns if t in place
-                  and (records[place[t]].created_at, t) < (record.created_at, record.id)]
-        if at in people:
-            share, lenders = 1.0, list(turns)
-        elif _aside(record):
-            continue
-        elif machine_said(record):
-            share, lenders = REPLY_SHARE, before
-        elif _is_question(record):  # a question of the user's own answers none
-            continue
-        else:  # the user's answer to the assistant's question
-            share, lenders = 1.0, [t for t in before if _asks(records[place[t]])]
-        lent = [float(relevance[place[t]]) for t in lenders if t in place
-                and abs(records[place[t]].created_at - record.created_at) <= CONVERSATION_PAUSE]
-        around[at] = share * max(lent, default=0.0)
+        lent = [share * float(relevance[place[t]]) for t in next_to.get(record.id, ()) if t in place
+                if (share := _lent(record, records[place[t]], at in people))]
+        around[at] = max(lent, default=0.0)
     return around
 
 
@@ -205,11 +185,28 @@ def conversation_support(records: Sequence[MemoryRecord], relevance: Column,
     return support
 
 
+def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool) -> float:
+    """The share of its relevance ``other``, a turn next to ``asker``, lends it: all of either
+    side's in a conversation between people (``people``); elsewhere :data:`REPLY_SHARE` of the
+    turn before an assistant's reply, all of the assistant's short question before the user's turn
+    that does not ask something itself; none from further than :data:`CONVERSATION_PAUSE`."""
+    if abs(other.created_at - asker.created_at) > CONVERSATION_PAUSE:
+        return 0.0
+    if people:
+        return 1.0
+    if _aside(asker) or (other.created_at, other.id) >= (asker.created_at, asker.id):
+        return 0.0
+    if machine_said(asker):
+        return REPLY_SHARE
+    return 1.0 if _asks(other) and not _is_question(asker) else 0.0
+
+
 def _asks(record: MemoryRecord) -> bool:
     """Whether ``record`` is an assistant's short question ("Which airline do you usually fly
     with?"), which the user's next turn answers unless it asks something itself."""
-    return (machine_said(record) and not _aside(record) and len(_TRAILING.sub("", record.content)) <= QUESTION_LENGTH
-            and _is_question(record))
+    text = _TRAILING.sub("", record.content)
+    return (machine_said(record) and not _aside(record) and len(text) <= QUESTION_LENGTH
+            and text.endswith(_QUESTION_MARKS))
 
 
 def _is_question(record: MemoryRecord) -> bool:
@@ -217,17 +214,22 @@ def _is_question(record: MemoryRecord) -> bool:
     return _TRAILING.sub("", record.content).endswith(_QUESTION_MARKS)
 
 
+def _roles(record: MemoryRecord) -> tuple[str, str]:
+    """``record``'s role and the role its message was given (``message_role``), read alike."""
+    given = (record.metadata or {}).get("message_role")
+    return (record.role or "").strip().casefold(), str(given or "").strip().casefold()
+
+
 def _among_people(record: MemoryRecord) -> bool:
-    """Whether ``record`` may be a turn of a conversation between people (see :func:`_between_people`)."""
-    role = (record.role or "").strip().casefold()
-    given = str((record.metadata or {}).get("message_role") or "").strip().casefold()
+    """Whether ``record`` may be a turn of a conversation between people: said by a named person,
+    not by an assistant, a user with no name or in a role given to another part."""
+    role, given = _roles(record)
     return bool(role) and role not in ROLE_WORDS and not (given and given not in USER_ROLES)
 
 
 def _aside(record: MemoryRecord) -> bool:
     """Whether ``record`` is a notice or a tool's output (by its role or the role it was given)."""
-    given = str((record.metadata or {}).get("message_role") or "").strip().casefold()
-    return (record.role or "").strip().casefold() in _ASIDE or given in _ASIDE
+    return any(role in ASIDE_ROLES for role in _roles(record))
 
 
 def _between_people(records: Sequence[MemoryRecord], members: list[int]) -> list[int]:
@@ -235,11 +237,10 @@ def _between_people(records: Sequence[MemoryRecord], members: list[int]) -> list
     turns, people = [], set()
     for at in members:
         record = records[at]
-        role = (record.role or "").strip().casefold()
-        given = str((record.metadata or {}).get("message_role") or "").strip().casefold()
+        role = _roles(record)[0]
         if not role or _aside(record):
             continue
-        if role in ROLE_WORDS or (given and given not in USER_ROLES):
+        if not _among_people(record):
             return []  # a chat with an assistant, or a turn of one
         turns.append(at)
         people.add(role)
