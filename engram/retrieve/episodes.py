@@ -64,9 +64,10 @@ CONVERSATION_PAUSE = timedelta(hours=2)
 #: turns, instructions and LoCoMo alike for all three; the everyday set's Docker question (above)
 #: 11th with none, 5th with a third.
 REPLY_SHARE = 1 / 3
-#: An assistant's message this short that ends in a question mark is a question the user's next
-#: turn answers ("What should I call you?" / "Alex is fine."): that turn takes all its relevance
-#: as context. Longer advice that ends in a question ("... Anything else?") lends nothing. No dev
+#: An assistant's message this short that asks something (a sentence of it ends in a question
+#: mark) is a question the user's next turn answers ("What should I call you?" / "Alex is fine.";
+#: "Noted. What's your usual order? I can save it." / "Oat flat white."): that turn takes all its
+#: relevance as context. Longer advice that ends in a question ("... Anything else?") lends nothing. No dev
 #: set moved (LongMemEval's assistant turns are long; 300 and 1,000 characters alike). Six
 #: onboarding exchanges written for it ("Which airline do I prefer?"): without it, once the user's
 #: turns stopped taking the advice around them, two answers fell out of the top 5; with it all six
@@ -75,10 +76,13 @@ REPLY_SHARE = 1 / 3
 #: answer above its question (the question counting a third) put four of the six first, but hid
 #: what a question holds itself ("Shall I book the 8pm table at Nopa?" / "Yes please.").
 QUESTION_LENGTH = 300
-#: Question marks (Latin, full-width, Arabic), and what may follow the last: spaces, quotes,
-#: brackets, emoji.
-_QUESTION_MARKS = ("?", "？", "؟")
-_TRAILING = re.compile(r"[^\w?？؟]+$")
+#: A question mark (Latin, full-width, Arabic) that ends a sentence: after a word or a closing
+#: character, before a space or the end, with only quotes, brackets or emoji between.
+_ASKING = re.compile(r"[^\s?？؟][?？؟]+(?=[^\w\s]*(?:\s|$))")
+#: What holds question marks without asking: code spans and web addresses ("watch?v=...").
+#: A question quoted or answered in the same turn ("You asked 'is it spicy?' It's mild.") still
+#: counts: rare in a short turn, and no rule tells it apart safely.
+_NOT_PROSE = re.compile(r"`[^`]*`|\S+://\S+|www\.\S+")
 
 Column = npt.NDArray[np.float64]
 
@@ -202,16 +206,17 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool) -> float:
 
 
 def _asks(record: MemoryRecord) -> bool:
-    """Whether ``record`` is an assistant's short question ("Which airline do you usually fly
-    with?"), which the user's next turn answers unless it asks something itself."""
-    text = _TRAILING.sub("", record.content)
-    return (machine_said(record) and not _aside(record) and len(text) <= QUESTION_LENGTH
-            and text.endswith(_QUESTION_MARKS))
+    """Whether ``record`` is an assistant's short turn that asks something ("Which airline do you
+    usually fly with?", also "Noted. What's your usual order? I can save it."), which the user's
+    next turn answers unless it asks something itself."""
+    return (machine_said(record) and not _aside(record) and len(record.content.strip()) <= QUESTION_LENGTH
+            and _is_question(record))
 
 
 def _is_question(record: MemoryRecord) -> bool:
-    """Whether ``record`` ends in a question mark ("...? 🙂", "...？", "...؟" too)."""
-    return _TRAILING.sub("", record.content).endswith(_QUESTION_MARKS)
+    """Whether a sentence of ``record`` ends in a question mark ("...? 🙂", "...？", "...؟" too),
+    code and web addresses left out."""
+    return _ASKING.search(_NOT_PROSE.sub(" ", record.content)) is not None
 
 
 def _roles(record: MemoryRecord) -> tuple[str, str]:

@@ -158,8 +158,9 @@ def test_the_users_answer_takes_the_assistants_short_question_as_context() -> No
     got = context(records, [0.9, 0.1, 0.8, 0.0], chain(records))
     # The answer takes all of the question's; long advice ending in a question lends nothing.
     assert got == {"ask": 0.0, "answer": 0.9, "advice": round(REPLY_SHARE * 0.1, 6), "next": 0.0}
-    asking = replace(records[1], content="What's the weather in Lisbon tomorrow?")  # a question of its own
-    assert context([records[0], asking], [0.9, 0.1], chain([records[0], asking]))["answer"] == 0.0
+    for own in ("What's the weather in Lisbon tomorrow?", "Is there parking nearby? I'll be driving."):
+        asking = replace(records[1], content=own)  # a question of its own
+        assert context([records[0], asking], [0.9, 0.1], chain([records[0], asking]))["answer"] == 0.0
     assert lenders([asking], chain([records[0], asking]), records[:1]) == []
     late = replace(records[1], created_at=NOW + CONVERSATION_PAUSE + timedelta(seconds=1))
     assert context([records[0], late], [0.9, 0.1], chain([records[0], late]))["answer"] == 0.0  # hours later
@@ -168,9 +169,14 @@ def test_the_users_answer_takes_the_assistants_short_question_as_context() -> No
 @pytest.mark.parametrize(("text", "asks"), [
     ("Which airline do you usually fly with? 🙂", True), ('"Shall I book it?"', True), ("Ready?!", True),
     ("¿Reservo la mesa?", True), ("予約しますか？", True), ("هل أحجز؟", True),
-    ("I booked it.", False), ("x" * QUESTION_LENGTH + "?", False),
+    ("Noted. While we're on coffee: what's your usual order? I can save it for pre-orders.", True),
+    ("I booked it.", False), ("x" * QUESTION_LENGTH + "?", False), ("x" * QUESTION_LENGTH + "? Thanks.", False),
+    # Question marks that ask nothing: a web address, code.
+    ("Here's the tutorial: https://www.youtube.com/watch?v=ramen123 on making broth.", False),
+    ("Try www.example.com/cart?item=42 for it.", False), ("Use `x = a ? b : c` there.", False),
+    ("The ?? operator returns the right side.", False),
 ])
-def test_a_short_question_of_the_assistant_is_read_through_what_follows_its_mark(text: str, asks: bool) -> None:
+def test_a_short_turn_of_the_assistant_that_asks_something_is_its_question(text: str, asks: bool) -> None:
     records = [replace(turn("ask", "assistant"), content=text),
                turn("answer", "user", created_at=NOW + timedelta(seconds=1))]
     assert context(records, [0.9, 0.0], chain(records))["answer"] == (0.9 if asks else 0.0)
