@@ -2,9 +2,10 @@
 
 Runs the LongMemEval and LoCoMo dev sets (read from ``../shared/data/`` beside the repository, never
 copied into it; a set that is absent is skipped with a message) as raw rankings and with
-``--defaults`` semantics (``retrieve(q, config=RetrievalConfig(top_k=k))``), and the everyday
-scenario set, then prints one summary: the headline metric per set for engram, BM25, dense and
-their reciprocal rank fusion, all from the same run and the same vectors.
+``--defaults`` semantics (``retrieve(q, config=RetrievalConfig(top_k=k))``), the everyday
+scenario set and the probe sets written blind to the code, then prints one summary: the headline
+metric per set for engram, BM25, dense and their reciprocal rank fusion, all from the same run and
+the same vectors.
 
     python bench/quality.py [--out bench/results/quality.json]
 """
@@ -46,6 +47,7 @@ def main() -> int:
     parser.add_argument("--sets", nargs="+", choices=[s[0] for s in SETS], default=[s[0] for s in SETS])
     parser.add_argument("--modes", nargs="+", choices=("ranked", "defaults"), default=["ranked", "defaults"])
     parser.add_argument("--no-scenarios", action="store_true", help="skip the everyday scenario set")
+    parser.add_argument("--no-probes", action="store_true", help="skip the probe sets (tests/quality/probes)")
     parser.add_argument("--by-type", action="store_true", help="also print each question type or category")
     args = parser.parse_args()
     embedder = CachedEmbedder(default_embedder())
@@ -78,6 +80,10 @@ def main() -> int:
         from engram.eval.scenarios import main as scenarios_main
 
         scenarios_main([])
+    if not args.no_probes:
+        from engram.eval.probes import main as probes_main
+
+        probes_main([])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     print(f"wrote {args.out}")
