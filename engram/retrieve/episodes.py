@@ -45,7 +45,7 @@ from engram.model import MemoryRecord
 from engram.retrieve.standing import machine_said
 from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
-__all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "context_support",
+__all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "answers", "context_support",
            "conversation_support", "conversations", "lenders", "takes_context", "turned_around"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
@@ -158,6 +158,14 @@ def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to:
                 if (share := _lent(record, records[place[t]], at in people))]
         around[at] = max(lent, default=0.0)
     return around
+
+
+def answers(records: Sequence[MemoryRecord], talks: Sequence[Sequence[int]]) -> npt.NDArray[np.bool_]:
+    """Per record, whether its context (:func:`context_support`) is an assistant's question it
+    answers: the user's turns outside a conversation between people take no other."""
+    people = {at for talk in talks for at in talk}
+    return np.fromiter((at not in people and not machine_said(r) for at, r in enumerate(records)), dtype=bool,
+                       count=len(records))
 
 
 def conversation_support(records: Sequence[MemoryRecord], relevance: Column,

@@ -552,15 +552,20 @@ class TestScoresWithoutCeiling:
         assert shown.max() < 1.0
 
 
-def test_a_long_message_keeps_less_of_its_keyword_evidence() -> None:
+def test_a_long_answer_of_the_assistant_keeps_less_of_its_keyword_evidence() -> None:
     # A 2,000-character answer holds many of a query's words by chance: at the same keyword score
     # as a short message it keeps (KEYWORD_LENGTH / 2000) ** KEYWORD_LENGTH_POWER of it.
-    short = rec("short", content="graduation ceremony")
-    long = rec("long", content="graduation " + "x" * (2000 - len("graduation ")))
-    limit = rec("limit", content="y" * KEYWORD_LENGTH)
-    out = {s.record.id: s for s in run([short, long, limit], keyword_scores={"short": 0.6, "long": 0.6, "limit": 0.6})}
-    assert out["short"].signals["keyword_relevance"] == pytest.approx(1.0)
-    assert out["limit"].signals["keyword_relevance"] == pytest.approx(1.0)
+    text = "graduation " + "x" * (2000 - len("graduation "))
+    short = rec("short", content="graduation ceremony", role="assistant")
+    long = rec("long", content=text, role="assistant")
+    limit = rec("limit", content="y" * KEYWORD_LENGTH, role="assistant")
+    # What the user pasted, or a note stored without a role, keeps its evidence: a rare word in a
+    # long itinerary is what it was kept for.
+    pasted, note = rec("pasted", content=text, role="user"), rec("note", content=text)
+    scores = {"short": 0.6, "long": 0.6, "limit": 0.6, "pasted": 0.6, "note": 0.6}
+    out = {s.record.id: s for s in run([short, long, limit, pasted, note], keyword_scores=scores)}
+    for full in ("short", "limit", "pasted", "note"):
+        assert out[full].signals["keyword_relevance"] == pytest.approx(1.0)
     kept = (KEYWORD_LENGTH / 2000) ** KEYWORD_LENGTH_POWER
     assert out["long"].signals["keyword_relevance"] == pytest.approx(kept)
     assert out["long"].score < out["short"].score
