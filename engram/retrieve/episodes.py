@@ -35,7 +35,7 @@ top 10. A neighbour said more than :data:`CONVERSATION_PAUSE` away is another co
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 
 import numpy as np
@@ -46,7 +46,8 @@ from engram.retrieve.standing import machine_said
 from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
 __all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "answers", "context_support",
-           "conversation_support", "conversations", "lenders", "takes_context", "turned_around"]
+           "conversation_support", "conversations", "lenders", "said_by_a_person", "takes_context",
+           "turned_around"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -72,9 +73,10 @@ REPLY_SHARE = 1 / 3
 #: onboarding exchanges written for it ("Which airline do I prefer?"): without it, once the user's
 #: turns stopped taking the advice around them, two answers fell out of the top 5; with it all six
 #: are in the top 5 (2nd to 4th, after the question), as when every turn took either neighbour's
-#: relevance (2nd to 4th with sessions; without them two were missing then too). Ranking the
-#: answer above its question (the question counting a third) put four of the six first, but hid
-#: what a question holds itself ("Shall I book the 8pm table at Nopa?" / "Yes please.").
+#: relevance (2nd to 4th with sessions; without them two were missing then too). Demoting the
+#: question (counting a third) put four of the six answers first but hid what a question holds
+#: itself ("Shall I book the 8pm table at Nopa?" / "Yes please."); the answer now gains more
+#: instead (gain_weights.ANSWER_GAIN): four first, the question kept.
 QUESTION_LENGTH = 300
 #: A question mark (Latin, full-width, Arabic) that ends a sentence: after a word or a closing
 #: character, before a space or the end, with only quotes, brackets or emoji between.
@@ -160,12 +162,24 @@ def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to:
     return around
 
 
-def answers(records: Sequence[MemoryRecord], talks: Sequence[Sequence[int]]) -> npt.NDArray[np.bool_]:
-    """Per record, whether its context (:func:`context_support`) is an assistant's question it
-    answers: the user's turns outside a conversation between people take no other."""
+def answers(records: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]], talks: Sequence[Sequence[int]],
+            close: Callable[[str, str], bool]) -> npt.NDArray[np.bool_]:
+    """Per record, whether it is the user's answer to the assistant's short question next to it
+    (what :func:`context_support` lends it) and ``close`` to it in meaning: "Shall I remind you on
+    Tuesday?" / "I bought milk." is a turn that ignored the question, not its answer."""
     people = {at for talk in talks for at in talk}
-    return np.fromiter((at not in people and not machine_said(r) for at, r in enumerate(records)), dtype=bool,
-                       count=len(records))
+    place = {r.id: at for at, r in enumerate(records)}
+    return np.fromiter((
+        at not in people and not machine_said(record) and any(
+            t in place and _lent(record, records[place[t]], False) and close(record.id, t)
+            for t in next_to.get(record.id, ()))
+        for at, record in enumerate(records)), dtype=bool, count=len(records))
+
+
+def said_by_a_person(record: MemoryRecord) -> bool:
+    """Whether ``record`` is a message a person wrote: the user's, or a named speaker's (not an
+    assistant's, a notice, a tool's output or a memory stored without a role)."""
+    return bool(_roles(record)[0]) and not machine_said(record) and not _aside(record)
 
 
 def conversation_support(records: Sequence[MemoryRecord], relevance: Column,

@@ -21,12 +21,14 @@ __all__ = [
 #: it (engram.retrieve.episodes.REPLY_SHARE).
 CONTEXT_GAIN = 0.3
 #: ... and a user's answer to the assistant's short question gains this much of the question's
-#: relevance: the answer ("Four of us, two adults and two kids.") is what was learnt, the question
-#: ("How many people will be travelling?") what matches. With CONTEXT_GAIN the question ranked
-#: first in six onboarding exchanges out of six, the answer 2nd-4th; with 0.9 the answer is first
-#: in four. The probe sets (tests/quality/probes) recall@5 0.651 -> 0.670, hit@1 0.385 -> 0.408
-#: (dense 0.402), recall@10 0.813 -> 0.802 (two lists lost a member at 10, to lifted answers);
-#: 0.6: 0.657 / 0.391 / 0.812. No dev set moved: none holds such exchanges.
+#: relevance, when it is closer to the question in meaning than unrelated texts are (the bottom of
+#: the embedder's similarity range; "Shall I remind you on Tuesday?" / "I bought milk." is a turn
+#: that ignored it and gains CONTEXT_GAIN): the answer ("Four of us, two adults and two kids.") is
+#: what was learnt, the question ("How many people will be travelling?") what matches. With
+#: CONTEXT_GAIN the question ranked first in six onboarding exchanges out of six, the answer 2nd-4th;
+#: with 0.9 the answer is first in four. The probe sets (tests/quality/probes) recall@5 0.651 ->
+#: 0.670, hit@1 0.385 -> 0.408, recall@10 0.813 -> 0.802 (two lists lost a member at 10 to lifted
+#: answers); 0.6: 0.657 / 0.391 / 0.812. No dev set moved: none holds such exchanges.
 ANSWER_GAIN = 0.9
 #: How much of its conversation's support (engram.retrieve.episodes: the relevance the best three
 #: turns of a conversation between people lend it, its own left out, over three) a turn gains: the

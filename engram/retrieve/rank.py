@@ -39,7 +39,7 @@ from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
-from engram.retrieve.episodes import answers, context_support, conversation_support, conversations
+from engram.retrieve.episodes import answers, context_support, conversation_support, conversations, said_by_a_person
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
     ANSWER_GAIN,
@@ -93,14 +93,15 @@ from engram.retrieve.signals import (
     reciprocal_rank,
     type_boost,
 )
-from engram.retrieve.standing import machine_said, said_of_themselves
+from engram.retrieve.standing import said_of_themselves
 
 __all__ = [
     "AHEAD_GAIN", "AHEAD_SIGNAL", "ALL_SIGNALS", "ANSWER_GAIN", "ASK_GAIN", "ASK_SIGNAL", "BRIDGE_GAIN",
     "BRIDGE_MENTION",
     "BRIDGE_SIGNAL", "CONTEXT_GAIN", "CONTEXT_SIGNAL", "CONTEXT_SIGNALS", "CONVERSATION_GAIN", "CONVERSATION_SIGNAL",
     "DESCRIBES_GAIN", "DESCRIBES_SIGNAL",
-    "KEYWORD_FULL_SHARE", "KEYWORD_LENGTH", "KEYWORD_LENGTH_POWER", "KEYWORD_SIGNAL", "LATEST_GAIN", "LATEST_SIGNAL",
+    "KEYWORD_FULL_SHARE", "KEYWORD_LENGTH", "KEYWORD_LENGTH_POWER", "KEYWORD_LENGTH_POWER_OWN", "KEYWORD_SIGNAL",
+    "LATEST_GAIN", "LATEST_SIGNAL",
     "MEANING_LOW_SLACK", "MEANING_REACH", "NEWEST_GAIN", "NEWEST_SIGNAL", "PAST_GAIN", "PAST_SIGNAL", "RANGE_MATCH",
     "RELEVANCE_SIGNAL", "SCOPE_TRUST", "SCORE_KNEE", "STANDING_GAIN", "STANDING_SIGNAL", "TIMELESS_KINDS",
     "TYPE_GAIN", "TYPE_SIGNAL", "VALUE_GAIN", "VALUE_SIGNAL", "VOICE_GAIN", "VOICE_SIGNAL", "apply_min_score",
@@ -113,18 +114,20 @@ RELEVANCE_SIGNAL = "relevance"
 #: (keyword relevance 1.0). LoCoMo dev evidence recall@10 +2.4 and LongMemEval dev turn recall@5
 #: +1.2 over reading keyword scores as a share of every query word; flat between 0.3 and 0.5.
 KEYWORD_FULL_SHARE = 0.5
-#: Keyword evidence of an assistant's message longer than this many characters counts
-#: ``(KEYWORD_LENGTH / length) ** KEYWORD_LENGTH_POWER`` of itself: a long answer holds many of a
-#: query's words by chance (BM25's length normalization leaves a 2,500-character message the best
-#: keyword match of questions it has nothing to do with). LongMemEval dev with assistant turns:
-#: recall_all@5/10 0.570/0.774 -> 0.677/0.839; user turns, LoCoMo and the everyday set unchanged;
-#: flat from 300 to 600 characters. What the user pasted, wrote or stored (notes, itineraries,
-#: documents) keeps its keyword evidence whole: there a rare word ("Haneda", the ryokan's name) is
-#: what was kept to be found. Discounting those too had cost a probe set written blind to the code
-#: recall@5/10 0.75/0.86 -> 0.68/0.84 (its questions inside long messages 0.75/0.88 -> 0.38/0.75,
-#: BM25 alone 0.88 at 10); every dev set unchanged either way.
+#: Keyword evidence of a memory longer than this many characters counts ``(KEYWORD_LENGTH /
+#: length) ** KEYWORD_LENGTH_POWER`` of itself: a long answer holds many of a query's words by
+#: chance (BM25's length normalization leaves a 2,500-character message the best keyword match of
+#: questions it has nothing to do with). LongMemEval dev with assistant turns: recall_all@5/10
+#: 0.570/0.774 -> 0.677/0.839; user turns, LoCoMo and the everyday set unchanged; flat from 300 to
+#: 600 characters. A person's own long message (the user's pasted notes or itinerary, a friend's
+#: long message in a group chat) counts ``KEYWORD_LENGTH_POWER_OWN`` instead: there a rare word
+#: ("Haneda", a ryokan's name) is often what it was kept to be found by. A probe set written blind
+#: to the code, recall@5/10 0.68/0.84 with 0.75, 0.70/0.86 with 0.4 (inside long messages 0.38/0.75
+#: -> 0.50/0.88), 0.75/0.86 with none; but with none, long journal pastes holding a query's words in
+#: passing took the place of short relevant turns (7 of 12 in the top 5 -> 3; with 0.4, 5).
 KEYWORD_LENGTH = 500
 KEYWORD_LENGTH_POWER = 0.75
+KEYWORD_LENGTH_POWER_OWN = 0.4
 BRIDGE_SIGNAL = "entity_bridge"
 #: When no candidate comes near the similarity range's bottom, meaning is read from ``MEANING_REACH``
 #: of the range's width below the best candidate's cosine instead, though never from more than
@@ -374,7 +377,10 @@ def rank(
     # a relevant one that also gains from its context, keeps that lead in the order. Neighbours
     # and bridges pass on relevance read up to a full match, as before.
     together = conversation_support(records, relevance, talks)  # a conversation between people's other best turns
-    lending = np.where(answers(records, talks), ANSWER_GAIN, CONTEXT_GAIN)  # a user's answer, or the rest
+    # A user's answer to the assistant's question (closer to it in meaning than unrelated texts), or the rest
+    bottom = similarity_range[0]
+    lending = np.where(answers(records, neighbors or {}, talks, lambda a, b: a in vectors and b in vectors and float(
+        np.dot(vectors[a].ravel(), vectors[b].ravel())) > bottom), ANSWER_GAIN, CONTEXT_GAIN)
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + lending * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked
                  + VOICE_GAIN * spoke
@@ -420,8 +426,8 @@ def _reach(cosines: npt.NDArray[np.float64], similarity_range: tuple[float, floa
 
 def _length_discount(records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]:
     """How much of its keyword evidence each record keeps (see :data:`KEYWORD_LENGTH`)."""
-    lengths = np.fromiter((len(r.content) if machine_said(r) else 0.0 for r in records), dtype=np.float64,
-                          count=len(records))
-    return np.asarray(np.minimum(1.0, (KEYWORD_LENGTH / np.maximum(lengths, 1.0)) ** KEYWORD_LENGTH_POWER),
-                      dtype=np.float64)
+    lengths = np.fromiter((len(r.content) for r in records), dtype=np.float64, count=len(records))
+    powers = np.fromiter((KEYWORD_LENGTH_POWER_OWN if said_by_a_person(r) else KEYWORD_LENGTH_POWER for r in records),
+                         dtype=np.float64, count=len(records))
+    return np.asarray(np.minimum(1.0, (KEYWORD_LENGTH / np.maximum(lengths, 1.0)) ** powers), dtype=np.float64)
 

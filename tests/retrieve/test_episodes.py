@@ -358,3 +358,19 @@ def test_the_answer_to_the_assistants_question_is_found_with_it(tmp_path: Path, 
             firsts.append(got[0] == answer)
     # The answer, what was learnt, gains most of the question's relevance (ANSWER_GAIN): first in two.
     assert sum(firsts) >= 2, firsts
+
+
+def test_a_turn_that_ignores_the_assistants_question_is_not_its_answer(tmp_path: Path, embedder: Embedder) -> None:
+    said = NOW - timedelta(days=2)
+    rows = [("assistant", "Shall I remind you on Tuesday?"), ("user", "I bought milk."),
+            ("user", "My dentist appointment is on Tuesday at 3pm.")]
+    config = RetrievalConfig(top_k=5, cache_ttl=0, min_score=0.0)
+    with Memory(tmp_path / "ignored.db", embedder=embedder) as memory:
+        memory.add_many([{"content": text, "role": role, "user_id": "u", "session_id": "s",
+                          "created_at": said + timedelta(minutes=at)} for at, (role, text) in enumerate(rows)])
+        found = {m.content: m for m in memory.retrieve("What's happening on Tuesday?", user_id="u", now=NOW,
+                                                       config=config).memories}
+    milk, dentist = found["I bought milk."], found["My dentist appointment is on Tuesday at 3pm."]
+    # It still takes the question's relevance as context, at the share any neighbour gains, not an answer's.
+    assert milk.signals["conversation_context"] > 0.2
+    assert dentist.score > milk.score

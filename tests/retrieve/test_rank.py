@@ -19,6 +19,7 @@ from engram.retrieve.rank import (
     KEYWORD_FULL_SHARE,
     KEYWORD_LENGTH,
     KEYWORD_LENGTH_POWER,
+    KEYWORD_LENGTH_POWER_OWN,
     SCOPE_TRUST,
     SCORE_KNEE,
     apply_min_score,
@@ -552,22 +553,27 @@ class TestScoresWithoutCeiling:
         assert shown.max() < 1.0
 
 
-def test_a_long_answer_of_the_assistant_keeps_less_of_its_keyword_evidence() -> None:
+def test_a_long_memory_keeps_less_of_its_keyword_evidence_a_persons_own_more() -> None:
     # A 2,000-character answer holds many of a query's words by chance: at the same keyword score
     # as a short message it keeps (KEYWORD_LENGTH / 2000) ** KEYWORD_LENGTH_POWER of it.
     text = "graduation " + "x" * (2000 - len("graduation "))
     short = rec("short", content="graduation ceremony", role="assistant")
     long = rec("long", content=text, role="assistant")
     limit = rec("limit", content="y" * KEYWORD_LENGTH, role="assistant")
-    # What the user pasted, or a note stored without a role, keeps its evidence: a rare word in a
-    # long itinerary is what it was kept for.
-    pasted, note = rec("pasted", content=text, role="user"), rec("note", content=text)
-    scores = {"short": 0.6, "long": 0.6, "limit": 0.6, "pasted": 0.6, "note": 0.6}
-    out = {s.record.id: s for s in run([short, long, limit, pasted, note], keyword_scores=scores)}
-    for full in ("short", "limit", "pasted", "note"):
+    # What a person pasted or wrote keeps more of it (a rare word in a long itinerary is what it was
+    # kept for); a note stored without a role, a summary or a tool's output is read as the answer is.
+    pasted, friend = rec("pasted", content=text, role="user"), rec("friend", content=text, role="Priya")
+    note, tool = rec("note", content=text), rec("tool", content=text, role="tool")
+    scores = dict.fromkeys(("short", "long", "limit", "pasted", "friend", "note", "tool"), 0.6)
+    out = {s.record.id: s for s in run([short, long, limit, pasted, friend, note, tool], keyword_scores=scores)}
+    for full in ("short", "limit"):
         assert out[full].signals["keyword_relevance"] == pytest.approx(1.0)
     kept = (KEYWORD_LENGTH / 2000) ** KEYWORD_LENGTH_POWER
-    assert out["long"].signals["keyword_relevance"] == pytest.approx(kept)
+    for answer in ("long", "note", "tool"):
+        assert out[answer].signals["keyword_relevance"] == pytest.approx(kept)
+    own = (KEYWORD_LENGTH / 2000) ** KEYWORD_LENGTH_POWER_OWN
+    assert out["pasted"].signals["keyword_relevance"] == pytest.approx(own) and own > kept
+    assert out["friend"].signals["keyword_relevance"] == pytest.approx(own)
     assert out["long"].score < out["short"].score
 
 
