@@ -45,9 +45,9 @@ from engram.model import MemoryRecord
 from engram.retrieve.standing import machine_said
 from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
-__all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "answers", "context_support",
-           "conversation_support", "conversations", "lenders", "said_by_a_person", "takes_context",
-           "turned_around"]
+__all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "Lending", "answers",
+           "context_support", "conversation_support", "conversations", "lenders", "lending", "said_by_a_person",
+           "takes_context", "turned_around"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -143,37 +143,50 @@ def turned_around(next_to: Mapping[str, Sequence[str]], turns: Sequence[MemoryRe
     return {turn: tuple(found) for turn, found in out.items()}
 
 
-def context_support(records: Sequence[MemoryRecord], relevance: Column, next_to: Mapping[str, Sequence[str]],
-                    talks: Sequence[Sequence[int]]) -> Column:
-    """Per record, the relevance its neighbouring turns (``next_to``, said within
-    :data:`CONVERSATION_PAUSE` of it) lend it: the better of either's in a conversation between
-    people (``talks``, from :func:`conversations`); elsewhere :data:`REPLY_SHARE` of the turn
-    before it for an assistant's reply, all of the assistant's short question before it for the
-    user's answer; 0 for the rest."""
-    around = np.zeros(len(records), dtype=np.float64)
-    if not next_to:
-        return around
+#: Per record, the turns next to it that lend it context: (place among the records, share of that
+#: turn's relevance, whether it is the user's answer to the assistant's short question there).
+Lending = list[tuple[tuple[int, float, bool], ...]]
+
+
+def lending(records: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]],
+            talks: Sequence[Sequence[int]]) -> Lending:
+    """Who lends each of ``records`` context (``next_to``, said within :data:`CONVERSATION_PAUSE`
+    of it): either neighbour in a conversation between people (``talks``, from
+    :func:`conversations`); elsewhere the turn before an assistant's reply, and the assistant's short
+    question before the user's answer. Read once a ranking: whether a turn asks is read once each."""
     people = {at for talk in talks for at in talk}
     place = {r.id: at for at, r in enumerate(records)}
+    asked: dict[str, bool] = {}
+
+    def question(record: MemoryRecord) -> bool:
+        if record.id not in asked:
+            asked[record.id] = _is_question(record)
+        return asked[record.id]
+
+    out: Lending = []
     for at, record in enumerate(records):
-        lent = [share * float(relevance[place[t]]) for t in next_to.get(record.id, ()) if t in place
-                if (share := _lent(record, records[place[t]], at in people))]
-        around[at] = max(lent, default=0.0)
+        among = at in people
+        answering = not among and not machine_said(record)  # a user's turn takes only an answer's context
+        out.append(tuple((place[t], share, answering) for t in next_to.get(record.id, ()) if t in place
+                         if (share := _lent(record, records[place[t]], among, question))))
+    return out
+
+
+def context_support(records: Sequence[MemoryRecord], relevance: Column, lent: Lending) -> Column:
+    """Per record, the relevance its neighbouring turns lend it (:func:`lending`): the best of
+    their relevance, each times its share; 0 for the rest."""
+    around = np.zeros(len(records), dtype=np.float64)
+    for at, lenders_of in enumerate(lent):
+        around[at] = max((share * float(relevance[by]) for by, share, _ in lenders_of), default=0.0)
     return around
 
 
-def answers(records: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]], talks: Sequence[Sequence[int]],
-            close: Callable[[str, str], bool]) -> npt.NDArray[np.bool_]:
+def answers(records: Sequence[MemoryRecord], lent: Lending, close: Callable[[str, str], bool]) -> npt.NDArray[np.bool_]:
     """Per record, whether it is the user's answer to the assistant's short question next to it
-    (what :func:`context_support` lends it) and ``close`` to it in meaning: "Shall I remind you on
-    Tuesday?" / "I bought milk." is a turn that ignored the question, not its answer."""
-    people = {at for talk in talks for at in talk}
-    place = {r.id: at for at, r in enumerate(records)}
-    return np.fromiter((
-        at not in people and not machine_said(record) and any(
-            t in place and _lent(record, records[place[t]], False) and close(record.id, t)
-            for t in next_to.get(record.id, ()))
-        for at, record in enumerate(records)), dtype=bool, count=len(records))
+    (:func:`lending`) and ``close`` to it in meaning: "Shall I remind you on Tuesday?" / "I bought
+    milk." is a turn that ignored the question, not its answer."""
+    return np.fromiter((any(answering and close(records[at].id, records[by].id) for by, _, answering in lenders_of)
+                        for at, lenders_of in enumerate(lent)), dtype=bool, count=len(records))
 
 
 def said_by_a_person(record: MemoryRecord) -> bool:
@@ -211,11 +224,13 @@ def conversation_support(records: Sequence[MemoryRecord], relevance: Column,
     return support
 
 
-def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool) -> float:
+def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
+          question: Callable[[MemoryRecord], bool] | None = None) -> float:
     """The share of its relevance ``other``, a turn next to ``asker``, lends it: all of either
     side's in a conversation between people (``people``); elsewhere :data:`REPLY_SHARE` of the
     turn before an assistant's reply, all of the assistant's short question before the user's turn
-    that does not ask something itself; none from further than :data:`CONVERSATION_PAUSE`."""
+    that does not ask something itself; none from further than :data:`CONVERSATION_PAUSE`.
+    ``question`` reads whether a turn asks something (:func:`_is_question`, or a memo of it)."""
     if abs(other.created_at - asker.created_at) > CONVERSATION_PAUSE:
         return 0.0
     if people:
@@ -224,15 +239,16 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool) -> float:
         return 0.0
     if machine_said(asker):
         return REPLY_SHARE
-    return 1.0 if _asks(other) and not _is_question(asker) else 0.0
+    question = question or _is_question
+    return 1.0 if _asks(other, question) and not question(asker) else 0.0
 
 
-def _asks(record: MemoryRecord) -> bool:
+def _asks(record: MemoryRecord, question: Callable[[MemoryRecord], bool] | None = None) -> bool:
     """Whether ``record`` is an assistant's short turn that asks something ("Which airline do you
     usually fly with?", also "Noted. What's your usual order? I can save it."), which the user's
     next turn answers unless it asks something itself."""
     return (machine_said(record) and not _aside(record) and len(record.content.strip()) <= QUESTION_LENGTH
-            and _is_question(record))
+            and (question or _is_question)(record))
 
 
 def _is_question(record: MemoryRecord) -> bool:

@@ -39,7 +39,14 @@ from engram.model import MemoryRecord, TimeRange
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
-from engram.retrieve.episodes import answers, context_support, conversation_support, conversations, said_by_a_person
+from engram.retrieve.episodes import (
+    answers,
+    context_support,
+    conversation_support,
+    conversations,
+    lending,
+    said_by_a_person,
+)
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
     ANSWER_GAIN,
@@ -91,6 +98,7 @@ from engram.retrieve.ranking import (
 from engram.retrieve.signals import (
     DEFAULT_SIMILARITY_RANGE,
     reciprocal_rank,
+    semantic_similarity,
     type_boost,
 )
 from engram.retrieve.standing import said_of_themselves
@@ -333,7 +341,8 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     talks = conversations(records)  # the conversations between people among the candidates
-    around = context_support(records, relevance, neighbors or {}, talks)
+    lent = lending(records, neighbors or {}, talks)
+    around = context_support(records, relevance, lent)
     via, asked, spoke, stands = gains(records, bridges or {}, said, voices, asks, speaking,
                                       requests or profile is not None,
                                       seen.standing_of if profile is None
@@ -379,10 +388,10 @@ def rank(
     together = conversation_support(records, relevance, talks)  # a conversation between people's other best turns
     # A user's answer to the assistant's question (closer to it in meaning than unrelated texts), or the rest
     bottom = similarity_range[0]
-    lending = np.where(answers(records, neighbors or {}, talks, lambda a, b: a in vectors and b in vectors and float(
-        np.dot(vectors[a].ravel(), vectors[b].ravel())) > bottom), ANSWER_GAIN, CONTEXT_GAIN)
+    gain = np.where(answers(records, lent, lambda a, b: semantic_similarity(vectors.get(a), vectors.get(b)) > bottom),
+                    ANSWER_GAIN, CONTEXT_GAIN)
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
-                 + lending * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked
+                 + gain * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked
                  + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else lasting(records, seen))
                  + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new

@@ -23,6 +23,7 @@ from engram.retrieve.episodes import (
     conversation_support,
     conversations,
     lenders,
+    lending,
     takes_context,
     turned_around,
 )
@@ -124,8 +125,9 @@ def test_sessions_lend_only_to_their_own_turns() -> None:
 
 
 def context(records: list[MemoryRecord], values: list[float], next_to: dict[str, tuple[str, ...]]) -> dict[str, float]:
-    lent = context_support(records, np.array(values, dtype=np.float64), next_to, conversations(records))
-    return {r.id: round(float(v), 6) for r, v in zip(records, lent, strict=True)}
+    lent = lending(records, next_to, conversations(records))
+    return {r.id: round(float(v), 6) for r, v in zip(records, context_support(records, np.array(values), lent),
+                                                     strict=True)}
 
 
 def chain(records: list[MemoryRecord]) -> dict[str, tuple[str, ...]]:
