@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engram.embedders.fake import FakeEmbedder
+from engram.ext import Embedder
 from engram.memory import Memory
 from engram.model import MemoryRecord
 from engram.retrieve.asked_value import asks_for_value, holds_asked_value
@@ -39,13 +40,28 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("Who is our contact at Globex?", None),  # a person, not a value
     ("What's the contact?", None),
     ("What's Keisha's contact number?", "phone"),
-    ("How many monitors did Acme order?", None),
-    ("What is the number of orders?", None),  # a count
-    ("What's the total number?", None),
+    # an amount: of money when the question names a price, a payment or a sum
+    ("How many monitors did Acme order?", "amount"),
+    ("What is the number of orders?", "amount"),
+    ("How much did Theo weigh at birth?", "amount"),
+    ("What score did Ben give the book?", "amount"),
+    ("How long is my weekly sync with Priya?", "amount"),
+    ("How many days a week can I train?", "amount"),
+    ("How much did the oven cost?", "money"),
+    ("How much is the pitch at the market?", "money"),
+    ("How much more rent is Dev paying?", "money"),
+    ("What hourly wage did we offer Jess?", "money"),
+    ("What do we charge for a sourdough loaf?", "money"),
+    ("What was the bill for the van's MOT?", "money"),
+    ("What did I buy at the store?", None),
+    # a span between two moments is read from when things happened, not from a number said
+    ("How many days before my half marathon is the operation?", None),
+    ("How many days had passed between the purchase and the party?", None),
+    ("How long ago did I start piano?", None),
     ("Did Bob call?", None),
     ("When is Leo's piano lesson?", None),
     # the shape's word is not what is asked for
-    ("How many emails did I get?", None),
+    ("How many emails did I get?", "amount"),
     ("What did Alice say in her email?", None),
     ("Did Bob phone?", None),
     ("Where did I put my phone?", None),
@@ -82,6 +98,11 @@ def _record(content: str) -> MemoryRecord:
      ["Back in 2026.", "A 27-inch monitor.", "Dec 22-26 in Porto.", "At 3pm on 2026-11-02.", "Paid $3,380.",
       "It was 100 degrees.", "300 people came.", "See page 345.", "From 1990-2000.", "Since COVID-19.",
       "A 1080p screen with 256GB.", "Windows 11 in the 2000s."]),
+    ("money", ["£14,800 + VAT.", "Paid $3,380.", "Around 46k.", "€400 was paid in.", "It came to 220 EUR.",
+               "That's 30 quid."],
+     ["Oven's free after 1pm Sunday.", "300 people came.", "Back in 2026.", "Room 4."]),
+    ("amount", ["Let's do 80.", "Theo was 3.4kg.", "I'd give it 6/10.", "Two kids.", "It took 40 minutes."],
+     ["Sat 10 Oct.", "On 12 Nov.", "Oct 12th it is.", "Back in 2019.", "On 2026-11-02.", "I liked it."]),
 ])
 
 def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: list[str]) -> None:
@@ -89,7 +110,7 @@ def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: 
     assert holds_asked_value(records, shape).tolist() == [1.0] * len(held) + [0.0] * len(not_held)
 
 
-@pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier", "contact"])
+@pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier", "contact", "money", "amount"])
 def test_a_long_text_is_read_in_bounded_time(shape: str) -> None:
     texts = ["7" * 200_000, "1- " * 70_000, "ACGT" * 50_000, "a-" * 100_000, "x@" * 100_000]
     started = time.perf_counter()
@@ -117,6 +138,24 @@ def test_the_memory_holding_the_value_comes_first(tmp_path: Path) -> None:
         # "Alice" names "Alice Moreau": the memory counts as naming the query's person.
         assert found[0].signals["entity_overlap"] == 1.0
         plain = memory.retrieve("What does Alice do?", user_id="u", now=NOW).memories
+        assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
+
+
+def test_the_memory_holding_the_price_comes_first(tmp_path: Path, embedder: Embedder) -> None:
+    offer = "Offering Jess £12.60 an hour, Saturdays 7 till 3."
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"user_id": "u", "content": text} for text in (
+            "I'll do both days. Could Jess cover Sunday with me?",
+            "Interviewed Jess yesterday for the Saturday assistant role. Really good. I'd like to offer.",
+            "Jess said yes to the Sunday market shift with Omar.", offer)])
+        # Without the amount's gain the Sunday shift came first.
+        found = memory.retrieve("How much does Jess get paid?", user_id="u", now=NOW).memories
+        assert found[0].content == offer
+        assert found[0].signals["holds_value"] > 0
+        assert "holds the kind of value the query asks for" in found[0].reasons
+        assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in found[1:])
+        # Asked what she does, the price gains nothing.
+        plain = memory.retrieve("What does Jess do on Sundays?", user_id="u", now=NOW).memories
         assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
 
 
