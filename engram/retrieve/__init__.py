@@ -38,7 +38,7 @@ from engram.retrieve.columns import Known
 from engram.retrieve.episodes import lenders, takes_context, turned_around
 from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
-from engram.retrieve.in_range import apply_min_score, in_range_first
+from engram.retrieve.in_range import REQUEST_SCOPE_TRUST, SCOPE_TRUST, apply_min_score, in_range_first
 from engram.retrieve.latest import Asked
 from engram.retrieve.mentioned import asks_only_about_days
 from engram.retrieve.names import named_in_lowercase
@@ -329,10 +329,12 @@ class Pipeline:
         if plan.held and plan.time_range is not None:
             held = held_then([s.record for s in scored], plan.time_range, now, plan.held, plan.entities)
             ahead |= held
+        trust = REQUEST_SCOPE_TRUST if plan.requests else SCOPE_TRUST
         if plan.time_range is not None:
-            scored = in_range_first(scored, plan.time_range, ahead)
+            scored = in_range_first(scored, plan.time_range, ahead, trust)
         kept, below = apply_min_score(
-            scored, config.min_score, keep_best=bool(filters.describe()), time_range=plan.time_range, ahead=ahead
+            scored, config.min_score, keep_best=bool(filters.describe()), time_range=plan.time_range, ahead=ahead,
+            trust=trust,
         )
         selection = timed(
             "select",

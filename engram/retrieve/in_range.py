@@ -16,7 +16,8 @@ from collections.abc import Sequence, Set
 from engram.model import TimeRange
 from engram.retrieve.types import Scored
 
-__all__ = ["RANGE_MATCH", "SCOPE_TRUST", "TIMELESS_KINDS", "apply_min_score", "in_range_first", "pointed_at"]
+__all__ = ["RANGE_MATCH", "REQUEST_SCOPE_TRUST", "SCOPE_TRUST", "TIMELESS_KINDS", "apply_min_score", "in_range_first",
+           "pointed_at"]
 
 #: Kinds whose date is when they were stored, not when what they say happened: a time scope
 #: neither lifts them above other memories nor keeps them under the score floor.
@@ -26,6 +27,12 @@ TIMELESS_KINDS = ("fact", "procedure")
 #: that means no date ("the rotation for Admon on a Sunday") must not put that day's unrelated
 #: messages above a match at 0.99. 0.25 cost the everyday set a time question; 0.1 changed no dev answer.
 SCOPE_TRUST = 0.1
+#: ... and this share for a request ("A customer who bought an annual plan six weeks ago wants their
+#: money back. How should I handle it?"): a request's time often tells of the situation it describes,
+#: not of which memories it wants, and that week's unrelated messages (at 0.15 of the refund policy)
+#: came first. A request that means its scope ("Summarize what we discussed yesterday") finds
+#: yesterday's messages among its best matches (0.6 of the best).
+REQUEST_SCOPE_TRUST = 0.3
 #: ... and lifts (and keeps above the floor) only the memories inside it that score at least this
 #: share of the best of them: their content matches the query as the range's best does. "What did
 #: Acme order last month?" no longer lists "The roaster's afterburner was serviced" (0.064, last
@@ -35,7 +42,8 @@ SCOPE_TRUST = 0.1
 RANGE_MATCH = 0.1
 
 
-def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[str] = frozenset()) -> list[Scored]:
+def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[str] = frozenset(),
+                   trust: float = SCOPE_TRUST) -> list[Scored]:
     """A time-scoped query's answer: memories that happened inside the range ahead of the others
     (tier 1), each part in score order; facts and procedures (:data:`TIMELESS_KINDS`) stored in
     the range are not lifted, so "What did Acme order last month?" is not answered with last
@@ -43,7 +51,7 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[s
     falls back to the best matches overall instead of an empty answer. A vague range ("recently")
     keeps plain score order: its temporal signal already favours what falls inside it, and "What did
     Melanie paint recently?" still wants the painting she mentioned a month before."""
-    ids = pointed_at(scored, time_range, ahead)
+    ids = pointed_at(scored, time_range, ahead, trust)
     if not ids:
         return list(scored)
     inside = [s for s in scored if s.record.id in ids]
@@ -52,16 +60,17 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[s
     return inside + [Scored(s.record, s.score, s.signals, s.weights, s.reasons, s.vector, 1) for s in outside]
 
 
-def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Set[str] = frozenset()) -> set[str]:
+def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Set[str] = frozenset(),
+               trust: float = SCOPE_TRUST) -> set[str]:
     """The ids of the memories a query's time scope points at: dated inside a precise range
     (:func:`_dated_inside`) and scoring at least :data:`RANGE_MATCH` of the best of those, provided
-    that best scores at least :data:`SCOPE_TRUST` of the best memory overall (else the scope says
-    nothing about what answers, and none are)."""
+    that best scores at least ``trust`` (:data:`SCOPE_TRUST`, :data:`REQUEST_SCOPE_TRUST` for a
+    request) of the best memory overall (else the scope says nothing about what answers, and none are)."""
     if time_range is None or time_range.vague or time_range.about:
         return set()
     inside = [s for s in scored if _dated_inside(s, time_range, ahead)]
     best = max((s.score for s in scored), default=0.0)
-    if not inside or max(s.score for s in inside) < SCOPE_TRUST * best:
+    if not inside or max(s.score for s in inside) < trust * best:
         return set()
     best_inside = max(s.score for s in inside)
     return {s.record.id for s in inside if s.score >= RANGE_MATCH * best_inside}
@@ -81,7 +90,7 @@ def _dated_inside(item: Scored, time_range: TimeRange, ahead: Set[str]) -> bool:
 
 def apply_min_score(
     scored: Sequence[Scored], min_score: float, *, keep_best: bool = False, time_range: TimeRange | None = None,
-    ahead: Set[str] = frozenset(),
+    ahead: Set[str] = frozenset(), trust: float = SCOPE_TRUST,
 ) -> tuple[list[Scored], int]:
     """Keep items scoring at least ``min_score`` (the ``score_threshold`` filter); also the count dropped.
 
@@ -95,7 +104,7 @@ def apply_min_score(
     (LongMemEval dev turn recall_all@10 +1.2 with the defaults; the everyday time questions 0.78 ->
     0.83).
     """
-    inside = pointed_at(scored, time_range, ahead)
+    inside = pointed_at(scored, time_range, ahead, trust)
     kept = [s for s in scored if s.score >= min_score or s.record.id in inside]
     if not kept and keep_best:
         kept = list(scored)

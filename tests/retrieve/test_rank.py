@@ -12,6 +12,7 @@ import pytest
 from engram.config import STRATEGY_WEIGHTS, RetrievalConfig
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.columns import Known
+from engram.retrieve.in_range import REQUEST_SCOPE_TRUST
 from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
@@ -310,6 +311,22 @@ class TestTimeScope:
         near = [Scored(rec("near", created_at=NOW - timedelta(days=1)), SCOPE_TRUST * 0.99), answer]
         assert pointed_at(near, tr) == {"near"}
         assert [s.record.id for s in in_range_first(near, tr)] == ["near", "answer"]
+
+    def test_a_request_s_scope_must_point_at_a_close_match(self) -> None:
+        # "A customer who bought an annual plan six weeks ago wants their money back. How should I
+        # handle it?": that week's unrelated message (0.12) went above the refund policy (0.80).
+        tr = TimeRange(NOW - timedelta(days=43), NOW - timedelta(days=41), "six weeks ago")
+        that_week = Scored(rec("that_week", created_at=NOW - timedelta(days=42)), 0.12)
+        policy = Scored(rec("policy", created_at=NOW - timedelta(days=90)), 0.80)
+        scored = [policy, that_week]
+        assert pointed_at(scored, tr) == {"that_week"}  # a question's scope would lift it
+        assert pointed_at(scored, tr, trust=REQUEST_SCOPE_TRUST) == set()
+        assert [s.record.id for s in in_range_first(scored, tr, trust=REQUEST_SCOPE_TRUST)] == ["policy", "that_week"]
+        # "Summarize what we discussed yesterday": yesterday's messages are among the best matches.
+        yesterday = Scored(rec("yesterday", created_at=NOW - timedelta(days=42)), 0.20)
+        older = Scored(rec("older", created_at=NOW - timedelta(days=90)), 0.34)
+        assert [s.record.id for s in in_range_first([older, yesterday], tr, trust=REQUEST_SCOPE_TRUST)] == [
+            "yesterday", "older"]
 
     def test_only_in_range_memories_whose_content_matches_are_lifted(self) -> None:
         # "What did Acme order last month?": last month's serviced afterburner (0.064) is in range
