@@ -332,10 +332,8 @@ class Pipeline:
         trust = REQUEST_SCOPE_TRUST if plan.requests else SCOPE_TRUST
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range, ahead, trust)
-        kept, below = apply_min_score(
-            scored, config.min_score, keep_best=bool(filters.describe()), time_range=plan.time_range, ahead=ahead,
-            trust=trust,
-        )
+        kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()),
+                                      time_range=plan.time_range, ahead=ahead, trust=trust)
         selection = timed(
             "select",
             lambda: select(

@@ -10,11 +10,8 @@ Only a question that asks for the value counts: the shape's word is the thing as
 Alice's email?", "Give me the link to the docs"), not a word of another question ("How many emails
 did I get?", "Did Bob phone?", "Which cell line did we use?", "What's the dress code?").
 
-A question that asks how much or how many ("How much did the oven cost?", "What hourly wage did we
-offer Jess?", "How many buns do we bake on Saturdays?", "How much did Theo weigh?") asks for an
-amount: of money when it names a price, a payment or a sum ("£14,800", "$21.60", "46k"), else any
-number that is not part of a date ("80", "3.4kg", "6/10", "two"). Among the memories about the oven,
-the one with the price is the answer; "Oven's free after 1pm Sunday" is not.
+Questions that ask how much or how many ask for money or a number the same way
+(engram.retrieve.amounts).
 """
 
 from __future__ import annotations
@@ -26,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord
+from engram.retrieve.amounts import asks_for_amount, holds_amount
 from engram.retrieve.latest import SHORT_QUESTION
 
 __all__ = ["VALUE_NAMES", "asks_for_value", "holds_asked_value"]
@@ -55,30 +53,6 @@ _ASKED: tuple[tuple[str, re.Pattern[str]], ...] = (
         + r"|\b(?:zip|postal|post|area|promo|discount|access|door|gate|confirmation|booking|tracking"
         r"|verification|coupon|voucher|product|error|reference|order)\s+code" + _HEAD, _I)),
 )
-# "How much/many/long/old/far/big ...", "What size/weight/score ...", "the number of ...".
-_HOW_MUCH = re.compile(
-    r"\bhow\s+(?:much|many|long|old|far|big|large|heavy|tall|high|fast|often|expensive|cheap)\b"
-    r"|^\W*(?:what|which)\b[^?]{0,40}?\b(?:size|weight|height|length|distance|score|rating|speed|dose|dosage"
-    r"|temperature|percentage|count|total|amount|quantity|capacity|number\s+of)\b", _I)
-# "What was the bill for the MOT?", "What do we charge for a loaf?", "What did the oven cost?": a sum.
-_WHAT_SUM = re.compile(
-    r"^\W*(?:what|which)\b[^?]{0,50}?\b(?:prices?|costs?|fees?|rent|bills?|budget|salary|wages?|fare|deposit"
-    r"|refund|balance|charged?|pa(?:y|id)|rates?\s+(?:for|per)|per\s+(?:hour|night|month|week|year))\b", _I)
-# "How many days before the race is the operation?", "How long ago did I start?", "How much time
-# passed between ...": a span between two moments, read from when things happened, not a number said.
-_HOW_LONG_BETWEEN = re.compile(
-    r"\bhow\s+(?:many|much)\s+(?:\w+\s+)?(?:days?|weeks?|months?|years?|hours?|minutes?|time)\b"
-    r"(?!\s+(?:a|per|each|every)\b)(?=[^?]{0,80}\b(?:before|after|between|since|until|till|ago|passed|elapsed"
-    r"|apart|earlier|later|left|away|from|when)\b)"
-    r"|\bhow\s+long\s+(?:ago|before|after|between|since|until|till)\b", _I)
-# A price, a payment or a sum asked for: "How much did the oven cost?", "What do we charge for a loaf?",
-# "What's the final budget?", "How much is the pitch?" ("how much" with nothing but "to be" is a price).
-_MONEY_ASKED = re.compile(
-    r"\b(?:cost(?:s|ing)?|pa(?:y|id|ying|ys)|spen[dt]|spending|charge[ds]?|owe[ds]?|owing|price[ds]?|pricing|worth"
-    r"|earn(?:s|ed|ing)?|salary|wages?|income|rent|fees?|bills?|budget|refund(?:s|ed)?|deposit|fare|tip(?:ped)?"
-    r"|donat(?:e|ed|ion)|raise[ds]?|sav(?:e|ed|ings)|money|compensation|invoiced?|afford|balance|lent|lend|loan"
-    r"|borrow(?:ed)?|sell|sold|buy|bought|quote[ds]?|discount|expensive|cheap)\b"
-    r"|\bhow\s+much\s+(?:is|was|are|were|will\s+\w+\s+be)\b(?![^?]{0,60}\b(?:weigh|long|tall|far)\b)", _I)
 #: How an explanation names each shape.
 VALUE_NAMES = {"email": "an e-mail address", "link": "a link", "phone": "a phone number",
                "identifier": "a number or code", "contact": "an e-mail address or a phone number",
@@ -101,16 +75,6 @@ _NAMED_NUMBER = re.compile(
     r"\b(?:number|no\.?|#|id|ref(?:erence)?|code|policy|order|invoice|ticket|account|booking|confirmation"
     r"|tracking|case|pin|po|rma|bib|member(?:ship)?|customer)\b[^\w\n]{0,3}(?:is\s+|was\s+|arrived\s*:?\s*)?"
     r"#?\d{3,}\b", _I)
-_MONEY = re.compile(
-    r"[$£€¥₹]\s?\d|(?<![\d,.])\d(?:[\d,.]*\d)?\s?(?:[kKmM]\b|bn\b|[$£€¥₹]|(?i:usd|eur|gbp|chf|cad|aud|dollars?|bucks"
-    r"|pounds?|quid|euros?|yen|rupees?|francs?|pence|p\b|cents?)\b)")
-# A number, in digits or words, that is not part of a date: "80", "3.4kg", "6/10", "twelve".
-_NUMBER = re.compile(r"(?<![\w/:.-])\d+(?:[.,/:]\d+)*|\b(?i:one|two|three|four|five|six|seven|eight|nine|ten"
-                     r"|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred|thousand|dozen|half|couple)\b")
-_MONTH = (r"(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b")
-_IN_A_DATE = re.compile(r"\s*(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH)
-_BEFORE_A_DATE = re.compile(_MONTH + r"\.?\s*$")
 _UNIT_TAIL = re.compile(r"\d(?:[a-z]{1,3}|th|st|nd|rd)$")  # "1080p", "256gb", "2000s", "21st"
 
 
@@ -119,12 +83,9 @@ def asks_for_value(query: str) -> str | None:
     of the first and third, "money", "amount": a number), or None."""
     if len(query) > SHORT_QUESTION:
         return None
-    if _HOW_MUCH.search(query):
-        if _HOW_LONG_BETWEEN.search(query):
-            return None
-        return "money" if _MONEY_ASKED.search(query) else "amount"
-    if _WHAT_SUM.search(query):
-        return "money"
+    amount = asks_for_amount(query)
+    if amount is not None:
+        return amount
     if _WHICH_NUMBER.search(query):
         return "phone"
     if _ASKING.search(query) is None:
@@ -148,26 +109,13 @@ def _holds(text: str, shape: str) -> bool:
         return _LINK.search(text) is not None
     if shape == "phone":
         return any(_is_phone(m.group()) for m in _PHONE.finditer(text))
-    if shape == "money":
-        return _MONEY.search(text) is not None
-    if shape == "amount":
-        return any(_is_amount(text, m) for m in _NUMBER.finditer(text))
+    if shape in ("money", "amount"):
+        return holds_amount(text, shape)
     if shape == "contact":
         return _holds(text, "email") or _holds(text, "phone")
     if shape == "identifier":
         return any(_is_code(m.group()) for m in _CODE.finditer(text)) or _NAMED_NUMBER.search(text) is not None
     return False
-
-
-def _is_amount(text: str, found: re.Match[str]) -> bool:
-    """A number that is not a year, a day of a month ("12 Oct", "Oct 12th") or a date in digits."""
-    number = found.group()
-    if _DATE.fullmatch(number) or (len(number) == 4 and number[:2] in ("19", "20")):
-        return False
-    if not number[0].isdigit():
-        return True
-    return not (_IN_A_DATE.match(text, found.end()) or _BEFORE_A_DATE.search(text, max(0, found.start() - 12),
-                                                                               found.start()))
 
 
 def _is_phone(found: str) -> bool:
