@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 
 from engram.stores.sqlite.backfill import backfill_entities
+from engram.stores.sqlite.bulk_index import TERM_COLUMNS, defer_row_indexing
 from engram.stores.sqlite.named_days import create_named_days
 from engram.stores.sqlite.substrings import create_substring_index
 from engram.stores.sqlite.versions import count_access, count_removals, create_user_versions, log_removals
@@ -256,6 +257,8 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     "CREATE INDEX IF NOT EXISTS memories_user_stream ON memories "
     "(user_id, (COALESCE(agent_id, '')), created_at, id) "
     "WHERE session_id IS NULL AND kind = 'message' AND role IS NOT NULL AND status = 'active'",
+    # 21: a batch of inserts indexed once for the batch, not once a row (engram.stores.sqlite.bulk_index).
+    lambda conn: defer_row_indexing(conn),
 )
 
 
@@ -272,8 +275,8 @@ def _add_column(conn: sqlite3.Connection, table: str, column: str) -> None:
     if not any(row[1] == name for row in conn.execute(f"PRAGMA table_info({table})")):
         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
-#: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.
-_TERM_COLUMNS = ("content", "role", "subject", "predicate", "object", "trigger_text", "action_text")
+#: The columns a memory's keyword terms come from (bulk_index.TERM_COLUMNS).
+_TERM_COLUMNS = TERM_COLUMNS
 
 
 def _index_labels(conn: sqlite3.Connection) -> None:

@@ -25,6 +25,7 @@ from engram.stores.sql.history import HistoryMixin, log_adds
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.rows import COLUMNS, record_params
 from engram.stores.sqlite import side_files
+from engram.stores.sqlite.bulk_index import BULK_MIN, index_batch, marked
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.erasure import ErasureMixin
@@ -302,7 +303,13 @@ class SQLiteStore(
     def _put_many(self, records: Sequence[MemoryRecord], vectors: Vector, facets: Sequence[Vector | None]) -> None:
 
         def op(c: sqlite3.Connection) -> list[int]:
+            batch = len(records) >= BULK_MIN
+            if batch:
+                marked(c, True)
             rowids = [self._insert(c, r, v, f) for r, v, f in zip(records, vectors, facets, strict=True)]
+            if batch:
+                index_batch(c, rowids, [r.user_id for r in records])
+                marked(c, False)
             log_adds(SQLITE, c, records)
             return rowids
 
