@@ -86,3 +86,19 @@ def test_http_history_is_scoped_by_the_key_and_outlives_the_memory(tmp_path: Pat
             assert missing.status_code == 404
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("item", [
+    {"content": "plain"},
+    {"content": "a message", "role": "user", "session_id": "s1", "tags": ["t"], "metadata": {"k": 1}},
+    {"content": "Acme pays", "kind": "fact", "subject": "Acme", "predicate": "pays", "object": "invoices"},
+    {"content": "On a P1", "kind": "procedure", "trigger": "a P1 ticket", "action": "page the on-call"},
+    {"content": "Doc", "kind": "document", "doc_key": "readme", "metadata": {}},
+])
+def test_an_add_names_the_fields_it_sets_as_a_change_from_nothing_would(item: dict[str, object]) -> None:
+    from engram.stores.sql.history import added_fields, changed_fields
+
+    with Memory(":memory:", embedder=FakeEmbedder(16)) as memory:
+        record = memory.add_many([{"user_id": "u", **item}])[0]
+    assert added_fields(record) == changed_fields(None, record)
+    assert "content" in added_fields(record) and "id" not in added_fields(record)

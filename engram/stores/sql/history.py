@@ -29,11 +29,13 @@ from engram.model import HistoryEvent, MemoryRecord, new_id
 from engram.stores.sql.base import SQLBase
 from engram.stores.sql.dialect import Dialect, Tx
 
-__all__ = ["HistoryMixin", "blank_user", "changed_fields", "log_adds", "log_delete", "log_replace", "memory_key"]
+__all__ = ["HistoryMixin", "added_fields", "blank_user", "changed_fields", "log_adds", "log_delete", "log_replace", "memory_key"]
 
 _COLUMNS = "user_id, memory_key, id, event, at, content_before, content_after, fields"
 #: Bookkeeping a read or feedback changes, not a change a caller made to the memory.
 _UNTRACKED = frozenset({"access_count", "last_accessed_at"})
+#: The fields an add's row names when set, in the order changed_fields gives them.
+_LOGGED = tuple(sorted(set(MemoryRecord.__dataclass_fields__) - _UNTRACKED - {"id", "user_id"}))
 
 
 def memory_key(user_id: str, memory_id: str) -> str:
@@ -50,13 +52,20 @@ def changed_fields(before: MemoryRecord | None, after: MemoryRecord | None) -> t
     return tuple(sorted(n for n in names if old.get(n) != new.get(n)))
 
 
+def added_fields(record: MemoryRecord) -> tuple[str, ...]:
+    """:func:`changed_fields` of a new record (every field it sets), without writing it out whole:
+    an ``add_many`` logs one row a memory."""
+    return tuple(name for name in _LOGGED if getattr(record, name) is not None)
+
+
 def _row(d: Dialect, user_id: str, memory_id: str, event: str, at: datetime, before: MemoryRecord | None,
          after: MemoryRecord | None, text: bool = True, before_text: bool = True) -> tuple[Any, ...]:
+    fields = added_fields(after) if before is None and after is not None else changed_fields(before, after)
     return (
         user_id, memory_key(user_id, memory_id), new_id(), event, d.time(at),
         before.content if before is not None and text and before_text else None,
         after.content if after is not None and text else None,
-        json.dumps(list(changed_fields(before, after))),
+        json.dumps(list(fields)),
     )
 
 
