@@ -29,7 +29,8 @@ from engram.model import HistoryEvent, MemoryRecord, new_id
 from engram.stores.sql.base import SQLBase
 from engram.stores.sql.dialect import Dialect, Tx
 
-__all__ = ["HistoryMixin", "added_fields", "blank_user", "changed_fields", "log_adds", "log_delete", "log_replace", "memory_key"]
+__all__ = ["HistoryMixin", "added_fields", "blank_user", "changed_fields", "log_adds", "log_delete", "log_replace",
+           "memory_key"]
 
 _COLUMNS = "user_id, memory_key, id, event, at, content_before, content_after, fields"
 #: Bookkeeping a read or feedback changes, not a change a caller made to the memory.
