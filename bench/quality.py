@@ -81,9 +81,12 @@ def main() -> int:
 
         scenarios_main([])
     if not args.no_probes:
-        from engram.eval.probes import main as probes_main
+        from engram.eval.probes import overall, run_probes, scores
 
-        probes_main([])
+        for k in (5, 10):
+            reports = [report for _, report in run_probes(k)]
+            summary[f"probes/recall@{k}"] = scores(reports)
+            print(f"all probe sets, recall@{k} / hit@1: {overall(reports)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     print(f"wrote {args.out}")

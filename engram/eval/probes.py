@@ -119,15 +119,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def scores(reports: Sequence[ScenarioReport]) -> dict[str, dict[str, float]]:
+    """Each system's recall (at the reports' k), hit@1 and question count over every question of
+    ``reports``, as ``bench/quality.py`` writes them."""
+    results = [result for report in reports for result in report.results]
+    n = len(results)
+    if not n:
+        return {}
+    return {s: {"recall": sum(r.recall[s] for r in results) / n, "hit@1": sum(r.hit1[s] for r in results) / n,
+                "n": n} for s in reports[0].systems}
+
+
 def overall(reports: Sequence[ScenarioReport]) -> str:
     """Each system's recall@k and hit@1 over every question of ``reports``."""
-    results = [result for report in reports for result in report.results]
-    if not results:
+    table = scores(reports)
+    if not table:
         return "no questions"
-    n = len(results)
-    return f"n={n}  " + "  ".join(
-        f"{s} {sum(r.recall[s] for r in results) / n:.3f} / {sum(r.hit1[s] for r in results) / n:.3f}"
-        for s in reports[0].systems)
+    n = next(iter(table.values()))["n"]
+    return f"n={int(n)}  " + "  ".join(f"{s} {v['recall']:.3f} / {v['hit@1']:.3f}" for s, v in table.items())
 
 
 if __name__ == "__main__":

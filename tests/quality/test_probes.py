@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.eval.probes import load_probe, main, overall, probe_files
+from engram.eval.probes import load_probe, main, overall, probe_files, scores
 from engram.eval.scenarios import QuestionResult, ScenarioQuestion, ScenarioReport
 from engram.model import KINDS
 
@@ -68,3 +68,6 @@ def test_overall_averages_every_question_of_every_set() -> None:
                ScenarioReport(10, ("engram",), ("c",), (result(0.5, 0.0), result(0.0, 0.0)))]
     assert overall(reports) == "n=3  engram 0.500 / 0.333"
     assert overall([]) == "no questions"
+    # What bench/quality.py writes to its JSON.
+    assert scores(reports) == {"engram": {"recall": 0.5, "hit@1": 1 / 3, "n": 3}}
+    assert scores([]) == {}
