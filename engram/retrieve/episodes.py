@@ -47,7 +47,7 @@ from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
 __all__ = ["CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLY_SHARE", "Lending", "answers",
            "context_support", "conversation_support", "conversations", "lenders", "lending", "said_by_a_person",
-           "takes_context", "turned_around"]
+           "takes_context", "turned_around", "users_turn"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -193,6 +193,13 @@ def said_by_a_person(record: MemoryRecord) -> bool:
     """Whether ``record`` is a message a person wrote: the user's, or a named speaker's (not an
     assistant's, a notice, a tool's output or a memory stored without a role)."""
     return bool(_roles(record)[0]) and not machine_said(record) and not _aside(record)
+
+
+def users_turn(record: MemoryRecord) -> bool:
+    """Whether ``record`` is the user's message, by its role or the role its message was given (a
+    named user, "Alex", whose message was given as the user's)."""
+    role, given = _roles(record)
+    return role in USER_ROLES or given in USER_ROLES
 
 
 def conversation_support(records: Sequence[MemoryRecord], relevance: Column,

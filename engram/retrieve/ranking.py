@@ -19,9 +19,9 @@ import numpy.typing as npt
 
 from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.episodes import users_turn
 from engram.retrieve.standing import machine_said
 from engram.retrieve.types import Scored
-from engram.text import USER_ROLES
 
 __all__ = [
     "AHEAD_SIGNAL",
@@ -228,6 +228,6 @@ def _next_to(record: MemoryRecord) -> str:
     """Why a turn gained from the turn next to it, as that turn's part in the conversation."""
     if machine_said(record):
         return "the reply to a turn that matches"
-    if (record.role or "").strip().casefold() in USER_ROLES:
+    if users_turn(record):  # also a named user's ("Alex"), given as the user's message
         return "answers the assistant's question, which matches"
     return "next to a turn that matches"

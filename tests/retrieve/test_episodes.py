@@ -376,3 +376,19 @@ def test_a_turn_that_ignores_the_assistants_question_is_not_its_answer(tmp_path:
     # It still takes the question's relevance as context, at the share any neighbour gains, not an answer's.
     assert milk.signals["conversation_context"] > 0.2
     assert dentist.score > milk.score
+
+
+def test_a_named_users_answer_is_explained_as_an_answer(tmp_path: Path, embedder: Embedder) -> None:
+    # {"role": "user", "name": "Alex"} is stored as "Alex", its role kept as message_role.
+    ask, answer, question = ONBOARDING[1]
+    rows = [{"role": "assistant", "content": ask, "created_at": NOW - timedelta(days=2)},
+            {"role": "Alex", "content": answer, "created_at": NOW - timedelta(days=2) + timedelta(minutes=1),
+             "metadata": {"message_role": "user"}}]
+    with Memory(tmp_path / "named.db", embedder=embedder) as memory:
+        memory.add_many([{**row, "user_id": "u"} for row in rows])
+        found = memory.retrieve(question, user_id="u", now=NOW, config=RetrievalConfig(top_k=5, cache_ttl=0)).memories
+        got = [m.content for m in found]
+        assert answer in got, got
+        reasons = found[got.index(answer)].reasons
+        assert "answers the assistant's question, which matches" in reasons
+        assert "next to a turn that matches" not in reasons
