@@ -49,7 +49,9 @@ def _state(db: Path) -> dict[str, Any]:
                                            (f'"{t}"',)).fetchall() for t in trigrams},
             "users": conn.execute("SELECT user_id FROM user_versions ORDER BY user_id").fetchall(),
             "high": conn.execute("SELECT h FROM memory_rowid_high").fetchall(),
-            "removals": conn.execute("SELECT user_id, row FROM memory_removals ORDER BY user_id, row").fetchall(),
+            # Each removal's place in its user's count, as the count stands now (counts start at random).
+            "removals": conn.execute("SELECT r.user_id, r.row, v.removed - r.seq FROM memory_removals r "
+                                     "JOIN user_versions v USING (user_id) ORDER BY r.user_id, r.row").fetchall(),
             "marks": conn.execute("SELECT count(*) FROM bulk_writes").fetchone()[0],
         }
     finally:
@@ -107,6 +109,19 @@ def test_a_failed_batch_leaves_no_mark_and_the_next_add_is_indexed(tmp_path: Pat
         assert len(found) == 2
     assert _state(db)["marks"] == 0
     assert _state(db)["stats"] == [("alice", 2, 4)]
+
+
+def test_a_mark_left_committed_is_cleared_when_the_store_opens(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    Memory(db, embedder=FakeEmbedder(32)).close()
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO bulk_writes (batch) VALUES (1)")
+    conn.commit()
+    conn.close()
+    with Memory(db, embedder=FakeEmbedder(32)) as memory:
+        memory.add("a lonely wombat", user_id="alice")
+        assert len(memory.store.keyword_search("alice", "wombat", 10, as_filters(None))) == 1
+    assert _state(db)["marks"] == 0
 
 
 def test_the_triggers_stand_aside_only_for_a_marked_batch_after_any_rerun(tmp_path: Path) -> None:

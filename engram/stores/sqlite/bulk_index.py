@@ -3,15 +3,20 @@
 Four triggers keep what a new row adds beside it: the keyword index and its per-user statistics,
 the substring index, the user's change token and the log of reused rowids (migrations 4-16). Run
 a row at a time, FTS5 pays its statement's set-up for every row and the per-user counters are
-written once a row; for an ``add_many`` of 500 memories that was a third of the store's cost. A
+written once a row; for an ``add_many`` (256 rows a transaction) that was a third of the store's cost. A
 batch instead marks itself in ``bulk_writes`` inside its transaction (migration 21 makes the four
 triggers stand aside while the mark is there), inserts its rows, writes each index with one
 statement over them (:func:`index_batch`) and removes the mark before it commits. The statements are
-the triggers' own, over the batch's rows: the same terms, the same trigrams, the same counts.
+the triggers' own, over the batch's rows: the same terms, the same trigrams, the same document
+counts and lengths, the same removals logged. Only the change tokens (``user_versions.version``,
+``keyword_stats.version``) step once a batch for each user instead of once a row: they are compared,
+never counted.
 
 The mark is a row of the database, not a setting of the connection, so it is seen only by the
 transaction that wrote it: another connection, or this one after a rollback, runs the triggers as
-before, and a crash leaves nothing marked (the mark was never committed).
+before, and a crash leaves nothing marked (the mark was never committed). A mark found committed
+(written by hand, say) would silence the triggers for every later insert: the store clears one when
+it opens (:func:`clear_stray_marks`).
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ from collections.abc import Sequence
 
 from engram.stores.sqlite.substrings import searched_text
 
-__all__ = ["BULK_MIN", "TERM_COLUMNS", "defer_row_indexing", "index_batch", "marked"]
+__all__ = ["BULK_MIN", "TERM_COLUMNS", "clear_stray_marks", "defer_row_indexing", "index_batch", "marked"]
 
 #: The columns a memory's keyword terms come from, in engram_keyword_doc's order after user_id.
 TERM_COLUMNS = ("content", "role", "subject", "predicate", "object", "trigger_text", "action_text")
-#: A batch this size or larger is indexed in bulk; a few rows cost less through the triggers.
-BULK_MIN = 8
+#: A batch this size or larger is indexed in bulk: already at 2 rows a memory costs less so (measured
+#: at 4, 7, 8 and 256 rows); one row goes through the triggers, which need no extra statement.
+BULK_MIN = 2
 #: The triggers a marked batch does the work of.
 _DEFERRED = ("keyword_insert", "substring_insert", "user_version_memories_insert", "memory_rowid_reused")
 _UNMARKED = "WHEN NOT EXISTS (SELECT 1 FROM bulk_writes)"
@@ -47,6 +53,15 @@ def defer_row_indexing(conn: sqlite3.Connection) -> None:
             raise sqlite3.DatabaseError(f"trigger {name} is not the one this migration knows")
         conn.execute(f"DROP TRIGGER {name}")
         conn.execute(guarded)
+
+
+def clear_stray_marks(conn: sqlite3.Connection) -> bool:
+    """Remove a committed mark (none is ever committed by a batch); whether there was one. Read
+    first, so that opening a store takes no write lock when there is none."""
+    if conn.execute("SELECT 1 FROM bulk_writes LIMIT 1").fetchone() is None:
+        return False
+    conn.execute("DELETE FROM bulk_writes")
+    return True
 
 
 def marked(c: sqlite3.Connection, on: bool) -> None:

@@ -25,7 +25,7 @@ from engram.stores.sql.history import HistoryMixin, log_adds
 from engram.stores.sql.knowledge import LOG_RETENTION, KnowledgeMixin, check_log_retention
 from engram.stores.sql.rows import COLUMNS, record_params
 from engram.stores.sqlite import side_files
-from engram.stores.sqlite.bulk_index import BULK_MIN, index_batch, marked
+from engram.stores.sqlite.bulk_index import BULK_MIN, clear_stray_marks, index_batch, marked
 from engram.stores.sqlite.candidates import CandidateMixin
 from engram.stores.sqlite.dialect import SQLITE, to_us
 from engram.stores.sqlite.erasure import ErasureMixin
@@ -98,6 +98,7 @@ class SQLiteStore(
             self._conn.execute("PRAGMA secure_delete=ON")
             register_functions(self._conn)
             self._retry(lambda: migrate(self._conn))
+            self._retry(lambda: clear_stray_marks(self._conn))
             self._data_version = self._retry(self._read_data_version)
         except (sqlite3.Error, StoreError) as exc:
             self._conn.close()
