@@ -76,8 +76,9 @@ _P_REL = r"\b(last|this|next|previous|current)\s+(week|month|quarter|year)\b"
 _P_WEEKEND = r"\b(last|this|next|previous|past)\s+weekend\b"
 _P_THE_WEEKEND = r"\b(?:over\s+|during\s+)?the\s+weekend\b"
 # "on a Sunday", "every Sunday" or "any Monday" is any such day, not the last one.
+# "the Tuesday after moving day" is placed by what it follows (_next_to), not the last Tuesday.
 _P_WEEKDAY_EXPR = (r"\b(?:(last|this|next|previous|past|on)\s+)?(?<!\ba\s)(?<!\bevery\s)(?<!\beach\s)(?<!\bany\s)"
-                   + _WEEKDAY)
+                   r"(?!(?<=\bthe\s)\w+day\s+(?:after|before)\b)" + _WEEKDAY)
 _P_AGO = r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b"
 
 
@@ -269,6 +270,9 @@ def _next_to(m: re.Match[str], ctx: Ctx) -> Span | None:
     n = number(m.group("n")) if m.group("n") else 1
     before = m.group("op").casefold().split()[0] in ("before", "prior")
     edge = a[0].date() if before else a[1].date()
+    if unit in timeparts.WEEKDAY_NAMES:
+        d = timeparts.weekday_next_to(edge, unit, before, n)
+        return day_span(ctx, d, d)
     if unit == "weekend":
         if before:  # the last Saturday and Sunday wholly before the anchor's first day
             back = (edge.weekday() - 5) % 7
@@ -355,8 +359,10 @@ _TOP_PARTS: tuple[tuple[tuple[str, ...], str, Handler], ...] = (
 _TOP: tuple[tuple[tuple[str, ...], str, Handler], ...] = (
     *_TOP_PARTS,
     (("before", "after", "prior"),
-     r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year)s?\s+"
+     r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year|"
+     + "|".join(timeparts.WEEKDAY_NAMES) + r")s?\s+"
      r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _WIDE + ")", _next_to),
+    (timeparts.WEEKDAY_NAMES, timeparts.WEEKDAY_DATE, timeparts.weekday_date),
     (("between",), r"\bbetween\s+(?P<a>" + _WIDE + r")\s+(?:and|&)\s+(?P<b>" + _WIDE + ")", _between),
     (("from",), r"\bfrom\s+(?P<a>" + _WIDE + r")\s+(?:to|until|till|through|thru)\s+(?P<b>" + _WIDE + ")", _between),
     (("since",), r"\bsince\s+(?P<a>" + _WIDE + ")", _since),

@@ -1,7 +1,8 @@
 """Parts of a period, and periods placed by a day, as questions say them (engram.timeparse reads
 them): "early October", "mid-October", "the end of last month", "the first week of November",
 "the last weekend of October", "the week of November 11", "the weekend of Nov 14", "a fortnight
-ago", "the past fortnight", "two weekends ago", "the week before last", "on 11/13", "on the 14th".
+ago", "the past fortnight", "two weekends ago", "the week before last", "on 11/13", "on the 14th",
+"Monday the 9th", "Monday, November 9", "the Tuesday after Christmas".
 
 A part is a third of its period: early (beginning, start) the first, mid (middle) the next, late
 (end) the rest; October's are the 1st-10th, 11th-20th and 21st-31st, a year's January-April,
@@ -17,9 +18,11 @@ from collections.abc import Callable
 from datetime import date, timedelta
 
 from engram.timespans import (
+    WEEKDAYS,
     Ctx,
     Span,
     day_span,
+    month_number,
     month_span,
     number,
     on_date,
@@ -29,8 +32,21 @@ from engram.timespans import (
     year_said,
 )
 
-__all__ = ["HOLIDAY", "Anchor", "day_of_month", "fortnight_ago", "holiday", "holiday_in", "month_day", "nth_of",
-           "part_of", "past_fortnight", "two_away", "week_of", "weekends_ago"]
+__all__ = ["HOLIDAY", "WEEKDAY_DATE", "WEEKDAY_NAMES", "Anchor", "day_of_month", "fortnight_ago", "holiday",
+           "holiday_in", "month_day", "nth_of", "part_of", "past_fortnight", "two_away", "week_of", "weekday_date",
+           "weekday_next_to", "weekends_ago"]
+
+WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WD = "(?P<wd>" + "|".join(WEEKDAY_NAMES) + ")"
+_MON = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+        r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?")
+#: A weekday with its date: "Monday the 9th", "Monday 9th", "Monday 9 November", "Monday, November 9"
+#: (not "Monday 3 people came", "Monday 9am": a bare number needs "the", an ordinal or a month).
+WEEKDAY_DATE = (
+    r"\b(?:on\s+)?" + _WD + r"\s*,?\s+(?:(?:the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?|(?P<do>\d{1,2})(?:st|nd|rd|th))"
+    r"(?:\s+(?:of\s+)?(?P<m>" + _MON + r"))?|(?P<dm>\d{1,2})\s+(?:of\s+)?(?P<m1>" + _MON + r")|(?P<m2>" + _MON
+    + r")\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?)(?![\d:])(?!\s*(?:am|pm|a\.m|p\.m)\b)"
+)
 
 #: What reads an anchor ("October", "last month", "Nov 14") into its span, or None.
 Anchor = Callable[[str, Ctx], Span | None]
@@ -156,6 +172,35 @@ def month_day(m: re.Match[str], ctx: Ctx) -> Span | None:
     a, b = int(m.group(1)), int(m.group(2))
     month, day = (b, a) if a > 12 >= b else (a, b)
     return on_date(ctx, month, day, None)
+
+
+def weekday_date(m: re.Match[str], ctx: Ctx) -> Span | None:
+    """"Monday the 9th": that date, not the last Monday. With a month, the date; without, the last
+    9th that fell on a Monday (the coming one, looking ahead), else the last 9th."""
+    day = int(m.group("d") or m.group("do") or m.group("dm") or m.group("d2"))
+    month = m.group("m") or m.group("m1") or m.group("m2")
+    if month:
+        return on_date(ctx, month_number(month.rstrip(".")), day, None)
+    wd = WEEKDAYS[m.group("wd").casefold()[:3]]
+    step = 1 if ctx.ahead else -1
+    year, month_at = ctx.today.year, ctx.today.month
+    for _ in range(28):  # a date falls on each weekday within 28 months
+        try:
+            d = date(year, month_at, day)
+        except ValueError:
+            d = None
+        if d is not None and d.weekday() == wd and (d >= ctx.today if ctx.ahead else d <= ctx.today):
+            return day_span(ctx, d, d)
+        year, month_at = (year + (month_at + step - 1) // 12, (month_at + step - 1) % 12 + 1)
+    return None
+
+
+def weekday_next_to(edge: date, weekday: str, before: bool, n: int = 1) -> date:
+    """"the Tuesday after Christmas": the ``n``th such weekday after ``edge`` (before it, ``before``)."""
+    wd = WEEKDAYS[weekday.casefold()[:3]]
+    if before:
+        return edge - timedelta(days=(edge.weekday() - wd) % 7 or 7) - timedelta(weeks=n - 1)
+    return edge + timedelta(days=(wd - edge.weekday()) % 7 or 7) + timedelta(weeks=n - 1)
 
 
 def day_of_month(m: re.Match[str], ctx: Ctx) -> Span | None:

@@ -170,10 +170,31 @@ def test_local_calendar_then_utc() -> None:
     "text",
     ["", "hello there", "May I ask a question?", "march forward", "on Mondays", "February 30, 2024",
      "13/45/2024", "before the meeting", "in 3 days", "since forever", "Q5", "2024-13-01",
-     "the rotation for Admon on a Sunday", "every Monday", "each Friday", "any Tuesday works"],
+     "the rotation for Admon on a Sunday", "every Monday", "each Friday", "any Tuesday works",
+     # placed by an event, not a date: the last Tuesday would be wrong
+     "What did Grandma ask for on the Tuesday after moving day?", "the Friday before the launch"],
 )
 def test_no_time_expression(text: str) -> None:
     assert parse_time_scope(text, NOW) is None
+
+
+@pytest.mark.parametrize(("text", "day"), [
+    # NOW is Thursday 15 February 2024: "Monday the 5th" is 5 February, not the last Monday (the 12th).
+    ("What came up on Monday the 5th?", datetime(2024, 2, 5, tzinfo=UTC)),
+    ("What did I do on Monday 5th?", datetime(2024, 2, 5, tzinfo=UTC)),
+    ("Monday, February 5", datetime(2024, 2, 5, tzinfo=UTC)),
+    ("on Monday 5 February", datetime(2024, 2, 5, tzinfo=UTC)),
+    # the last 13th that was a Wednesday (December's fell on a Wednesday; January's on a Saturday)
+    ("Wednesday the 13th", datetime(2023, 12, 13, tzinfo=UTC)),
+    # a time or a count after the weekday is no date
+    ("Monday 9am standup", datetime(2024, 2, 12, tzinfo=UTC)),
+    ("Monday 3 people came", datetime(2024, 2, 12, tzinfo=UTC)),
+    ("What did I do on Tuesday after work?", datetime(2024, 2, 13, tzinfo=UTC)),
+])
+def test_a_weekday_with_its_date_is_that_date(text: str, day: datetime) -> None:
+    scope = parse_time_scope(text, NOW)
+    assert scope is not None
+    assert (scope.start.date(), scope.end.date()) == (day.date(), day.date())
 
 
 def test_naive_now_is_rejected() -> None:
@@ -241,6 +262,9 @@ def _day(y: int, m: int, d: int) -> datetime:
         ("three days after 4 July 2023", _day(2023, 7, 7), _day(2023, 7, 7)),
         ("two weeks before 10 April 2023", _day(2023, 3, 24), _day(2023, 3, 30)),
         ("the month before June 2023", _day(2023, 5, 1), _day(2023, 5, 31)),
+        # 25 December 2023 is a Monday, 3 May 2023 a Wednesday.
+        ("the Tuesday after Christmas 2023", _day(2023, 12, 26), _day(2023, 12, 26)),
+        ("the Friday before May 3, 2023", _day(2023, 4, 28), _day(2023, 4, 28)),
     ],
 )
 def test_a_period_placed_against_an_explicit_date_ignores_now(text: str, first: datetime, last: datetime) -> None:
