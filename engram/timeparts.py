@@ -175,24 +175,28 @@ def month_day(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 
 def weekday_date(m: re.Match[str], ctx: Ctx) -> Span | None:
-    """"Monday the 9th": that date, not the last Monday. With a month, the date; without, the last
-    9th that fell on a Monday (the coming one, looking ahead), else the last 9th."""
+    """"Monday the 9th": that date, not the last Monday. With a month, the date; without, the last 9th
+    that fell on a Monday (the coming one, looking ahead), or the coming one when it is within a week
+    and the last a month or more ago ("moving day is Saturday the 17th", said on the 15th: two days on)."""
     day = int(m.group("d") or m.group("do") or m.group("dm") or m.group("d2"))
     month = m.group("m") or m.group("m1") or m.group("m2")
     if month:
         return on_date(ctx, month_number(month.rstrip(".")), day, None)
     wd = WEEKDAYS[m.group("wd").casefold()[:3]]
-    step = 1 if ctx.ahead else -1
-    year, month_at = ctx.today.year, ctx.today.month
-    for _ in range(28):  # a date falls on each weekday within 28 months
+    found: list[date] = []
+    for k in range(-28, 29):  # a date falls on each weekday within 28 months
+        year, month_at = shift_month(ctx.today.year, ctx.today.month, k)
         try:
             d = date(year, month_at, day)
         except ValueError:
-            d = None
-        if d is not None and d.weekday() == wd and (d >= ctx.today if ctx.ahead else d <= ctx.today):
-            return day_span(ctx, d, d)
-        year, month_at = (year + (month_at + step - 1) // 12, (month_at + step - 1) % 12 + 1)
-    return None
+            continue
+        if d.weekday() == wd:
+            found.append(d)
+    past = max((d for d in found if d <= ctx.today), default=None)
+    coming = min((d for d in found if d >= ctx.today), default=None)
+    soon = coming is not None and (coming - ctx.today).days <= 7 and (past is None or (ctx.today - past).days > 28)
+    chosen = coming if ctx.ahead or soon or past is None else past
+    return None if chosen is None else day_span(ctx, chosen, chosen)
 
 
 def weekday_next_to(edge: date, weekday: str, before: bool, n: int = 1) -> date:

@@ -36,6 +36,7 @@ from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, sco
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
 from engram.retrieve.episodes import lenders, takes_context, turned_around
+from engram.retrieve.event_day import placed_by_event
 from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import REQUEST_SCOPE_TRUST, SCOPE_TRUST, apply_min_score, in_range_first
@@ -85,17 +86,8 @@ class Pipeline:
     experiment: Experiment | None = None
 
     def retrieve(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        config: RetrievalConfig,
-        now: datetime | None,
-        filters: Filters,
-        use_memory: bool = True,
-        rate_limited: bool = False,
-        as_of: datetime | None = None,
-        also: tuple[str, ...] = (),
+        self, query: str, *, user_id: str, config: RetrievalConfig, now: datetime | None, filters: Filters,
+        use_memory: bool = True, rate_limited: bool = False, as_of: datetime | None = None, also: tuple[str, ...] = (),
     ) -> Retrieval:
         """``also`` names more scopes (user ids whose memories are shared with this user, already
         checked by the caller) ranked together with the user's own. Such retrievals are not cached:
@@ -204,6 +196,9 @@ class Pipeline:
             plan = timed("understand", lambda: understand(
                 query, now=now, known_entities=index, weights_by_strategy=tuned))
         reading = reading_filters(filters, plan.past)  # "What was my old gym?": superseded facts too
+        asked = plan  # "the Tuesday after moving day": the event's day is read from the user's memories
+        plan = optional("event", lambda: placed_by_event(asked, lambda text, n: reads.keyword_search(
+            user_id, text, n, reading), lambda ids: reads.fetch(user_id, list(ids)), now), asked)
         days_only = plan.time_range is not None and asks_only_about_days(plan.text)
         widened = reading is not filters
         if config.weights is not None:

@@ -1,0 +1,79 @@
+"""A time placed by an event the question names ("the Tuesday after moving day"): the event's day is
+read from the memory that matches it best, and the question reads with the scope it places."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engram import Memory, RetrievalConfig
+from engram.ext import Embedder
+from engram.retrieve.event_day import asked_by_event
+
+NOW = datetime(2026, 10, 30, 20, 0, tzinfo=UTC)  # a Friday
+
+
+@pytest.mark.parametrize(("query", "asked"), [
+    ("What did Grandma ask for on the Tuesday after moving day?", ("tuesday", "after", "moving day")),
+    ("What did everyone eat the night before the move?", ("night", "before", "the move")),
+    ("What did Aisha find the day after v4.19.0 shipped?", ("day", "after", "v4.19.0 shipped")),
+    ("What did I ask you the morning after Jess's wedding?", ("morning", "after", "Jess's wedding")),
+    ("Who called the week after the outage and what did they want?", ("week", "after", "the outage")),
+    ("What did Grandma ask for on Tuesday?", None),
+    ("What happened after the move?", None),  # no period placed by it
+])
+def test_the_period_and_the_event_are_read(query: str, asked: tuple[str, str, str] | None) -> None:
+    assert asked_by_event(query) == asked
+
+
+def _chat(memory: Memory, rows: list[tuple[int, str, str]]) -> None:
+    memory.add_many([{"user_id": "fam", "role": who, "content": text,
+                      "created_at": NOW - timedelta(days=days, hours=3)} for days, who, text in rows])
+
+
+def test_the_tuesday_after_moving_day_is_read_from_the_day_the_move_was_told(tmp_path: Path,
+                                                                              embedder: Embedder) -> None:
+    # Moving day is Saturday 17 October (told the Thursday before); the Tuesday after is the 20th.
+    rows = [
+        (15, "Dana", "Movers booked: moving day is Saturday the 17th, truck at 8."),
+        (14, "Ruth", "Can someone bring me more of those big boxes?"),
+        (13, "Mike", "Truck's here, wish us luck"),
+        (10, "Ruth", "I would like to come and see the house on Saturday. Tom can drive me."),
+        (3, "Ruth", "Could someone fix the gate latch for me, it keeps blowing open."),
+        (1, "Tom", "Grandma wants the rocking chair back, can we bring it Sunday?"),
+    ]
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        _chat(memory, rows)
+        found = memory.retrieve("What did Grandma ask for on the Tuesday after moving day?", user_id="fam",
+                                now=NOW, config=RetrievalConfig(top_k=3, cache_ttl=0))
+        scope = found.metadata.time_range
+        assert scope is not None and scope.expression == "the tuesday after moving day"
+        assert scope.start.date().isoformat() == "2026-10-20" == scope.end.date().isoformat()
+        assert found.memories[0].content.startswith("I would like to come and see the house")
+
+
+def test_an_event_told_ahead_is_placed_on_the_day_it_names(tmp_path: Path, embedder: Embedder) -> None:
+    # "next Saturday" said on Saturday 17 October is the 24th; the morning after is Sunday the 25th.
+    rows = [
+        (13, "user", "My friend Jess's wedding is next Saturday, what should I eat before?"),
+        (6, "user", "Wedding was amazing, danced till 1am. Feeling rough, what now?"),
+        (5, "user", "Feeling rough after the party. Is a walk enough today?"),
+        (12, "user", "Feeling rough today, slept badly."),
+    ]
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        _chat(memory, rows)
+        found = memory.retrieve("What did I ask you the morning after Jess's wedding?", user_id="fam", now=NOW,
+                                config=RetrievalConfig(top_k=3, cache_ttl=0))
+        assert found.metadata.time_range is not None
+        assert found.metadata.time_range.start.date().isoformat() == "2026-10-25"
+        assert found.memories[0].content.startswith("Feeling rough after the party")
+
+
+def test_an_event_no_memory_names_places_nothing(tmp_path: Path, embedder: Embedder) -> None:
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        _chat(memory, [(3, "Dana", "Pizza tonight?"), (2, "Mike", "Sure")])
+        found = memory.retrieve("What did we eat the night before the regatta?", user_id="fam", now=NOW,
+                                config=RetrievalConfig(top_k=3, cache_ttl=0))
+        assert found.metadata.time_range is None
