@@ -74,7 +74,7 @@ _P_YESTERDAY = r"\b(?:yesterday|last\s+night)\b"
 _P_TOMORROW = r"\btomorrow\b"
 _P_REL = r"\b(last|this|next|previous|current)\s+(week|month|quarter|year)\b"
 _P_WEEKEND = r"\b(last|this|next|previous|past)\s+weekend\b"
-_P_THE_WEEKEND = r"\b(?:over\s+|during\s+)?the\s+weekend\b"
+_P_THE_WEEKEND = r"\b(?:over\s+|during\s+)?the\s+weekend\b(?!\s+(?:after|before)\b)"  # not one an event places
 # "on a Sunday", "every Sunday" or "any Monday" is any such day, not the last one.
 # "the Tuesday after moving day" is placed by what it follows (_next_to), not the last Tuesday.
 _P_WEEKDAY_EXPR = (r"\b(?:(last|this|next|previous|past|on)\s+)?(?<!\ba\s)(?<!\bevery\s)(?<!\beach\s)(?<!\bany\s)"

@@ -40,13 +40,20 @@ WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturd
 _WD = "(?P<wd>" + "|".join(WEEKDAY_NAMES) + ")"
 _MON = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
         r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?")
+# Where a date without its month ends: "Monday the 9th?", "Monday the 9th at 3", not "Monday 1st day"
+# or "Saturday the 2nd half": an ordinal before a noun is no date.
+_DAY_END = (r"(?=\s*(?:[?.!,;:)]|$|\s(?:at|in|with|for|and|or|when|while|about|from|to|did|was|were|we|i|you|he|she"
+            r"|they|morning|afternoon|evening|night)\b))")
 #: A weekday with its date: "Monday the 9th", "Monday 9th", "Monday 9 November", "Monday, November 9"
 #: (not "Monday 3 people came", "Monday 9am": a bare number needs "the", an ordinal or a month).
 WEEKDAY_DATE = (
     r"\b(?:on\s+)?" + _WD + r"\s*,?\s+(?:(?:the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?|(?P<do>\d{1,2})(?:st|nd|rd|th))"
-    r"(?:\s+(?:of\s+)?(?P<m>" + _MON + r"))?|(?P<dm>\d{1,2})\s+(?:of\s+)?(?P<m1>" + _MON + r")|(?P<m2>" + _MON
-    + r")\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?)(?![\d:])(?!\s*(?:am|pm|a\.m|p\.m)\b)"
+    r"(?:\s+(?:of\s+)?(?P<m>" + _MON + r")|" + _DAY_END + r")|(?P<dm>\d{1,2})\s+(?:of\s+)?(?P<m1>" + _MON
+    + r")|(?P<m2>" + _MON + r")\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?)(?![\d:])(?!\s*(?:am|pm|a\.m|p\.m)\b)"
+    r"(?:\s*,?\s*(?P<y>\d{4})(?!\d))?"
 )
+# A question about the past ("What did I do on Monday the 2nd?") does not mean the coming one.
+_PAST_WORDS = re.compile(r"\b(?:did|was|were|had|happened|went|came|got|said|told|ago|last)\b", re.IGNORECASE)
 
 #: What reads an anchor ("October", "last month", "Nov 14") into its span, or None.
 Anchor = Callable[[str, Ctx], Span | None]
@@ -175,27 +182,37 @@ def month_day(m: re.Match[str], ctx: Ctx) -> Span | None:
 
 
 def weekday_date(m: re.Match[str], ctx: Ctx) -> Span | None:
-    """"Monday the 9th": that date, not the last Monday. With a month, the date; without, the last 9th
-    that fell on a Monday (the coming one, looking ahead), or the coming one when it is within a week
-    and the last a month or more ago ("moving day is Saturday the 17th", said on the 15th: two days on)."""
+    """"Monday the 9th": that date, not the last Monday: of the 9ths that fell or fall on a Monday, the
+    nearest ("moving day is Saturday the 17th", said on the 15th: two days on), the last when the
+    text speaks of the past ("What did I do on Monday the 2nd?"), the coming one when it looks ahead.
+    "Monday, November 9" likewise among November 9ths; with its year, that date."""
     day = int(m.group("d") or m.group("do") or m.group("dm") or m.group("d2"))
     month = m.group("m") or m.group("m1") or m.group("m2")
-    if month:
-        return on_date(ctx, month_number(month.rstrip(".")), day, None)
+    if m.group("y"):
+        return on_date(ctx, month_number(month.rstrip(".")), day, m.group("y")) if month else None
     wd = WEEKDAYS[m.group("wd").casefold()[:3]]
     found: list[date] = []
-    for k in range(-28, 29):  # a date falls on each weekday within 28 months
-        year, month_at = shift_month(ctx.today.year, ctx.today.month, k)
+    # A date falls on each weekday within 28 months; a month and day on each within 11 years (leap days 28).
+    for k in (range(-12 * 28, 12 * 4 + 1, 12) if month else range(-28, 29)):
+        year, month_at = shift_month(ctx.today.year, month_number(month.rstrip(".")) if month else ctx.today.month, k)
         try:
             d = date(year, month_at, day)
         except ValueError:
             continue
         if d.weekday() == wd:
             found.append(d)
+    if not found and month:
+        return on_date(ctx, month_number(month.rstrip(".")), day, None)
     past = max((d for d in found if d <= ctx.today), default=None)
     coming = min((d for d in found if d >= ctx.today), default=None)
-    soon = coming is not None and (coming - ctx.today).days <= 7 and (past is None or (ctx.today - past).days > 28)
-    chosen = coming if ctx.ahead or soon or past is None else past
+    if ctx.ahead:
+        chosen = coming
+    elif _PAST_WORDS.search(m.string) or coming is None:
+        chosen = past
+    elif past is None:
+        chosen = coming
+    else:  # the nearer, the past one of two as near
+        chosen = coming if (coming - ctx.today) < (ctx.today - past) else past
     return None if chosen is None else day_span(ctx, chosen, chosen)
 
 

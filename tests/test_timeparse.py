@@ -184,12 +184,19 @@ def test_no_time_expression(text: str) -> None:
     ("What did I do on Monday 5th?", datetime(2024, 2, 5, tzinfo=UTC)),
     ("Monday, February 5", datetime(2024, 2, 5, tzinfo=UTC)),
     ("on Monday 5 February", datetime(2024, 2, 5, tzinfo=UTC)),
-    # the last 13th that was a Wednesday (December's fell on a Wednesday; January's on a Saturday)
-    ("Wednesday the 13th", datetime(2023, 12, 13, tzinfo=UTC)),
+    # of the 13ths on a Wednesday, the nearest (March's, 27 days on; December's was 64 days back),
+    # the last one when the question speaks of the past
+    ("Wednesday the 13th", datetime(2024, 3, 13, tzinfo=UTC)),
+    ("What happened on Wednesday the 13th?", datetime(2023, 12, 13, tzinfo=UTC)),
+    ("Monday, March 1st, 2027", datetime(2027, 3, 1, tzinfo=UTC)),
+    ("Thursday, February 29", datetime(2024, 2, 29, tzinfo=UTC)),  # not 2020's Saturday
     # a time or a count after the weekday is no date
     ("Monday 9am standup", datetime(2024, 2, 12, tzinfo=UTC)),
     ("Monday 3 people came", datetime(2024, 2, 12, tzinfo=UTC)),
     ("What did I do on Tuesday after work?", datetime(2024, 2, 13, tzinfo=UTC)),
+    # an ordinal before a noun is no date
+    ("Tuesday 5th grade play", datetime(2024, 2, 13, tzinfo=UTC)),
+    ("Saturday the 2nd half of the game", datetime(2024, 2, 10, tzinfo=UTC)),
 ])
 def test_a_weekday_with_its_date_is_that_date(text: str, day: datetime) -> None:
     scope = parse_time_scope(text, NOW)

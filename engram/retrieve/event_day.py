@@ -28,9 +28,8 @@ from engram.timespans import Ctx, day_span
 
 __all__ = ["EVENT_MATCHES", "asked_by_event", "placed_by_event"]
 
-#: How many of the event's best keyword matches are read for its day (the first that names or was
-#: said on a day gives it).
-EVENT_MATCHES = 3
+#: How many of the event's keyword matches are read for its day: the best one gives it.
+EVENT_MATCHES = 1
 _READ = 500  # how much of the matching memory is read for the day it names
 _UNITS = ("day", "night", "morning", "afternoon", "evening", "week", "weekend", *WEEKDAY_NAMES)
 # "the Tuesday after moving day", "the night before the move", "the morning after Jess's wedding".
@@ -39,12 +38,14 @@ _BY_EVENT = re.compile(
     r"(?=\s*(?:[?!,;]|[.:](?!\w)|$|\b(?:when|did|was|were|is|are|and|or|what|who|how|that)\b))",
     re.IGNORECASE,
 )
+# Not an event: "the night before last", "the Tuesday after next", "the morning after pill".
+_NOT_EVENTS = re.compile(r"(?:last|next|this|that|pill)\b", re.IGNORECASE)
 
 
 def asked_by_event(query: str) -> tuple[str, str, str] | None:
     """(unit, "after" or "before", the event's words) when ``query`` places its time by an event."""
     m = _BY_EVENT.search(query)
-    if m is None:
+    if m is None or _NOT_EVENTS.match(m.group("event")):
         return None
     return m.group("unit").casefold(), m.group("op").casefold(), m.group("event").strip()
 
@@ -69,9 +70,11 @@ def placed_by_event(
     if best is None:
         return plan
     ctx = Ctx(now=now, tz=now.tzinfo, today=now.astimezone(now.tzinfo).date())
-    day = _event_day(best, now)
-    first, last = _placed(unit, op, day)
-    start, end = day_span(ctx, first, last)
+    try:  # a memory may name a day at the calendar's edge ("31 December 9999")
+        first, last = _placed(unit, op, _event_day(best, now))
+        start, end = day_span(ctx, first, last)
+    except (ValueError, OverflowError):
+        return plan
     expression = f"the {unit} {op} {event}"
     return replace(plan, time_range=TimeRange(start=start, end=end, expression=expression), time_focused=True)
 
@@ -101,4 +104,3 @@ def _placed(unit: str, op: str, day: date) -> tuple[date, date]:
         return saturday, saturday + timedelta(days=1)
     d = day - timedelta(days=1) if before else day + timedelta(days=1)  # the day, night, morning... before/after
     return d, d
-

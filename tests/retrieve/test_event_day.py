@@ -23,6 +23,9 @@ NOW = datetime(2026, 10, 30, 20, 0, tzinfo=UTC)  # a Friday
     ("Who called the week after the outage and what did they want?", ("week", "after", "the outage")),
     ("What did Grandma ask for on Tuesday?", None),
     ("What happened after the move?", None),  # no period placed by it
+    ("Where did I have dinner the night before last?", None),
+    ("Where will we eat the Tuesday after next?", None),
+    ("Where can I get the morning after pill?", None),
 ])
 def test_the_period_and_the_event_are_read(query: str, asked: tuple[str, str, str] | None) -> None:
     assert asked_by_event(query) == asked
@@ -69,6 +72,28 @@ def test_an_event_told_ahead_is_placed_on_the_day_it_names(tmp_path: Path, embed
         assert found.metadata.time_range is not None
         assert found.metadata.time_range.start.date().isoformat() == "2026-10-25"
         assert found.memories[0].content.startswith("Feeling rough after the party")
+
+
+def test_an_event_on_a_day_past_the_calendar_places_nothing(tmp_path: Path, embedder: Embedder) -> None:
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        _chat(memory, [(3, "Dana", "Moving day is 31 December 9999, lol never")])
+        found = memory.retrieve("What did I do the day after moving day?", user_id="fam", now=NOW,
+                                config=RetrievalConfig(top_k=3, cache_ttl=0))
+        assert found.metadata.time_range is None and found.memories
+
+
+def test_the_weekend_an_event_places_is_not_the_last_weekend(tmp_path: Path, embedder: Embedder) -> None:
+    # Told on Monday 5 October: the conference is on the 8th, the weekend after it the 10th and 11th.
+    rows = [(25, "Dana", "Conference in Lyon this Thursday and Friday!"), (20, "Dana", "Hiked the Saleve with Mike"),
+            (5, "Dana", "Hiked the Jura ridge today")]
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        _chat(memory, rows)
+        found = memory.retrieve("What did Dana do the weekend after the conference?", user_id="fam", now=NOW,
+                                config=RetrievalConfig(top_k=3, cache_ttl=0))
+        scope = found.metadata.time_range
+        assert scope is not None and scope.expression.startswith("the weekend after")
+        assert scope.start.date().isoformat() == "2026-10-10"
+        assert found.memories[0].content == "Hiked the Saleve with Mike"
 
 
 def test_an_event_no_memory_names_places_nothing(tmp_path: Path, embedder: Embedder) -> None:
