@@ -388,8 +388,8 @@ def rank(
     together = conversation_support(records, relevance, talks)  # a conversation between people's other best turns
     # A user's answer to the assistant's question (closer to it in meaning than unrelated texts), or the rest
     bottom = similarity_range[0]
-    gain = np.where(answers(records, lent, lambda a, b: semantic_similarity(vectors.get(a), vectors.get(b)) > bottom),
-                    ANSWER_GAIN, CONTEXT_GAIN)
+    answered = answers(records, lent, lambda a, b: semantic_similarity(vectors.get(a), vectors.get(b)) > bottom)
+    gain = np.where(answered, ANSWER_GAIN, CONTEXT_GAIN)
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + gain * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked
                  + VOICE_GAIN * spoke
@@ -419,7 +419,7 @@ def rank(
         records=records, scores=scores, names=names, columns=values, weights=used_weights, order=order,
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {}, sentences=facet_sentences(records, facets or {}, seen),
-        procedural=procedural,
+        procedural=procedural, answered=frozenset(r.id for r, a in zip(records, answered, strict=True) if a),
     )
 
 

@@ -89,6 +89,8 @@ class Ranking:
     sentences: Mapping[str, str] = field(default_factory=dict)
     #: The query asks how something is done: a procedure's ``standing`` says so.
     procedural: bool = False
+    #: The user's turns that gained as answers to the assistant's question (engram.retrieve.episodes.answers).
+    answered: frozenset[str] = frozenset()
 
     def __len__(self) -> int:
         return len(self.records)
@@ -144,6 +146,7 @@ class Ranking:
         reasons = _reasons(
             record, self.sources.get(record.id, ()), signals, self.query_entities, self.named_by[at],
             self.time_range, bridge[1] if bridge else None, self.sentences.get(record.id), self.procedural,
+            record.id in self.answered,
         )
         return {"signals": signals, "weights": dict(self.weights), "reasons": reasons}
 
@@ -158,6 +161,7 @@ def _reasons(
     bridge: str | None = None,
     sentence: str | None = None,
     procedural: bool = False,
+    answered: bool = False,
 ) -> tuple[str, ...]:
     reasons: list[str] = []
     names = set(found_by)
@@ -183,7 +187,7 @@ def _reasons(
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
     if signals.get(CONTEXT_SIGNAL, 0.0) >= _NEXT_TO:
-        reasons.append(_next_to(record))
+        reasons.append(_next_to(record, answered))
     if signals.get(CONVERSATION_SIGNAL, 0.0) >= _TOLD_TOGETHER:
         reasons.append("in a conversation between people whose other turns match")
     if signals.get(DESCRIBES_SIGNAL):
@@ -224,10 +228,12 @@ def _reasons(
     return tuple(reasons)
 
 
-def _next_to(record: MemoryRecord) -> str:
+def _next_to(record: MemoryRecord, answered: bool = False) -> str:
     """Why a turn gained from the turn next to it, as that turn's part in the conversation."""
     if machine_said(record):
         return "the reply to a turn that matches"
-    if users_turn(record):  # also a named user's ("Alex"), given as the user's message
+    if answered:  # also a named user's ("Alex"), given as the user's message
         return "answers the assistant's question, which matches"
+    if users_turn(record):
+        return "next to an assistant's turn that matches"
     return "next to a turn that matches"

@@ -18,6 +18,7 @@ from engram.retrieve.episodes import (
     CONVERSATION_PAUSE,
     CONVERSATION_TURNS,
     QUESTION_LENGTH,
+    REPLIED_SHARE,
     REPLY_SHARE,
     context_support,
     conversation_support,
@@ -142,12 +143,15 @@ def test_a_turn_between_people_takes_context_from_either_neighbour() -> None:
     assert got == {"a": 0.9, "b": 0.4, "c": 0.9, "d": 0.4}
 
 
-def test_in_a_chat_with_an_assistant_only_the_reply_takes_a_share_of_what_it_follows() -> None:
-    records = [turn("q", "user"), turn("r", "assistant"), turn("q2", "user"), turn("n", "tool"),
-               turn("s", "Sol", metadata={"message_role": "assistant"})]
+def test_in_a_chat_with_an_assistant_the_reply_and_what_it_answers_share_a_little() -> None:
+    roles = [("q", "user"), ("r", "assistant"), ("q2", "user"), ("n", "tool"), ("s", "Sol")]
+    records = [turn(mid, role, created_at=NOW + timedelta(minutes=at),
+                    **({"metadata": {"message_role": "assistant"}} if role == "Sol" else {}))
+               for at, (mid, role) in enumerate(roles)]
     got = context(records, [0.9, 0.8, 0.6, 1.0, 0.0], chain(records))
-    # The user's turns gain nothing from the advice around them; a tool's output takes no part.
-    assert got == {"q": 0.0, "r": round(REPLY_SHARE * 0.9, 6), "q2": 0.0, "n": 0.0,
+    # The reply takes a third of the turn it follows, the person's turn a fifth of the reply to it;
+    # a user's turn takes nothing from advice before it that asks nothing; a tool's output no part.
+    assert got == {"q": round(REPLIED_SHARE * 0.8, 6), "r": round(REPLY_SHARE * 0.9, 6), "q2": 0.0, "n": 0.0,
                    "s": round(REPLY_SHARE * 1.0, 6)}
 
 
@@ -191,11 +195,11 @@ def test_only_the_turns_that_can_lend_context_are_ranked() -> None:
     later = turn("later", "user", created_at=at[3])
     jon, gina = turn("jon", "Jon", "s2", created_at=at[4]), turn("gina", "Gina", "s2", created_at=at[5])
     everyone = [ask, answer, advice, later, jon, gina]
-    # Asked for by the answer (its question), the advice (the turn it follows) and Jon (either side);
-    # the user's later turn lends nothing to the advice before it, nor is the advice its question.
+    # Asked for by the answer (its question, and the reply to it), the advice (the turn it follows)
+    # and Jon (either side); the user's later turn lends nothing to the advice before it.
     got = lenders([answer, advice, jon], {"answer": ("ask", "advice"), "advice": ("answer", "later"),
                                           "jon": ("gina",)}, everyone)
-    assert got == ["ask", "answer", "gina"]
+    assert got == ["ask", "advice", "answer", "gina"]
     far = replace(gina, created_at=at[4] + CONVERSATION_PAUSE + timedelta(seconds=1))
     assert lenders([jon], {"jon": ("gina",)}, [far]) == []
 
