@@ -4,13 +4,16 @@ find the day after v4.19.0 shipped?". The parser reads no date in them (engram.t
 scope), yet the question asks about one day or week, which the event's own day places.
 
 The event's day is read from memory: the user's memory that matches the event's words best
-(keyword search, the same index as the keyword source; no second embedding) was said on it, or names
-it, read against when it was said as a question's time is read against now ("Jess's wedding is next
-Saturday", said on the 14th: the 21st); a match that names no day gives the day it was said. The period is then placed
-against that day as against a date ("the Tuesday after": the first Tuesday after it; "the night
-before": the day before; "the week after": the seven days after), and the query reads with that
-scope, so the scope's rules apply as to any other (engram.retrieve.in_range: trusted only while
-its memories match the question as well as a tenth of the best).
+(keyword search, the same index as the keyword source; no second embedding) names it, read against
+when it was said as a question's time is read against now ("Jess's wedding is next Saturday", said
+on the 14th: the 21st), or else was said on it. The period is then placed against that day as
+against a date ("the Tuesday after": the first Tuesday after it; "the night before": the day
+before; "the week after": the seven days after; "the weekend before": the last one wholly before
+it), and the query reads with that scope, so the scope's rules apply as to any other
+(engram.retrieve.in_range: trusted only while its memories match the question as well as a tenth
+of the best). The best match can be about something else that shares the event's word ("the week
+after the launch" and "Watched the SpaceX launch livestream"); the scope's rules then limit what it
+lifts.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ def _placed(unit: str, op: str, day: date) -> tuple[date, date]:
             (day + timedelta(days=1), day + timedelta(days=7))
     if unit == "weekend":
         saturday = weekday_next_to(day, "saturday", before)
+        if before and saturday + timedelta(days=1) >= day:  # an event on a Sunday: the weekend before that one
+            saturday -= timedelta(weeks=1)
         return saturday, saturday + timedelta(days=1)
     d = day - timedelta(days=1) if before else day + timedelta(days=1)  # the day, night, morning... before/after
     return d, d

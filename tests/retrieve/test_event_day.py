@@ -102,3 +102,20 @@ def test_an_event_no_memory_names_places_nothing(tmp_path: Path, embedder: Embed
         found = memory.retrieve("What did we eat the night before the regatta?", user_id="fam", now=NOW,
                                 config=RetrievalConfig(top_k=3, cache_ttl=0))
         assert found.metadata.time_range is None
+
+
+@pytest.mark.parametrize(("unit", "op", "day", "first", "last"), [
+    ("weekend", "before", "2026-10-11", "2026-10-03", "2026-10-04"),  # a Sunday: the weekend wholly before it
+    ("weekend", "before", "2026-10-14", "2026-10-10", "2026-10-11"),
+    ("weekend", "after", "2026-10-14", "2026-10-17", "2026-10-18"),
+    ("week", "after", "2026-10-14", "2026-10-15", "2026-10-21"),
+    ("night", "before", "2026-10-17", "2026-10-16", "2026-10-16"),
+    ("tuesday", "after", "2026-10-17", "2026-10-20", "2026-10-20"),
+])
+def test_a_period_is_placed_against_the_events_day(unit: str, op: str, day: str, first: str, last: str) -> None:
+    from datetime import date
+
+    from engram.retrieve.event_day import _placed
+
+    got = _placed(unit, op, date.fromisoformat(day))
+    assert (got[0].isoformat(), got[1].isoformat()) == (first, last)
