@@ -50,8 +50,7 @@ _BEHIND = re.compile(
     r"\b(?:did|was|were|had|went|ago|last|yesterday|earlier|previous(?:ly)?|before|since)\b", re.IGNORECASE)
 
 # Regex fragments. Only numbered groups inside them, so they can be combined into one alternation.
-_MONTH = (r"\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?")
+_MONTH = r"\b(" + timeparts.MONTH_WORDS + r")\b\.?"
 # A year after a date, a month or a quarter: "2025", or one said relative to now ("in March last
 # year", "Q1 next year", "July of this year"), read by year_said.
 _YEAR_OPT = r"(?:\s*,?\s*(\d{4}(?!\d)|(?:of\s+)?(?:last|this|next)\s+year\b))?"
@@ -270,24 +269,9 @@ def _next_to(m: re.Match[str], ctx: Ctx) -> Span | None:
     n = number(m.group("n")) if m.group("n") else 1
     before = m.group("op").casefold().split()[0] in ("before", "prior")
     edge = a[0].date() if before else a[1].date()
-    if unit in timeparts.WEEKDAY_NAMES:
-        d = timeparts.weekday_next_to(edge, unit, before, n)
-        return day_span(ctx, d, d)
-    if unit == "weekend":
-        if before:  # the last Saturday and Sunday wholly before the anchor's first day
-            back = (edge.weekday() - 5) % 7
-            saturday = edge - timedelta(days=back if back >= 2 else back + 7) - timedelta(weeks=n - 1)
-        else:
-            saturday = edge + timedelta(days=(5 - edge.weekday()) % 7 or 7) + timedelta(weeks=n - 1)
-        return day_span(ctx, saturday, saturday + timedelta(days=1))
-    step = {"day": timedelta(days=1), "week": timedelta(weeks=1)}.get(unit)
-    if step is not None:
-        if n == 1:  # "the week before X": the whole stretch between X and a week earlier
-            return day_span(ctx, edge - step, edge - timedelta(days=1)) if before else \
-                day_span(ctx, edge + timedelta(days=1), edge + step)
-        point = edge - n * step if before else edge + n * step
-        half = (step - timedelta(days=1)) // 2  # "three weeks before X": the week around that point
-        return day_span(ctx, point - half, point + half)
+    days = timeparts.days_next_to(unit, before, edge, n)
+    if days is not None:
+        return day_span(ctx, *days)
     months = {"month": 1, "year": 12}[unit] * n * (-1 if before else 1)
     if n == 1:
         start = add_months(a[0], months) if before else a[1] + TICK

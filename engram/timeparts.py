@@ -32,14 +32,16 @@ from engram.timespans import (
     year_said,
 )
 
-__all__ = ["HOLIDAY", "WEEKDAY_DATE", "WEEKDAY_NAMES", "Anchor", "day_of_month", "fortnight_ago", "holiday",
-           "holiday_in", "month_day", "nth_of", "part_of", "past_fortnight", "two_away", "week_of", "weekday_date",
-           "weekday_next_to", "weekends_ago"]
+__all__ = ["HOLIDAY", "MONTH_WORDS", "WEEKDAY_DATE", "WEEKDAY_NAMES", "Anchor", "day_of_month", "days_next_to",
+           "fortnight_ago", "holiday", "holiday_in", "month_day", "nth_of", "part_of", "past_fortnight", "two_away",
+           "week_of", "weekday_date", "weekends_ago"]
 
 WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: The months as a question spells them, a bare alternation for other patterns to wrap.
+MONTH_WORDS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+               r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
 _WD = "(?P<wd>" + "|".join(WEEKDAY_NAMES) + ")"
-_MON = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-        r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?")
+_MON = r"(?:" + MONTH_WORDS + r")\b\.?"
 # Where a date without its month ends: "Monday the 9th?", "Monday the 9th at 3", not "Monday 1st day"
 # or "Saturday the 2nd half": an ordinal before a noun is no date.
 _DAY_END = (r"(?=\s*(?:[?.!,;:)]|$|\s(?:at|in|with|for|and|or|when|while|about|from|to|did|was|were|we|i|you|he|she"
@@ -187,14 +189,15 @@ def weekday_date(m: re.Match[str], ctx: Ctx) -> Span | None:
     text speaks of the past ("What did I do on Monday the 2nd?"), the coming one when it looks ahead.
     "Monday, November 9" likewise among November 9ths; with its year, that date."""
     day = int(m.group("d") or m.group("do") or m.group("dm") or m.group("d2"))
-    month = m.group("m") or m.group("m1") or m.group("m2")
+    word = m.group("m") or m.group("m1") or m.group("m2")
+    month = month_number(word.rstrip(".")) if word else None
     if m.group("y"):
-        return on_date(ctx, month_number(month.rstrip(".")), day, m.group("y")) if month else None
+        return on_date(ctx, month, day, m.group("y")) if month else None
     wd = WEEKDAYS[m.group("wd").casefold()[:3]]
     found: list[date] = []
     # A date falls on each weekday within 28 months; a month and day on each within 11 years (leap days 28).
     for k in (range(-12 * 28, 12 * 4 + 1, 12) if month else range(-28, 29)):
-        year, month_at = shift_month(ctx.today.year, month_number(month.rstrip(".")) if month else ctx.today.month, k)
+        year, month_at = shift_month(ctx.today.year, month or ctx.today.month, k)
         try:
             d = date(year, month_at, day)
         except ValueError:
@@ -202,7 +205,7 @@ def weekday_date(m: re.Match[str], ctx: Ctx) -> Span | None:
         if d.weekday() == wd:
             found.append(d)
     if not found and month:
-        return on_date(ctx, month_number(month.rstrip(".")), day, None)
+        return on_date(ctx, month, day, None)
     past = max((d for d in found if d <= ctx.today), default=None)
     coming = min((d for d in found if d >= ctx.today), default=None)
     if ctx.ahead:
@@ -216,12 +219,32 @@ def weekday_date(m: re.Match[str], ctx: Ctx) -> Span | None:
     return None if chosen is None else day_span(ctx, chosen, chosen)
 
 
-def weekday_next_to(edge: date, weekday: str, before: bool, n: int = 1) -> date:
-    """"the Tuesday after Christmas": the ``n``th such weekday after ``edge`` (before it, ``before``)."""
-    wd = WEEKDAYS[weekday.casefold()[:3]]
-    if before:
-        return edge - timedelta(days=(edge.weekday() - wd) % 7 or 7) - timedelta(weeks=n - 1)
-    return edge + timedelta(days=(wd - edge.weekday()) % 7 or 7) + timedelta(weeks=n - 1)
+def days_next_to(unit: str, before: bool, edge: date, n: int = 1) -> tuple[date, date] | None:
+    """The first and last days of "the ``unit`` before/after" a day ``edge`` (``n`` of them: "three
+    weeks before"): a day, a week, a weekend or a weekday ("the Tuesday after Christmas"); None for
+    a longer unit. Read by the parser against a date and by a question's event against its day."""
+    if unit in WEEKDAY_NAMES:
+        wd = WEEKDAYS[unit[:3]]
+        if before:
+            d = edge - timedelta(days=(edge.weekday() - wd) % 7 or 7) - timedelta(weeks=n - 1)
+        else:
+            d = edge + timedelta(days=(wd - edge.weekday()) % 7 or 7) + timedelta(weeks=n - 1)
+        return d, d
+    if unit == "weekend":
+        if before:  # the last Saturday and Sunday wholly before the day
+            back = (edge.weekday() - 5) % 7
+            saturday = edge - timedelta(days=back if back >= 2 else back + 7) - timedelta(weeks=n - 1)
+        else:
+            saturday = edge + timedelta(days=(5 - edge.weekday()) % 7 or 7) + timedelta(weeks=n - 1)
+        return saturday, saturday + timedelta(days=1)
+    step = {"day": timedelta(days=1), "week": timedelta(weeks=1)}.get(unit)
+    if step is None:
+        return None
+    if n == 1:  # "the week before X": the whole stretch between X and a week earlier
+        return (edge - step, edge - timedelta(days=1)) if before else (edge + timedelta(days=1), edge + step)
+    point = edge - n * step if before else edge + n * step
+    half = (step - timedelta(days=1)) // 2  # "three weeks before X": the week around that point
+    return point - half, point + half
 
 
 def day_of_month(m: re.Match[str], ctx: Ctx) -> Span | None:

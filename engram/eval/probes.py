@@ -31,7 +31,7 @@ from pathlib import Path
 
 from engram.eval.scenarios import Scenario, ScenarioMemory, ScenarioQuestion, ScenarioReport, run_scenarios
 
-__all__ = ["PROBES", "load_probe", "overall", "probe_files", "run_probes"]
+__all__ = ["PROBES", "load_probe", "overall", "probe_files", "run_probes", "scores"]
 
 #: Where the probe sets live in a checkout (tests are not packaged); from an installed copy, the
 #: checkout it is run from.

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 
+from engram.timeparts import MONTH_WORDS
+
 __all__ = ["asks_for_amount", "holds_amount"]
 
 _I = re.IGNORECASE
@@ -79,8 +81,7 @@ _MONEY = re.compile(
 
 # A number in digits ("80", "3.4", "6/10", "1,200") or words ("twelve"), each read on its own.
 _NUMBER = re.compile(rf"(?<![\w/:.,-])\d+(?:[.,/:]\d+)*|\b{_WORD_NUMBER}\b|\bdozens?\b", _I)
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b")
+_MONTH = r"(?:" + MONTH_WORDS + r")\b"
 # Just after the number: a month ("12 Nov", "3rd of May"), a time of day ("3pm", "7 a.m."), an
 # ordinal ("the 3rd"). Bounded runs of blanks: a long run is not read again at every split.
 _AFTER = re.compile(rf"(?:st|nd|rd|th)\b|\s{{0,3}}(?:of\s{{1,3}})?{_MONTH}|\s{{0,3}}(?:[ap]\.?m\.?)(?!\w)", _I)

@@ -26,7 +26,7 @@ from datetime import date, datetime, timedelta
 from engram.days import mentioned_days
 from engram.model import MemoryRecord, QueryPlan, TimeRange
 from engram.timeparse import parse_time_scope
-from engram.timeparts import WEEKDAY_NAMES, weekday_next_to
+from engram.timeparts import WEEKDAY_NAMES, days_next_to
 from engram.timespans import Ctx, day_span
 
 __all__ = ["EVENT_MATCHES", "asked_by_event", "placed_by_event"]
@@ -34,7 +34,8 @@ __all__ = ["EVENT_MATCHES", "asked_by_event", "placed_by_event"]
 #: How many of the event's keyword matches are read for its day: the best one gives it.
 EVENT_MATCHES = 1
 _READ = 500  # how much of the matching memory is read for the day it names
-_UNITS = ("day", "night", "morning", "afternoon", "evening", "week", "weekend", *WEEKDAY_NAMES)
+_DAYLONG = ("day", "week", "weekend", *WEEKDAY_NAMES)  # the periods placed as they are (timeparts.days_next_to)
+_UNITS = (*_DAYLONG, "night", "morning", "afternoon", "evening")
 # "the Tuesday after moving day", "the night before the move", "the morning after Jess's wedding".
 _BY_EVENT = re.compile(
     r"\bthe\s+(?P<unit>" + "|".join(_UNITS) + r")\s+(?P<op>after|before)\s+(?P<event>(?:[^?!.,;:]|[.:](?=\w)){3,60}?)"
@@ -65,13 +66,11 @@ def placed_by_event(
     if asked is None:
         return plan
     unit, op, event = asked
-    hits = [memory_id for memory_id, _ in search(event, EVENT_MATCHES)]
-    if not hits:
+    hits = search(event, EVENT_MATCHES)
+    found = fetch([hits[0][0]]) if hits else ()
+    if not found:
         return plan
-    found = {r.id: r for r in fetch(hits)}
-    best = next((found[i] for i in hits if i in found), None)
-    if best is None:
-        return plan
+    best = found[0]
     ctx = Ctx(now=now, tz=now.tzinfo, today=now.astimezone(now.tzinfo).date())
     try:  # a memory may name a day at the calendar's edge ("31 December 9999")
         first, last = _placed(unit, op, _event_day(best, now))
@@ -94,18 +93,8 @@ def _event_day(record: MemoryRecord, now: datetime) -> date:
 
 
 def _placed(unit: str, op: str, day: date) -> tuple[date, date]:
-    """The days ``unit`` ``op`` the event's ``day`` covers."""
-    before = op == "before"
-    if unit in WEEKDAY_NAMES:
-        d = weekday_next_to(day, unit, before)
-        return d, d
-    if unit == "week":
-        return (day - timedelta(days=7), day - timedelta(days=1)) if before else \
-            (day + timedelta(days=1), day + timedelta(days=7))
-    if unit == "weekend":
-        saturday = weekday_next_to(day, "saturday", before)
-        if before and saturday + timedelta(days=1) >= day:  # an event on a Sunday: the weekend before that one
-            saturday -= timedelta(weeks=1)
-        return saturday, saturday + timedelta(days=1)
-    d = day - timedelta(days=1) if before else day + timedelta(days=1)  # the day, night, morning... before/after
-    return d, d
+    """The days ``unit`` ``op`` the event's ``day`` covers; a night, morning, afternoon or evening is
+    its day's."""
+    days = days_next_to(unit if unit in _DAYLONG else "day", op == "before", day)
+    assert days is not None  # every unit the pattern reads is a day's, a week's, a weekend's or a weekday's
+    return days

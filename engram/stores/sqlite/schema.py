@@ -275,13 +275,11 @@ def _add_column(conn: sqlite3.Connection, table: str, column: str) -> None:
     if not any(row[1] == name for row in conn.execute(f"PRAGMA table_info({table})")):
         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
-#: The columns a memory's keyword terms come from (bulk_index.TERM_COLUMNS).
-_TERM_COLUMNS = TERM_COLUMNS
 
 
 def _index_labels(conn: sqlite3.Connection) -> None:
     def of(row: str) -> str:
-        return ", ".join(f"{row}.{c}" for c in _TERM_COLUMNS)
+        return ", ".join(f"{row}.{c}" for c in TERM_COLUMNS)
 
     labelled = "coalesce(subject, predicate, object, trigger_text, action_text) IS NOT NULL"
     script = f"""
@@ -305,7 +303,7 @@ def _index_labels(conn: sqlite3.Connection) -> None:
             UPDATE keyword_stats SET docs = docs - 1, terms = terms - engram_keyword_len({of("old")})
                 WHERE user_id = old.user_id;
         END;
-        CREATE TRIGGER keyword_update AFTER UPDATE OF {", ".join(_TERM_COLUMNS)} ON memories BEGIN
+        CREATE TRIGGER keyword_update AFTER UPDATE OF {", ".join(TERM_COLUMNS)} ON memories BEGIN
             DELETE FROM keyword_fts WHERE rowid = old.rowid;
             INSERT INTO keyword_fts (rowid, terms) VALUES (new.rowid, engram_keyword_doc(new.user_id, {of("new")}));
             UPDATE keyword_stats SET terms = terms - engram_keyword_len({of("old")})
@@ -332,7 +330,7 @@ _STATS_VERSION = """
 def register_functions(conn: sqlite3.Connection) -> None:
     """The Python functions the keyword triggers call: every connection that writes needs them (the
     shorter forms serve migration 4 of an old file; migration 8's triggers pass every term column)."""
-    for columns in (2, len(_TERM_COLUMNS)):
+    for columns in (2, len(TERM_COLUMNS)):
         conn.create_function("engram_keyword_doc", 1 + columns, keyword_document, deterministic=True)
         conn.create_function("engram_keyword_len", columns, _keyword_length, deterministic=True)
 
