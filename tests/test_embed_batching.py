@@ -126,7 +126,9 @@ def test_the_server_embedder_is_minilm_batched_on_one_thread() -> None:
     made = server_embedder(None)
     assert isinstance(made, BatchingEmbedder)
     assert made.model_id == "all-MiniLM-L6-v2-onnx-int8" and made.dimensions == 384
-    assert made.inner._session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
+    inner = made.inner
+    for kind in ("texts", "queries"):  # the model and its question twin alike
+        assert inner._session(kind).get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
     hashed = server_embedder("hash-16")
     assert isinstance(hashed, BatchingEmbedder) and hashed.dimensions == 16
 
@@ -184,7 +186,7 @@ def test_minilm_chunks_run_at_once_keep_every_row_in_its_place() -> None:
     from engram.embedders.onnx_minilm import BATCH_SIZE, MiniLMEmbedder
 
     two = MiniLMEmbedder(threads=2)
-    assert two._session.get_session_options().intra_op_num_threads == 1
+    assert two._session("texts").get_session_options().intra_op_num_threads == 1
     texts = [f"note {i}: " + "coffee order " * (i % 40) for i in range(3 * BATCH_SIZE + 5)]
     batched = two.embed_batch(texts)
     for i in (0, 1, BATCH_SIZE, 2 * BATCH_SIZE + 7, len(texts) - 1):
@@ -198,11 +200,11 @@ def test_a_failed_run_among_chunks_run_at_once_reaches_the_caller(monkeypatch: p
     real = two._run
     calls: list[int] = []
 
-    def second_fails(ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def second_fails(session: object, ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         calls.append(len(ids))
         if len(calls) == 2:
             raise RuntimeError("model failed")
-        return real(ids, mask)
+        return real(session, ids, mask)
 
     monkeypatch.setattr(two, "_run", second_fails)
     with pytest.raises(RuntimeError, match="model failed"):

@@ -92,6 +92,12 @@ class CachedEmbedder:
                     found[digest] = vector
         return found
 
+    def embed_query(self, texts: Sequence[str]) -> Vector:
+        """Questions as the model embeds them (not cached: a model may embed questions apart,
+        as MiniLM's int8 twin does), or as stored texts when it has no way of its own."""
+        embed = getattr(self.inner, "embed_query", None)
+        return np.asarray(embed(texts), dtype=np.float32) if callable(embed) else self.embed_batch(texts)
+
     def embed_batch(self, texts: Sequence[str]) -> Vector:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:

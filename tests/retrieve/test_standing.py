@@ -15,6 +15,7 @@ import pytest
 
 from engram.config import RetrievalConfig
 from engram.ext import Embedder
+from engram.ingest.embed import embed_texts
 from engram.memory import Memory
 from engram.model import MemoryRecord
 from engram.retrieve.rank import rank
@@ -282,7 +283,7 @@ def test_an_instruction_said_in_passing_is_read_on_its_own_for_a_request(tmp_pat
                           "created_at": f"2026-11-{10 + at}T10:00:00+00:00"} for at, text in enumerate(ANSWERS)])
         facets = memory.store.facets("u", [said.id])[said.id]
         assert facets.shape == (1, embedder.dimensions)
-        query = np.asarray(embedder.embed_batch([PARSE])[0], dtype=np.float32)
+        query = embed_texts(embedder, [PARSE], as_query=True)[0]  # a question's vector, as retrieval embeds it
         whole = float(memory.store.vectors("u", [said.id])[said.id] @ query)
         sentence = float(facets[0] @ query)
         assert sentence > whole + 0.05
@@ -300,7 +301,7 @@ def test_an_instruction_said_in_passing_is_read_on_its_own_for_a_request(tmp_pat
         asked = "What did I say about example code for reading a JSON config file?"
         assert not is_request(asked)
         whole_asked = float(memory.store.vectors("u", [said.id])[said.id]
-                            @ np.asarray(embedder.embed_batch([asked])[0], dtype=np.float32))
+                            @ embed_texts(embedder, [asked], as_query=True)[0])
         assert meaning(asked) == pytest.approx(max(whole_asked, 0.0), abs=1e-4)
 
 
