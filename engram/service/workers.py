@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from engram.ext import Embedder
+from engram.ingest.embed import embed_texts
 from engram.service.auth import KeyStore
 
 __all__ = [
@@ -146,7 +147,9 @@ def build_app(target: str, embedder_name: str | None, rate: float, burst: float,
         memory.close()
 
     try:
-        memory.embedder  # noqa: B018 - load the model before the first request, not during it
+        # The models before the first request, not during it: MiniLM's that embeds what is stored
+        # loads at its first use (its question model with the embedder).
+        embed_texts(memory.embedder, ["warm"])
         if warm_users and isinstance(memory.store, Warms):
             started = time.perf_counter()
             warmed = memory.store.warm(warm_users)
