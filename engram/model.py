@@ -361,6 +361,9 @@ class QueryPlan:
     #: When it asks only by a time gone by ("Which gym did I go to in September?"), its terms: only
     #: a fact whose predicate's last word is among them answers ("gym", not "membership fee").
     held: tuple[str, ...] = ()
+    #: The query asks what the assistant said or suggested ("Which isolation level did you tell me
+    #: to use?"): the assistant's long replies are read as its own words.
+    yours: bool = False
 
 
 @dataclass(frozen=True, slots=True)

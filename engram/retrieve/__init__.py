@@ -282,7 +282,7 @@ class Pipeline:
                 profile=user_id if plan.profile else None, latest=Asked(user_id, plan.text) if plan.latest else None,
                 described=plan.described, permission=plan.permission,
                 newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,
-                value=plan.value, past=plan.held or plan.past, days_only=days_only,
+                value=plan.value, past=plan.held or plan.past, days_only=days_only, yours=plan.yours,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

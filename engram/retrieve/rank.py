@@ -102,6 +102,7 @@ from engram.retrieve.signals import (
     type_boost,
 )
 from engram.retrieve.standing import said_of_themselves
+from engram.retrieve.your_words import said_by_the_assistant
 
 __all__ = [
     "AHEAD_GAIN", "AHEAD_SIGNAL", "ALL_SIGNALS", "ANSWER_GAIN", "ASK_GAIN", "ASK_SIGNAL", "BRIDGE_GAIN",
@@ -257,6 +258,7 @@ def rank(
     value: str | None = None,
     past: bool | tuple[str, ...] = False,
     days_only: bool = False,
+    yours: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -319,7 +321,7 @@ def rank(
     # memory that holds every word that matters scores a fraction of "all the query's words".
     # The best match counts as a full one once it holds at least KEYWORD_FULL_SHARE of them.
     keyword_scale = 1.0 / max(float(raw_keywords.max(initial=0.0)), KEYWORD_FULL_SHARE)
-    keywords = np.minimum(1.0, raw_keywords * keyword_scale) * _length_discount(records)
+    keywords = np.minimum(1.0, raw_keywords * keyword_scale) * _length_discount(records, yours)
     meaning = calibrated(cosines, _reach(cosines, similarity_range), ceiling=False)
     relevance = share * np.minimum(meaning, 1.0) + (1.0 - share) * keywords
     # What says who the query's person is names them, by whatever name ("Priya Nair" for "Priya").
@@ -433,10 +435,11 @@ def _reach(cosines: npt.NDArray[np.float64], similarity_range: tuple[float, floa
     return low, high
 
 
-def _length_discount(records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]:
-    """How much of its keyword evidence each record keeps (see :data:`KEYWORD_LENGTH`)."""
+def _length_discount(records: Sequence[MemoryRecord], yours: bool = False) -> npt.NDArray[np.float64]:
+    """How much of its keyword evidence each record keeps (see :data:`KEYWORD_LENGTH`); the
+    assistant's replies count as its own words when the query asks what it said (``yours``)."""
     lengths = np.fromiter((len(r.content) for r in records), dtype=np.float64, count=len(records))
-    powers = np.fromiter((KEYWORD_LENGTH_POWER_OWN if said_by_a_person(r) else KEYWORD_LENGTH_POWER for r in records),
-                         dtype=np.float64, count=len(records))
+    powers = np.fromiter((KEYWORD_LENGTH_POWER_OWN if said_by_a_person(r) or (yours and said_by_the_assistant(r))
+                          else KEYWORD_LENGTH_POWER for r in records), dtype=np.float64, count=len(records))
     return np.asarray(np.minimum(1.0, (KEYWORD_LENGTH / np.maximum(lengths, 1.0)) ** powers), dtype=np.float64)
 

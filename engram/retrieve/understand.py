@@ -22,6 +22,7 @@ from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest, without_names
 from engram.retrieve.past import asked_by_time_alone, asks_about_the_past, successor
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
+from engram.retrieve.your_words import asks_what_you_said
 from engram.text import STOPWORDS
 from engram.timeparse import parse_time_scope
 
@@ -272,6 +273,7 @@ def understand(
         value=asks_for_value(query),
         past=past,
         held=asked_by_time_alone(query, scope) if past else (),
+        yours=asks_what_you_said(query),
         permission=asks_permission(query),
         described=asked_who(query, entities, index),
         typed=typed,

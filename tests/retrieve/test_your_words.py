@@ -1,0 +1,77 @@
+"""A question about what the assistant said reads the assistant's long replies as its own words: the
+one reply that holds what was asked is not buried for its length under the user's short turns."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from engram import Memory, RetrievalConfig
+from engram.ext import Embedder
+from engram.model import MemoryRecord
+from engram.retrieve.rank import _length_discount
+from engram.retrieve.understand import understand
+from engram.retrieve.your_words import asks_what_you_said, said_by_the_assistant
+
+NOW = datetime(2026, 11, 28, tzinfo=UTC)
+_STEPS = ("Here is how I would structure the handler. First validate the payload, then open a transaction, "
+          "then write the ledger rows and the outbox event in that transaction, and only then acknowledge. ") * 6
+REPLY = (_STEPS + "For posting a payment keep the isolation level at REPEATABLE READ, not SERIALIZABLE: retries on "
+         "serialization failures would double the load at month end. " + _STEPS)
+YOURS = "For posting a payment, which isolation level did you tell me to stick with?"
+NEUTRAL = "For posting a payment, which isolation level should I stick with?"
+
+
+@pytest.mark.parametrize("query", [
+    YOURS,
+    "There was an env var you mentioned to keep glibc from bloating the worker's memory",
+    "Remind me what you said about polars",
+    "What was your advice on the backfill?",
+    "What did you put together for me on the first Sunday?",
+    "What did the assistant recommend for the read timeout?",
+])
+def test_questions_about_what_the_assistant_said(query: str) -> None:
+    assert asks_what_you_said(query) and understand(query, now=NOW).yours
+
+
+@pytest.mark.parametrize("query", [
+    NEUTRAL,
+    "Can you suggest a dumbbell session for Monday?",  # a request now, not a question of what was said
+    "What would you recommend for dinner?",
+    "Can you put together a shopping list?",
+    "Did I tell you about my knee?",
+    "How did you fix it?",
+    "What do you know about me?",
+])
+def test_other_questions_do_not_ask_what_it_said(query: str) -> None:
+    assert not asks_what_you_said(query) and not understand(query, now=NOW).yours
+
+
+def _record(content: str, role: str, metadata: dict[str, str] | None = None) -> MemoryRecord:
+    return MemoryRecord(id=f"{role}-{len(content)}", user_id="u", content=content, kind="message", created_at=NOW,
+                        recorded_at=NOW, content_hash=content, role=role, metadata=metadata or {})
+
+
+def test_the_assistants_long_reply_keeps_more_of_its_keyword_evidence_only_then() -> None:
+    records = [_record(REPLY, "assistant"), _record(REPLY, "Sol", {"message_role": "assistant"}),
+               _record(REPLY, "tool"), _record("A short turn.", "assistant")]
+    assert [said_by_the_assistant(r) for r in records] == [True, True, False, True]
+    plain, yours = _length_discount(records, False), _length_discount(records, True)
+    assert yours[0] > plain[0] and yours[1] > plain[1]  # (500 / length) ** 0.4 against ** 0.75
+    assert yours[2] == plain[2] and yours[3] == plain[3] == 1.0
+
+
+def test_the_reply_that_holds_it_comes_first(embedder: Embedder) -> None:
+    with Memory(":memory:", embedder=embedder) as memory:
+        memory.add_many([
+            {"content": "Posting a payment twice is what worries me most about the retry logic.", "user_id": "u",
+             "role": "user"},
+            {"content": REPLY, "user_id": "u", "role": "assistant"},
+            {"content": "The payment service posts to the ledger every few seconds.", "user_id": "u", "role": "user"},
+        ])
+        config = RetrievalConfig(top_k=3, min_score=0.0, cache_ttl=0)
+        yours = memory.retrieve(YOURS, user_id="u", config=config).memories
+        neutral = memory.retrieve(NEUTRAL, user_id="u", config=config).memories
+    assert yours[0].record is not None and yours[0].record.role == "assistant"
+    assert neutral[0].record is not None and neutral[0].record.role == "user"  # as before for other questions
