@@ -364,6 +364,9 @@ class QueryPlan:
     #: The query asks what the assistant said or suggested ("Which isolation level did you tell me
     #: to use?"): the assistant's long replies are read as its own words.
     yours: bool = False
+    #: The query asks why something happened or was decided: an assistant's reply takes more of
+    #: the relevance of the turn it follows.
+    cause: bool = False
 
 
 @dataclass(frozen=True, slots=True)

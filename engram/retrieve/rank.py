@@ -40,6 +40,8 @@ from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
 from engram.retrieve.episodes import (
+    CAUSE_REPLY_SHARE,
+    REPLY_SHARE,
     answers,
     context_support,
     conversation_support,
@@ -259,6 +261,7 @@ def rank(
     past: bool | tuple[str, ...] = False,
     days_only: bool = False,
     yours: bool = False,
+    cause: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> Ranking:
@@ -343,7 +346,7 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     talks = conversations(records)  # the conversations between people among the candidates
-    lent = lending(records, neighbors or {}, talks)
+    lent = lending(records, neighbors or {}, talks, CAUSE_REPLY_SHARE if cause else REPLY_SHARE)
     around = context_support(records, relevance, lent)
     via, asked, spoke, stands = gains(records, bridges or {}, said, voices, asks, speaking,
                                       requests or profile is not None,

@@ -22,7 +22,7 @@ from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest, without_names
 from engram.retrieve.past import asked_by_time_alone, asks_about_the_past, successor
 from engram.retrieve.standing import asks_about_the_user, asks_permission, is_request
-from engram.retrieve.your_words import asks_what_you_said
+from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said
 from engram.text import STOPWORDS
 from engram.timeparse import parse_time_scope
 
@@ -274,6 +274,7 @@ def understand(
         past=past,
         held=asked_by_time_alone(query, scope) if past else (),
         yours=asks_what_you_said(query),
+        cause=asks_for_a_cause(query),
         permission=asks_permission(query),
         described=asked_who(query, entities, index),
         typed=typed,

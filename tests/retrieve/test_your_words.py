@@ -10,9 +10,10 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
+from engram.retrieve.episodes import CAUSE_REPLY_SHARE, REPLY_SHARE, lending
 from engram.retrieve.rank import _length_discount
 from engram.retrieve.understand import understand
-from engram.retrieve.your_words import asks_what_you_said, said_by_the_assistant
+from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said, said_by_the_assistant
 
 NOW = datetime(2026, 11, 28, tzinfo=UTC)
 _STEPS = ("Here is how I would structure the handler. First validate the payload, then open a transaction, "
@@ -75,3 +76,24 @@ def test_the_reply_that_holds_it_comes_first(embedder: Embedder) -> None:
         neutral = memory.retrieve(NEUTRAL, user_id="u", config=config).memories
     assert yours[0].record is not None and yours[0].record.role == "assistant"
     assert neutral[0].record is not None and neutral[0].record.role == "user"  # as before for other questions
+
+
+@pytest.mark.parametrize(("query", "cause"), [
+    ("Why did we drop SQLAlchemy in the first place?", True),
+    ("What actually caused acme-logistics to get two bills for October?", True),
+    ("What was the underlying reason some patients saw times an hour off?", True),
+    ("What is the root cause of the flaky test?", True),
+    ("How did you fix it?", False),
+    ("What did the physio say about my knee?", False),
+])
+def test_questions_of_a_cause(query: str, cause: bool) -> None:
+    assert asks_for_a_cause(query) is cause and understand(query, now=NOW).cause is cause
+
+
+def test_a_reply_takes_more_of_the_turn_it_follows_for_a_cause() -> None:
+    asked = _record("Customer acme-logistics got invoices 4471 and 4472 for October. What happened?", "user")
+    reply = MemoryRecord(id="reply", user_id="u", content=REPLY, kind="message", created_at=NOW.replace(minute=1),
+                         recorded_at=NOW, content_hash="reply", role="assistant")
+    beside = {asked.id: (reply.id,), reply.id: (asked.id,)}
+    for share in (REPLY_SHARE, CAUSE_REPLY_SHARE):  # the reply is lent by the turn before it
+        assert [(at, lent) for at, lent, _ in lending([asked, reply], beside, [], share)[1]] == [(0, share)]
