@@ -1,4 +1,4 @@
-"""Questions whose answer is the assistant's words. What it said:  "Which isolation level did you tell me to use?",
+"""Questions whose answer is the assistant's words. What it said: "Which isolation level did you tell me to use?",
 "Remind me what you suggested for the read timeout", "What was your advice on the backfill?".
 
 Their answer is in the assistant's replies, which in a user-assistant chat are the long messages: a
@@ -15,32 +15,46 @@ from __future__ import annotations
 import re
 
 from engram.model import MemoryRecord
+from engram.retrieve.standing import is_request, machine_said
+from engram.text import ASIDE_ROLES
 
 __all__ = ["asks_for_a_cause", "asks_what_you_said", "said_by_the_assistant"]
 
-# Past or perfect only: "Can you suggest a dumbbell session?" asks for something now.
+# Past or perfect only: "Can you suggest a dumbbell session?" and "What's your recommendation for a
+# laptop?" ask for something now.
 _VERBS = (r"say|suggest|recommend|tell|mention|warn|propose|advise|explain|give|write|show|pick|choose|list|"
-          r"put|set|call|note|point|come\s+up|estimate|calculate|quote|offer|share|describe|use")
-_PAST = (r"said|suggested|recommended|told|mentioned|warned|proposed|advised|explained|gave|wrote|showed|shown|"
-         r"picked|chose|chosen|listed|called|noted|pointed|came\s+up|estimated|calculated|quoted|offered|shared|"
-         r"described|used")
+          r"put|set|call|note|point|come\s+up|estimate|calculate|quote|offer|share|describe|use|send|end\s+up")
+_PAST = (r"said|suggested|recommended|told|mentioned|warned|proposed|advised|explained|gave|given|wrote|written|"
+         r"showed|shown|picked|chose|chosen|listed|called|noted|pointed|came\s+up|estimated|calculated|quoted|"
+         r"offered|shared|described|used|sent|ended\s+up")
 _YOU = r"(?:you|the\s+assistant)"
+_ADVERB = r"(?:\w+ly\s+|just\s+|ever\s+|already\s+|once\s+)?"
+#: Asked directly: "Which level did you tell me to use?", "What was your advice?" (also beside a
+#: request: "... did you tell me to stick with, and how do I stop two webhooks racing?").
 _ASKED = re.compile(
-    rf"\b(?:did|didn't|did\s+not|have|haven't|had)\s+{_YOU}\s+(?:\w+ly\s+|just\s+|ever\s+)?(?:{_VERBS})\b"
-    rf"|\b{_YOU}\s+(?:\w+ly\s+|just\s+|once\s+|had\s+|have\s+)?(?:{_PAST})\b"
-    r"|\byour\s+(?:suggestion|recommendation|advice|tip|answer|explanation|warning|idea|estimate)s?\b",
+    rf"\b(?:did|didn['’]t|did\s+not)\s+{_YOU}\s+{_ADVERB}(?:{_VERBS})\b"
+    rf"|\b(?:have|haven['’]t|had)\s+{_YOU}\s+{_ADVERB}(?:{_PAST})\b"
+    r"|\b(?:was|were)\s+your\s+(?:suggestion|recommendation|advice|tip|answer|explanation|warning|idea|estimate)s?\b",
     re.IGNORECASE,
 )
-#: "Why did ...?", "What actually caused ...?", "the root cause", "the reason for ...".
-_CAUSE = re.compile(r"^\W*why\b|\bwhat\s+(?:actually\s+|really\s+)?caused\b|\broot\s+cause\b"
-                    r"|\b(?:the|underlying)\s+reasons?\b", re.IGNORECASE)
-#: Roles of the assistant's turns (a named assistant keeps its role in ``message_role``).
-_ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "agent", "model"})
+#: Told of: "the env var you mentioned", "You already suggested polars": not inside a request
+#: ("Add logging to the retry loop, as you suggested" asks for work on the user's code).
+_SAID = re.compile(rf"\b{_YOU}\s+(?:have\s+|had\s+|['’]ve\s+)?{_ADVERB}(?:{_PAST})\b", re.IGNORECASE)
+#: "Why did ...?", also after a lead-in ("So why ...", "Remind me why ..."), but not a suggestion
+#: ("Why don't we grab lunch?"); "What caused ...?", "the root cause", "the reason for ...".
+_CAUSE = re.compile(
+    r"(?:^\W*|[.!?]\s+|\b(?:so|and|but|ok|okay|remind\s+me|explain|tell\s+me|know)\s+)why\b"
+    r"(?!\s+(?:don['’]?t|not)\s+(?:you|we|i)\b)"
+    r"|\bwhat\s+(?:actually\s+|really\s+|could\s+have\s+|might\s+have\s+)?caused\b|\bwhat\s+led\s+to\b"
+    r"|\bhow\s+come\b|\broot\s+cause\b|\bthe\s+cause\s+of\b|\breasons?\s+(?:for|why|behind)\b"
+    r"|\b(?:underlying|real|actual)\s+reasons?\b",
+    re.IGNORECASE,
+)
 
 
 def asks_what_you_said(query: str) -> bool:
     """Whether ``query`` asks what the assistant said, suggested or recommended before."""
-    return _ASKED.search(query) is not None
+    return _ASKED.search(query) is not None or (_SAID.search(query) is not None and not is_request(query))
 
 
 def asks_for_a_cause(query: str) -> bool:
@@ -50,7 +64,8 @@ def asks_for_a_cause(query: str) -> bool:
 
 
 def said_by_the_assistant(record: MemoryRecord) -> bool:
-    """Whether ``record`` is the assistant's turn, by its role or the role its message was given."""
+    """Whether ``record`` is the assistant's turn (or a model's), by its role or the role its message
+    was given; not a notice or a tool's output."""
     given = (record.metadata or {}).get("message_role")
-    return (record.role or "").casefold() in _ASSISTANT_ROLES or (
-        isinstance(given, str) and given.casefold() in _ASSISTANT_ROLES)
+    return machine_said(record) and not any(
+        isinstance(role, str) and role.strip().casefold() in ASIDE_ROLES for role in (record.role, given))

@@ -3,11 +3,13 @@ one reply that holds what was asked is not buried for its length under the user'
 
 from __future__ import annotations
 
+import importlib
 from datetime import UTC, datetime
 
 import pytest
 
 from engram import Memory, RetrievalConfig
+from engram.embedders.fake import FakeEmbedder
 from engram.ext import Embedder
 from engram.model import MemoryRecord
 from engram.retrieve.episodes import CAUSE_REPLY_SHARE, REPLY_SHARE, lending
@@ -31,6 +33,8 @@ NEUTRAL = "For posting a payment, which isolation level should I stick with?"
     "What was your advice on the backfill?",
     "What did you put together for me on the first Sunday?",
     "What did the assistant recommend for the read timeout?",
+    "What have you already told me about Kafka?",
+    "What did you end up recommending?",
 ])
 def test_questions_about_what_the_assistant_said(query: str) -> None:
     assert asks_what_you_said(query) and understand(query, now=NOW).yours
@@ -44,9 +48,24 @@ def test_questions_about_what_the_assistant_said(query: str) -> None:
     "Did I tell you about my knee?",
     "How did you fix it?",
     "What do you know about me?",
+    "What's your recommendation for a laptop for coding?",
+    "Thanks for your answer! How do I install numpy?",
 ])
 def test_other_questions_do_not_ask_what_it_said(query: str) -> None:
     assert not asks_what_you_said(query) and not understand(query, now=NOW).yours
+
+
+@pytest.mark.parametrize("query", [
+    "Add logging to the retry loop in record_delivery, as you suggested.",
+    "Show me the script you wrote for the backup",
+])
+def test_a_request_naming_what_was_said_is_still_a_request(query: str) -> None:
+    assert not asks_what_you_said(query) and not understand(query, now=NOW).yours
+
+
+def test_a_question_beside_a_request_still_asks_it() -> None:
+    assert asks_what_you_said("For posting a payment, which isolation level did you tell me to stick with, "
+                              "and how do I stop two webhooks racing?")
 
 
 def _record(content: str, role: str, metadata: dict[str, str] | None = None) -> MemoryRecord:
@@ -56,8 +75,9 @@ def _record(content: str, role: str, metadata: dict[str, str] | None = None) -> 
 
 def test_the_assistants_long_reply_keeps_more_of_its_keyword_evidence_only_then() -> None:
     records = [_record(REPLY, "assistant"), _record(REPLY, "Sol", {"message_role": "assistant"}),
-               _record(REPLY, "tool"), _record("A short turn.", "assistant")]
+               _record(REPLY, "tool"), _record("A short turn.", " Assistant ")]
     assert [said_by_the_assistant(r) for r in records] == [True, True, False, True]
+    assert not said_by_the_assistant(_record(REPLY, "tool", {"message_role": "assistant"}))
     plain, yours = _length_discount(records, False), _length_discount(records, True)
     assert yours[0] > plain[0] and yours[1] > plain[1]  # (500 / length) ** 0.4 against ** 0.75
     assert yours[2] == plain[2] and yours[3] == plain[3] == 1.0
@@ -83,8 +103,13 @@ def test_the_reply_that_holds_it_comes_first(embedder: Embedder) -> None:
     ("What actually caused acme-logistics to get two bills for October?", True),
     ("What was the underlying reason some patients saw times an hour off?", True),
     ("What is the root cause of the flaky test?", True),
+    ("So why did the build fail?", True),
+    ("Remind me why we picked Kafka", True),
+    ("What led to the rollback?", True),
     ("How did you fix it?", False),
     ("What did the physio say about my knee?", False),
+    ("Why don't we grab lunch on Friday?", False),
+    ("The reason I ask is the deadline.", False),
 ])
 def test_questions_of_a_cause(query: str, cause: bool) -> None:
     assert asks_for_a_cause(query) is cause and understand(query, now=NOW).cause is cause
@@ -97,3 +122,24 @@ def test_a_reply_takes_more_of_the_turn_it_follows_for_a_cause() -> None:
     beside = {asked.id: (reply.id,), reply.id: (asked.id,)}
     for share in (REPLY_SHARE, CAUSE_REPLY_SHARE):  # the reply is lent by the turn before it
         assert [(at, lent) for at, lent, _ in lending([asked, reply], beside, [], share)[1]] == [(0, share)]
+
+
+def test_a_question_of_a_cause_reaches_the_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
+    ranking = importlib.import_module("engram.retrieve.rank")  # the package's ``rank`` is the function
+
+    assert CAUSE_REPLY_SHARE > REPLY_SHARE
+    shares: list[float] = []
+    real = ranking.lending
+
+    def spy(*args: object) -> object:
+        shares.append(args[3])  # type: ignore[arg-type]
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ranking, "lending", spy)
+    with Memory(":memory:", embedder=FakeEmbedder(32)) as memory:
+        memory.add("Customer acme-logistics got two invoices for October.", user_id="u", role="user")
+        for query, share in (("Why did acme-logistics get two invoices?", CAUSE_REPLY_SHARE),
+                             ("Which invoices did acme-logistics get?", REPLY_SHARE)):
+            shares.clear()
+            memory.retrieve(query, user_id="u", config=RetrievalConfig(cache_ttl=0))
+            assert shares and set(shares) == {share}
