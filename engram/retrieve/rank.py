@@ -47,7 +47,6 @@ from engram.retrieve.episodes import (
     conversation_support,
     conversations,
     lending,
-    said_by_a_person,
 )
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
@@ -77,6 +76,13 @@ from engram.retrieve.in_range import (
     in_range_first,
     pointed_at,
 )
+from engram.retrieve.keyword_evidence import (
+    KEYWORD_FULL_SHARE,
+    KEYWORD_LENGTH,
+    KEYWORD_LENGTH_POWER,
+    KEYWORD_LENGTH_POWER_OWN,
+    keyword_evidence,
+)
 from engram.retrieve.latest import Asked, conversation_recency, echoes
 from engram.retrieve.mentioned import named_inside, reaches_ahead
 from engram.retrieve.names import as_speakers, first_names
@@ -104,7 +110,6 @@ from engram.retrieve.signals import (
     type_boost,
 )
 from engram.retrieve.standing import said_of_themselves
-from engram.retrieve.your_words import said_by_the_assistant
 
 __all__ = [
     "AHEAD_GAIN", "AHEAD_SIGNAL", "ALL_SIGNALS", "ANSWER_GAIN", "ASK_GAIN", "ASK_SIGNAL", "BRIDGE_GAIN",
@@ -121,24 +126,6 @@ __all__ = [
 
 KEYWORD_SIGNAL = "keyword_relevance"
 RELEVANCE_SIGNAL = "relevance"
-#: The share of a query's keyword weight at which its best keyword match counts as a full match
-#: (keyword relevance 1.0). LoCoMo dev evidence recall@10 +2.4 and LongMemEval dev turn recall@5
-#: +1.2 over reading keyword scores as a share of every query word; flat between 0.3 and 0.5.
-KEYWORD_FULL_SHARE = 0.5
-#: Keyword evidence of a memory longer than this many characters counts ``(KEYWORD_LENGTH /
-#: length) ** KEYWORD_LENGTH_POWER`` of itself: a long answer holds many of a query's words by
-#: chance (BM25's length normalization leaves a 2,500-character message the best keyword match of
-#: questions it has nothing to do with). LongMemEval dev with assistant turns: recall_all@5/10
-#: 0.570/0.774 -> 0.677/0.839; user turns, LoCoMo and the everyday set unchanged; flat from 300 to
-#: 600 characters. A person's own long message (the user's pasted notes or itinerary, a friend's
-#: long message in a group chat) counts ``KEYWORD_LENGTH_POWER_OWN`` instead: there a rare word
-#: ("Haneda", a ryokan's name) is often what it was kept to be found by. A probe set written blind
-#: to the code, recall@5/10 0.68/0.84 with 0.75, 0.70/0.86 with 0.4 (inside long messages 0.38/0.75
-#: -> 0.50/0.88), 0.75/0.86 with none; but with none, long journal pastes holding a query's words in
-#: passing took the place of short relevant turns (7 of 12 in the top 5 -> 3; with 0.4, 5).
-KEYWORD_LENGTH = 500
-KEYWORD_LENGTH_POWER = 0.75
-KEYWORD_LENGTH_POWER_OWN = 0.4
 BRIDGE_SIGNAL = "entity_bridge"
 #: When no candidate comes near the similarity range's bottom, meaning is read from ``MEANING_REACH``
 #: of the range's width below the best candidate's cosine instead, though never from more than
@@ -319,12 +306,7 @@ def rank(
         query_entities=query_entities, time_range=time_range, now=now, said=said, voices=voices,
         known=seen, facets=facets, first_names=short,
     )
-    # Keyword evidence is read against the best keyword match of this query: a question's filler
-    # ("How many ... have I attended in the past three months?") is in no memory, so even the
-    # memory that holds every word that matters scores a fraction of "all the query's words".
-    # The best match counts as a full one once it holds at least KEYWORD_FULL_SHARE of them.
-    keyword_scale = 1.0 / max(float(raw_keywords.max(initial=0.0)), KEYWORD_FULL_SHARE)
-    keywords = np.minimum(1.0, raw_keywords * keyword_scale) * _length_discount(records, yours)
+    keywords = keyword_evidence(raw_keywords, records, yours)
     meaning = calibrated(cosines, _reach(cosines, similarity_range), ceiling=False)
     relevance = share * np.minimum(meaning, 1.0) + (1.0 - share) * keywords
     # What says who the query's person is names them, by whatever name ("Priya Nair" for "Priya").
@@ -436,13 +418,3 @@ def _reach(cosines: npt.NDArray[np.float64], similarity_range: tuple[float, floa
         width = high - low
         low = min(low, max(best - MEANING_REACH * width, low - MEANING_LOW_SLACK * width))
     return low, high
-
-
-def _length_discount(records: Sequence[MemoryRecord], yours: bool = False) -> npt.NDArray[np.float64]:
-    """How much of its keyword evidence each record keeps (see :data:`KEYWORD_LENGTH`); the
-    assistant's replies count as its own words when the query asks what it said (``yours``)."""
-    lengths = np.fromiter((len(r.content) for r in records), dtype=np.float64, count=len(records))
-    powers = np.fromiter((KEYWORD_LENGTH_POWER_OWN if said_by_a_person(r) or (yours and said_by_the_assistant(r))
-                          else KEYWORD_LENGTH_POWER for r in records), dtype=np.float64, count=len(records))
-    return np.asarray(np.minimum(1.0, (KEYWORD_LENGTH / np.maximum(lengths, 1.0)) ** powers), dtype=np.float64)
-

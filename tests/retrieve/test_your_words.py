@@ -13,7 +13,7 @@ from engram.embedders.fake import FakeEmbedder
 from engram.ext import Embedder
 from engram.model import MemoryRecord
 from engram.retrieve.episodes import CAUSE_REPLY_SHARE, REPLY_SHARE, lending
-from engram.retrieve.rank import _length_discount
+from engram.retrieve.keyword_evidence import length_discount
 from engram.retrieve.understand import understand
 from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said, said_by_the_assistant
 
@@ -78,7 +78,7 @@ def test_the_assistants_long_reply_keeps_more_of_its_keyword_evidence_only_then(
                _record(REPLY, "tool"), _record("A short turn.", " Assistant ")]
     assert [said_by_the_assistant(r) for r in records] == [True, True, False, True]
     assert not said_by_the_assistant(_record(REPLY, "tool", {"message_role": "assistant"}))
-    plain, yours = _length_discount(records, False), _length_discount(records, True)
+    plain, yours = length_discount(records, False), length_discount(records, True)
     assert yours[0] > plain[0] and yours[1] > plain[1]  # (500 / length) ** 0.4 against ** 0.75
     assert yours[2] == plain[2] and yours[3] == plain[3] == 1.0
 
