@@ -331,7 +331,8 @@ class QueryPlan:
     #: ("What did Priya think of the trial?"). Their own messages answer it.
     speaking: tuple[str, ...] = ()
     #: The query asks for something to be done or suggested ("Write a function that ...", "Any
-    #: tips on what to bake?"): the user's standing instructions and preferences shape the answer.
+    #: tips on what to bake?"): the user's standing instructions and preferences shape the answer;
+    #: or it asks what those are ("What rules have I asked you to follow?"): they are the answer.
     requests: bool = False
     #: A type of the user's entities the query asks about as a whole ("Tell me about my customers"):
     #: its slot among ``entities`` (``type:customer``) -> the ids of the entities of that type. A

@@ -24,7 +24,8 @@ from engram.retrieve.sentences import split_sentences
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
-    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_permission", "how_it_is_done",
+    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_for_standing", "asks_permission",
+    "how_it_is_done",
     "is_request", "is_standing", "machine_said", "not_the_users", "said_of_themselves", "standing_sentences",
 ]
 
@@ -166,6 +167,26 @@ _PERMISSION = re.compile(
 def asks_permission(query: str) -> bool:
     """Whether ``query`` asks whether something may be done (see ``_PERMISSION``)."""
     return _PERMISSION.search(query) is not None
+
+
+#: The query asks what the user's standing statements are: "What rules have I asked you to follow?",
+#: "Which tools have I told you I don't want to use?", "Remind me of everything I can't or won't
+#: eat.", "What are my preferences for code style?" (not "What did I tell you about the trip?").
+_ASKS_STANDING = re.compile(
+    r"\b(?:rules?|preferences?|instructions?|restrictions?|guidelines?|conventions?|constraints?)\b[^?.!]{0,80}?"
+    rf"\bi(?:{_Q}ve|\s+have)?\s+(?:given|told|asked|set|said|stated|mentioned)\b"
+    r"|\b(?:have|did)\s+i\s+(?:told|asked|said|tell|ask|say)\s+you\s+(?:(?:not\s+)?to\b|i\s+(?:"
+    rf"don{_Q}?t|do\s+not|can{_Q}?t|cannot|won{_Q}?t|never|always|prefer|like|want|hate|need)\b)"
+    rf"|\beverything\s+i\s+(?:can{_Q}?t|won{_Q}?t|don{_Q}?t|do\s+not|cannot)\b"
+    r"|\bmy\s+(?:rules|preferences|instructions|restrictions|dietary\s+\w+|allergies|dislikes)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_standing(query: str) -> bool:
+    """Whether ``query`` asks what the user's standing instructions, preferences or restrictions
+    are: they answer it as they shape the answer to a request (``QueryPlan.requests``)."""
+    return _ASKS_STANDING.search(query) is not None
 
 
 def is_request(query: str) -> bool:

@@ -23,6 +23,7 @@ from engram.retrieve.ranking import Ranking
 from engram.retrieve.standing import (
     MAX_STANDING_SENTENCES,
     asks_about_the_user,
+    asks_for_standing,
     how_it_is_done,
     is_request,
     is_standing,
@@ -500,3 +501,18 @@ def test_the_standing_read_keeps_the_closest_by_now_and_fuses_with_no_source(tmp
         other = gather(memory.store, user_id="u", plan=understand("What option did I pick?", now=NOW),
                        query_vec=query, config=RetrievalConfig(), filters=Filters(), now=NOW)
         assert other.standing == []
+
+
+@pytest.mark.parametrize(("query", "asks"), [
+    ("What rules have I asked you to follow when writing code for the web app?", True),
+    ("Which tools or libraries have I told you I don't want to use?", True),
+    ("Remind me of everything I can't or won't eat.", True),
+    ("What are my preferences for code style?", True),
+    ("Did I tell you not to use ORMs?", True),
+    ("What did I tell you about the trip?", False),
+    ("Have I told you that I moved?", False),
+    ("What are the rules of chess?", False),
+])
+def test_a_question_of_the_users_standing_statements_reads_them_as_a_request_does(query: str, asks: bool) -> None:
+    assert asks_for_standing(query) is asks
+    assert understand(query, now=NOW).requests is (asks or is_request(query))
