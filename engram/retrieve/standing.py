@@ -171,14 +171,18 @@ def asks_permission(query: str) -> bool:
 
 #: The query asks what the user's standing statements are: "What rules have I asked you to follow?",
 #: "Which tools have I told you I don't want to use?", "Remind me of everything I can't or won't
-#: eat.", "What are my preferences for code style?" (not "What did I tell you about the trip?").
+#: eat.", "What are my preferences for code style?" (not "What did I tell you about the trip?", "Did
+#: I tell you I can't make it Friday?" or "When did I update my preferences?").
 _ASKS_STANDING = re.compile(
     r"\b(?:rules?|preferences?|instructions?|restrictions?|guidelines?|conventions?|constraints?)\b[^?.!]{0,80}?"
-    rf"\bi(?:{_Q}ve|\s+have)?\s+(?:given|told|asked|set|said|stated|mentioned)\b"
-    r"|\b(?:have|did)\s+i\s+(?:told|asked|said|tell|ask|say)\s+you\s+(?:(?:not\s+)?to\b|i\s+(?:"
-    rf"don{_Q}?t|do\s+not|can{_Q}?t|cannot|won{_Q}?t|never|always|prefer|like|want|hate|need)\b)"
+    rf"\bi(?:{_Q}ve|\s+have)?\s+(?:given|gave|give|told|asked|set|said|stated|mentioned)\b"
+    r"|\b(?:have|did)\s+i\s+(?:told|asked|said|tell|ask|say)\s+you\s+(?:(?:not|never)\s+to\b|to\b|i\s+(?:"
+    rf"(?:don{_Q}?t|do\s+not|never|won{_Q}?t)\s+(?:want|like|use|eat|need)|prefer|always|hate|dislike)\b)"
     rf"|\beverything\s+i\s+(?:can{_Q}?t|won{_Q}?t|don{_Q}?t|do\s+not|cannot)\b"
-    r"|\bmy\s+(?:rules|preferences|instructions|restrictions|dietary\s+\w+|allergies|dislikes)\b",
+    rf"|\b(?:what|which)(?:\s+(?:are|is|were|was)|{_Q}s)\s+my\s+(?:rules?|preferences?|instructions?|restrictions?"
+    r"|dietary\s+\w+|allergies|dislikes)\b"
+    r"|\b(?:list|remind\s+me\s+of|tell\s+me|give\s+me)\s+(?:all\s+)?my\s+(?:rules|preferences|instructions"
+    r"|restrictions|allergies|dislikes)\b",
     re.IGNORECASE,
 )
 

@@ -266,7 +266,8 @@ def understand(
         recency=_RECENT.search(query) is not None,
         asks=_ASKS.search(query) is not None and not about_the_user_as_a_whole,
         speaking=_speaking(query, index, entities),
-        requests=is_request(query) or asks_for_standing(query),
+        # A question of standing statements in a time ("the rules I gave you last week") keeps its scope's trust.
+        requests=is_request(query) or (asks_for_standing(query) and time_range is None),
         profile=about_the_user_as_a_whole,
         latest=latest,
         newest=tuple(sorted(newest.subject)) if newest is not None else None,

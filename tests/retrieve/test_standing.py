@@ -509,10 +509,21 @@ def test_the_standing_read_keeps_the_closest_by_now_and_fuses_with_no_source(tmp
     ("Remind me of everything I can't or won't eat.", True),
     ("What are my preferences for code style?", True),
     ("Did I tell you not to use ORMs?", True),
+    ("What did I ask you never to do?", True),
+    ("What's my preference for tabs or spaces?", True),
     ("What did I tell you about the trip?", False),
     ("Have I told you that I moved?", False),
+    ("Did I tell you I can't make it Friday?", False),
+    ("What did I tell you I want for my birthday?", False),
+    ("When did I update my preferences?", False),
+    ("What did my boss say about my preferences?", False),
     ("What are the rules of chess?", False),
 ])
 def test_a_question_of_the_users_standing_statements_reads_them_as_a_request_does(query: str, asks: bool) -> None:
     assert asks_for_standing(query) is asks
     assert understand(query, now=NOW).requests is (asks or is_request(query))
+
+
+def test_a_question_of_standing_statements_in_a_time_keeps_its_scope() -> None:
+    plan = understand("What rules did I give you last week?", now=NOW)
+    assert asks_for_standing(plan.text) and plan.time_range is not None and not plan.requests
