@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from engram.embedders.onnx_minilm import MiniLMEmbedder
 from engram.embedders.query_model import NAME, TWIN_SHA256, query_model
 from engram.errors import EmbedderError
 from engram.eval.cached_embedder import CachedEmbedder
-from tests.test_fork import in_child
+from tests.test_fork import held_by_a_thread, in_child
 
 TEXTS = [
     "What gadget did I get to make getting up easier?",
@@ -176,21 +175,8 @@ def test_a_source_that_fails_its_check_writes_no_twin(cache: Path) -> None:
 
 def test_a_child_forked_while_the_model_loads_loads_its_own(cache: Path, reference: np.ndarray) -> None:
     embedder = MiniLMEmbedder()
-    held, release = threading.Event(), threading.Event()
-
-    def loading() -> None:  # a parent's thread inside the model's first load at the fork
-        with embedder._loading.get():
-            held.set()
-            release.wait(30)
-
-    busy = threading.Thread(target=loading)
-    busy.start()
-    try:
-        assert held.wait(10)
+    with held_by_a_thread(embedder._loading.get):  # a parent's thread inside the model's first load at the fork
         stored = in_child(lambda: embedder.embed_batch(TEXTS).tolist())
-    finally:
-        release.set()
-        busy.join(10)
     assert np.array_equal(np.asarray(stored, dtype=np.float32), reference)
 
 

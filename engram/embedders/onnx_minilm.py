@@ -8,7 +8,6 @@ run time.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from engram.embedders.query_model import file_sha256
 from engram.embedders.scale import DEFAULT_SIMILARITY_RANGE
 from engram.errors import EmbedderError
 from engram.ext import Vector
@@ -36,11 +36,6 @@ BATCH_SIZE = 32
 #: Tokens two consecutive windows of a long text share, so a sentence cut at a window's edge is
 #: read whole in one of them.
 WINDOW_OVERLAP = 48
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 class MiniLMEmbedder:
@@ -106,13 +101,13 @@ class MiniLMEmbedder:
         if session is None:
             with self._loading.get():
                 if kind not in self._sessions:
-                    self._sessions[kind] = self._sessions.get("texts") or self._open(self._checked_source())
+                    self._sessions[kind] = self._open(self._checked_source())
                 session = self._sessions[kind]
         return session
 
     def _checked_source(self) -> Path:
         if self._verify:
-            if _sha256(self._source) != MODEL_SHA256:
+            if file_sha256(self._source) != MODEL_SHA256:
                 raise EmbedderError(f"model file {self._source} does not match its pinned sha256")
             self._verify = False
         return self._source

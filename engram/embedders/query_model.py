@@ -33,7 +33,7 @@ from typing import Any
 from engram.config import cache_dir
 from engram.errors import EmbedderError
 
-__all__ = ["BLOCK", "NAME", "TWIN_SHA256", "query_model"]
+__all__ = ["BLOCK", "NAME", "TWIN_SHA256", "file_sha256", "query_model"]
 
 log = logging.getLogger("engram")
 #: Input rows sharing one scale and one quantization of the activations. Measured on every dev set
@@ -55,7 +55,7 @@ def query_model(checked: Callable[[], Path]) -> Path | bytes | None:
     :class:`EmbedderError` when it does not match), and is called only to write the twin."""
     try:
         target = cache_dir() / "models" / NAME
-        if target.is_file() and _digest(target) == TWIN_SHA256:
+        if target.is_file() and file_sha256(target) == TWIN_SHA256:
             return target
         return _write(target, checked)
     except EmbedderError:
@@ -99,7 +99,8 @@ def _sweep(folder: Path) -> None:
                 left.unlink()
 
 
-def _digest(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes."""
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 

@@ -47,7 +47,7 @@ from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
 __all__ = ["CAUSE_REPLY_SHARE", "CONVERSATION_PAUSE", "CONVERSATION_TURNS", "QUESTION_LENGTH", "REPLIED_SHARE",
            "REPLY_SHARE", "Lending", "answers", "context_support", "conversation_support", "conversations", "lenders",
-           "lending", "said_by_a_person", "takes_context", "turned_around", "users_turn"]
+           "lending", "said_by_a_person", "said_by_the_assistant", "takes_context", "turned_around", "users_turn"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -215,6 +215,12 @@ def said_by_a_person(record: MemoryRecord) -> bool:
     return bool(_roles(record)[0]) and not machine_said(record) and not _aside(record)
 
 
+def said_by_the_assistant(record: MemoryRecord) -> bool:
+    """Whether ``record`` is the assistant's turn (or a model's), by its role or the role its message
+    was given; not a notice or a tool's output."""
+    return machine_said(record) and not _aside(record)
+
+
 def users_turn(record: MemoryRecord) -> bool:
     """Whether ``record`` is the user's message, by its role or the role its message was given (a
     named user, "Alex", whose message was given as the user's)."""
@@ -266,7 +272,7 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
     if _aside(asker):
         return 0.0
     if (other.created_at, other.id) > (asker.created_at, asker.id):  # the reply to a person's turn
-        return REPLIED_SHARE if machine_said(other) and not _aside(other) and not machine_said(asker) else 0.0
+        return REPLIED_SHARE if said_by_the_assistant(other) and not machine_said(asker) else 0.0
     if (other.created_at, other.id) == (asker.created_at, asker.id):
         return 0.0
     if machine_said(asker):

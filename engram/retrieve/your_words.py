@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import re
 
-from engram.model import MemoryRecord
-from engram.retrieve.standing import is_request, machine_said
-from engram.text import ASIDE_ROLES
+from engram.retrieve.standing import is_request
 
-__all__ = ["asks_for_a_cause", "asks_what_you_said", "said_by_the_assistant"]
+__all__ = ["asks_for_a_cause", "asks_what_you_said"]
 
 # Past or perfect only: "Can you suggest a dumbbell session?" and "What's your recommendation for a
 # laptop?" ask for something now.
@@ -62,10 +60,3 @@ def asks_for_a_cause(query: str) -> bool:
     reply after the turn that tells of it holds the answer (``episodes.CAUSE_REPLY_SHARE``)."""
     return _CAUSE.search(query) is not None
 
-
-def said_by_the_assistant(record: MemoryRecord) -> bool:
-    """Whether ``record`` is the assistant's turn (or a model's), by its role or the role its message
-    was given; not a notice or a tool's output."""
-    given = (record.metadata or {}).get("message_role")
-    return machine_said(record) and not any(
-        isinstance(role, str) and role.strip().casefold() in ASIDE_ROLES for role in (record.role, given))

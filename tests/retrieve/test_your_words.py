@@ -12,10 +12,10 @@ from engram import Memory, RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.episodes import CAUSE_REPLY_SHARE, REPLY_SHARE, lending
+from engram.retrieve.episodes import CAUSE_REPLY_SHARE, REPLY_SHARE, lending, said_by_the_assistant
 from engram.retrieve.keyword_evidence import length_discount
 from engram.retrieve.understand import understand
-from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said, said_by_the_assistant
+from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said
 
 NOW = datetime(2026, 11, 28, tzinfo=UTC)
 _STEPS = ("Here is how I would structure the handler. First validate the payload, then open a transaction, "
