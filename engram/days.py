@@ -105,7 +105,8 @@ def told_days(text: str, said: datetime) -> list[tuple[date, date]]:
     "three days ago", "on Saturday" in "Saturday's install went fine"). A sentence not in the past
     names no day gone ("I'm hiking on Saturday")."""
     text = text[:READ_CHARS]
-    return [(start, end) for start, end in mentioned_days(text, said) if end < said.date()] + _relative(text, said)
+    return ([(start, end) for start, end in mentioned_days(text, said) if end < said.date()]
+            + _relative(text, said) + _past_months(text, said))
 
 
 def _relative(text: str, said: datetime) -> list[tuple[date, date]]:
@@ -127,6 +128,39 @@ def _relative(text: str, said: datetime) -> list[tuple[date, date]]:
     return out
 
 
+def _past_months(text: str, said: datetime) -> list[tuple[date, date]]:
+    """The months gone by that the past sentences of ``text`` name whole, without a day: "Finance
+    flagged our spend: October was 4,120 credits", said on November 10, tells of October. A month
+    without a year is the last one of its name that ended before the day it was said, if it began
+    at most :data:`_MONTH_BACK` before it; "We're going back in October" names no month gone."""
+    out: list[tuple[date, date]] = []
+    if _WHOLE_MONTH.search(text) is None:
+        return out
+    for sentence in _SENTENCE.split(text):
+        if not _PAST.search(sentence):
+            continue
+        for m in _WHOLE_MONTH.finditer(sentence):
+            if _AFTER.match(sentence, m.end()) or _BEFORE.search(sentence, max(0, m.start() - 12), m.start()):
+                continue  # a day of the month: mentioned_days reads it
+            month = month_number(m.group(1))
+            year = int(m.group(2)) if m.group(2) else said.year - (month >= said.month)
+            try:
+                first = date(year, month, 1)
+                last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
+            except (ValueError, OverflowError):
+                continue
+            if last < said.date() and (m.group(2) or said.date() - first <= _MONTH_BACK):
+                out.append((first, last))
+    return out
+
+
+#: How long before it was said a month named without a year may have begun ("in July", said in
+#: November, may be next July as well as the last).
+_MONTH_BACK = timedelta(days=100)
+# A month named whole, with its year or not; "May" and "March" only capitalised.
+_WHOLE_MONTH = re.compile(
+    r"\b((?i:january|february|april|june|july|august|september|october|november|december)|March|May)\b"
+    r"(?:,?\s+((?:19|20)\d\d)\b)?")
 _DIGIT = re.compile(r"\d")
 # A sentence that may tell of a day gone by, and one in the past tense; the words are a cheaper test first.
 _TOLD_WORDS = ("yesterday", "ago", "last", "previous", "day")
@@ -173,7 +207,7 @@ def indexed_days(text: str, said: datetime) -> list[int]:
     text = text[:READ_CHARS]
     try:
         said = said.astimezone(UTC)
-        named, told = mentioned_days(text, said), _relative(text, said)
+        named, told = mentioned_days(text, said), _relative(text, said) + _past_months(text, said)
     except OverflowError:  # said on the calendar's first or last day, in a zone that leaves it
         return []
     return (_each_day(named, 1) + _each_day(told, -1))[:MAX_INDEXED_DAYS]

@@ -20,7 +20,7 @@ def _put_old(store: object) -> None:
                             content_hash=mid)
 
     records = [rec("m1", "u1", "The appointment is on Dec 1."), rec("m2", "u1", "Nothing dated."),
-               rec("m3", "u2", "Leo lost a tooth yesterday.")]
+               rec("m3", "u2", "Leo lost a tooth yesterday."), rec("m4", "u1", "October was 4,120 credits.")]
     store.bind_embedder("fake", 4)  # type: ignore[attr-defined]
     store.put_many(records, np.eye(4, dtype=np.float32)[: len(records)])  # type: ignore[attr-defined]
 
@@ -32,6 +32,19 @@ def _check(store: object) -> None:
     assert days("u1", date(2026, 12, 1)) == ["m1"]
     assert days("u2", date(2026, 11, 12)) == ["m3"]
     assert days("u1", date(2026, 11, 12)) == []
+    assert days("u1", date(2026, 10, 14)) == ["m4"]  # a whole month gone by
+
+
+def test_sqlite_migration_adds_the_months_gone_by_to_stored_memories(tmp_path: Path) -> None:
+    from engram.stores.sqlite.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "old.db")
+    _put_old(store)
+    store.close()
+    # As a store from before 22: its memories' days were read without whole months.
+    forgotten = "DELETE FROM memory_days WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = 'm4')"
+    with sqlite_from(tmp_path / "old.db", 22, forgotten) as old:
+        _check(old)
 
 
 def test_sqlite_migration_indexes_the_days_of_stored_memories(tmp_path: Path) -> None:
@@ -49,4 +62,12 @@ def test_postgres_migration_indexes_the_days_of_stored_memories(postgres_store: 
     _put_old(postgres_store)
     with postgres_from(postgres_url, 13, "DROP INDEX engram_memories_named_days",
                        "ALTER TABLE engram_memories DROP COLUMN named_days") as old:
+        _check(old)
+
+
+@pytest.mark.postgres
+def test_postgres_migration_adds_the_months_gone_by_to_stored_memories(postgres_store: object,
+                                                                        postgres_url: str) -> None:
+    _put_old(postgres_store)
+    with postgres_from(postgres_url, 16, "UPDATE engram_memories SET named_days = '{}' WHERE id = 'm4'") as old:
         _check(old)

@@ -326,10 +326,12 @@ class Pipeline:
             held = held_then([s.record for s in scored], plan.time_range, now, plan.held, plan.entities)
             ahead |= held
         trust = REQUEST_SCOPE_TRUST if plan.requests else SCOPE_TRUST
+        told = ranking.having(AHEAD_SIGNAL) if plan.time_range is not None and plan.time_range.end < now \
+            and not plan.requests else frozenset()
         if plan.time_range is not None:
-            scored = in_range_first(scored, plan.time_range, ahead, trust)
+            scored = in_range_first(scored, plan.time_range, ahead, trust, told)
         kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()),
-                                      time_range=plan.time_range, ahead=ahead, trust=trust)
+                                      time_range=plan.time_range, ahead=ahead, trust=trust, told=told)
         selection = timed(
             "select",
             lambda: select(

@@ -7,6 +7,8 @@ word of the query is in them. A scope earns that only when it says something abo
 a precise range (not "recently"), memories that happened in it (not facts and procedures, dated by
 when they were stored), whose best scores a tenth of the best overall, and of those only the ones
 that score a tenth of that best (their content matches the query as the range's best does).
+What was told of the range afterwards ("October was 4,120 credits", said in November) joins them
+when it matches the query at least as well as the best of them.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ RANGE_MATCH = 0.1
 
 
 def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[str] = frozenset(),
-                   trust: float = SCOPE_TRUST) -> list[Scored]:
+                   trust: float = SCOPE_TRUST, told: Set[str] = frozenset()) -> list[Scored]:
     """A time-scoped query's answer: memories that happened inside the range ahead of the others
     (tier 1), each part in score order; facts and procedures (:data:`TIMELESS_KINDS`) stored in
     the range are not lifted, so "What did Acme order last month?" is not answered with last
@@ -51,7 +53,7 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[s
     falls back to the best matches overall instead of an empty answer. A vague range ("recently")
     keeps plain score order: its temporal signal already favours what falls inside it, and "What did
     Melanie paint recently?" still wants the painting she mentioned a month before."""
-    ids = pointed_at(scored, time_range, ahead, trust)
+    ids = pointed_at(scored, time_range, ahead, trust, told)
     if not ids:
         return list(scored)
     inside = [s for s in scored if s.record.id in ids]
@@ -61,11 +63,12 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[s
 
 
 def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Set[str] = frozenset(),
-               trust: float = SCOPE_TRUST) -> set[str]:
+               trust: float = SCOPE_TRUST, told: Set[str] = frozenset()) -> set[str]:
     """The ids of the memories a query's time scope points at: dated inside a precise range
     (:func:`_dated_inside`) and scoring at least :data:`RANGE_MATCH` of the best of those, provided
     that best scores at least ``trust`` (:data:`SCOPE_TRUST`, :data:`REQUEST_SCOPE_TRUST` for a
-    request) of the best memory overall (else the scope says nothing about what answers, and none are)."""
+    request) of the best memory overall (else the scope says nothing about what answers, and none are);
+    and those of ``told`` (said after the range, of a day inside it) that score at least that best."""
     if time_range is None or time_range.vague or time_range.about:
         return set()
     inside = [s for s in scored if _dated_inside(s, time_range, ahead)]
@@ -73,7 +76,9 @@ def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Se
     if not inside or max(s.score for s in inside) < trust * best:
         return set()
     best_inside = max(s.score for s in inside)
-    return {s.record.id for s in inside if s.score >= RANGE_MATCH * best_inside}
+    ids = {s.record.id for s in inside if s.score >= RANGE_MATCH * best_inside}
+    ids.update(s.record.id for s in scored if s.record.id in told and s.score >= best_inside)
+    return ids
 
 
 def _dated_inside(item: Scored, time_range: TimeRange, ahead: Set[str]) -> bool:
@@ -90,7 +95,7 @@ def _dated_inside(item: Scored, time_range: TimeRange, ahead: Set[str]) -> bool:
 
 def apply_min_score(
     scored: Sequence[Scored], min_score: float, *, keep_best: bool = False, time_range: TimeRange | None = None,
-    ahead: Set[str] = frozenset(), trust: float = SCOPE_TRUST,
+    ahead: Set[str] = frozenset(), trust: float = SCOPE_TRUST, told: Set[str] = frozenset(),
 ) -> tuple[list[Scored], int]:
     """Keep items scoring at least ``min_score`` (the ``score_threshold`` filter); also the count dropped.
 
@@ -104,7 +109,7 @@ def apply_min_score(
     (LongMemEval dev turn recall_all@10 +1.2 with the defaults; the everyday time questions 0.78 ->
     0.83).
     """
-    inside = pointed_at(scored, time_range, ahead, trust)
+    inside = pointed_at(scored, time_range, ahead, trust, told)
     kept = [s for s in scored if s.score >= min_score or s.record.id in inside]
     if not kept and keep_best:
         kept = list(scored)

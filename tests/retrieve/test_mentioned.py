@@ -79,6 +79,13 @@ MONDAY = datetime(2026, 11, 23, 8, 10, tzinfo=UTC)
     ("We will meet next Friday.", []),
     ("The appointment is on Dec 1.", []),  # a day to come is not told of
     ("Nothing dated here, last of the milk.", []),
+    # A whole month gone by, named in a past sentence: the last of its name, begun at most 100 days before.
+    ("Finance flagged our spend: October was 4,120 credits.", [(date(2026, 10, 1), date(2026, 10, 31))]),
+    ("We spent a week there in May 2025.", [(date(2025, 5, 1), date(2025, 5, 31))]),
+    ("We're going back in October.", []),  # not in the past
+    ("In July we hiked every weekend.", []),  # too long ago to say which July without a year
+    ("we may hike it again, it was fun", []),  # "may" is no month
+    ("The 4th of October was the day we met.", [(date(2026, 10, 4), date(2026, 10, 4))]),  # a day of it
 ])
 def test_days_told_of(text: str, days: list[tuple[date, date]]) -> None:
     assert told_days(text, MONDAY) == days
@@ -102,6 +109,24 @@ def test_what_is_told_in_the_week_after_a_past_scope_counts() -> None:
     assert mentions_inside(_record("Last weekend we moved house.", november_2), halloween, now)
     assert mentions_inside(_record("Last month we moved house.", november_2), _days(date(2026, 10, 1),
                                                                                    date(2026, 10, 31)), now)
+
+
+def test_a_report_of_a_month_gone_by_answers_a_question_about_it_first(tmp_path: Path) -> None:
+    """Said after the month, a report of it comes before what was said in it of other things, when
+    it matches the question at least as well as the best of those; not for a request (its time tells
+    of the situation it describes) nor for a month to come."""
+    now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
+        report = memory.add("Finance flagged our Snowflake spend: October was 4,120 credits, budget 3,000.",
+                            user_id="u", created_at=datetime(2026, 11, 10, 9, 0, tzinfo=UTC))
+        for day, text in enumerate(("The orders load missed an hour after the clocks went back.",
+                                    "Snowflake merge of fct_orders is faster now.", "We moved the dbt runs to 02:30.")):
+            memory.add(text, user_id="u", created_at=datetime(2026, 10, 20 + day, 9, 0, tzinfo=UTC))
+        asked = memory.retrieve("How many Snowflake credits did we use in October?", user_id="u", now=now)
+        assert asked.memories[0].id == report.id
+        assert "names a day in 'in October'" in asked.memories[0].reasons
+        request = memory.retrieve("Write me a query of the Snowflake credits used in October.", user_id="u", now=now)
+        assert request.memories[0].id != report.id  # October's own memories first, as before
 
 
 def test_what_was_told_the_next_day_answers_a_question_about_the_day(tmp_path: Path) -> None:

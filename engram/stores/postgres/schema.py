@@ -252,6 +252,9 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     "CREATE INDEX IF NOT EXISTS engram_memories_user_stream ON engram_memories "
     "(user_id, (COALESCE(agent_id, '')), created_at, id) "
     "WHERE session_id IS NULL AND kind = 'message' AND role IS NOT NULL AND status = 'active'",
+    # 16: the days of the whole months gone by that memories tell of, added to those stored memories
+    # name (as SQLite's 22).
+    lambda conn: _index_named_days(conn),
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes

@@ -259,6 +259,9 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     "WHERE session_id IS NULL AND kind = 'message' AND role IS NOT NULL AND status = 'active'",
     # 21: a batch of inserts indexed once for the batch, not once a row (engram.stores.sqlite.bulk_index).
     lambda conn: defer_row_indexing(conn),
+    # 22: the days of the whole months gone by that memories tell of ("October was 4,120 credits",
+    # said in November), added to those stored memories name (engram.days).
+    lambda conn: create_named_days(conn),
 )
 
 
