@@ -8,6 +8,7 @@ second time, and only the memories it added need their own signals computed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +16,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from engram.ingest.entities import MENTION
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.gain_weights import PASSING
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
@@ -97,6 +99,7 @@ def base_signals(
                         known.facet_rows[memory_id] = row
         keywords = _units(np.array([keyword_scores.get(i, 0.0) for i in ids], dtype=np.float64))
         overlaps = [0.0] * len(new)
+        lowercase = _speakers_in_lowercase(query_entities, voices)
         if query_entities:
             for at, record in enumerate(new):
                 named = set(record.entities)
@@ -105,6 +108,7 @@ def base_signals(
                 speaker = said.get(record.id)
                 if speaker is not None:  # the user's own message names no one, yet the user says it
                     named.add(speaker)
+                named.update(e for e, pattern in lowercase if e not in named and pattern.search(record.content))
                 if short:  # "Alice" names "Alice Moreau", the one Alice among the candidates
                     named.update([short[n] for n in named if n in short])
                 known.named[record.id] = named
@@ -119,6 +123,18 @@ def base_signals(
     matrix = np.array([known.values[r.id] for r in records], dtype=np.float64).reshape(len(records), len(BASE))
     nobody: frozenset[str] = frozenset()
     return list(matrix.T), [known.named.get(r.id, nobody) for r in records]
+
+
+def _speakers_in_lowercase(query_entities: Sequence[str], voices: Set[str]) -> list[tuple[str, re.Pattern[str]]]:
+    """The query's entities that speak among the candidates, each with the pattern of its name in any
+    case: a chat names its own people in lowercase ("lena on the podium holding a small bronze
+    trophy", "dad asleep in his chair"), which the entity extractor, reading capitals, cannot see."""
+    out = []
+    for entity in query_entities:
+        name = entity[len(MENTION):] if entity.startswith(MENTION) else ""
+        if entity in voices and len(name) >= 3:
+            out.append((entity, re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)))
+    return out
 
 
 def facet_sentences(

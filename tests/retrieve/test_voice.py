@@ -48,3 +48,21 @@ def test_the_speakers_own_message_gains(each_backend: Memory, monkeypatch: pytes
     unvoiced = asked()["Honestly"]
     assert verdict.signals["relevance"] == pytest.approx(unvoiced.signals["relevance"] + 0.15)
     assert verdict.score > unvoiced.score
+
+
+def test_a_speaker_named_in_lowercase_in_anothers_message_is_mentioned(each_backend: Memory) -> None:
+    """A chat names its own people in lowercase ("lena on the podium"): a question about Lena finds
+    Priya's message about her as one that mentions her, not as one about no one."""
+    said = [
+        ("Lena", "2026-11-14T18:00:00+00:00", "pub?"),
+        ("Priya", "2026-11-14T18:05:00+00:00", "[photo: lena on the podium with a trophy shaped like a chalk bag]"),
+        ("Priya", "2026-11-14T18:06:00+00:00", "[photo: marc asleep on the crash pad]"),
+        ("Priya", "2026-11-14T18:07:00+00:00", "the lenape trail next time?"),
+    ]
+    each_backend.add_many([{"content": t, "user_id": "u", "role": who, "created_at": at} for who, at, t in said])
+    result = each_backend.retrieve("What was Lena's prize shaped like?", user_id="u", now=NOW,
+                                   config=RetrievalConfig(top_k=10, min_score=0.0, cache_ttl=0))
+    overlap = {m.content: m.signals["entity_overlap"] for m in result.memories}
+    assert overlap[said[1][2]] == 0.5  # another's message naming a speaker (signals.SPEAKER_MENTION)
+    assert overlap["pub?"] == 1.0  # her own
+    assert overlap.get(said[2][2], 0.0) == 0.0 and overlap.get(said[3][2], 0.0) == 0.0  # "lenape" is not "lena"
