@@ -65,6 +65,40 @@ def test_the_twin_is_written_once_with_its_pinned_digest(cache: Path) -> None:
     assert not [n.name for n in graph.node if n.op_type == "MatMul" and weights & set(n.input)]
 
 
+def test_the_twins_tables_stay_int8_and_give_the_very_same_vectors(cache: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its embedding tables are read a row at a time: no float copy of the vocabulary's table, and
+    questions' vectors bit for bit those of the twin that turned the whole table to float."""
+    import onnx
+
+    twin = cache.parent / "twin.onnx"
+    source = MiniLMEmbedder(quantized_queries=False)._checked_source()
+    model = onnx.load(str(source))
+    query_model_module._keep_weights_int8(model)
+    graph = model.graph
+    tables = {init.name: list(init.dims) for init in graph.initializer}
+    gathered = [tables[n.input[0]] for n in graph.node if n.op_type == "Gather" and n.input[0] in tables]
+    assert [30522, 384] in gathered  # the word embeddings' own int8 rows
+    producers = {out for n in graph.node for out in n.output}
+    assert not [n.name for n in graph.node if n.op_type == "Gather" and n.input[0] in producers
+                and n.input[0].startswith("inner.embeddings")]  # no table made float before its lookup
+    twin.write_bytes(model.SerializeToString())
+    whole = onnx.load(str(source))
+    monkeypatch.setattr(query_model_module, "_gathered_int8", lambda node, producer, constants: [node])
+    query_model_module._keep_weights_int8(whole)
+    import onnxruntime as ort
+
+    def run(data: bytes) -> list[np.ndarray]:
+        session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+        ids = np.array([[101, 2054, 11545, 2106, 1045, 2131, 102]], dtype=np.int64)
+        feeds = {i.name: ids if i.name == "input_ids" else np.ones_like(ids) if "mask" in i.name else np.zeros_like(ids)
+                 for i in session.get_inputs()}
+        return list(session.run(None, feeds))
+
+    assert all(np.array_equal(a, b) for a, b in zip(run(twin.read_bytes()), run(whole.SerializeToString()),
+                                                     strict=True))
+
+
 def test_questions_land_beside_the_models_own_vectors(cache: Path, reference: np.ndarray) -> None:
     embedder = MiniLMEmbedder()
     asked = embedder.embed_query(TEXTS)
