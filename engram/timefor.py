@@ -21,8 +21,18 @@ _FOR_WHEN = frozenset(re.findall(r"[a-z]+", """
     responsible grateful thankful sorry ready eligible famous known liable qualified accountable"""))
 
 
+# "Who floated shifting the outdoor day to Sunday?", "Did Tom push the deadline to next Friday?": the
+# day a thing was moved to is what was talked about, not when (said days before, of the day to come).
+_MOVED_TO = re.compile(
+    r"\b(?:mov|shift|push|bump|switch|chang|reschedul|postpon|bring|brought|pull|delay)[a-z]*"
+    r"(?:\s+[\w'’-]+){0,4}?\s+(?:to|till|until)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
 def for_a_period(text: str, start: int) -> bool:
-    """Whether the time expression at ``start`` names the period a thing is for (:data:`_FOR`)."""
+    """Whether the time expression at ``start`` names the period a thing is for (:data:`_FOR`), or
+    the day a thing was moved to (:data:`_MOVED_TO`)."""
+    if _MOVED_TO.search(text, max(0, start - 80), start):
+        return True
     before = _FOR.search(text, max(0, start - 80), start)
     word = "" if before is None else (before.group(1) or "").casefold()
     return before is not None and word not in _FOR_WHEN and not word.endswith(("ed", "ing"))

@@ -457,6 +457,13 @@ def test_a_year_said_relative_to_now_places_the_month_or_quarter(text: str, firs
     ("What were we aiming for last year?", False),
     ("Is there anything scheduled for December 3?", False),  # to come: read by what names its days
     ("What do I have planned for next week?", False),
+    # The day a thing was moved to is what was talked about, said days before it.
+    ("Who first floated shifting the outdoor day to Sunday?", True),
+    ("Why did we move the meeting to Friday?", True),
+    ("Did Tom push the deadline back to last Friday?", True),
+    ("What did we change on Monday?", False),
+    ("How did the move go last week?", False),
+    ("What happened on Sunday?", False),
 ])
 def test_a_period_gone_by_that_a_thing_is_for_is_what_it_is_about(text: str, about: bool) -> None:
     """The tax for Q3 is filed after Q3: such a scope must not put Q3's unrelated memories first,
