@@ -19,7 +19,8 @@ from datetime import UTC, date, datetime, timedelta
 from engram.timeparse import MAX_UTC, MIN_UTC, MONTHS, month_number, parse_time_scope
 
 __all__ = [
-    "INDEXED_SPAN", "MAX_INDEXED_DAYS", "MAX_READ_SPAN", "READ_CHARS", "indexed_days", "mentioned_days", "told_days",
+    "INDEXED_SPAN", "MAX_INDEXED_DAYS", "MAX_READ_SPAN", "READ_CHARS", "indexed_days", "mentioned_days",
+    "names_a_month", "told_days",
 ]
 
 #: The longest span of days a store indexes: "last month" and "closed Nov 20 to Jan 5" are, "last
@@ -128,6 +129,11 @@ def _relative(text: str, said: datetime) -> list[tuple[date, date]]:
     return out
 
 
+def names_a_month(text: str) -> bool:
+    """Whether ``text`` (its first READ_CHARS characters) names a month by its whole name."""
+    return _WHOLE_MONTH.search(text[:READ_CHARS]) is not None
+
+
 def _past_months(text: str, said: datetime) -> list[tuple[date, date]]:
     """The months gone by that the past sentences of ``text`` name whole, without a day: "Finance
     flagged our spend: October was 4,120 credits", said on November 10, tells of October. A month
@@ -142,6 +148,9 @@ def _past_months(text: str, said: datetime) -> list[tuple[date, date]]:
         for m in _WHOLE_MONTH.finditer(sentence):
             if _AFTER.match(sentence, m.end()) or _BEFORE.search(sentence, max(0, m.start() - 12), m.start()):
                 continue  # a day of the month: mentioned_days reads it
+            led = _MONTH_LED.search(sentence, max(0, m.start() - 30), m.start())
+            if not (led or _MONTH_TOLD.match(sentence, m.end())):
+                continue  # a name ("April said she was tired", "my daughter June"), not a month
             month = month_number(m.group(1))
             year = int(m.group(2)) if m.group(2) else said.year - (month >= said.month)
             try:
@@ -157,6 +166,12 @@ def _past_months(text: str, said: datetime) -> list[tuple[date, date]]:
 #: How long before it was said a month named without a year may have begun ("in July", said in
 #: November, may be next July as well as the last).
 _MONTH_BACK = timedelta(days=100)
+# What stands before a month as a time ("in October", "for the month of March", "since July") or
+# after it ("October was 4,120 credits", "October's bill"): else a month's name is a person's.
+_MONTH_LED = re.compile(
+    r"\b(?i:in|during|for|of|since|through|throughout|over|last|this|early|mid|late|from|until|till|by|before"
+    r"|after|all|whole|entire|around|across)\s+(?:the\s+(?:month\s+of\s+)?)?$")
+_MONTH_TOLD = re.compile(r"(?:['’]s\b|\s+(?:was|were|has|had|is)\b)")
 # A month named whole, with its year or not; "May" and "March" only capitalised.
 _WHOLE_MONTH = re.compile(
     r"\b((?i:january|february|april|june|july|august|september|october|november|december)|March|May)\b"

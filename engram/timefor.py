@@ -23,15 +23,22 @@ _FOR_WHEN = frozenset(re.findall(r"[a-z]+", """
 
 # "Who floated shifting the outdoor day to Sunday?", "Did Tom push the deadline to next Friday?": the
 # day a thing was moved to is what was talked about, not when (said days before, of the day to come).
+# The day follows "to" at once: not "Which gym did I switch to in October?", "What did Dad bring to
+# Saturday's party?" (a possessive: _OWNED), "Which movie did we go to on Friday?" (no verb of moving).
 _MOVED_TO = re.compile(
-    r"\b(?:mov|shift|push|bump|switch|chang|reschedul|postpon|bring|brought|pull|delay)[a-z]*"
-    r"(?:\s+[\w'’-]+){0,4}?\s+(?:to|till|until)\s+(?:the\s+)?$", re.IGNORECASE)
+    r"\b(?:mov(?:e|es|ed|ing)|shift(?:s|ed|ing)?|push(?:es|ed|ing)?|bump(?:s|ed|ing)?|switch(?:es|ed|ing)?"
+    r"|chang(?:e|es|ed|ing)|reschedul(?:e|es|ed|ing)|postpon(?:e|es|ed|ing)|bring(?:s|ing)?|brought"
+    r"|pull(?:s|ed|ing)?|delay(?:s|ed|ing)?)\b(?:\s+[\w'’-]+){0,4}?\s+(?:to|till|until)\s+(?:the\s+)?$", re.IGNORECASE)
+# What an expression moved to cannot begin with or be followed by.
+_NOT_MOVED = re.compile(r"(?i:on|in|at|during|by|for|over|yesterday|today|tonight|last|this)\b")
+_OWNED = re.compile(r"[\w\s]*?['’]s\b")
 
 
 def for_a_period(text: str, start: int) -> bool:
     """Whether the time expression at ``start`` names the period a thing is for (:data:`_FOR`), or
     the day a thing was moved to (:data:`_MOVED_TO`)."""
-    if _MOVED_TO.search(text, max(0, start - 80), start):
+    if (_MOVED_TO.search(text, max(0, start - 80), start) and not _NOT_MOVED.match(text, start)
+            and not _OWNED.match(text, start, start + 40)):
         return True
     before = _FOR.search(text, max(0, start - 80), start)
     word = "" if before is None else (before.group(1) or "").casefold()

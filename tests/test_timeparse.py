@@ -460,8 +460,15 @@ def test_a_year_said_relative_to_now_places_the_month_or_quarter(text: str, firs
     # The day a thing was moved to is what was talked about, said days before it.
     ("Who first floated shifting the outdoor day to Sunday?", True),
     ("Why did we move the meeting to Friday?", True),
-    ("Did Tom push the deadline back to last Friday?", True),
+    ("Was the stand-up bumped to Thursday?", True),
     ("What did we change on Monday?", False),
+    # The day does not follow "to" at once, is a possessive, or no verb of moving comes before.
+    ("Which gym did I switch to in October?", False),
+    ("What did I change to on Monday?", False),
+    ("Which movie did we go to on Friday?", False),
+    ("What did Dad bring to Saturday's party?", False),
+    ("What did I change my password to yesterday?", False),
+    ("What did we switch to last month?", False),
     ("How did the move go last week?", False),
     ("What happened on Sunday?", False),
 ])

@@ -117,12 +117,13 @@ def _gathered_int8(node: Any, producer: dict[str, Any], constants: dict[str, Any
     cast: Any = producer.get(mul.input[0]) if mul is not None and mul.op_type == "Mul" else None
     if (cast is None or cast.op_type != "Cast" or cast.input[0] not in constants or mul.input[1] not in constants
             or any(a.name == "axis" and a.i != 0 for a in node.attribute)
-            or list(constants[mul.input[1]].dims)[1:] != [1]):
-        return [node]
+            or list(constants[mul.input[1]].dims) != [*constants[cast.input[0]].dims[:1], 1]):
+        return [node]  # a scale per row of the table, or it is left as it is
     name, ids = node.output[0], node.input[1]
     return [
         helper.make_node("Gather", [cast.input[0], ids], [f"{name}.q8"], name=f"{name}.rows"),
-        helper.make_node("Cast", [f"{name}.q8"], [f"{name}.f"], name=f"{name}.cast", to=1),
+        helper.make_node("Cast", [f"{name}.q8"], [f"{name}.f"], name=f"{name}.cast",
+                         **{a.name: helper.get_attribute_value(a) for a in cast.attribute}),
         helper.make_node("Gather", [mul.input[1], ids], [f"{name}.scales"], name=f"{name}.row_scales"),
         helper.make_node("Mul", [f"{name}.f", f"{name}.scales"], [name], name=f"{name}.scaled"),
     ]

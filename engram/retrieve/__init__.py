@@ -326,12 +326,13 @@ class Pipeline:
             held = held_then([s.record for s in scored], plan.time_range, now, plan.held, plan.entities)
             ahead |= held
         trust = REQUEST_SCOPE_TRUST if plan.requests else SCOPE_TRUST
-        told = ranking.having(AHEAD_SIGNAL) if plan.time_range is not None and plan.time_range.end < now \
-            and not plan.requests else frozenset()
+        # What names a day in the scope, said outside it, for a question that is no request: with what
+        # was said in it when it matches as well as the best of that (in_range.pointed_at).
+        naming = ranking.having(AHEAD_SIGNAL) if plan.time_range is not None and not plan.requests else frozenset()
         if plan.time_range is not None:
-            scored = in_range_first(scored, plan.time_range, ahead, trust, told)
+            scored = in_range_first(scored, plan.time_range, ahead, trust, naming)
         kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()),
-                                      time_range=plan.time_range, ahead=ahead, trust=trust, told=told)
+                                      time_range=plan.time_range, ahead=ahead, trust=trust, told=naming)
         selection = timed(
             "select",
             lambda: select(

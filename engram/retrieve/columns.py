@@ -108,7 +108,8 @@ def base_signals(
                 speaker = said.get(record.id)
                 if speaker is not None:  # the user's own message names no one, yet the user says it
                     named.add(speaker)
-                named.update(e for e, pattern in lowercase if e not in named and pattern.search(record.content))
+                named.update(e for e, pattern in lowercase
+                             if e not in named and pattern.search(record.content[:_NAMES_READ]))
                 if short:  # "Alice" names "Alice Moreau", the one Alice among the candidates
                     named.update([short[n] for n in named if n in short])
                 known.named[record.id] = named
@@ -125,15 +126,25 @@ def base_signals(
     return list(matrix.T), [known.named.get(r.id, nobody) for r in records]
 
 
+#: How much of a memory is read for a speaker's name in lowercase (a chat's messages are short).
+_NAMES_READ = 2_000
+# Where a lowercase word is a word, not a name: after an article, "to" or a subject ("the bill for
+# the trip", "a grace period", "threatened to sue", "can you mark friday"); "my dad" is Dad.
+_AS_A_WORD = "".join(f"(?<!\\b{w} )" for w in (
+    "the", "a", "an", "this", "that", "these", "those", "any", "some", "no", "every", "each", "to", "i", "you",
+    "we", "they", "he", "she", "it", "will", "would", "can", "could", "should", "must", "might", "please", "pls"))
+
+
 def _speakers_in_lowercase(query_entities: Sequence[str], voices: Set[str]) -> list[tuple[str, re.Pattern[str]]]:
     """The query's entities that speak among the candidates, each with the pattern of its name in any
-    case: a chat names its own people in lowercase ("lena on the podium holding a small bronze
-    trophy", "dad asleep in his chair"), which the entity extractor, reading capitals, cannot see."""
+    case where a name stands: a chat names its own people in lowercase ("lena on the podium holding
+    a small bronze trophy", "dad asleep in his chair"), which the entity extractor, reading
+    capitals, cannot see. Not after an article, "to" or a subject (:data:`_AS_A_WORD`)."""
     out = []
     for entity in query_entities:
         name = entity[len(MENTION):] if entity.startswith(MENTION) else ""
         if entity in voices and len(name) >= 3:
-            out.append((entity, re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)))
+            out.append((entity, re.compile(rf"{_AS_A_WORD}(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)))
     return out
 
 

@@ -85,6 +85,9 @@ MONDAY = datetime(2026, 11, 23, 8, 10, tzinfo=UTC)
     ("We're going back in October.", []),  # not in the past
     ("In July we hiked every weekend.", []),  # too long ago to say which July without a year
     ("we may hike it again, it was fun", []),  # "may" is no month
+    ("April said she was tired.", []),  # a name, not a month: nothing of time before or after it
+    ("My daughter June turned six.", []),
+    ("The end of October was rough.", [(date(2026, 10, 1), date(2026, 10, 31))]),
     ("The 4th of October was the day we met.", [(date(2026, 10, 4), date(2026, 10, 4))]),  # a day of it
 ])
 def test_days_told_of(text: str, days: list[tuple[date, date]]) -> None:
@@ -114,7 +117,7 @@ def test_what_is_told_in_the_week_after_a_past_scope_counts() -> None:
 def test_a_report_of_a_month_gone_by_answers_a_question_about_it_first(tmp_path: Path) -> None:
     """Said after the month, a report of it comes before what was said in it of other things, when
     it matches the question at least as well as the best of those; not for a request (its time tells
-    of the situation it describes) nor for a month to come."""
+    of the situation it describes)."""
     now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
         report = memory.add("Finance flagged our Snowflake spend: October was 4,120 credits, budget 3,000.",

@@ -22,7 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from engram.days import indexed_days
+from engram.days import indexed_days, names_a_month
 from engram.model import Entity, MemoryRecord
 from engram.stores.facets import facet_bytes
 from engram.stores.postgres.dialect import POSTGRES, day_keys
@@ -252,9 +252,9 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     "CREATE INDEX IF NOT EXISTS engram_memories_user_stream ON engram_memories "
     "(user_id, (COALESCE(agent_id, '')), created_at, id) "
     "WHERE session_id IS NULL AND kind = 'message' AND role IS NOT NULL AND status = 'active'",
-    # 16: the days of the whole months gone by that memories tell of, added to those stored memories
-    # name (as SQLite's 22).
-    lambda conn: _index_named_days(conn),
+    # 16: the days of the whole months gone by that memories tell of, read again for the memories
+    # that name a month (as SQLite's 22): only the rows that change are written.
+    lambda conn: _reindex_month_names(conn),
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
@@ -359,6 +359,18 @@ def _index_named_days(conn: psycopg.Connection[Any]) -> None:
         if changes:
             with conn.cursor() as cur:
                 cur.executemany("UPDATE engram_memories SET named_days = %s WHERE user_id = %s AND id = %s", changes)
+
+
+def _reindex_month_names(conn: psycopg.Connection[Any]) -> None:
+    months = "january|february|march|april|may|june|july|august|september|october|november|december"
+    for rows in _batches(conn, "content, created_at, named_days", f"AND content ~* '({months})' "):
+        changes = [(keys, user_id, memory_id, keys) for user_id, memory_id, content, said, held in rows
+                   if names_a_month(content) and sorted(keys := day_keys(user_id, indexed_days(content, said)))
+                   != sorted(held or [])]
+        if changes:
+            with conn.cursor() as cur:
+                cur.executemany("UPDATE engram_memories SET named_days = %s WHERE user_id = %s AND id = %s "
+                                "AND named_days IS DISTINCT FROM %s", changes)
 
 
 def migrate(conn: psycopg.Connection[Any]) -> int:

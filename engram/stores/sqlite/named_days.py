@@ -7,13 +7,13 @@ and inserts it anew)."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from engram.days import indexed_days
+from engram.days import indexed_days, names_a_month
 from engram.model import MemoryRecord
 from engram.stores.sqlite.dialect import from_us, to_us
 
-__all__ = ["create_named_days", "index_named_days"]
+__all__ = ["create_named_days", "index_named_days", "reindex_month_names"]
 
 _INSERT = "INSERT OR IGNORE INTO memory_days (memory_rowid, user_id, day, said) VALUES (?, ?, ?, ?)"
 _BATCH = 1_000
@@ -35,6 +35,18 @@ def create_named_days(conn: sqlite3.Connection) -> None:
         "user_id TEXT NOT NULL, day INTEGER NOT NULL, said INTEGER NOT NULL, PRIMARY KEY (memory_rowid, day))"
     )
     conn.execute("CREATE INDEX IF NOT EXISTS memory_days_user_day ON memory_days (user_id, day, said)")
+    _index_stored(conn, lambda content: True)
+
+
+def reindex_month_names(conn: sqlite3.Connection) -> None:
+    """The days of the memories that name a month by its whole name read again (the months gone by
+    they tell of, :func:`engram.days.indexed_days`): only those, their rows replaced."""
+    _index_stored(conn, names_a_month, replace=True)
+
+
+def _index_stored(conn: sqlite3.Connection, which: Callable[[str], bool], *, replace: bool = False) -> None:
+    """The rows of the stored memories whose content ``which`` picks (``replace``: instead of theirs),
+    read in batches of rowids."""
     last = 0
     while True:
         rows: Sequence[tuple[int, str, str, int]] = conn.execute(
@@ -45,6 +57,8 @@ def create_named_days(conn: sqlite3.Connection) -> None:
             return
         for rowid, user_id, content, created in rows:
             said = from_us(created)
-            if said is not None:
+            if said is not None and which(content):
+                if replace:
+                    conn.execute("DELETE FROM memory_days WHERE memory_rowid = ?", (rowid,))
                 conn.executemany(_INSERT, [(rowid, user_id, day, created) for day in indexed_days(content, said)])
         last = rows[-1][0]
