@@ -56,7 +56,7 @@ _ASKED: tuple[tuple[str, re.Pattern[str]], ...] = (
 #: How an explanation names each shape.
 VALUE_NAMES = {"email": "an e-mail address", "link": "a link", "phone": "a phone number",
                "identifier": "a number or code", "contact": "an e-mail address or a phone number",
-               "money": "an amount of money", "amount": "a number"}
+               "money": "an amount of money", "amount": "a number", "image": "an image"}
 
 #: How much of a memory's text is searched for a value: a pasted file is not scanned whole.
 _READ = 4_000
@@ -80,7 +80,7 @@ _UNIT_TAIL = re.compile(r"\d(?:[a-z]{1,3}|th|st|nd|rd)$")  # "1080p", "256gb", "
 
 def asks_for_value(query: str) -> str | None:
     """The shape of value ``query`` asks for ("email", "link", "phone", "identifier", "contact": either
-    of the first and third, "money", "amount": a number), or None."""
+    of the first and third, "money", "amount": a number, "image": a picture shown), or None."""
     if len(query) > SHORT_QUESTION:
         return None
     amount = asks_for_amount(query)
@@ -88,12 +88,11 @@ def asks_for_value(query: str) -> str | None:
         return amount
     if _WHICH_NUMBER.search(query):
         return "phone"
-    if _ASKING.search(query) is None:
-        return None
-    for shape, asked in _ASKED:
-        if asked.search(query):
-            return shape
-    return None
+    if _ASKING.search(query) is not None:
+        for shape, asked in _ASKED:
+            if asked.search(query):
+                return shape
+    return "image" if _PICTURE.search(query) else None
 
 
 def holds_asked_value(records: Sequence[MemoryRecord], shape: str) -> npt.NDArray[np.float64]:
@@ -102,7 +101,17 @@ def holds_asked_value(records: Sequence[MemoryRecord], shape: str) -> npt.NDArra
                        count=len(records))
 
 
+# A question about a picture ("What was Dad doing in the picture Mum took?", "Who is in the photo?"),
+# and a memory that shows one: an attachment's text as stored (engram.attachments: "[image: ...]")
+# or as a chat writes it ("[photo: lena on the podium ...]").
+_PICTURE = re.compile(
+    r"(?<!\byou )(?<!\bto )(?<!\bi )\b(?:photos?|pictures?|pics?|images?|selfies?|snapshots?|screenshots?)\b", _I)
+_SHOWN = re.compile(r"\[(?:image|photo|picture|pic|img|screenshot|image alt text)\s*:", _I)
+
+
 def _holds(text: str, shape: str) -> bool:
+    if shape == "image":
+        return _SHOWN.search(text) is not None
     if shape == "email":
         return _EMAIL.search(text) is not None
     if shape == "link":

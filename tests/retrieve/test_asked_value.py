@@ -83,6 +83,13 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("What's the dress code?", None),
     ("Who wrote this code?", None),
     ("Did Alice say no?", None),
+    # A picture shown: after the shapes above ("How many photos?" is a number, "the photo album's link" a link).
+    ("What was Dad doing in the picture Mum took?", "image"),
+    ("Who is in the photo?", "image"),
+    ("What did Jo send a pic of?", "image"),
+    ("How many photos did I take?", "amount"),
+    ("What's the link to the photo album?", "link"),
+    ("Can you picture that?", None),
 ])
 def test_the_shape_asked_for(query: str, shape: str | None) -> None:
     assert asks_for_value(query) == shape
@@ -118,6 +125,9 @@ def _record(content: str) -> MemoryRecord:
      ["Sat 10 Oct.", "On 12 Nov.", "Oct 12th it is.", "Back in 2019.", "On 2026-11-02.", "I liked it.",
       "Meeting at 7:30.", "Call me at 3pm.", "Party on the 3rd.", "See you 10/12.", "Python 3.11 it is.",
       "Room 101.", "One of them said hi.", "Zone 2 training."]),
+    ("image", ["nice [photo: a cat on a rug]", "Here it is [image: a horse in a field]", "[pic: the view]",
+               "Done [image alt text: a bar chart]"],
+     ["a photo of a cat", "I'll send pics later", "[link: example.org]"]),
 ])
 
 def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: list[str]) -> None:
@@ -125,7 +135,7 @@ def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: 
     assert holds_asked_value(records, shape).tolist() == [1.0] * len(held) + [0.0] * len(not_held)
 
 
-@pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier", "contact", "money", "amount"])
+@pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier", "contact", "money", "amount", "image"])
 def test_a_long_text_is_read_in_bounded_time(shape: str) -> None:
     texts = ["7" * 200_000, "1- " * 70_000, "ACGT" * 50_000, "a-" * 100_000, "x@" * 100_000,
              "Total: 1" + " " * 5_000 + "x", "Line 1\n" + "\n" * 5_000, "1 Nov " * 1_000]
