@@ -18,7 +18,7 @@ import engram.embedders.query_model as query_model_module
 from engram import Memory
 from engram.embedders.fake import FakeEmbedder
 from engram.embedders.onnx_minilm import MiniLMEmbedder
-from engram.embedders.query_model import NAME, TWIN_SHA256, query_model
+from engram.embedders.query_model import NAME, TEXT_NAME, TEXT_SHA256, TWIN_SHA256, query_model
 from engram.errors import EmbedderError
 from engram.eval.cached_embedder import CachedEmbedder
 from tests.test_fork import held_by_a_thread, in_child
@@ -226,3 +226,34 @@ def test_the_evaluations_cache_asks_questions_as_the_model_does(cache: Path, tmp
         assert np.array_equal(hashed.embed_query(TEXTS), hashed.embed_batch(TEXTS))
     finally:
         hashed.close()
+
+
+def test_what_is_stored_is_embedded_from_the_rows_copy_bit_for_bit(cache: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model that embeds what is stored is read from its copy whose tables are read a row at a
+    time, written once with its pinned digest: the packaged model's vectors, bit for bit."""
+    rows = MiniLMEmbedder(whole=True)
+    stored = rows.embed_batch(TEXTS)
+    copy = cache / TEXT_NAME
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == TEXT_SHA256
+    import onnx
+
+    graph = onnx.load(str(copy)).graph
+    tables = {init.name: list(init.dims) for init in graph.initializer}
+    assert [30522, 384] in [tables.get(n.input[0]) for n in graph.node if n.op_type == "Gather"]
+    monkeypatch.setattr(query_model_module, "text_model", lambda checked: None)  # the packaged model itself
+    packaged = MiniLMEmbedder(whole=True).embed_batch(TEXTS)
+    assert np.array_equal(stored, packaged)
+
+
+def test_a_cache_that_cannot_hold_the_rows_copy_leaves_the_packaged_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("ENGRAM_CACHE_DIR", str(blocked))
+    with caplog.at_level(logging.WARNING, logger="engram"):
+        stored = MiniLMEmbedder(quantized_queries=False).embed_batch(TEXTS)
+    assert any("could not have the text model" in r.message for r in caplog.records)
+    monkeypatch.setattr(query_model_module, "text_model", lambda checked: None)
+    assert np.array_equal(stored, MiniLMEmbedder(quantized_queries=False).embed_batch(TEXTS))
