@@ -16,6 +16,7 @@ meaning as the best of its whole text and those sentences.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from engram.model import MemoryRecord
@@ -199,6 +200,7 @@ def is_request(query: str) -> bool:
     return _REQUEST.search(query) is not None or _KNOWLEDGE.search(query) is not None
 
 
+@functools.lru_cache(maxsize=1024)  # read for every candidate beside each neighbour: a few roles, read anew
 def not_the_users(role: str | None) -> bool:
     """Whether ``role`` names an assistant, system, tool or model rather than a person."""
     return role is not None and role.strip().casefold() in NOT_THE_USERS
