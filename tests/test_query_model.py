@@ -37,8 +37,12 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def reference() -> np.ndarray:
-    return MiniLMEmbedder(quantized_queries=False).embed_batch(TEXTS)
+def reference(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
+    """The packaged model's own vectors (not read from its rows copy), with a cache of its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ENGRAM_CACHE_DIR", str(tmp_path_factory.mktemp("reference")))
+        patch.setattr(query_model_module, "text_model", lambda checked: None)
+        return MiniLMEmbedder(quantized_queries=False).embed_batch(TEXTS)
 
 
 def _twins(folder: Path) -> list[Path]:
@@ -236,6 +240,7 @@ def test_what_is_stored_is_embedded_from_the_rows_copy_bit_for_bit(cache: Path,
     stored = rows.embed_batch(TEXTS)
     copy = cache / TEXT_NAME
     assert hashlib.sha256(copy.read_bytes()).hexdigest() == TEXT_SHA256
+    assert rows._sessions["texts"]._model_path == str(copy)  # opened from the copy, not the packaged file
     import onnx
 
     graph = onnx.load(str(copy)).graph

@@ -61,14 +61,14 @@ def query_model(checked: Callable[[], Path]) -> Path | bytes | None:
     this machine's rewrite is not the pinned one; None when it cannot be had (questions then use
     the float model). ``checked()`` gives the source once its digest is checked (it raises
     :class:`EmbedderError` when it does not match), and is called only to write the twin."""
-    return _derived(checked, _Rewrite(NAME, TWIN_SHA256, _keep_weights_int8, "question model"))
+    return _derived(checked, _Rewrite(NAME, TWIN_SHA256, _keep_weights_int8, "question model", "the float model"))
 
 
 def text_model(checked: Callable[[], Path]) -> Path | bytes | None:
     """The packaged model with its embedding tables read a row at a time (:func:`_read_rows_int8`),
     for what is stored: its vectors are the model's own, bit for bit. As :func:`query_model`: the
     cached file, its bytes, or None (the packaged model is then loaded as it is)."""
-    return _derived(checked, _Rewrite(TEXT_NAME, TEXT_SHA256, _read_rows_int8, "text model"))
+    return _derived(checked, _Rewrite(TEXT_NAME, TEXT_SHA256, _read_rows_int8, "text model", "the packaged model"))
 
 
 class _Rewrite(NamedTuple):
@@ -76,6 +76,7 @@ class _Rewrite(NamedTuple):
     digest: str  # the sha256 it is used with
     rewrite: Callable[[Any], None]
     what: str  # how a log line names it
+    instead: str  # and what is used without it
 
 
 def _derived(checked: Callable[[], Path], kind: _Rewrite) -> Path | bytes | None:
@@ -87,7 +88,7 @@ def _derived(checked: Callable[[], Path], kind: _Rewrite) -> Path | bytes | None
     except EmbedderError:
         raise  # the source is not the model it should be
     except Exception as exc:  # a cache that cannot be read or written costs speed, never an answer
-        log.warning("[MEM:EMBED] could not have the %s (%s); using the packaged model", kind.what, exc)
+        log.warning("[MEM:EMBED] could not have the %s (%s); using %s", kind.what, exc, kind.instead)
         return None
 
 
@@ -95,7 +96,7 @@ def _write(target: Path, checked: Callable[[], Path], kind: _Rewrite) -> Path | 
     try:
         import onnx
     except ImportError:
-        log.debug("[MEM:EMBED] no onnx package: no %s, the packaged model is used", kind.what)
+        log.debug("[MEM:EMBED] no onnx package: no %s, %s is used", kind.what, kind.instead)
         return None
     model = onnx.load(str(checked()))
     kind.rewrite(model)

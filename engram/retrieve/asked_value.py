@@ -105,8 +105,15 @@ def holds_asked_value(records: Sequence[MemoryRecord], shape: str) -> npt.NDArra
 # and a memory that shows one: an attachment's text as stored (engram.attachments: "[image: ...]")
 # or as a chat writes it ("[photo: lena on the podium ...]").
 _PICTURE = re.compile(
-    r"(?<!\byou )(?<!\bto )(?<!\bi )\b(?:photos?|pictures?|pics?|images?|selfies?|snapshots?|screenshots?)\b", _I)
-_SHOWN = re.compile(r"\[(?:image|photo|picture|pic|img|screenshot|image alt text)\s*:", _I)
+    r"\b(?:photos?|pics?|selfies?|screenshots?|pictures"
+    r"|(?<!\byou )(?<!\bto )(?<!\bi )(?<!\bbig )picture"  # not "can you picture that?", "the big picture"
+    r"|(?<!\bdocker )(?<!\bbase )(?<!\bcontainer )(?<!\bvm )(?<!\bdisk )(?<!\bos )(?<!\bsystem )(?<!\bbrand )"
+    r"(?<!\bmachine )(?<!\bboot )(?<!\biso )(?<!\bpublic )images?)\b", _I)
+# "[image: ...]" (engram.attachments), "[photo: ...]", "[image 1: ...]", "[Photo]", a picture's file
+# ("[file: IMG_2034.jpg]"); not a slice in code ("arr[pic:1]").
+_SHOWN = re.compile(
+    r"(?<![\w\])])\[(?:(?:images?|photos?|pictures?|pics?|img|screenshots?|image alt text)(?:\s*\d+)?\s*[:\]](?!\d)"
+    r"|file:\s*[^\]\n]*\.(?:jpe?g|png|gif|heic|heif|webp|avif|bmp|tiff?)\])", _I)
 
 
 def _holds(text: str, shape: str) -> bool:

@@ -299,7 +299,7 @@ def _is_question(record: MemoryRecord) -> bool:
 def _roles(record: MemoryRecord) -> tuple[str, str]:
     """``record``'s role and the role its message was given (``message_role``), read alike."""
     given = (record.metadata or {}).get("message_role")
-    return _folded(record.role, given if given is None or isinstance(given, str) else str(given))
+    return _folded(record.role, given if isinstance(given, str) else str(given) if given else None)
 
 
 @functools.lru_cache(maxsize=1024)

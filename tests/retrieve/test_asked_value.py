@@ -90,6 +90,11 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("How many photos did I take?", "amount"),
     ("What's the link to the photo album?", "link"),
     ("Can you picture that?", None),
+    ("Did I send you photos of the cake?", "image"),
+    ("What's the Docker image for the API?", None),  # an image of another kind
+    ("What's our brand image strategy?", None),
+    ("What's the big picture?", None),
+    ("When is the next EBS snapshot?", None),
 ])
 def test_the_shape_asked_for(query: str, shape: str | None) -> None:
     assert asks_for_value(query) == shape
@@ -126,8 +131,8 @@ def _record(content: str) -> MemoryRecord:
       "Meeting at 7:30.", "Call me at 3pm.", "Party on the 3rd.", "See you 10/12.", "Python 3.11 it is.",
       "Room 101.", "One of them said hi.", "Zone 2 training."]),
     ("image", ["nice [photo: a cat on a rug]", "Here it is [image: a horse in a field]", "[pic: the view]",
-               "Done [image alt text: a bar chart]"],
-     ["a photo of a cat", "I'll send pics later", "[link: example.org]"]),
+               "Done [image alt text: a bar chart]", "[file: IMG_2034.jpg]", "[image 1: a dog]", "[Photo]"],
+     ["a photo of a cat", "I'll send pics later", "[link: example.org]", "arr[pic:1]", "[file: report.pdf]"]),
 ])
 
 def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: list[str]) -> None:

@@ -396,3 +396,14 @@ def test_a_named_users_answer_is_explained_as_an_answer(tmp_path: Path, embedder
         reasons = found[got.index(answer)].reasons
         assert "answers the assistant's question, which matches" in reasons
         assert "next to a turn that matches" not in reasons
+
+
+@pytest.mark.parametrize("given", [None, "", 0, False, []])
+def test_a_role_given_as_nothing_is_no_role(given: object) -> None:
+    """A message's ``message_role`` that is empty in any type reads as none given (as before the
+    roles were kept per string)."""
+    from engram.retrieve.episodes import _roles
+
+    record = MemoryRecord(id="m", user_id="u", content="hi", kind="message", created_at=NOW, recorded_at=NOW,
+                          content_hash="h", role=" Sam ", metadata={"message_role": given})
+    assert _roles(record) == ("sam", "")
