@@ -54,6 +54,7 @@ def test_the_twin_is_written_once_with_its_pinned_digest(cache: Path) -> None:
     assert _twins(cache) == [cache / NAME]
     twin = cache / NAME
     assert hashlib.sha256(twin.read_bytes()).hexdigest() == TWIN_SHA256
+    assert twin.stat().st_mode & 0o777 == 0o644  # readable by another account sharing the cache
     stamp = twin.stat().st_mtime_ns
     again = MiniLMEmbedder().embed_query(TEXTS)
     assert _twins(cache) == [twin] and twin.stat().st_mtime_ns == stamp

@@ -110,6 +110,9 @@ def _write(target: Path, checked: Callable[[], Path], kind: _Rewrite) -> Path | 
     with tempfile.NamedTemporaryFile(dir=folder, prefix=_PARTIAL, delete=False) as handle:
         handle.write(data)
     try:
+        # Readable by all, as the package it is derived from (a temporary file is 0600): a cache shared
+        # by two accounts (an image built by one, run by another) serves both.
+        os.chmod(handle.name, 0o644)
         os.replace(handle.name, target)  # whole or absent: another process may be reading it
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
