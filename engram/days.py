@@ -13,6 +13,7 @@ about a day finds what told of it whenever it was said; retrieval decides what c
 
 from __future__ import annotations
 
+import calendar
 import re
 from datetime import UTC, date, datetime, timedelta
 
@@ -154,9 +155,8 @@ def _past_months(text: str, said: datetime) -> list[tuple[date, date]]:
             month = month_number(m.group(1))
             year = int(m.group(2)) if m.group(2) else said.year - (month >= said.month)
             try:
-                first = date(year, month, 1)
-                last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
-            except (ValueError, OverflowError):
+                first, last = date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1])
+            except ValueError:  # a year the calendar has not
                 continue
             if last < said.date() and (m.group(2) or said.date() - first <= _MONTH_BACK):
                 out.append((first, last))

@@ -87,12 +87,9 @@ class MiniLMEmbedder:
         if self._quantized_queries:
             from engram.embedders.query_model import query_model
 
-            twin = query_model(self._checked_source)
+            twin = self._derived(query_model(self._checked_source), "question model", "the float model")
             if twin is not None:
-                try:
-                    return self._open(twin)
-                except Exception as exc:  # an onnxruntime without 8-bit MatMulNBits, say: slower, not wrong
-                    log.warning("[MEM:EMBED] could not load the question model (%s); using the float model", exc)
+                return twin
         return self._session("texts")
 
     def _session(self, kind: str) -> Any:
@@ -112,13 +109,22 @@ class MiniLMEmbedder:
         if self._model_id == MODEL_ID:
             from engram.embedders.query_model import text_model
 
-            rows = text_model(self._checked_source)
+            rows = self._derived(text_model(self._checked_source), "text model", "the packaged model")
             if rows is not None:
-                try:
-                    return self._open(rows)
-                except Exception as exc:  # an onnxruntime that cannot run it: the packaged model is the same
-                    log.warning("[MEM:EMBED] could not load the text model (%s); using the packaged model", exc)
+                return rows
         return self._open(self._checked_source())
+
+    def _derived(self, model: Path | bytes | None, what: str, instead: str) -> Any | None:
+        """The session of a model derived from the packaged one (:mod:`.query_model`), or None when
+        there is none or it does not load (an onnxruntime without 8-bit ``MatMulNBits``, say:
+        slower, not wrong)."""
+        if model is None:
+            return None
+        try:
+            return self._open(model)
+        except Exception as exc:
+            log.warning("[MEM:EMBED] could not load the %s (%s); using %s", what, exc, instead)
+            return None
 
     def _checked_source(self) -> Path:
         if self._verify:

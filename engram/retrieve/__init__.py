@@ -332,7 +332,7 @@ class Pipeline:
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range, ahead, trust, naming)
         kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()),
-                                      time_range=plan.time_range, ahead=ahead, trust=trust, told=naming)
+                                      time_range=plan.time_range, ahead=ahead, trust=trust, naming=naming)
         selection = timed(
             "select",
             lambda: select(

@@ -46,7 +46,7 @@ RANGE_MATCH = 0.1
 
 
 def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[str] = frozenset(),
-                   trust: float = SCOPE_TRUST, told: Set[str] = frozenset()) -> list[Scored]:
+                   trust: float = SCOPE_TRUST, naming: Set[str] = frozenset()) -> list[Scored]:
     """A time-scoped query's answer: memories that happened inside the range ahead of the others
     (tier 1), each part in score order; facts and procedures (:data:`TIMELESS_KINDS`) stored in
     the range are not lifted, so "What did Acme order last month?" is not answered with last
@@ -54,7 +54,7 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[s
     falls back to the best matches overall instead of an empty answer. A vague range ("recently")
     keeps plain score order: its temporal signal already favours what falls inside it, and "What did
     Melanie paint recently?" still wants the painting she mentioned a month before."""
-    ids = pointed_at(scored, time_range, ahead, trust, told)
+    ids = pointed_at(scored, time_range, ahead, trust, naming)
     if not ids:
         return list(scored)
     inside = [s for s in scored if s.record.id in ids]
@@ -64,12 +64,12 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[s
 
 
 def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Set[str] = frozenset(),
-               trust: float = SCOPE_TRUST, told: Set[str] = frozenset()) -> set[str]:
+               trust: float = SCOPE_TRUST, naming: Set[str] = frozenset()) -> set[str]:
     """The ids of the memories a query's time scope points at: dated inside a precise range
     (:func:`_dated_inside`) and scoring at least :data:`RANGE_MATCH` of the best of those, provided
     that best scores at least ``trust`` (:data:`SCOPE_TRUST`, :data:`REQUEST_SCOPE_TRUST` for a
     request) of the best memory overall (else the scope says nothing about what answers, and none are);
-    and those of ``told`` (said outside the range, naming a day inside it) that score at least that best."""
+    and those of ``naming`` (said outside the range, naming a day inside it) that score at least that best."""
     if time_range is None or time_range.vague or time_range.about:
         return set()
     inside = [s for s in scored if _dated_inside(s, time_range, ahead)]
@@ -78,7 +78,7 @@ def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Se
         return set()
     best_inside = max(s.score for s in inside)
     ids = {s.record.id for s in inside if s.score >= RANGE_MATCH * best_inside}
-    ids.update(s.record.id for s in scored if s.record.id in told and s.score >= best_inside)
+    ids.update(s.record.id for s in scored if s.record.id in naming and s.score >= best_inside)
     return ids
 
 
@@ -96,7 +96,7 @@ def _dated_inside(item: Scored, time_range: TimeRange, ahead: Set[str]) -> bool:
 
 def apply_min_score(
     scored: Sequence[Scored], min_score: float, *, keep_best: bool = False, time_range: TimeRange | None = None,
-    ahead: Set[str] = frozenset(), trust: float = SCOPE_TRUST, told: Set[str] = frozenset(),
+    ahead: Set[str] = frozenset(), trust: float = SCOPE_TRUST, naming: Set[str] = frozenset(),
 ) -> tuple[list[Scored], int]:
     """Keep items scoring at least ``min_score`` (the ``score_threshold`` filter); also the count dropped.
 
@@ -110,7 +110,7 @@ def apply_min_score(
     (LongMemEval dev turn recall_all@10 +1.2 with the defaults; the everyday time questions 0.78 ->
     0.83).
     """
-    inside = pointed_at(scored, time_range, ahead, trust, told)
+    inside = pointed_at(scored, time_range, ahead, trust, naming)
     kept = [s for s in scored if s.score >= min_score or s.record.id in inside]
     if not kept and keep_best:
         kept = list(scored)
