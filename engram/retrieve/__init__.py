@@ -197,8 +197,16 @@ class Pipeline:
                 query, now=now, known_entities=index, weights_by_strategy=tuned))
         reading = reading_filters(filters, plan.past)  # "What was my old gym?": superseded facts too
         asked = plan  # "the Tuesday after moving day": the event's day is read from the user's memories
+
+        def near(text: str, n: int) -> list[Hit]:  # the event's words are embedded only when asked for
+            vector = embed_texts(self.embedder(), [text], as_query=True)[0]
+            low, high = self._similarity_range(config, budget)
+            hits = reads.vector_search(user_id, vector, n, reading)
+            return [(i, (cosine - low) / (high - low)) for i, cosine in hits]
+
         plan = optional("event", lambda: placed_by_event(asked, lambda text, n: reads.keyword_search(
-            user_id, text, n, reading), lambda ids: reads.fetch(user_id, list(ids)), now), asked)
+            user_id, text, n, reading), lambda ids: reads.fetch(user_id, list(ids)), now,
+            None if config.search_type == "keyword" else near), asked)
         days_only = plan.time_range is not None and asks_only_about_days(plan.text)
         widened = reading is not filters
         if config.weights is not None:

@@ -16,18 +16,24 @@ NOW = datetime(2026, 10, 30, 20, 0, tzinfo=UTC)  # a Friday
 
 
 @pytest.mark.parametrize(("query", "asked"), [
-    ("What did Grandma ask for on the Tuesday after moving day?", ("tuesday", "after", "moving day")),
-    ("What did everyone eat the night before the move?", ("night", "before", "the move")),
-    ("What did Aisha find the day after v4.19.0 shipped?", ("day", "after", "v4.19.0 shipped")),
-    ("What did I ask you the morning after Jess's wedding?", ("morning", "after", "Jess's wedding")),
-    ("Who called the week after the outage and what did they want?", ("week", "after", "the outage")),
+    ("What did Grandma ask for on the Tuesday after moving day?", ("tuesday", "after", "moving day", 1)),
+    ("What did everyone eat the night before the move?", ("night", "before", "the move", 1)),
+    ("What did Aisha find the day after v4.19.0 shipped?", ("day", "after", "v4.19.0 shipped", 1)),
+    ("What did I ask you the morning after Jess's wedding?", ("morning", "after", "Jess's wedding", 1)),
+    ("Who called the week after the outage and what did they want?", ("week", "after", "the outage", 1)),
+    ("What did Marc climb two days before the competition?", ("day", "before", "the competition", 2)),
+    ("Where were we 3 weeks after the move?", ("week", "after", "the move", 3)),
+    ("What did we eat a couple of days after the party?", ("day", "after", "the party", 2)),
+    # A subject alone is not the event: the clause it starts is.
+    ("What did Priya judge the day after she was cleared by her physio?",
+     ("day", "after", "she was cleared by her physio", 1)),
     ("What did Grandma ask for on Tuesday?", None),
     ("What happened after the move?", None),  # no period placed by it
     ("Where did I have dinner the night before last?", None),
     ("Where will we eat the Tuesday after next?", None),
     ("Where can I get the morning after pill?", None),
 ])
-def test_the_period_and_the_event_are_read(query: str, asked: tuple[str, str, str] | None) -> None:
+def test_the_period_and_the_event_are_read(query: str, asked: tuple[str, str, str, int] | None) -> None:
     assert asked_by_event(query) == asked
 
 
@@ -102,6 +108,73 @@ def test_an_event_no_memory_names_places_nothing(tmp_path: Path, embedder: Embed
         found = memory.retrieve("What did we eat the night before the regatta?", user_id="fam", now=NOW,
                                 config=RetrievalConfig(top_k=3, cache_ttl=0))
         assert found.metadata.time_range is None
+
+
+def test_an_event_its_words_do_not_pick_is_placed_by_the_memory_closest_in_meaning(
+        tmp_path: Path, embedder: Embedder) -> None:
+    # "Dad's surgery" shares only Dad's name with his messages: every keyword hit is as good as the
+    # next, so the memory closest in meaning places it (the op moved to Monday the 26th).
+    rows = [
+        (12, "Dad", "Hospital rang. They've moved the op. Now Monday 26th, same time."),
+        (11, "Dad", "Only to the shop."),
+        (10, "Dad", "Watch it."),
+        (5, "Dad", "0-2. Shocking. Didn't deserve anything."),
+        (2, "Dad", "Toon won 3-1 at home, what a game"),
+    ]
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        _chat(memory, rows)
+        found = memory.retrieve("How did Newcastle do the day before Dad's surgery?", user_id="fam", now=NOW,
+                                config=RetrievalConfig(top_k=3, cache_ttl=0))
+        scope = found.metadata.time_range
+        assert scope is not None and scope.expression == "the day before Dad's surgery"
+        assert scope.start.date().isoformat() == "2026-10-25" == scope.end.date().isoformat()
+        assert found.memories[0].content.startswith("0-2. Shocking")
+
+
+def _placed_by(hits: list[tuple[str, float]], close: list[tuple[str, float]] | None,
+               text: str = "The launch slipped again.") -> tuple[str | None, list[str]]:
+    """Which memory's day placed "the day after the launch" (None: no scope), and what was embedded."""
+    from engram.model import MemoryRecord
+    from engram.retrieve.event_day import placed_by_event
+    from engram.retrieve.understand import understand
+
+    said = {"kw1": 20, "kw2": 15, "kw3": 12, "near": 8}
+    records = {k: MemoryRecord(id=k, user_id="u", content=text, kind="message", created_at=NOW - timedelta(days=d),
+                               recorded_at=NOW, content_hash=k)
+               for k, d in said.items()}
+    embedded: list[str] = []
+
+    def near(text: str, n: int) -> list[tuple[str, float]]:
+        embedded.append(text)
+        return close or []
+
+    plan = placed_by_event(understand("What broke the day after the launch?", now=NOW), lambda _t, n: hits[:n],
+                           lambda ids: [records[i] for i in ids], NOW, None if close is None else near)
+    if plan.time_range is None:
+        return None, embedded
+    placed = plan.time_range.start.date() - timedelta(days=1)
+    return next(k for k, r in records.items() if r.created_at.date() == placed), embedded
+
+
+def test_a_keyword_hit_that_stands_out_places_the_event_without_embedding_it() -> None:
+    assert _placed_by([("kw1", 2.0), ("kw2", 1.0), ("kw3", 0.9)], [("near", 0.9)]) == ("kw1", [])
+    assert _placed_by([("kw1", 0.4)], [("near", 0.9)]) == ("kw1", [])  # the only hit
+
+
+def test_keyword_hits_alike_leave_the_event_to_meaning_when_it_is_close_enough() -> None:
+    assert _placed_by([("kw1", 1.1), ("kw2", 1.0), ("kw3", 0.95)], [("near", 0.5)]) == ("near", ["the launch"])
+    assert _placed_by([], [("near", 0.5)]) == ("near", ["the launch"])
+    # Nothing close in meaning: the keyword's best as before, or no scope at all.
+    assert _placed_by([("kw1", 1.1), ("kw2", 1.0), ("kw3", 0.95)], [("near", 0.1)]) == ("kw1", ["the launch"])
+    assert _placed_by([], [("near", 0.1)]) == (None, ["the launch"])
+    assert _placed_by([("kw1", 1.1), ("kw2", 1.0), ("kw3", 0.95)], None) == ("kw1", [])  # a keyword search
+
+
+def test_a_hit_on_its_speakers_name_alone_says_nothing_of_the_event() -> None:
+    # The keyword index holds a speaker's name; a text without the event's words matched by it alone.
+    assert _placed_by([("kw1", 2.0)], [("near", 0.5)], text="Only to the shop.") == ("near", ["the launch"])
+    assert _placed_by([("kw1", 2.0)], [("near", 0.1)], text="Only to the shop.") == (None, ["the launch"])
+    assert _placed_by([("kw1", 2.0)], None, text="Only to the shop.") == (None, [])
 
 
 @pytest.mark.parametrize(("unit", "op", "day", "first", "last"), [
