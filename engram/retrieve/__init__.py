@@ -49,7 +49,7 @@ from engram.retrieve.rank import rank
 from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
-from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
+from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, calibrated_similarity
 from engram.retrieve.standing import how_it_is_done
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import about_the_user, understand
@@ -199,10 +199,13 @@ class Pipeline:
         asked = plan  # "the Tuesday after moving day": the event's day is read from the user's memories
 
         def near(text: str, n: int) -> list[Hit]:  # the event's words are embedded only when asked for
-            vector = embed_texts(self.embedder(), [text], as_query=True)[0]
-            low, high = self._similarity_range(config, budget)
+            # Waited for no longer than the question's own embedding: the sources keep their share.
+            embedder = self.embedder()
+            vector = until(self.executor.submit(lambda: embed_texts(embedder, [text], as_query=True)[0]),
+                           budget.embedded_by, "embedding the event")
+            scale = self._similarity_range(config, budget)
             hits = reads.vector_search(user_id, vector, n, reading)
-            return [(i, (cosine - low) / (high - low)) for i, cosine in hits]
+            return [(i, calibrated_similarity(cosine, scale)) for i, cosine in hits]
 
         plan = optional("event", lambda: placed_by_event(asked, lambda text, n: reads.keyword_search(
             user_id, text, n, reading), lambda ids: reads.fetch(user_id, list(ids)), now,

@@ -30,7 +30,7 @@ from datetime import date, datetime, timedelta
 
 from engram.days import mentioned_days
 from engram.model import MemoryRecord, QueryPlan, TimeRange
-from engram.text import index_terms, query_terms
+from engram.text import memory_terms, query_terms
 from engram.timeparse import parse_time_scope
 from engram.timeparts import WEEKDAY_NAMES, days_next_to
 from engram.timespans import Ctx, day_span, number
@@ -48,9 +48,9 @@ _READ = 500  # how much of the matching memory is read for the day it names
 _DAYLONG = ("day", "week", "weekend", *WEEKDAY_NAMES)  # the periods placed as they are (timeparts.days_next_to)
 _UNITS = (*_DAYLONG, "night", "morning", "afternoon", "evening")
 # "the Tuesday after moving day", "the night before the move", "the morning after Jess's wedding".
-_COUNT = r"(?P<n>\d{1,2}|two|three|four|five|six|seven|eight|nine|ten|a\s+couple\s+of|a)"
+_COUNT = r"(?<![\d.,])(?P<n>\d{1,2}|(?a:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+couple\s+of|a))"
 _WHEN = (r"\b(?:the\s+(?P<unit>" + "|".join(_UNITS) + r")|" + _COUNT + r"\s+(?P<units>day|week)s?)"
-         r"\s+(?P<op>after|before)\s+(?P<event>(?:[^?!.,;:]|[.:](?=\w)){3,60}?)")
+         r"\s+(?P<op>after|before)\s+(?P<event>[^\s?!.,;:](?:[^?!.,;:]|[.:](?=\w)){2,59}?)")
 _BY_EVENT = re.compile(
     _WHEN + r"(?=\s*(?:[?!,;]|[.:](?!\w)|$|\b(?:when|did|was|were|is|are|and|or|what|who|how|that)\b))",
     re.IGNORECASE,
@@ -60,7 +60,7 @@ _BY_CLAUSE = re.compile(
     _WHEN + r"(?=\s*(?:[?!,;]|[.:](?!\w)|$|\b(?:when|and|or|what|who|how|that)\b))", re.IGNORECASE)
 _SUBJECTS = frozenset(["i", "you", "he", "she", "it", "we", "they"])
 # Not an event: "the night before last", "the Tuesday after next", "the morning after pill".
-_NOT_EVENTS = re.compile(r"(?:last|next|this|that|pill)\b", re.IGNORECASE)
+_NOT_EVENTS = re.compile(r"(?:last|next|this|that|pill|now|today|tonight|then)\b", re.IGNORECASE)
 
 
 def asked_by_event(query: str) -> tuple[str, str, str, int] | None:
@@ -116,16 +116,24 @@ def _event_memory(
     hits = list(search(event, EVENT_MATCHES))
     found = {record.id: record for record in fetch([i for i, _ in hits])} if hits else {}
     asked = set(query_terms(event))
-    own = [(i, score) for i, score in hits if i in found and asked & set(index_terms(found[i].content))]
+    own = [(i, score) for i, score in hits if i in found and asked & set(_terms(found[i]))]
     if near is not None and not _stands_out(own):
         close = [i for i, similarity in near(event, 1) if similarity >= CLOSE]
-        if close:
-            return next(iter(fetch(close[:1])), None)
+        closest = fetch(close[:1]) if close else ()
+        if closest:
+            return closest[0]
     return found[own[0][0]] if own else None
 
 
+def _terms(record: MemoryRecord) -> list[str]:
+    """The terms ``record`` is found by, its speaker's name left out: its text's and its fields'."""
+    return memory_terms(record.content, None, record.subject, record.predicate, record.object, record.trigger,
+                        record.action)
+
+
 def _stands_out(hits: Sequence[tuple[str, float]]) -> bool:
-    """Whether the best keyword hit is the event's own: alone, or well above the last one read."""
+    """Whether the best keyword hit is the event's own: alone, or well above the last one read that
+    holds the event's words."""
     return bool(hits) and (len(hits) == 1 or hits[0][1] >= STANDS_OUT * hits[-1][1])
 
 

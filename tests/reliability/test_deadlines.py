@@ -164,6 +164,31 @@ def test_a_late_embedding_is_cut_and_the_other_sources_answer(tmp_path: Path) ->
     assert set(ids[:2]) <= set(result.ids()), result.ids()
 
 
+def test_an_event_embedded_past_the_deadline_is_cut(tmp_path: Path) -> None:
+    """An event a question places its time by may be embedded to find its day ("the day after the
+    regatta" when no memory's words pick it); that embedding keeps to the question's deadline too."""
+    gate = threading.Event()
+
+    class Slow(FakeEmbedder):
+        def embed_batch(self, texts: Sequence[str]) -> Any:
+            if list(texts) == ["the regatta"]:
+                gate.wait(15)
+            return super().embed_batch(texts)
+
+    with Memory(tmp_path / "slow-event.db", embedder=Slow()) as memory:
+        ids = _notes(memory)
+        try:
+            started = time.perf_counter()
+            result = memory.retrieve("What did Alpha Logistics pay the day after the regatta?", user_id="u",
+                                     config=RetrievalConfig(timeout_ms=300, cache_ttl=0, min_score=0))
+            elapsed_ms = (time.perf_counter() - started) * 1000
+        finally:
+            gate.set()
+    assert elapsed_ms < CUT_WITHIN_S * 1000, elapsed_ms
+    assert "event" in result.metadata.cut_stages and result.metadata.time_range is None, result.metadata
+    assert ids[0] in result.ids(), result.ids()
+
+
 def test_a_query_asks_the_entity_source_for_a_bounded_number_of_entities(tmp_path: Path) -> None:
     """Finding 6's bound: a query naming 32 names (the most extraction keeps) asks the entity source
     and the ontology expansion for the first ENTITY_QUERY_LIMIT only; ranking still sees all."""

@@ -32,9 +32,22 @@ NOW = datetime(2026, 10, 30, 20, 0, tzinfo=UTC)  # a Friday
     ("Where did I have dinner the night before last?", None),
     ("Where will we eat the Tuesday after next?", None),
     ("Where can I get the morning after pill?", None),
+    ("What happened two days before now?", None),  # a time, not an event
+    ("What changed 1.5 days after the deploy?", None),  # not five days
+    ("What did I do sıx days after the party?", None),  # a dotless i is no count word
 ])
 def test_the_period_and_the_event_are_read(query: str, asked: tuple[str, str, str, int] | None) -> None:
     assert asked_by_event(query) == asked
+
+
+def test_a_long_padded_question_is_read_in_linear_time() -> None:
+    import time
+
+    for query in ("2 days after" + " " * 1900 + "x" * 70, "the day after" + " " * 1900 + "x" * 70,
+                  ("2 days after " + " " * 50) * 30):
+        started = time.perf_counter()
+        asked_by_event(query)
+        assert time.perf_counter() - started < 0.5, query[:20]
 
 
 def _chat(memory: Memory, rows: list[tuple[int, str, str]]) -> None:
@@ -129,6 +142,35 @@ def test_an_event_its_words_do_not_pick_is_placed_by_the_memory_closest_in_meani
         assert scope is not None and scope.expression == "the day before Dad's surgery"
         assert scope.start.date().isoformat() == "2026-10-25" == scope.end.date().isoformat()
         assert found.memories[0].content.startswith("0-2. Shocking")
+
+
+def test_a_match_through_a_facts_fields_places_the_event(tmp_path: Path, embedder: Embedder) -> None:
+    # "surgery" is in the fact's predicate, not its text: the keyword index holds both.
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add("Dad goes under the knife on Monday the 26th.", user_id="fam", kind="fact", subject="Dad",
+                   predicate="surgery_date", object="Monday 26th", created_at=NOW - timedelta(days=12))
+        _chat(memory, [(5, "Dad", "0-2. Shocking. Didn't deserve anything."), (8, "Dad", "Car needs new tyres")])
+        for search_type in ("keyword", "hybrid"):
+            found = memory.retrieve("How did Newcastle do the day before the surgery?", user_id="fam", now=NOW,
+                                    config=RetrievalConfig(top_k=3, cache_ttl=0, search_type=search_type))
+            scope = found.metadata.time_range
+            assert scope is not None and scope.start.date().isoformat() == "2026-10-25", search_type
+
+
+def test_an_embedder_with_a_degenerate_range_places_no_event_by_meaning(tmp_path: Path, embedder: Embedder) -> None:
+    class Flat:
+        similarity_range = (0.5, 0.5)
+        model_id, dimensions = embedder.model_id, embedder.dimensions
+
+        def embed_batch(self, texts: list[str]) -> list[list[float]]:
+            return embedder.embed_batch(texts)  # type: ignore[return-value]
+
+    with Memory(tmp_path / "m.db", embedder=Flat()) as memory:  # type: ignore[arg-type]
+        _chat(memory, [(12, "Dad", "Hospital rang. They've moved the op. Now Monday 26th, same time."),
+                       (11, "Dad", "Only to the shop.")])
+        found = memory.retrieve("How did Newcastle do the day before Dad's surgery?", user_id="fam", now=NOW,
+                                config=RetrievalConfig(top_k=3, cache_ttl=0))
+        assert found.metadata.time_range is None
 
 
 def _placed_by(hits: list[tuple[str, float]], close: list[tuple[str, float]] | None,
