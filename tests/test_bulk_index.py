@@ -33,8 +33,10 @@ def _items(n: int, start: int = 0) -> list[dict[str, Any]]:
             out.append({"user_id": user, "kind": "procedure", "content": f"Escalate P{i % 3} tickets",
                         "trigger": "a P1 ticket", "action": "page the on-call", "created_at": when})
         else:
-            out.append({"user_id": user, "content": f"Message {i}: the Kestrel budget is £{i * 37} for café déjà vu",
-                        "role": "user", "tags": [f"tag{i % 4}"], "metadata": {"note": f"zebra{i}"}, "created_at": when})
+            out.append({"user_id": user, "content": f"Message {i}: the Kestrel budget is £{i * 37} for café déjà vu"
+                        + (" with Priya Nair, we met on 14 November" if i % 5 == 0 else ""),
+                        "role": "user", "tags": [f"tag{i % 4}"] * (i % 2), "metadata": {"note": f"zebra{i}"},
+                        "created_at": when})
     return out
 
 
@@ -53,6 +55,14 @@ def _state(db: Path) -> dict[str, Any]:
             "removals": conn.execute("SELECT r.user_id, r.row, v.removed - r.seq FROM memory_removals r "
                                      "JOIN user_versions v USING (user_id) ORDER BY r.user_id, r.row").fetchall(),
             "marks": conn.execute("SELECT count(*) FROM bulk_writes").fetchone()[0],
+            # The rows themselves and what is indexed beside each (a batch writes them in one statement).
+            "rows": conn.execute("SELECT rowid, user_id, kind, content, role, tags, entities, importance, created_at, "
+                                 "metadata, length(embedding) FROM memories ORDER BY rowid").fetchall(),
+            "tags": conn.execute("SELECT memory_rowid, user_id, tag FROM memory_tags ORDER BY 1, 3").fetchall(),
+            "entities": conn.execute("SELECT e.memory_rowid, e.user_id, e.entity, e.importance, e.created_at, "
+                                     "e.memory_id = m.id FROM memory_entities e JOIN memories m ON m.rowid = "
+                                     "e.memory_rowid ORDER BY 1, 3").fetchall(),
+            "days": conn.execute("SELECT memory_rowid, user_id, day, said FROM memory_days ORDER BY 1, 3").fetchall(),
         }
     finally:
         conn.close()
@@ -82,7 +92,7 @@ def test_a_batch_indexes_as_the_triggers_do(tmp_path: Path) -> None:
     rows = _built(tmp_path / "rows.db", batches, one_by_one=True)
     assert bulk == rows
     assert len(bulk["keyword"]) == 65 and bulk["marks"] == 0
-    assert all(bulk["substrings"].values())
+    assert all(bulk["substrings"].values()) and bulk["tags"] and bulk["entities"] and bulk["days"]
 
 
 def test_reused_rowids_are_logged_as_the_triggers_log_them(tmp_path: Path) -> None:
