@@ -36,7 +36,7 @@ from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, sco
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
 from engram.retrieve.columns import Known
 from engram.retrieve.episodes import lenders, takes_context, turned_around
-from engram.retrieve.event_day import placed_by_event
+from engram.retrieve.event_day import event_scope
 from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import REQUEST_SCOPE_TRUST, SCOPE_TRUST, apply_min_score, in_range_first
@@ -49,7 +49,7 @@ from engram.retrieve.rank import rank
 from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
-from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, calibrated_similarity
+from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
 from engram.retrieve.standing import how_it_is_done
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import about_the_user, understand
@@ -197,19 +197,10 @@ class Pipeline:
                 query, now=now, known_entities=index, weights_by_strategy=tuned))
         reading = reading_filters(filters, plan.past)  # "What was my old gym?": superseded facts too
         asked = plan  # "the Tuesday after moving day": the event's day is read from the user's memories
-
-        def near(text: str, n: int) -> list[Hit]:  # the event's words are embedded only when asked for
-            # Waited for no longer than the question's own embedding: the sources keep their share.
-            embedder = self.embedder()
-            vector = until(self.executor.submit(lambda: embed_texts(embedder, [text], as_query=True)[0]),
-                           budget.embedded_by, "embedding the event")
-            scale = self._similarity_range(config, budget)
-            hits = reads.vector_search(user_id, vector, n, reading)
-            return [(i, calibrated_similarity(cosine, scale)) for i, cosine in hits]
-
-        plan = optional("event", lambda: placed_by_event(asked, lambda text, n: reads.keyword_search(
-            user_id, text, n, reading), lambda ids: reads.fetch(user_id, list(ids)), now,
-            None if config.search_type == "keyword" else near), asked)
+        embed = None if config.search_type == "keyword" else lambda text: until(self.executor.submit(
+            lambda: embed_texts(self.embedder(), [text], as_query=True)[0]), budget.embedded_by, "embedding the event")
+        plan = optional("event", lambda: event_scope(asked, reads, user_id, reading, now, embed,
+                                                     lambda: self._similarity_range(config, budget)), asked)
         days_only = plan.time_range is not None and asks_only_about_days(plan.text)
         widened = reading is not filters
         if config.weights is not None:

@@ -29,13 +29,15 @@ from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 from engram.days import mentioned_days
-from engram.model import MemoryRecord, QueryPlan, TimeRange
+from engram.ext import RetrievalReads, Vector
+from engram.model import Filters, MemoryRecord, QueryPlan, TimeRange
+from engram.retrieve.signals import calibrated_similarity
 from engram.text import memory_terms, query_terms
 from engram.timeparse import parse_time_scope
 from engram.timeparts import WEEKDAY_NAMES, days_next_to
 from engram.timespans import Ctx, day_span, number
 
-__all__ = ["CLOSE", "EVENT_MATCHES", "STANDS_OUT", "asked_by_event", "placed_by_event"]
+__all__ = ["CLOSE", "EVENT_MATCHES", "STANDS_OUT", "asked_by_event", "event_scope", "placed_by_event"]
 
 #: How many of the event's keyword matches are read: the best one gives its day when it scores at
 #: least ``STANDS_OUT`` times the last of them, else the memory closest in meaning does.
@@ -74,6 +76,24 @@ def asked_by_event(query: str) -> tuple[str, str, str, int] | None:
     n = 1 if m.group("n") is None else number(m.group("n"))
     unit = (m.group("unit") or m.group("units")).casefold()
     return unit, m.group("op").casefold(), m.group("event").strip(), n
+
+
+def event_scope(
+    plan: QueryPlan, reads: RetrievalReads, user_id: str, filters: Filters, now: datetime,
+    embed: Callable[[str], Vector] | None, scale: Callable[[], tuple[float, float]],
+) -> QueryPlan:
+    """:func:`placed_by_event` over ``user_id``'s memories in ``reads`` that ``filters`` lets through:
+    ``embed`` gives the event's words their vector (None: a keyword-only search; the engine waits
+    for it no longer than for the question's own, so the sources keep their share of the deadline),
+    ``scale`` the embedder's similarity range, read only if they are embedded."""
+
+    def near(text: str, n: int) -> list[tuple[str, float]]:
+        assert embed is not None
+        hits = reads.vector_search(user_id, embed(text), n, filters)
+        return [(i, calibrated_similarity(cosine, scale())) for i, cosine in hits] if hits else []
+
+    return placed_by_event(plan, lambda text, n: reads.keyword_search(user_id, text, n, filters),
+                           lambda ids: reads.fetch(user_id, list(ids)), now, None if embed is None else near)
 
 
 def placed_by_event(

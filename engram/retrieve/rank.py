@@ -407,6 +407,7 @@ def rank(
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {}, sentences=facet_sentences(records, facets or {}, seen),
         procedural=procedural, answered=frozenset(r.id for r, a in zip(records, answered, strict=True) if a),
+        value=value,
     )
 
 

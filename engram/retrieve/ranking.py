@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.asked_value import VALUE_NAMES
 from engram.retrieve.episodes import users_turn
 from engram.retrieve.standing import machine_said
 from engram.retrieve.types import Scored
@@ -91,6 +92,8 @@ class Ranking:
     procedural: bool = False
     #: The user's turns that gained as answers to the assistant's question (engram.retrieve.episodes.answers).
     answered: frozenset[str] = frozenset()
+    #: The shape of value the query asks for (engram.retrieve.asked_value), named in a reason.
+    value: str | None = None
 
     def __len__(self) -> int:
         return len(self.records)
@@ -146,7 +149,7 @@ class Ranking:
         reasons = _reasons(
             record, self.sources.get(record.id, ()), signals, self.query_entities, self.named_by[at],
             self.time_range, bridge[1] if bridge else None, self.sentences.get(record.id), self.procedural,
-            record.id in self.answered,
+            record.id in self.answered, self.value,
         )
         return {"signals": signals, "weights": dict(self.weights), "reasons": reasons}
 
@@ -162,6 +165,7 @@ def _reasons(
     sentence: str | None = None,
     procedural: bool = False,
     answered: bool = False,
+    value: str | None = None,
 ) -> tuple[str, ...]:
     reasons: list[str] = []
     names = set(found_by)
@@ -197,7 +201,8 @@ def _reasons(
     if signals.get(PAST_SIGNAL):
         reasons.append("what held before a newer version, asked for")
     if signals.get(VALUE_SIGNAL):
-        reasons.append("holds the kind of value the query asks for")
+        shape = VALUE_NAMES.get(value or "")
+        reasons.append(f"holds {shape}, as the query asks" if shape else "holds the kind of value the query asks for")
     if signals.get(NEWEST_SIGNAL):
         reasons.append("the newest of what the query asks about" if signals[NEWEST_SIGNAL] >= 1.0
                        else "among the newest of what the query asks about")

@@ -165,7 +165,7 @@ def test_the_memory_holding_the_value_comes_first(tmp_path: Path) -> None:
         found = memory.retrieve("What's Alice's email?", user_id="u", now=NOW).memories
         assert found[0].content == "Acme's accounts-payable contact is Alice Moreau, alice@acme.io."
         assert found[0].signals["holds_value"] > 0
-        assert "holds the kind of value the query asks for" in found[0].reasons
+        assert "holds an e-mail address, as the query asks" in found[0].reasons
         # "Alice" names "Alice Moreau": the memory counts as naming the query's person.
         assert found[0].signals["entity_overlap"] == 1.0
         plain = memory.retrieve("What does Alice do?", user_id="u", now=NOW).memories
@@ -183,7 +183,7 @@ def test_the_memory_holding_the_price_comes_first(tmp_path: Path, embedder: Embe
         found = memory.retrieve("How much does Jess get paid?", user_id="u", now=NOW).memories
         assert found[0].content == offer
         assert found[0].signals["holds_value"] > 0
-        assert "holds the kind of value the query asks for" in found[0].reasons
+        assert "holds an amount of money, as the query asks" in found[0].reasons
         assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in found[1:])
         # Asked what she does, the price gains nothing.
         plain = memory.retrieve("What does Jess do on Sundays?", user_id="u", now=NOW).memories
