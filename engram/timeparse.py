@@ -57,7 +57,12 @@ _YEAR_OPT = r"(?:\s*,?\s*(\d{4}(?!\d)|(?:of\s+)?(?:last|this|next)\s+year\b))?"
 _NUM = (r"(\d{1,6}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
         r"|a\s+couple(?:\s+of)?|couple(?:\s+of)?|a\s+few|few|several|an?)")
 _UNIT = r"(hour|day|week|month|quarter|year)s?\b"
-_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+# A weekday as chats shorten it ("on fri", "next thurs", "this sat?") only after the word that makes
+# it one and before what ends the phrase: not "put on sun cream", "I sat down", "they wed in June".
+_SHORT_WEEKDAY = (r"(?:(?<=\bon\s)|(?<=\bnext\s)|(?<=\bthis\s)|(?<=\blast\s))"
+                  r"(?:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\.?(?=\s*(?:[?.!,;:)]|$|\s(?:\d|at|in|on|from|for|to|with|and|or|then|instead|morning|afternoon"
+                  r"|evening|night|is|was|were|will|works?|we|i|you|he|she|they|it|ok|pls|please)\b))")
+_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday|" + _SHORT_WEEKDAY + r")\b"
 
 _P_ISO = r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"
 _P_US = r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])"
@@ -68,9 +73,9 @@ _P_MONTH = _MONTH
 _P_YEAR = r"(?<!\d)((?:19|20)\d{2})(?!\d)(?!'?s\b)"  # "the 1990s" is a decade
 _P_QUARTER = r"\bq([1-4])\b" + _YEAR_OPT
 _P_DBY = r"\b(?:the\s+)?day\s+before\s+yesterday\b"
-_P_TODAY = r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b"
-_P_YESTERDAY = r"\b(?:yesterday|last\s+night)\b"
-_P_TOMORROW = r"\btomorrow\b"
+_P_TODAY = r"\b(?:today|tonight|tonite|2nite|this\s+(?:morning|afternoon|evening))\b"
+_P_YESTERDAY = r"\b(?:yesterday|yday|last\s+night)\b"
+_P_TOMORROW = r"\b(?:tomorrow|tmrw|tmrow|tmr|tomoz|2moro|2morrow|2mrw)\b"  # as chats spell it too
 _P_REL = r"\b(last|this|next|previous|current)\s+(week|month|quarter|year)\b"
 _P_WEEKEND = r"\b(last|this|next|previous|past)\s+weekend\b"
 _P_THE_WEEKEND = r"\b(?:over\s+|during\s+)?the\s+weekend\b(?!\s+(?:after|before)\b)"  # not one an event places
@@ -346,7 +351,8 @@ _TOP: tuple[tuple[tuple[str, ...], str, Handler], ...] = (
      r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year|"
      + "|".join(timeparts.WEEKDAY_NAMES) + r")s?\s+"
      r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _WIDE + ")", _next_to),
-    (timeparts.WEEKDAY_NAMES, timeparts.WEEKDAY_DATE, timeparts.weekday_date),
+    ((*timeparts.WEEKDAY_NAMES, "mon", "tue", "wed", "thu", "fri", "sat", "sun"), timeparts.WEEKDAY_DATE,
+     timeparts.weekday_date),
     (("between",), r"\bbetween\s+(?P<a>" + _WIDE + r")\s+(?:and|&)\s+(?P<b>" + _WIDE + ")", _between),
     (("from",), r"\bfrom\s+(?P<a>" + _WIDE + r")\s+(?:to|until|till|through|thru)\s+(?P<b>" + _WIDE + ")", _between),
     (("since",), r"\bsince\s+(?P<a>" + _WIDE + ")", _since),

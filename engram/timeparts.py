@@ -40,7 +40,8 @@ WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturd
 #: The months as a question spells them, a bare alternation for other patterns to wrap.
 MONTH_WORDS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
                r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
-_WD = "(?P<wd>" + "|".join(WEEKDAY_NAMES) + ")"
+# "Sunday 29th", and as chats shorten it with its date: "sun 29th", "thurs the 3rd".
+_WD = "(?P<wd>" + "|".join(WEEKDAY_NAMES) + r"|(?:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\b\.?)"
 _MON = r"(?:" + MONTH_WORDS + r")\b\.?"
 # Where a date without its month ends: "Monday the 9th?", "Monday the 9th at 3", not "Monday 1st day"
 # or "Saturday the 2nd half": an ordinal before a noun is no date.

@@ -172,7 +172,9 @@ def test_local_calendar_then_utc() -> None:
      "13/45/2024", "before the meeting", "in 3 days", "since forever", "Q5", "2024-13-01",
      "the rotation for Admon on a Sunday", "every Monday", "each Friday", "any Tuesday works",
      # placed by an event, not a date: the last Tuesday would be wrong
-     "What did Grandma ask for on the Tuesday after moving day?", "the Friday before the launch"],
+     "What did Grandma ask for on the Tuesday after moving day?", "the Friday before the launch",
+     # a weekday shortened as chats do is one only where it stands as a day
+     "put on sun cream", "I sat down", "the sun is out", "on sun loungers all day", "last sat nav update"],
 )
 def test_no_time_expression(text: str) -> None:
     assert parse_time_scope(text, NOW) is None
@@ -199,6 +201,25 @@ def test_no_time_expression(text: str) -> None:
     ("Saturday the 2nd half of the game", datetime(2024, 2, 10, tzinfo=UTC)),
 ])
 def test_a_weekday_with_its_date_is_that_date(text: str, day: datetime) -> None:
+    scope = parse_time_scope(text, NOW)
+    assert scope is not None
+    assert (scope.start.date(), scope.end.date()) == (day.date(), day.date())
+
+
+@pytest.mark.parametrize(("text", "day"), [
+    # NOW is Thursday 15 February 2024. Chats shorten days: "tmrw", "on fri", "sun 29th".
+    ("all hands tmrw 10am", datetime(2024, 2, 16, tzinfo=UTC)),
+    ("2moro?", datetime(2024, 2, 16, tzinfo=UTC)),
+    ("saw it yday", datetime(2024, 2, 14, tzinfo=UTC)),
+    ("pub tonite?", datetime(2024, 2, 15, tzinfo=UTC)),
+    ("what did we do on fri?", datetime(2024, 2, 9, tzinfo=UTC)),
+    ("next thurs works", datetime(2024, 2, 22, tzinfo=UTC)),
+    ("this sat at 7", datetime(2024, 2, 17, tzinfo=UTC)),
+    ("last sun was great", datetime(2024, 2, 11, tzinfo=UTC)),
+    ("charity 5k on sun 18th in vicky park", datetime(2024, 2, 18, tzinfo=UTC)),
+    ("booked for weds the 21st", datetime(2024, 2, 21, tzinfo=UTC)),
+])
+def test_a_day_as_chats_shorten_it(text: str, day: datetime) -> None:
     scope = parse_time_scope(text, NOW)
     assert scope is not None
     assert (scope.start.date(), scope.end.date()) == (day.date(), day.date())
