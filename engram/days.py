@@ -178,9 +178,10 @@ _WHOLE_MONTH = re.compile(
     r"(?:,?\s+((?:19|20)\d\d)\b)?")
 _DIGIT = re.compile(r"\d")
 # A sentence that may tell of a day gone by, and one in the past tense; the words are a cheaper test first.
-_TOLD_WORDS = ("yesterday", "yday", "ago", "last", "previous", "day")
+_TOLD_WORDS = ("yesterday", "yday", "ago", "last", "previous", "day", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _TOLD_CUE = re.compile(
-    r"\b(?:yesterday|yday|ago|last|previous|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day'?s?)\b", re.IGNORECASE)
+    r"\b(?:yesterday|yday|ago|last|previous|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day'?s?"
+    r"|(?:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)(?:'?s)?)\b", re.IGNORECASE)
 _PAST = re.compile(
     r"\b(?:did|was|were|had|went|got|came|took|made|saw|met|ate|lost|won|gave|left|told|said|bought|spent|ran"
     r"|yesterday|yday|ago|last|(?!(?:excit|worri|schedul|plann|book|tir|bor|interest|scar)ed)[a-z]{3,}ed)\b",

@@ -58,10 +58,10 @@ _NUM = (r"(\d{1,6}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelv
         r"|a\s+couple(?:\s+of)?|couple(?:\s+of)?|a\s+few|few|several|an?)")
 _UNIT = r"(hour|day|week|month|quarter|year)s?\b"
 # A weekday as chats shorten it ("on fri", "next thurs", "this sat?") only after the word that makes
-# it one and before what ends the phrase: not "put on sun cream", "I sat down", "they wed in June".
-_SHORT_WEEKDAY = (r"(?:(?<=\bon\s)|(?<=\bnext\s)|(?<=\bthis\s)|(?<=\blast\s))"
-                  r"(?:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\.?(?=\s*(?:[?.!,;:)]|$|\s(?:\d|at|in|on|from|for|to|with|and|or|then|instead|morning|afternoon"
-                  r"|evening|night|is|was|were|will|works?|we|i|you|he|she|they|it|ok|pls|please)\b))")
+# it one and where the phrase ends: not "put on sun cream", "I sat down", "this sat in the fridge".
+_SHORT_WEEKDAY = (r"(?:(?<=\bon\s)|(?<=\bnext\s)|(?<=\bthis\s)|(?<=\blast\s))" + timeparts.SHORT_WEEKDAY
+                  + r"\.?(?=\s*(?:[?.!,;:)]|$)|\s+(?:\d|at\s+\d|morning|afternoon|evening|night|then|instead|works?"
+                  r"|ok|pls|please|lol|was|were|will|we|i|you|and|or)\b)")
 _WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday|" + _SHORT_WEEKDAY + r")\b"
 
 _P_ISO = r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"
@@ -75,7 +75,7 @@ _P_QUARTER = r"\bq([1-4])\b" + _YEAR_OPT
 _P_DBY = r"\b(?:the\s+)?day\s+before\s+yesterday\b"
 _P_TODAY = r"\b(?:today|tonight|tonite|2nite|this\s+(?:morning|afternoon|evening))\b"
 _P_YESTERDAY = r"\b(?:yesterday|yday|last\s+night)\b"
-_P_TOMORROW = r"\b(?:tomorrow|tmrw|tmrow|tmr|tomoz|2moro|2morrow|2mrw)\b"  # as chats spell it too
+_P_TOMORROW = r"\b(?:tomorrow|tmrw|tmrow|(?-i:tmr)|tomoz|2moro|2morrow|2mrw)\b"  # as chats spell it too
 _P_REL = r"\b(last|this|next|previous|current)\s+(week|month|quarter|year)\b"
 _P_WEEKEND = r"\b(last|this|next|previous|past)\s+weekend\b"
 _P_THE_WEEKEND = r"\b(?:over\s+|during\s+)?the\s+weekend\b(?!\s+(?:after|before)\b)"  # not one an event places

@@ -32,16 +32,22 @@ from engram.timespans import (
     year_said,
 )
 
-__all__ = ["HOLIDAY", "MONTH_WORDS", "WEEKDAY_DATE", "WEEKDAY_NAMES", "Anchor", "day_of_month", "days_next_to",
-           "fortnight_ago", "holiday", "holiday_in", "month_day", "nth_of", "part_of", "past_fortnight", "two_away",
-           "week_of", "weekday_date", "weekends_ago"]
+__all__ = ["HOLIDAY", "MONTH_WORDS", "SHORT_WEEKDAY", "WEEKDAY_DATE", "WEEKDAY_NAMES", "Anchor", "day_of_month",
+           "days_next_to", "fortnight_ago", "holiday", "holiday_in", "month_day", "nth_of", "part_of", "past_fortnight",
+           "two_away", "week_of", "weekday_date", "weekends_ago"]
 
 WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 #: The months as a question spells them, a bare alternation for other patterns to wrap.
 MONTH_WORDS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
                r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
-# "Sunday 29th", and as chats shorten it with its date: "sun 29th", "thurs the 3rd".
-_WD = "(?P<wd>" + "|".join(WEEKDAY_NAMES) + r"|(?:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\b\.?)"
+#: A weekday as chats shorten it ("fri", "thurs", "weds").
+SHORT_WEEKDAY = r"(?:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)"
+_SHORT_FORMS = ("mon", "tue", "tues", "wed", "weds", "thu", "thur", "thurs", "fri", "sat", "sun")
+# "Sunday 29th"; shortened, with its date, after a word that makes it a day, at the start, or with a
+# capital ("on sun 29th", "Thurs the 3rd", "SAT 7TH"): not "I sat 3rd in the race", "they wed 12 June".
+_WD = ("(?P<wd>" + "|".join(WEEKDAY_NAMES) + r"|(?:(?<=\bon\s)|(?<=\bthis\s)|(?<=\bnext\s)|(?<=\blast\s)|(?<=\bby\s)"
+       r"|(?<=\bfor\s)|(?<=\bfrom\s)|(?<=\buntil\s)|(?<=\btil\s)|^)" + SHORT_WEEKDAY + r"\b\.?|(?-i:"
+       + "|".join(form for short in _SHORT_FORMS for form in (short.capitalize(), short.upper())) + r")\b\.?)")
 _MON = r"(?:" + MONTH_WORDS + r")\b\.?"
 # Where a date without its month ends: "Monday the 9th?", "Monday the 9th at 3", not "Monday 1st day"
 # or "Saturday the 2nd half": an ordinal before a noun is no date.
@@ -50,10 +56,10 @@ _DAY_END = (r"(?=\s*(?:[?.!,;:)]|$|\s(?:at|in|with|for|and|or|when|while|about|f
 #: A weekday with its date: "Monday the 9th", "Monday 9th", "Monday 9 November", "Monday, November 9"
 #: (not "Monday 3 people came", "Monday 9am": a bare number needs "the", an ordinal or a month).
 WEEKDAY_DATE = (
-    r"\b(?:on\s+)?" + _WD + r"\s*,?\s+(?:(?:the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?|(?P<do>\d{1,2})(?:st|nd|rd|th))"
+    r"\b(?:on\s+)?" + _WD + r"(?:\s*,)?\s+(?:(?:the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?|(?P<do>\d{1,2})(?:st|nd|rd|th))"
     r"(?:\s+(?:of\s+)?(?P<m>" + _MON + r")|" + _DAY_END + r")|(?P<dm>\d{1,2})\s+(?:of\s+)?(?P<m1>" + _MON
     + r")|(?P<m2>" + _MON + r")\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?)(?![\d:])(?!\s*(?:am|pm|a\.m|p\.m)\b)"
-    r"(?:\s*,?\s*(?P<y>\d{4})(?!\d))?"
+    r"(?:(?:\s*,)?\s*(?P<y>\d{4})(?!\d))?"
 )
 # A question about the past ("What did I do on Monday the 2nd?") does not mean the coming one.
 _PAST_WORDS = re.compile(r"\b(?:did|was|were|had|happened|went|came|got|said|told|ago|last)\b", re.IGNORECASE)

@@ -147,3 +147,21 @@ def test_the_triggers_stand_aside_only_for_a_marked_batch_after_any_rerun(tmp_pa
             assert sql.count("bulk_writes") == 1, name
     finally:
         conn.close()
+
+
+def test_a_batch_after_the_largest_rowid_still_writes(tmp_path: Path) -> None:
+    # A row at the largest rowid (an import's, say): SQLite picks free rowids for the next rows, which
+    # a batch's own numbering (one past the largest) cannot; it writes them a row at a time instead.
+    db = tmp_path / "top.db"
+    with Memory(db, embedder=FakeEmbedder(32)) as memory:
+        first = memory.add("the first memory", user_id="u")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE memories SET rowid = ? WHERE id = ?", (2**63 - 1, first.id))
+    conn.commit()
+    conn.close()
+    with Memory(db, embedder=FakeEmbedder(32)) as memory:
+        added = memory.add_many(_items(5))
+        assert len(added) == 5
+        assert {r.id for r in memory.list(user_id="alice")} | {r.id for r in memory.list(user_id="bob")} == {
+            r.id for r in added}
+        assert memory.search("Kestrel budget", user_id="alice")

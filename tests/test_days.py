@@ -25,6 +25,15 @@ def test_every_day_of_each_span_named_or_told_is_indexed() -> None:
     assert indexed_days("Tom asked for a quote by Friday.", SAID) == []  # a deadline, not a day gone by
 
 
+def test_a_day_told_of_as_chats_shorten_it_is_indexed() -> None:
+    # SAID is Friday 13 November 2026.
+    told = [-date(2026, 11, 12).toordinal()]
+    assert indexed_days("saw him yday, he was fine", SAID) == told
+    assert indexed_days("went to the pub on thurs", SAID) == told
+    assert indexed_days("last sat was fun", SAID) == [-date(2026, 11, 7).toordinal()]
+    assert indexed_days("I sat down with Tom and talked", SAID) == []
+
+
 def test_long_spans_are_left_out_and_the_days_are_capped() -> None:
     assert indexed_days("Last month was busy.", SAID) == [-day for day in _days(date(2026, 10, 1), date(2026, 10, 31))]
     assert len(indexed_days("We close from Nov 20 to Jan 5.", SAID)) == 47

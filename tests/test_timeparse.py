@@ -174,7 +174,9 @@ def test_local_calendar_then_utc() -> None:
      # placed by an event, not a date: the last Tuesday would be wrong
      "What did Grandma ask for on the Tuesday after moving day?", "the Friday before the launch",
      # a weekday shortened as chats do is one only where it stands as a day
-     "put on sun cream", "I sat down", "the sun is out", "on sun loungers all day", "last sat nav update"],
+     "put on sun cream", "I sat down", "the sun is out", "on sun loungers all day", "last sat nav update",
+     "I sat 3rd in the race", "we finished sat 1st in the league", "this sat in the fridge for a week",
+     "this sat at the top of the charts", "TMR sensor readings", "waiting for sat results"],
 )
 def test_no_time_expression(text: str) -> None:
     assert parse_time_scope(text, NOW) is None
@@ -218,11 +220,32 @@ def test_a_weekday_with_its_date_is_that_date(text: str, day: datetime) -> None:
     ("last sun was great", datetime(2024, 2, 11, tzinfo=UTC)),
     ("charity 5k on sun 18th in vicky park", datetime(2024, 2, 18, tzinfo=UTC)),
     ("booked for weds the 21st", datetime(2024, 2, 21, tzinfo=UTC)),
+    ("SAT 17TH", datetime(2024, 2, 17, tzinfo=UTC)),
+    ("last sat was fun", datetime(2024, 2, 10, tzinfo=UTC)),
+    ("on\nfri", datetime(2024, 2, 9, tzinfo=UTC)),
+    # what was read before stays: a verb is no weekday before a date
+    ("they wed 12 June", datetime(2023, 6, 12, tzinfo=UTC)),
+    ("this sat on my desk since January", None),
 ])
-def test_a_day_as_chats_shorten_it(text: str, day: datetime) -> None:
+def test_a_day_as_chats_shorten_it(text: str, day: datetime | None) -> None:
     scope = parse_time_scope(text, NOW)
     assert scope is not None
+    if day is None:  # "since January": the expression that was read before
+        assert scope.expression == "since January"
+        return
     assert (scope.start.date(), scope.end.date()) == (day.date(), day.date())
+
+
+def test_a_weekday_padded_with_spaces_is_read_in_linear_time() -> None:
+    import time
+
+    for text in ("on sun" + " " * 4089 + "x", "sun" + " " * 4092 + "x", "Sunday" + " " * 4089 + "x",
+                 "on fri," + " " * 4088 + "x"):
+        started = time.perf_counter()
+        parse_time_scope(text, NOW)
+        assert time.perf_counter() - started < 0.5, text[:8]
+
+
 
 
 def test_naive_now_is_rejected() -> None:

@@ -48,6 +48,7 @@ T = TypeVar("T")
 _PLACEHOLDERS = ",".join("?" * 27)
 _BUSY_TIMEOUT_MS = 10_000  # how long a statement waits for another process's lock
 _CACHE_KIB = 65_536  # the connection's page cache
+_MAX_ROWID = 2**63 - 1
 _READERS = 4  # read-only connections beside the writer (.readers): a server's concurrent retrievals
 _MMAP_BYTES = 1 << 30  # how much of the file the writer's connection maps (.mapping)
 
@@ -304,8 +305,8 @@ class SQLiteStore(
             batch = len(records) >= BULK_MIN
             if batch:
                 marked(c, True)
-            rowids = (_insert_many(c, records, vectors, facets) if batch else
-                      [self._insert(c, r, v, f) for r, v, f in zip(records, vectors, facets, strict=True)])
+            rowids = (_insert_many(c, records, vectors, facets) if batch else None) or [
+                self._insert(c, r, v, f) for r, v, f in zip(records, vectors, facets, strict=True)]
             if batch:
                 index_batch(c, rowids, [r.user_id for r in records])
                 marked(c, False)
@@ -332,11 +333,14 @@ def _row(record: MemoryRecord, vector: Vector | None, facets: Vector | None) -> 
 
 
 def _insert_many(c: sqlite3.Connection, records: Sequence[MemoryRecord], vectors: Vector,
-                 facets: Sequence[Vector | None]) -> list[int]:
+                 facets: Sequence[Vector | None]) -> list[int] | None:
     """A batch's rows, as :meth:`SQLiteStore._insert` writes one, in one statement a table: a
     statement per row was half the store's cost of a bulk write. The rowids are the ones SQLite
-    would give a row at a time (one past the largest, in order): the batch holds the write lock."""
+    would give a row at a time (one past the largest, in order): the batch holds the write lock.
+    None, nothing written, when they would pass the largest rowid (then SQLite picks free ones)."""
     top = int(c.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0])
+    if top + len(records) > _MAX_ROWID:
+        return None
     rowids = list(range(top + 1, top + 1 + len(records)))
     c.executemany(f"INSERT INTO memories (rowid, {COLUMNS}, embedding, facets) VALUES (?, {_PLACEHOLDERS}, ?, ?)",
                   [(rowid, *_row(r, v, f)) for rowid, r, v, f in zip(rowids, records, vectors, facets, strict=True)])
