@@ -56,7 +56,8 @@ _ASKED: tuple[tuple[str, re.Pattern[str]], ...] = (
 #: How an explanation names each shape.
 VALUE_NAMES = {"email": "an e-mail address", "link": "a link", "phone": "a phone number",
                "identifier": "a number or code", "contact": "an e-mail address or a phone number",
-               "money": "an amount of money", "amount": "a number", "image": "an image"}
+               "money": "an amount of money", "amount": "a number", "image": "an image",
+               "time": "a time of day or a duration"}
 
 #: How much of a memory's text is searched for a value: a pasted file is not scanned whole.
 _READ = 4_000
@@ -88,11 +89,26 @@ def asks_for_value(query: str) -> str | None:
         return amount
     if _WHICH_NUMBER.search(query):
         return "phone"
+    if _WHAT_TIME.search(query):
+        return "time"
     if _ASKING.search(query) is not None:
         for shape, asked in _ASKED:
             if asked.search(query):
                 return shape
     return "image" if _PICTURE.search(query) else None
+
+
+# "What time is the meeting?", "At what time do we meet?", "What were their finishing times?",
+# "What was Greta's time?"; not "What time of year ...", "What time zone ...", "How much time ...".
+_WHAT_TIME = re.compile(
+    r"^\W*(?:(?:so|and|ok|hey)\W+)*(?:at\s+)?what\s+time(?!\s+(?:of|zone|frame|period|slot)s?\b)"
+    r"|\b(?:finish(?:ing)?|race|run|running|lap|marathon|5k|10k|half)\s+times?\b"
+    r"|^\W*what\s+(?:was|were|is|are)\s+(?:\w+['’]s|their|his|her|my|our|your)\s+(?:best\s+)?times?\s*\??\s*$", _I)
+# A time of day or a duration: "9:30", "7pm", "7.30pm", "noon", "24:51", "28 mins", "1h40".
+_CLOCK = re.compile(
+    r"(?<![\d:.])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])|\b\d{1,2}(?:[.:]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)"
+    r"|\b(?:noon|midday|midnight)\b|\b\d+(?:\.\d+)?\s*(?:mins?|minutes|hrs?|hours|secs?|seconds)\b"
+    r"|\b\d{1,2}h\d{2}\b", _I)
 
 
 def holds_asked_value(records: Sequence[MemoryRecord], shape: str) -> npt.NDArray[np.float64]:
@@ -119,6 +135,8 @@ _SHOWN = re.compile(
 def _holds(text: str, shape: str) -> bool:
     if shape == "image":
         return _SHOWN.search(text) is not None
+    if shape == "time":
+        return _CLOCK.search(text) is not None
     if shape == "email":
         return _EMAIL.search(text) is not None
     if shape == "link":

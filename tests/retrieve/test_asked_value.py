@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engram.config import RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
 from engram.ext import Embedder
 from engram.memory import Memory
@@ -95,6 +96,13 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("What's our brand image strategy?", None),
     ("What's the big picture?", None),
     ("When is the next EBS snapshot?", None),
+    ("What time is the meeting?", "time"),
+    ("At what time do competitors need to register?", "time"),
+    ("What were the three coworkers' finishing times in the race?", "time"),
+    ("What was Greta's time?", "time"),
+    ("What time of year is best for Japan?", None),
+    ("What time zone is the Tokyo office in?", None),
+    ("How much time do I have left?", "amount"),
 ])
 def test_the_shape_asked_for(query: str, shape: str | None) -> None:
     assert asks_for_value(query) == shape
@@ -130,6 +138,9 @@ def _record(content: str) -> MemoryRecord:
      ["Sat 10 Oct.", "On 12 Nov.", "Oct 12th it is.", "Back in 2019.", "On 2026-11-02.", "I liked it.",
       "Meeting at 7:30.", "Call me at 3pm.", "Party on the 3rd.", "See you 10/12.", "Python 3.11 it is.",
       "Room 101.", "One of them said hi.", "Zone 2 training."]),
+    ("time", ["done!!! 24:51 PB", "see u at 7pm", "meet at 9.30am", "28 mins, legs are jelly", "noon?",
+              "back by 1h40", "Starts 18:00:00 sharp."],
+     ["costs 3.50", "ratio 3:1", "v2.30 is out", "Room 101.", "It was 20 degrees.", "on 12/11"]),
     ("image", ["nice [photo: a cat on a rug]", "Here it is [image: a horse in a field]", "[pic: the view]",
                "Done [image alt text: a bar chart]", "[file: IMG_2034.jpg]", "[image 1: a dog]", "[Photo]"],
      ["a photo of a cat", "I'll send pics later", "[link: example.org]", "arr[pic:1]", "[file: report.pdf]"]),
@@ -140,7 +151,8 @@ def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: 
     assert holds_asked_value(records, shape).tolist() == [1.0] * len(held) + [0.0] * len(not_held)
 
 
-@pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier", "contact", "money", "amount", "image"])
+@pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier", "contact", "money", "amount", "image",
+                                   "time"])
 def test_a_long_text_is_read_in_bounded_time(shape: str) -> None:
     texts = ["7" * 200_000, "1- " * 70_000, "ACGT" * 50_000, "a-" * 100_000, "x@" * 100_000,
              "Total: 1" + " " * 5_000 + "x", "Line 1\n" + "\n" * 5_000, "1 Nov " * 1_000]
@@ -169,6 +181,23 @@ def test_the_memory_holding_the_value_comes_first(tmp_path: Path) -> None:
         # "Alice" names "Alice Moreau": the memory counts as naming the query's person.
         assert found[0].signals["entity_overlap"] == 1.0
         plain = memory.retrieve("What does Alice do?", user_id="u", now=NOW).memories
+        assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
+
+
+def test_the_memory_holding_the_time_comes_first(tmp_path: Path, embedder: Embedder) -> None:
+    told = "competitors register from 7:30 at the desk"
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"user_id": "u", "role": who, "content": text} for who, text in (
+            ("Lena", "the competition registration form is so long omg"),
+            ("Marc", "did u register for the comp yet? competitors need a membership number"),
+            ("Priya", "registration for competitors is at the front desk on the day"),
+            ("Lena", told))])
+        found = memory.retrieve("What time do competitors need to register?", user_id="u", now=NOW,
+                                config=RetrievalConfig(cache_ttl=0)).memories
+        assert found[0].content == told
+        assert "holds a time of day or a duration, as the query asks" in found[0].reasons
+        plain = memory.retrieve("Where do competitors register?", user_id="u", now=NOW,
+                                config=RetrievalConfig(cache_ttl=0)).memories
         assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
 
 
