@@ -89,26 +89,34 @@ def asks_for_value(query: str) -> str | None:
         return amount
     if _WHICH_NUMBER.search(query):
         return "phone"
-    if _WHAT_TIME.search(query):
-        return "time"
     if _ASKING.search(query) is not None:
         for shape, asked in _ASKED:
             if asked.search(query):
                 return shape
-    return "image" if _PICTURE.search(query) else None
+    if _PICTURE.search(query):
+        return "image"
+    return "time" if _WHAT_TIME.search(query) else None
 
 
-# "What time is the meeting?", "At what time do we meet?", "What were their finishing times?",
-# "What was Greta's time?"; not "What time of year ...", "What time zone ...", "How much time ...".
+# "What time is the meeting?", "By what time ...", "Remind me what time ...", "What's the pickup time?",
+# "What were their finishing times?", "What was Greta's time?"; not "What time of year / zone /
+# frame ...", "What timeline ...", "What times table ...", and "How much time ...?" asks an amount.
 _WHAT_TIME = re.compile(
-    r"^\W*(?:(?:so|and|ok|hey)\W+)*(?:at\s+)?what\s+time(?!\s+(?:of|zone|frame|period|slot)s?\b)"
-    r"|\b(?:finish(?:ing)?|race|run|running|lap|marathon|5k|10k|half)\s+times?\b"
+    r"^\W*(?:(?:so|and|ok|okay|hey|hi|please)\W+)*(?:(?:do\s+you\s+know|(?:can|could)\s+you\s+tell\s+me|tell\s+me"
+    r"|remind\s+me)\s+)?(?:(?:at|by|until|till|from)\s+)?what\s+time\b(?![-\s]*(?:of|zones?|frames?|periods?|slots?"
+    r"|tables?|lines?|signatures?|machines?|complexity)\b)"
+    r"|\bwhat(?:['’]s|\s+is|\s+was|\s+are|\s+were)\s+the\s+(?:start(?:ing)?|kick-?off|departure|pick-?up|check-?in"
+    r"|check-?out|arrival|finish(?:ing)?|closing|opening|meeting|booking|reservation|appointment)\s+times?\b"
+    r"|\b(?:finish(?:ing)?|race|run|running|lap|marathon|5k|10k)\s+times?(?=\s*(?:[?.!,]|$|\b(?:in|at|for|of|on)\b))"
     r"|^\W*what\s+(?:was|were|is|are)\s+(?:\w+['’]s|their|his|her|my|our|your)\s+(?:best\s+)?times?\s*\??\s*$", _I)
-# A time of day or a duration: "9:30", "7pm", "7.30pm", "noon", "24:51", "28 mins", "1h40".
+# A time of day or a duration: "9:30", "7pm", "7.30pm", "noon", "7 o'clock", "half past 7", "at 7",
+# "24:51", "28 mins", "1h40"; not "5 min read" or "10 mins ago", which tell no time asked for.
 _CLOCK = re.compile(
     r"(?<![\d:.])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])|\b\d{1,2}(?:[.:]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)"
-    r"|\b(?:noon|midday|midnight)\b|\b\d+(?:\.\d+)?\s*(?:mins?|minutes|hrs?|hours|secs?|seconds)\b"
-    r"|\b\d{1,2}h\d{2}\b", _I)
+    r"|\b(?:noon|midday|midnight)\b|\b\d{1,2}\s*o['’]?clock\b|\b(?:half|quarter)\s+(?:past|to)\s+\d{1,2}\b"
+    r"|\b(?:at|by|until|till)\s+\d{1,2}(?:ish)?\b(?![.,:/]?\d)(?!\s*(?:%|(?:percent|st|nd|rd|th)\b))"
+    r"|\b\d+(?:\.\d+)?\s*(?:mins?|minutes|hrs?|hours|secs?|seconds)\b(?!\s+(?:ago|read)\b)"
+    r"|\b\d{1,2}h\s?\d{2}m?\b", _I)
 
 
 def holds_asked_value(records: Sequence[MemoryRecord], shape: str) -> npt.NDArray[np.float64]:

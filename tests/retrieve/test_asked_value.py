@@ -103,6 +103,16 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("What time of year is best for Japan?", None),
     ("What time zone is the Tokyo office in?", None),
     ("How much time do I have left?", "amount"),
+    ("What timezone is Bob in?", None),
+    ("What timeline did we agree?", None),
+    ("What times table is Leo learning?", None),
+    ("What is the run time complexity?", None),
+    ("What's the link to the race times?", "link"),  # the link is what is asked for
+    ("Send me the photo of the finish times", "image"),
+    ("Okay, what time is dinner?", "time"),
+    ("By what time do I need to leave?", "time"),
+    ("Remind me what time the train leaves", "time"),
+    ("What's the pickup time?", "time"),
 ])
 def test_the_shape_asked_for(query: str, shape: str | None) -> None:
     assert asks_for_value(query) == shape
@@ -139,8 +149,9 @@ def _record(content: str) -> MemoryRecord:
       "Meeting at 7:30.", "Call me at 3pm.", "Party on the 3rd.", "See you 10/12.", "Python 3.11 it is.",
       "Room 101.", "One of them said hi.", "Zone 2 training."]),
     ("time", ["done!!! 24:51 PB", "see u at 7pm", "meet at 9.30am", "28 mins, legs are jelly", "noon?",
-              "back by 1h40", "Starts 18:00:00 sharp."],
-     ["costs 3.50", "ratio 3:1", "v2.30 is out", "Room 101.", "It was 20 degrees.", "on 12/11"]),
+              "back by 1h40", "Starts 18:00:00 sharp.", "7 o'clock", "half past 7", "see u at 7", "1h 40m"],
+     ["costs 3.50", "ratio 3:1", "v2.30 is out", "Room 101.", "It was 20 degrees.", "on 12/11", "5 min read",
+      "posted 10 mins ago", "rates at 3%", "bought them at 3.50 each"]),
     ("image", ["nice [photo: a cat on a rug]", "Here it is [image: a horse in a field]", "[pic: the view]",
                "Done [image alt text: a bar chart]", "[file: IMG_2034.jpg]", "[image 1: a dog]", "[Photo]"],
      ["a photo of a cat", "I'll send pics later", "[link: example.org]", "arr[pic:1]", "[file: report.pdf]"]),
