@@ -130,6 +130,12 @@ def _relative(text: str, said: datetime) -> list[tuple[date, date]]:
     return out
 
 
+def shortens_a_day(text: str) -> bool:
+    """Whether ``text`` (its first READ_CHARS characters) holds a day as chats shorten it ("yday",
+    "fri", "sat"): what the days' index reads since it reads them, read again for stored memories."""
+    return _SHORTENED.search(text[:READ_CHARS]) is not None
+
+
 def names_a_month(text: str) -> bool:
     """Whether ``text`` (its first READ_CHARS characters) names a month by its whole name."""
     return _WHOLE_MONTH.search(text[:READ_CHARS]) is not None
@@ -178,6 +184,7 @@ _WHOLE_MONTH = re.compile(
     r"(?:,?\s+((?:19|20)\d\d)\b)?")
 _DIGIT = re.compile(r"\d")
 # A sentence that may tell of a day gone by, and one in the past tense; the words are a cheaper test first.
+_SHORTENED = re.compile(r"\b(?:yday|mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\b", re.IGNORECASE)
 _TOLD_WORDS = ("yesterday", "yday", "ago", "last", "previous", "day", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _TOLD_CUE = re.compile(
     r"\b(?:yesterday|yday|ago|last|previous|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day'?s?"

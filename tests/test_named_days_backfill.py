@@ -20,9 +20,10 @@ def _put_old(store: object) -> None:
                             content_hash=mid)
 
     records = [rec("m1", "u1", "The appointment is on Dec 1."), rec("m2", "u1", "Nothing dated."),
-               rec("m3", "u2", "Leo lost a tooth yesterday."), rec("m4", "u1", "October was 4,120 credits.")]
+               rec("m3", "u2", "Leo lost a tooth yesterday."), rec("m4", "u1", "October was 4,120 credits."),
+               rec("m5", "u2", "went to the pub on thurs, saw jo")]
     store.bind_embedder("fake", 4)  # type: ignore[attr-defined]
-    store.put_many(records, np.eye(4, dtype=np.float32)[: len(records)])  # type: ignore[attr-defined]
+    store.put_many(records, np.eye(5, 4, dtype=np.float32))  # type: ignore[attr-defined]
 
 
 def _check(store: object) -> None:
@@ -30,7 +31,7 @@ def _check(store: object) -> None:
         return [i for i, _ in store.by_named_days(user, day, day, 10, Filters(), told=True)]  # type: ignore[attr-defined]
 
     assert days("u1", date(2026, 12, 1)) == ["m1"]
-    assert days("u2", date(2026, 11, 12)) == ["m3"]
+    assert sorted(days("u2", date(2026, 11, 12))) == ["m3", "m5"]  # Thursday, as chats shorten it
     assert days("u1", date(2026, 11, 12)) == []
     assert days("u1", date(2026, 10, 14)) == ["m4"]  # a whole month gone by
 
@@ -70,4 +71,24 @@ def test_postgres_migration_adds_the_months_gone_by_to_stored_memories(postgres_
                                                                         postgres_url: str) -> None:
     _put_old(postgres_store)
     with postgres_from(postgres_url, 16, "UPDATE engram_memories SET named_days = '{}' WHERE id = 'm4'") as old:
+        _check(old)
+
+
+def test_sqlite_migration_adds_the_days_told_as_chats_shorten_them(tmp_path: Path) -> None:
+    from engram.stores.sqlite.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "old.db")
+    _put_old(store)
+    store.close()
+    # As a store from before 23: "on thurs" was no day.
+    forgotten = "DELETE FROM memory_days WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = 'm5')"
+    with sqlite_from(tmp_path / "old.db", 23, forgotten) as old:
+        _check(old)
+
+
+@pytest.mark.postgres
+def test_postgres_migration_adds_the_days_told_as_chats_shorten_them(postgres_store: object,
+                                                                      postgres_url: str) -> None:
+    _put_old(postgres_store)
+    with postgres_from(postgres_url, 17, "UPDATE engram_memories SET named_days = '{}' WHERE id = 'm5'") as old:
         _check(old)

@@ -13,7 +13,7 @@ since an HNSW index needs a fixed dimension.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,9 +22,10 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from engram.days import indexed_days, names_a_month
+from engram.days import indexed_days, names_a_month, shortens_a_day
 from engram.model import Entity, MemoryRecord
 from engram.stores.facets import facet_bytes
+from engram.stores.postgres.day_rewrites import MONTH_NAMES, SHORTENED_DAYS, batches, reindex_days
 from engram.stores.postgres.dialect import POSTGRES, day_keys
 from engram.stores.postgres.substrings import create_substring_index
 from engram.stores.sql.rows import COLUMNS, row_to_record
@@ -254,7 +255,9 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     "WHERE session_id IS NULL AND kind = 'message' AND role IS NOT NULL AND status = 'active'",
     # 16: the days of the whole months gone by that memories tell of, read again for the memories
     # that name a month (as SQLite's 22): only the rows that change are written.
-    lambda conn: _reindex_month_names(conn),
+    lambda conn: reindex_days(conn, names_a_month, MONTH_NAMES),
+    # 17: the days memories tell of as chats shorten them ("saw him yday"), as SQLite's 23.
+    lambda conn: reindex_days(conn, shortens_a_day, SHORTENED_DAYS),
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes
@@ -303,24 +306,9 @@ def _count_term_changes(conn: psycopg.Connection[Any]) -> None:
     conn.execute(_TERM_CHANGES.encode())
 
 
-def _batches(conn: psycopg.Connection[Any], columns: str, only: str = "", batch: int = 1000) -> Iterator[list[Any]]:
-    """Every memory's ``user_id, id`` and ``columns``, ``batch`` rows at a time, in key order (for a
-    migration that rewrites each row: a keyset read, not one growing offset)."""
-    last = ""
-    while True:
-        rows = conn.execute(
-            f"SELECT user_id, id, {columns} FROM engram_memories WHERE (user_id || chr(1) || id) > %s {only}"
-            "ORDER BY user_id || chr(1) || id LIMIT %s", (last, batch),
-        ).fetchall()
-        if not rows:
-            return
-        yield rows
-        last = rows[-1][0] + "\x01" + rows[-1][1]
-
-
 def _reindex_keywords(conn: psycopg.Connection[Any], *, labelled_only: bool = False) -> None:
     only = "AND coalesce(subject, predicate, object, trigger_text, action_text) IS NOT NULL " if labelled_only else ""
-    for rows in _batches(conn, "content, role, subject, predicate, object, trigger_text, action_text", only):
+    for rows in batches(conn, "content, role, subject, predicate, object, trigger_text, action_text", only):
         with conn.cursor() as cur:
             cur.executemany(
                 "UPDATE engram_memories SET content_tsv = to_tsvector('simple', %s), doc_len = %s "
@@ -353,24 +341,12 @@ def _backfill_entities(conn: psycopg.Connection[Any]) -> None:
 def _index_named_days(conn: psycopg.Connection[Any]) -> None:
     conn.execute("ALTER TABLE engram_memories ADD COLUMN IF NOT EXISTS named_days text[] NOT NULL DEFAULT '{}'")
     conn.execute("CREATE INDEX IF NOT EXISTS engram_memories_named_days ON engram_memories USING gin (named_days)")
-    for rows in _batches(conn, "content, created_at"):
+    for rows in batches(conn, "content, created_at"):
         changes = [(day_keys(user_id, days), user_id, memory_id) for user_id, memory_id, content, said in rows
                    for days in [indexed_days(content, said)] if days]
         if changes:
             with conn.cursor() as cur:
                 cur.executemany("UPDATE engram_memories SET named_days = %s WHERE user_id = %s AND id = %s", changes)
-
-
-def _reindex_month_names(conn: psycopg.Connection[Any]) -> None:
-    months = "january|february|march|april|may|june|july|august|september|october|november|december"
-    for rows in _batches(conn, "content, created_at, named_days", f"AND content ~* '({months})' "):
-        changes = [(keys, user_id, memory_id, keys) for user_id, memory_id, content, said, held in rows
-                   if names_a_month(content) and sorted(keys := day_keys(user_id, indexed_days(content, said)))
-                   != sorted(held or [])]
-        if changes:
-            with conn.cursor() as cur:
-                cur.executemany("UPDATE engram_memories SET named_days = %s WHERE user_id = %s AND id = %s "
-                                "AND named_days IS DISTINCT FROM %s", changes)
 
 
 def migrate(conn: psycopg.Connection[Any]) -> int:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from engram.days import indexed_days, names_a_month
+from engram.days import indexed_days, names_a_month, shortens_a_day
 from engram.model import MemoryRecord
 from engram.stores.sqlite.dialect import from_us, to_us
 
-__all__ = ["create_named_days", "index_named_days", "reindex_month_names"]
+__all__ = ["create_named_days", "index_named_days", "reindex_month_names", "reindex_shortened_days"]
 
 _INSERT = "INSERT OR IGNORE INTO memory_days (memory_rowid, user_id, day, said) VALUES (?, ?, ?, ?)"
 _BATCH = 1_000
@@ -42,6 +42,12 @@ def reindex_month_names(conn: sqlite3.Connection) -> None:
     """The days of the memories that name a month by its whole name read again (the months gone by
     they tell of, :func:`engram.days.indexed_days`): only those, their rows replaced."""
     _index_stored(conn, names_a_month, replace=True)
+
+
+def reindex_shortened_days(conn: sqlite3.Connection) -> None:
+    """The days of the memories that hold a day as chats shorten it ("saw him yday", "went out on
+    fri") read again: only those, their rows replaced."""
+    _index_stored(conn, shortens_a_day, replace=True)
 
 
 def _index_stored(conn: sqlite3.Connection, which: Callable[[str], bool], *, replace: bool = False) -> None:

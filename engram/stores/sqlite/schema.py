@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from engram.stores.sqlite.backfill import backfill_entities
 from engram.stores.sqlite.bulk_index import TERM_COLUMNS, defer_row_indexing
-from engram.stores.sqlite.named_days import create_named_days, reindex_month_names
+from engram.stores.sqlite.named_days import create_named_days, reindex_month_names, reindex_shortened_days
 from engram.stores.sqlite.substrings import create_substring_index
 from engram.stores.sqlite.versions import count_access, count_removals, create_user_versions, log_removals
 from engram.text import memory_terms
@@ -262,6 +262,9 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 22: the days of the whole months gone by that memories tell of ("October was 4,120 credits",
     # said in November), read again for the memories that name a month (engram.days).
     lambda conn: reindex_month_names(conn),
+    # 23: the days memories tell of as chats shorten them ("saw him yday", "went out on fri"), read
+    # again for the memories that hold one (engram.days).
+    lambda conn: reindex_shortened_days(conn),
 )
 
 
