@@ -43,6 +43,7 @@ from engram.stores.postgres.embedded import find_binaries
 from engram.stores.postgres.embedded import free_port as _free_port
 from engram.stores.postgres.embedded import run_as as _unprivileged_account
 from engram.stores.postgres.embedded import usable_binaries as _usable_binaries
+from engram.testing.reaper import stop_when_gone
 
 __all__ = ["CitusCluster", "attach", "build_citus", "find_source", "main", "start_citus"]
 
@@ -253,6 +254,8 @@ def start_citus(workers: int = 2, base_dir: Path | None = None, *, keep: bool = 
             raise
         if not keep:
             atexit.register(cluster.stop)
+            # Killed, atexit never runs: a watchdog stops the nodes.
+            stop_when_gone(cluster.bin_dir / "pg_ctl", list(cluster._started), root, account)
         return cluster
     raise RuntimeError("could not start the Citus cluster after 3 attempts") from last_error
 

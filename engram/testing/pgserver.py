@@ -35,6 +35,7 @@ from engram.stores.postgres.embedded import find_binaries
 from engram.stores.postgres.embedded import free_port as _free_port
 from engram.stores.postgres.embedded import run_as as _unprivileged_account
 from engram.stores.postgres.embedded import usable_binaries as _usable_binaries
+from engram.testing.reaper import stop_when_gone
 
 __all__ = ["PostgresServer", "find_binaries", "start_postgres"]
 
@@ -126,5 +127,6 @@ def start_postgres(base_dir: Path | None = None, *, attempts: int = 3) -> Postgr
             server.stop()
             raise
         atexit.register(server.stop)
+        stop_when_gone(server.bin_dir / "pg_ctl", [server.data_dir], root, account)  # killed, atexit never runs
         return server
     raise RuntimeError(f"could not start PostgreSQL after {attempts} attempts") from last_error
