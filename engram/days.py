@@ -18,6 +18,8 @@ import re
 from datetime import UTC, date, datetime, timedelta
 
 from engram.timeparse import MAX_UTC, MIN_UTC, MONTHS, month_number, parse_time_scope
+from engram.timeparts import SHORT_WEEKDAY
+from engram.timespans import WEEKDAYS
 
 __all__ = [
     "INDEXED_SPAN", "MAX_INDEXED_DAYS", "MAX_READ_SPAN", "READ_CHARS", "indexed_days", "mentioned_days",
@@ -184,11 +186,11 @@ _WHOLE_MONTH = re.compile(
     r"(?:,?\s+((?:19|20)\d\d)\b)?")
 _DIGIT = re.compile(r"\d")
 # A sentence that may tell of a day gone by, and one in the past tense; the words are a cheaper test first.
-_SHORTENED = re.compile(r"\b(?:yday|mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)\b", re.IGNORECASE)
-_TOLD_WORDS = ("yesterday", "yday", "ago", "last", "previous", "day", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_SHORTENED = re.compile(r"\b(?:yday|" + SHORT_WEEKDAY + r")\b", re.IGNORECASE)
+_TOLD_WORDS = ("yesterday", "yday", "ago", "last", "previous", "day", *WEEKDAYS)
 _TOLD_CUE = re.compile(
     r"\b(?:yesterday|yday|ago|last|previous|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day'?s?"
-    r"|(?:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun)(?:'?s)?)\b", re.IGNORECASE)
+    r"|" + SHORT_WEEKDAY + r"(?:'?s)?)\b", re.IGNORECASE)
 _PAST = re.compile(
     r"\b(?:did|was|were|had|went|got|came|took|made|saw|met|ate|lost|won|gave|left|told|said|bought|spent|ran"
     r"|yesterday|yday|ago|last|(?!(?:excit|worri|schedul|plann|book|tir|bor|interest|scar)ed)[a-z]{3,}ed)\b",

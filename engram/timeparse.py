@@ -351,8 +351,7 @@ _TOP: tuple[tuple[tuple[str, ...], str, Handler], ...] = (
      r"\b(?:the\s+)?(?:(?P<n>" + _NUM[1:-1] + r")\s+)?(?P<unit>weekend|week|day|month|year|"
      + "|".join(timeparts.WEEKDAY_NAMES) + r")s?\s+"
      r"(?P<op>before|after|prior\s+to)\s+(?P<a>" + _WIDE + ")", _next_to),
-    ((*timeparts.WEEKDAY_NAMES, "mon", "tue", "wed", "thu", "fri", "sat", "sun"), timeparts.WEEKDAY_DATE,
-     timeparts.weekday_date),
+    ((*timeparts.WEEKDAY_NAMES, *WEEKDAYS), timeparts.WEEKDAY_DATE, timeparts.weekday_date),
     (("between",), r"\bbetween\s+(?P<a>" + _WIDE + r")\s+(?:and|&)\s+(?P<b>" + _WIDE + ")", _between),
     (("from",), r"\bfrom\s+(?P<a>" + _WIDE + r")\s+(?:to|until|till|through|thru)\s+(?P<b>" + _WIDE + ")", _between),
     (("since",), r"\bsince\s+(?P<a>" + _WIDE + ")", _since),

@@ -30,8 +30,9 @@ __all__ = ["VALUE_NAMES", "asks_for_value", "holds_asked_value"]
 
 _I = re.IGNORECASE
 # How a question asks for a thing: "What's ...", "Give me ...", "Do you have ...", "Remind me of ...".
+_OPENING = r"^\W*(?:(?:so|and|ok|okay|hey|hi|please)\W+)*"  # "Okay, ...", "Hi, please ..."
 _ASKING = re.compile(
-    r"^\W*(?:(?:so|and|ok|okay|hey|hi|please)\W+)*(?:what(?:['’]s|\s+is|\s+was|\s+are|\s+were)|which\s+is"
+    _OPENING + r"(?:what(?:['’]s|\s+is|\s+was|\s+are|\s+were)|which\s+is"
     r"|(?:can|could)\s+you\s+(?:give|send|tell|find|share)\s+me|give\s+me|send\s+me|tell\s+me|share|find"
     r"|get\s+me|do\s+(?:you|we|i)\s+have|i\s+need|where(?:['’]s|\s+is)|remind\s+me\s+of|look\s+up)\b", _I)
 # The shape's word must be what is asked for: the head of its phrase, at the end or before "for", "of"...
@@ -102,7 +103,7 @@ def asks_for_value(query: str) -> str | None:
 # "What were their finishing times?", "What was Greta's time?"; not "What time of year / zone /
 # frame ...", "What timeline ...", "What times table ...", and "How much time ...?" asks an amount.
 _WHAT_TIME = re.compile(
-    r"^\W*(?:(?:so|and|ok|okay|hey|hi|please)\W+)*(?:(?:do\s+you\s+know|(?:can|could)\s+you\s+tell\s+me|tell\s+me"
+    _OPENING + r"(?:(?:do\s+you\s+know|(?:can|could)\s+you\s+tell\s+me|tell\s+me"
     r"|remind\s+me)\s+)?(?:(?:at|by|until|till|from)\s+)?what\s+time\b(?![-\s]*(?:of|zones?|frames?|periods?|slots?"
     r"|tables?|lines?|signatures?|machines?|complexity)\b)"
     r"|\bwhat(?:['’]s|\s+is|\s+was|\s+are|\s+were)\s+the\s+(?:start(?:ing)?|kick-?off|departure|pick-?up|check-?in"

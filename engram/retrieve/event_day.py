@@ -90,7 +90,10 @@ def event_scope(
     def near(text: str, n: int) -> list[tuple[str, float]]:
         assert embed is not None
         hits = reads.vector_search(user_id, embed(text), n, filters)
-        return [(i, calibrated_similarity(cosine, scale())) for i, cosine in hits] if hits else []
+        if not hits:
+            return []
+        reach = scale()
+        return [(i, calibrated_similarity(cosine, reach)) for i, cosine in hits]
 
     return placed_by_event(plan, lambda text, n: reads.keyword_search(user_id, text, n, filters),
                            lambda ids: reads.fetch(user_id, list(ids)), now, None if embed is None else near)
@@ -139,9 +142,10 @@ def _event_memory(
     own = [(i, score) for i, score in hits if i in found and asked & set(_terms(found[i]))]
     if near is not None and not _stands_out(own):
         close = [i for i, similarity in near(event, 1) if similarity >= CLOSE]
-        closest = fetch(close[:1]) if close else ()
-        if closest:
-            return closest[0]
+        if close:  # often one of the keyword hits, already read
+            closest = [found[close[0]]] if close[0] in found else fetch(close[:1])
+            if closest:
+                return closest[0]
     return found[own[0][0]] if own else None
 
 

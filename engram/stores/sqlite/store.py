@@ -265,10 +265,7 @@ class SQLiteStore(
         cur = c.execute(f"INSERT INTO memories ({COLUMNS}, embedding, facets) VALUES ({_PLACEHOLDERS}, ?, ?)",
                         _row(record, vector, facets))
         rowid = int(cur.lastrowid or 0)
-        c.executemany(
-            "INSERT OR IGNORE INTO memory_tags (memory_rowid, user_id, tag) VALUES (?, ?, ?)",
-            [(rowid, record.user_id, tag) for tag in record.tags],
-        )
+        _index_tags_of(c, [(rowid, record.user_id, tag) for tag in record.tags])
         _index_entities(c, rowid, record.user_id, record.id, record.importance, to_us(record.created_at),
                         record.entities)
         index_named_days(c, rowid, record)
@@ -344,9 +341,7 @@ def _insert_many(c: sqlite3.Connection, records: Sequence[MemoryRecord], vectors
     rowids = list(range(top + 1, top + 1 + len(records)))
     c.executemany(f"INSERT INTO memories (rowid, {COLUMNS}, embedding, facets) VALUES (?, {_PLACEHOLDERS}, ?, ?)",
                   [(rowid, *_row(r, v, f)) for rowid, r, v, f in zip(rowids, records, vectors, facets, strict=True)])
-    tags = [(rowid, r.user_id, tag) for rowid, r in zip(rowids, records, strict=True) for tag in r.tags]
-    if tags:
-        c.executemany("INSERT OR IGNORE INTO memory_tags (memory_rowid, user_id, tag) VALUES (?, ?, ?)", tags)
+    _index_tags_of(c, [(rowid, r.user_id, tag) for rowid, r in zip(rowids, records, strict=True) for tag in r.tags])
     _index_entities_of(c, [(rowid, r.user_id, r.id, r.importance, to_us(r.created_at), entity)
                            for rowid, r in zip(rowids, records, strict=True) for entity in r.entities])
     for rowid, record in zip(rowids, records, strict=True):
@@ -359,6 +354,11 @@ def _index_entities(c: sqlite3.Connection, rowid: int, user_id: str, memory_id: 
     """A memory's rows in ``memory_entities`` (with its importance, creation time and id, the order
     entity candidates are read in)."""
     _index_entities_of(c, [(rowid, user_id, memory_id, importance, created, entity) for entity in entities])
+
+
+def _index_tags_of(c: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    if rows:
+        c.executemany("INSERT OR IGNORE INTO memory_tags (memory_rowid, user_id, tag) VALUES (?, ?, ?)", rows)
 
 
 def _index_entities_of(c: sqlite3.Connection, rows: Sequence[tuple[int, str, str, float, int | None, str]]) -> None:
