@@ -36,12 +36,17 @@ def _check(store: object) -> None:
     assert days("u1", date(2026, 10, 14)) == ["m4"]  # a whole month gone by
 
 
-def test_sqlite_migration_adds_the_months_gone_by_to_stored_memories(tmp_path: Path) -> None:
+def _old_sqlite(tmp_path: Path) -> None:
+    """The memories of :func:`_put_old` in a SQLite store at ``tmp_path / "old.db"``, closed."""
     from engram.stores.sqlite.store import SQLiteStore
 
     store = SQLiteStore(tmp_path / "old.db")
     _put_old(store)
     store.close()
+
+
+def test_sqlite_migration_adds_the_months_gone_by_to_stored_memories(tmp_path: Path) -> None:
+    _old_sqlite(tmp_path)
     # As a store from before 22: its memories' days were read without whole months.
     forgotten = "DELETE FROM memory_days WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = 'm4')"
     with sqlite_from(tmp_path / "old.db", 22, forgotten) as old:
@@ -49,11 +54,7 @@ def test_sqlite_migration_adds_the_months_gone_by_to_stored_memories(tmp_path: P
 
 
 def test_sqlite_migration_indexes_the_days_of_stored_memories(tmp_path: Path) -> None:
-    from engram.stores.sqlite.store import SQLiteStore
-
-    store = SQLiteStore(tmp_path / "old.db")
-    _put_old(store)
-    store.close()
+    _old_sqlite(tmp_path)
     with sqlite_from(tmp_path / "old.db", 18, "DROP TABLE memory_days") as old:  # as a store from before 18
         _check(old)
 
@@ -75,11 +76,7 @@ def test_postgres_migration_adds_the_months_gone_by_to_stored_memories(postgres_
 
 
 def test_sqlite_migration_adds_the_days_told_as_chats_shorten_them(tmp_path: Path) -> None:
-    from engram.stores.sqlite.store import SQLiteStore
-
-    store = SQLiteStore(tmp_path / "old.db")
-    _put_old(store)
-    store.close()
+    _old_sqlite(tmp_path)
     # As a store from before 23: "on thurs" was no day.
     forgotten = "DELETE FROM memory_days WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = 'm5')"
     with sqlite_from(tmp_path / "old.db", 23, forgotten) as old:

@@ -203,6 +203,10 @@ def test_no_time_expression(text: str) -> None:
     ("Saturday the 2nd half of the game", datetime(2024, 2, 10, tzinfo=UTC)),
 ])
 def test_a_weekday_with_its_date_is_that_date(text: str, day: datetime) -> None:
+    _is_the_day(text, day)
+
+
+def _is_the_day(text: str, day: datetime) -> None:
     scope = parse_time_scope(text, NOW)
     assert scope is not None
     assert (scope.start.date(), scope.end.date()) == (day.date(), day.date())
@@ -225,15 +229,14 @@ def test_a_weekday_with_its_date_is_that_date(text: str, day: datetime) -> None:
     ("on\nfri", datetime(2024, 2, 9, tzinfo=UTC)),
     # what was read before stays: a verb is no weekday before a date
     ("they wed 12 June", datetime(2023, 6, 12, tzinfo=UTC)),
-    ("this sat on my desk since January", None),
 ])
-def test_a_day_as_chats_shorten_it(text: str, day: datetime | None) -> None:
-    scope = parse_time_scope(text, NOW)
-    assert scope is not None
-    if day is None:  # "since January": the expression that was read before
-        assert scope.expression == "since January"
-        return
-    assert (scope.start.date(), scope.end.date()) == (day.date(), day.date())
+def test_a_day_as_chats_shorten_it(text: str, day: datetime) -> None:
+    _is_the_day(text, day)
+
+
+def test_a_verb_is_no_shortened_weekday_before_what_was_read() -> None:
+    scope = parse_time_scope("this sat on my desk since January", NOW)
+    assert scope is not None and scope.expression == "since January"
 
 
 def test_a_weekday_padded_with_spaces_is_read_in_linear_time() -> None:
