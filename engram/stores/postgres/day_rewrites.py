@@ -10,13 +10,15 @@ import psycopg
 
 from engram.days import indexed_days
 from engram.stores.postgres.dialect import day_keys
+from engram.timeparts import SHORT_WEEKDAY
 
 __all__ = ["MONTH_NAMES", "SHORTENED_DAYS", "batches", "reindex_days"]
 
 #: What a memory naming a month holds, in SQL (the locale's month names would follow the server's).
 MONTH_NAMES = "(january|february|march|april|may|june|july|august|september|october|november|december)"
-#: What a memory holding a day as chats shorten it holds ("yday", "fri"), in SQL.
-SHORTENED_DAYS = r"\m(yday|mon|tues?|weds?|thu(rs?)?|fri|sat|sun)\M"
+#: What a memory holding a day as chats shorten it holds ("yday", "fri"), in SQL (the same words as
+#: engram.days reads, between PostgreSQL's word bounds).
+SHORTENED_DAYS = r"\m(yday|" + SHORT_WEEKDAY + r")\M"
 
 
 def batches(conn: psycopg.Connection[Any], columns: str, only: str = "", batch: int = 1000) -> Iterator[list[Any]]:
