@@ -8,8 +8,8 @@ a precise range (not "recently"), memories that happened in it (not facts and pr
 when they were stored), whose best scores a tenth of the best overall, and of those only the ones
 that score a tenth of that best (their content matches the query as the range's best does).
 What names a day of the range, said outside it ("October was 4,120 credits", said in November; a
-plan said before of a day in it) joins them when it matches the query at least as well as the best
-of them.
+plan said before of a day in it) joins them on the same terms: it tells of the range at least as
+surely as a memory that was merely said in it.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Se
     (:func:`_dated_inside`) and scoring at least :data:`RANGE_MATCH` of the best of those, provided
     that best scores at least ``trust`` (:data:`SCOPE_TRUST`, :data:`REQUEST_SCOPE_TRUST` for a
     request) of the best memory overall (else the scope says nothing about what answers, and none are);
-    and those of ``naming`` (said outside the range, naming a day inside it) that score at least that best."""
+    and those of ``naming`` (said outside the range, naming a day inside it) that score as much."""
     if time_range is None or time_range.vague or time_range.about:
         return set()
     inside = [s for s in scored if _dated_inside(s, time_range, ahead)]
@@ -78,7 +78,7 @@ def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Se
         return set()
     best_inside = max(s.score for s in inside)
     ids = {s.record.id for s in inside if s.score >= RANGE_MATCH * best_inside}
-    ids.update(s.record.id for s in scored if s.record.id in naming and s.score >= best_inside)
+    ids.update(s.record.id for s in scored if s.record.id in naming and s.score >= RANGE_MATCH * best_inside)
     return ids
 
 

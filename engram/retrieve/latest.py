@@ -42,8 +42,9 @@ _GAP = timedelta(hours=2)
 #: The roles of a conversation between the user and the assistant ("we" in "what did we talk about").
 _OURS = USER_ROLES | {"assistant", "ai"}
 
-_WHEN = (r"(?:last\s+time|the\s+last\s+time|before|earlier|previously|last\s+session|recently|lately"
-         r"|in\s+our\s+last\s+(?:conversation|chat|session|talk))")
+# "last" alone only as the question's last word ("What did we talk about last?").
+_WHEN = (r"(?:last\s+time|the\s+last\s+time|before|earlier|previously|last\s+session|(?:most\s+)?recently"
+         r"|lately|last(?=(?:\s+again)?[\s?.!]*$)|in\s+our\s+last\s+(?:conversation|chat|session|talk))")
 _CONVERSATION = r"(?:conversation|chat|session|talk|discussion)"
 #: What may open such a question: "So, ...", "Hey, ...", "Can you remind me ...".
 _OPENING = (r"^\W*(?:(?:so|and|ok|okay|hey|hi|um|well|please|remind\s+me|tell\s+me|do\s+you\s+remember"

@@ -41,6 +41,9 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     "What was our last chat about?",
     "What was the previous conversation about?",
     "Summarize our previous session",
+    "What did we talk about most recently?",
+    "What did we discuss last?",
+    "What did we talk about last again?",
 ])
 def test_questions_about_the_last_conversation(query: str) -> None:
     assert asks_for_the_last_conversation(query)
@@ -60,6 +63,8 @@ def test_questions_about_the_last_conversation(query: str) -> None:
     "What were we doing in Lisbon?",
     "What did I say about the hotel last time?",
     "What problems came up recently?",
+    "What did we talk about last week?",  # "last" only as the question's last word
+    "What did we talk about most recently with Acme?",
     # a sentence that ends like one, not a question about the conversation
     "That's not what I said.",
     "Ignore what I said.",

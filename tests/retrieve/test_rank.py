@@ -21,6 +21,7 @@ from engram.retrieve.rank import (
     KEYWORD_LENGTH,
     KEYWORD_LENGTH_POWER,
     KEYWORD_LENGTH_POWER_OWN,
+    RANGE_MATCH,
     SCOPE_TRUST,
     SCORE_KNEE,
     apply_min_score,
@@ -311,6 +312,20 @@ class TestTimeScope:
         near = [Scored(rec("near", created_at=NOW - timedelta(days=1)), SCOPE_TRUST * 0.99), answer]
         assert pointed_at(near, tr) == {"near"}
         assert [s.record.id for s in in_range_first(near, tr)] == ["near", "answer"]
+
+    def test_what_tells_of_the_scope_joins_it_on_the_same_terms(self) -> None:
+        # "What did web sales come to last month?", asked in December: "November was my biggest month
+        # ever ... Online: $14,860", said on December 14, scored 0.96 of November's best message.
+        tr = TimeRange(NOW - timedelta(days=60), NOW - timedelta(days=30), "last month")
+        inside = Scored(rec("inside", created_at=NOW - timedelta(days=40)), 0.44)
+        report = Scored(rec("report", created_at=NOW - timedelta(days=10)), 0.42)
+        faint = Scored(rec("faint", created_at=NOW - timedelta(days=10)), 0.44 * RANGE_MATCH * 0.9)
+        other = Scored(rec("other", created_at=NOW - timedelta(days=5)), 0.9)
+        scored = [other, inside, report, faint]
+        assert pointed_at(scored, tr, naming={"report", "faint"}) == {"inside", "report"}
+        assert [s.record.id for s in in_range_first(scored, tr, naming={"report", "faint"})] == [
+            "inside", "report", "other", "faint"]
+        assert pointed_at(scored, tr) == {"inside"}  # said outside and naming nothing: not pointed at
 
     def test_a_request_s_scope_must_point_at_a_close_match(self) -> None:
         # "A customer who bought an annual plan six weeks ago wants their money back. How should I
