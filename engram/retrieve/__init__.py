@@ -285,7 +285,7 @@ class Pipeline:
                 described=plan.described, permission=plan.permission,
                 newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,
                 value=plan.value, past=plan.held or plan.past, days_only=days_only, yours=plan.yours,
-                cause=plan.cause,
+                cause=plan.cause, rules=found.standing,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found
@@ -329,7 +329,7 @@ class Pipeline:
             ahead |= held
         trust = REQUEST_SCOPE_TRUST if plan.requests else SCOPE_TRUST
         # What names a day in the scope, said outside it, for a question that is no request: with what
-        # was said in it when it matches as well as the best of that (in_range.pointed_at).
+        # was said in it, on the same terms (in_range.pointed_at).
         naming = ranking.having(AHEAD_SIGNAL) if plan.time_range is not None and not plan.requests else frozenset()
         if plan.time_range is not None:
             scored = in_range_first(scored, plan.time_range, ahead, trust, naming)

@@ -65,8 +65,8 @@ class CandidateSet:
     ranks: dict[str, dict[str, int]] = field(default_factory=dict)
     raw: dict[str, dict[str, float]] = field(default_factory=dict)
     expansion: Expansion = field(default_factory=Expansion)
-    #: The newest standing statements a request reads: each is scored, and none is fused with the
-    #: sources (read newest first, their order says nothing of relevance).
+    #: The standing statements a request reads, closest (by their closest sentence) first: each is
+    #: scored, none is fused with the sources, and ranking lifts the first few (``closest_rule``).
     standing: list[str] = field(default_factory=list)
 
     def add(self, source: str, hits: list[Hit]) -> None:

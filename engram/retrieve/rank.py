@@ -62,6 +62,9 @@ from engram.retrieve.gain_weights import (
     NEWEST_GAIN,
     PAST_CURRENT,
     PAST_GAIN,
+    RULE_GAIN,
+    RULE_KEEP,
+    RULE_SHARE,
     STANDING_GAIN,
     TYPE_GAIN,
     VALUE_GAIN,
@@ -97,6 +100,7 @@ from engram.retrieve.ranking import (
     LATEST_SIGNAL,
     NEWEST_SIGNAL,
     PAST_SIGNAL,
+    RULE_SIGNAL,
     STANDING_SIGNAL,
     TYPE_SIGNAL,
     VALUE_SIGNAL,
@@ -119,7 +123,8 @@ __all__ = [
     "KEYWORD_FULL_SHARE", "KEYWORD_LENGTH", "KEYWORD_LENGTH_POWER", "KEYWORD_LENGTH_POWER_OWN", "KEYWORD_SIGNAL",
     "LATEST_GAIN", "LATEST_SIGNAL",
     "MEANING_LOW_SLACK", "MEANING_REACH", "NEWEST_GAIN", "NEWEST_SIGNAL", "PAST_GAIN", "PAST_SIGNAL", "RANGE_MATCH",
-    "RELEVANCE_SIGNAL", "SCOPE_TRUST", "SCORE_KNEE", "STANDING_GAIN", "STANDING_SIGNAL", "TIMELESS_KINDS",
+    "RELEVANCE_SIGNAL", "RULE_GAIN", "RULE_SIGNAL", "SCOPE_TRUST", "SCORE_KNEE", "STANDING_GAIN", "STANDING_SIGNAL",
+    "TIMELESS_KINDS",
     "TYPE_GAIN", "TYPE_SIGNAL", "VALUE_GAIN", "VALUE_SIGNAL", "VOICE_GAIN", "VOICE_SIGNAL", "apply_min_score",
     "as_speakers", "displayed", "fuse", "in_range_first", "meaning_share", "pointed_at", "rank",
 ]
@@ -143,7 +148,7 @@ SCORE_KNEE = 0.8
 CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 #: The five strategy signals plus keyword relevance and the fused relevance, in report order.
 ALL_SIGNALS: tuple[str, ...] = (
-    *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL,
+    *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL, RULE_SIGNAL,
     TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL, AHEAD_SIGNAL,
     CONVERSATION_SIGNAL, RELEVANCE_SIGNAL,
 )
@@ -151,8 +156,8 @@ ALL_SIGNALS: tuple[str, ...] = (
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
-    STANDING_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL,
-    AHEAD_SIGNAL, CONVERSATION_SIGNAL,
+    STANDING_SIGNAL, RULE_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL,
+    PAST_SIGNAL, AHEAD_SIGNAL, CONVERSATION_SIGNAL,
 )
 
 
@@ -251,6 +256,7 @@ def rank(
     cause: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
+    rules: Sequence[str] = (),
 ) -> Ranking:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -281,7 +287,10 @@ def rank(
     ``permission`` (the query asks whether something may be done) lets the standing statements of
     whoever it names who speaks among the candidates gain as a request's do; ``newest`` (the query
     asks for the newest of something) lets what fits it gain ``NEWEST_GAIN`` of how new it is among
-    what fits (``newest``, engram.retrieve.newest). ``known``
+    what fits (``newest``, engram.retrieve.newest). ``rules`` (the user's standing statements whose
+    closest sentence is closest to a request, closest first: the standing source's) lets the first of
+    them ranked gain ``RULE_GAIN``, each next ``RULE_SHARE`` of the one before, to the ``RULE_KEEP``-th
+    (``closest_rule``), when the query has a vector to be close to. ``known``
     keeps the signals the second hop does not change between a query's rankings.
     """
     strategy = dict(weights)
@@ -334,6 +343,8 @@ def rank(
                                       requests or profile is not None,
                                       seen.standing_of if profile is None
                                       else partial(said_of_themselves, user_id=profile))
+    # "Redo the start of the antagonist's chapter": the user's rules closest to a request govern it
+    rule = _closest_rules(rules, records) if requests and query_vec is not None else np.zeros(len(records))
     if permission and voices and not stands.any():  # "Can I phone Maya after 7?": her rules answer it
         stands = np.fromiter((said.get(r.id) in voices and seen.standing_of(r) for r in records), dtype=np.float64,
                              count=len(records))
@@ -381,12 +392,13 @@ def rank(
                  + gain * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked
                  + VOICE_GAIN * spoke
                  + STANDING_GAIN * stands * (np.minimum(meaning, 1.0) if profile is None else lasting(records, seen))
+                 + RULE_GAIN * rule
                  + TYPE_GAIN * typed + LATEST_GAIN * recent + DESCRIBES_GAIN * describes + NEWEST_GAIN * new
                  + VALUE_GAIN * holds + PAST_GAIN * was + AHEAD_GAIN * ahead)
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, typed, recent, describes, new, holds, was, ahead, together]
+               asked, spoke, stands, rule, typed, recent, describes, new, holds, was, ahead, together]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]
@@ -409,6 +421,16 @@ def rank(
         procedural=procedural, answered=frozenset(r.id for r, a in zip(records, answered, strict=True) if a),
         value=value,
     )
+
+
+def _closest_rules(rules: Sequence[str], records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]:
+    """Per record, its share of ``RULE_GAIN`` by its place among ``rules`` that are ranked here: 1 for
+    the first, ``RULE_SHARE`` for the next, and so to the ``RULE_KEEP``-th."""
+    present = {record.id: at for at, record in enumerate(records)}
+    out = np.zeros(len(records), dtype=np.float64)
+    for place, memory_id in enumerate([i for i in rules if i in present][:RULE_KEEP]):
+        out[present[memory_id]] = RULE_SHARE ** place
+    return out
 
 
 def _reach(cosines: npt.NDArray[np.float64], similarity_range: tuple[float, float]) -> tuple[float, float]:

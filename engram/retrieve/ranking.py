@@ -33,6 +33,7 @@ __all__ = [
     "LATEST_SIGNAL",
     "NEWEST_SIGNAL",
     "PAST_SIGNAL",
+    "RULE_SIGNAL",
     "STANDING_SIGNAL",
     "TYPE_SIGNAL",
     "VALUE_SIGNAL",
@@ -43,6 +44,7 @@ __all__ = [
 ASK_SIGNAL = "asked"
 VOICE_SIGNAL = "voice"
 STANDING_SIGNAL = "standing"
+RULE_SIGNAL = "closest_rule"
 TYPE_SIGNAL = "entity_type"
 LATEST_SIGNAL = "last_conversation"
 DESCRIBES_SIGNAL = "describes"
@@ -210,6 +212,9 @@ def _reasons(
         reasons.append("a procedure, for a question of how something is done"
                        if procedural and record.kind == "procedure"
                        else "the user's standing instruction, preference or own statement, asked for")
+    if signals.get(RULE_SIGNAL):
+        reasons.append("the user's standing statement closest to this request" if signals[RULE_SIGNAL] >= 1.0
+                       else "among the user's standing statements closest to this request")
     if time_range is not None:
         label = time_range.expression or f"{time_range.start.date()}..{time_range.end.date()}"
         if time_range.start <= record.created_at <= time_range.end:

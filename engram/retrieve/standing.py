@@ -34,13 +34,24 @@ _Q = "['’]"  # straight or curly apostrophe
 
 #: The query asks the assistant to do, make or suggest something, rather than what happened: an
 #: imperative, also after a chat's lead-in ("OK, now add error handling") or as "let's ..." (the
-#: forms of a technical chat; no dev question is phrased so).
+#: forms of a technical chat; no dev question is phrased so). "Get the Redis exporter going",
+#: "Redo the start of chapter 9", "Save that figure" and "We need object storage for ..." are
+#: requests too: a blind probe file of long assistant chats read four of its twenty so phrased as
+#: questions of what happened, and their standing instructions gained nothing.
 _REQUEST = re.compile(
     r"^\s*(?:(?:ok(?:ay)?|now|next|then|also|and|so|great|thanks|cool|alright)[,!.]?\s+)*(?:please\s+)?"
     r"(?:write|show|give|suggest|recommend|draft|build|create|make|plan|put\s+together"
     r"|explain|help|compare|list|design|translate|summari[sz]e|outline|generate|fix|refactor|review"
     r"|implement|prepare|book|find\s+me|pick|choose|propose|teach|set\s+up|add|update|change|convert"
-    r"|rewrite|optimi[sz]e|debug|modify|extend|edit|improve|simplify)\b"
+    r"|rewrite|optimi[sz]e|debug|modify|extend|edit|improve|simplify"
+    r"|redo|re-do|configure|calculate|work\s+out|tidy|clean\s+up|rename|restructure|reorgani[sz]e|proofread"
+    r"|shorten|tighten|sort\s+out|automate"
+    # Words that also open a question as nouns ("Install date for the boiler?", "Deploy logs from
+    # last night: what failed?", "Get well card for Mum: did I send it?"): only before what they act on.
+    r"|(?:get|save|send|deploy|install|compute|plot|graph|sketch|polish|tweak|migrate)(?=\s+(?:the|a|an|my|our"
+    r"|your|this|that|these|those|it|them|me|us|him|her|up|out|some|all|every|each|to)\b))\b(?![-'’])"
+    # "We need object storage for the archiver", "I want a tracker for ..."
+    r"|^\s*(?:we|i)\s+(?:need|want)\b"
     rf"|^\s*(?:let{_Q}?s|let\s+us)\s+(?!see\b|say\b)\w+"
     r"|\b(?:can|could|would|will)\s+you\b"
     r"|\bany\s+(?:ideas?|tips?|advice|suggestions?|recommendations?|thoughts)\b"

@@ -72,8 +72,20 @@ _RECENT = re.compile(r"\b(?:recent|recently|latest|lately|newest|nowadays|these\
 
 
 #: "What did Bob ask?", "Which questions came in?": the answer is what was asked, whatever its words.
-#: Not "I was wondering if ...", which is politeness.
+#: Not "I was wondering if ...", which is politeness, nor the asking of a price or a favour still to
+#: come ("How much should I ask for a succulent pot?", "Draft an email to ask for a refund"): there
+#: every question the user had asked rose above the pricing formula.
 _ASKS = re.compile(r"\b(?:ask|asks|asked|asking|questions?)\b", re.IGNORECASE)
+_TO_ASK_FOR = re.compile(r"\b(?:to|(?:should|shall|could|can|must|do)\s+(?:i|we))\s+ask\s+for\b", re.IGNORECASE)
+#: ... and a request (or a question whether something may be done) asks what was asked only in the
+#: past ("List the questions Bob asked"), not in "Draft an email asking for a refund" or "Should I
+#: ask Bob for a raise?".
+_ASKED = re.compile(r"\basked\b|\bdid\b[^?.!]{0,60}?\bask\b|\bquestions?\b", re.IGNORECASE)
+
+
+def _asks_what_was_asked(query: str, ahead: bool) -> bool:
+    said = _TO_ASK_FOR.sub(" ", query)
+    return _ASKS.search(said) is not None and (not ahead or _ASKED.search(said) is not None)
 
 
 #: "What did Priya think of the trial?", "How does Gina describe the studio?": the name just before a
@@ -251,6 +263,9 @@ def understand(
     table = weights_by_strategy or STRATEGY_WEIGHTS
     weights = dict(table.get(strategy) or STRATEGY_WEIGHTS[strategy])
     about_the_user_as_a_whole = asks_about_the_user(query)
+    # A question of standing statements in a time ("the rules I gave you last week") keeps its scope's trust.
+    requests = is_request(query) or (asks_for_standing(query) and time_range is None)
+    permission = asks_permission(query)
     return QueryPlan(
         text=query,
         category=category,
@@ -264,10 +279,9 @@ def understand(
         strategy=strategy,
         keywords=keywords(query),
         recency=_RECENT.search(query) is not None,
-        asks=_ASKS.search(query) is not None and not about_the_user_as_a_whole,
+        asks=_asks_what_was_asked(query, requests or permission) and not about_the_user_as_a_whole,
         speaking=_speaking(query, index, entities),
-        # A question of standing statements in a time ("the rules I gave you last week") keeps its scope's trust.
-        requests=is_request(query) or (asks_for_standing(query) and time_range is None),
+        requests=requests,
         profile=about_the_user_as_a_whole,
         latest=latest,
         newest=tuple(sorted(newest.subject)) if newest is not None else None,
@@ -276,7 +290,7 @@ def understand(
         held=asked_by_time_alone(query, scope) if past else (),
         yours=asks_what_you_said(query),
         cause=asks_for_a_cause(query),
-        permission=asks_permission(query),
+        permission=permission,
         described=asked_who(query, entities, index),
         typed=typed,
     )

@@ -27,6 +27,13 @@ def test_asking_queries_are_recognised() -> None:
     assert understand("Which questions came in yesterday?", now=NOW).asks
     assert not understand("What did Bob say last week?", now=NOW).asks
     assert not understand("I was wondering what Bob said about Acme", now=NOW).asks
+    assert understand("What did Grandma ask for on Tuesday?", now=NOW).asks
+    # Asking a price or a favour still to come is not a question of what was asked.
+    assert not understand("How much should I ask for a little succulent pot?", now=NOW).asks
+    assert not understand("Draft an email to ask for a refund", now=NOW).asks
+    assert not understand("Draft an email asking for a refund", now=NOW).asks
+    assert not understand("Should I ask Bob for a raise?", now=NOW).asks
+    assert understand("Can you list the questions Bob asked last week?", now=NOW).asks
 
 
 def test_the_named_askers_question_comes_first(each_backend: Memory) -> None:

@@ -18,6 +18,7 @@ from engram.ext import Embedder
 from engram.ingest.embed import embed_texts
 from engram.memory import Memory
 from engram.model import MemoryRecord
+from engram.retrieve.gain_weights import RULE_SHARE
 from engram.retrieve.rank import rank
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.standing import (
@@ -48,6 +49,11 @@ NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
     "OK, now add error handling to the parser.",
     "Let's write the migration script next.",
     "Convert this loop into a list comprehension.",
+    "Get the Redis exporter going in staging so Grafana can show cache hit ratios.",
+    "Redo the start of the antagonist's warehouse chapter so it moves quicker.",
+    "Save that figure so I can upload it alongside the resubmission.",
+    "We need object storage for the audit archiver: one bucket each for raw and parsed.",
+    "Work out what I should charge for a small planter.",
     # Questions of general knowledge: the user's instructions shape how they are answered.
     "What is a bond yield and why does it go down when prices go up?",
     "How does a hash map handle collisions?",
@@ -71,6 +77,13 @@ def test_requests(query: str) -> None:
     "What's the plan for tomorrow?",
     "What time is the dentist appointment this week?",
     "Now, what did Bob say about the invoice?",
+    "Get-together on Friday: who's coming?",
+    "Do we need to renew the lease this year?",
+    "Install date for the boiler?",
+    "Deploy logs from last night: what failed?",
+    "Get well card for Mum: did I send it?",
+    "Polish pierogi recipe Grandma gave me?",
+    "Show-and-tell: who presented on Friday?",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
     assert not is_request(query) and not understand(query, now=NOW).requests
@@ -193,6 +206,17 @@ def test_a_request_lifts_the_standing_instruction(
         assert all(m.signals["standing"] == 0.0 for m in after.values() if m is not standing)
         asked = memory.retrieve("What did we discuss about CSV files?", user_id="u", now=NOW, config=config)
         assert asked.memories and all(m.signals["standing"] == 0.0 for m in asked.memories)
+        # A rule said inside a longer message is among the closest to the request (its sentence is), the
+        # whole way through the pipeline; not for a question, nor without the query's meaning.
+        memory.add("Quick update on the garden: the beans are up. Also, from now on, whenever you write Python "
+                   "for me, use type hints on every function.", user_id="u", role="user",
+                   created_at="2026-11-02T10:00:00+00:00")
+        within = {m.content[:12]: m for m in memory.retrieve(REQUEST, user_id="u", now=NOW, config=config).memories}
+        assert within["Quick update"].signals["closest_rule"] == 1.0
+        assert "the user's standing statement closest to this request" in within["Quick update"].reasons
+        assert all(m.signals["closest_rule"] == 0.0 for m in asked.memories)
+        words = memory.retrieve(REQUEST, user_id="u", now=NOW, config=config.with_(search_type="keyword"))
+        assert words.memories and all(m.signals["closest_rule"] == 0.0 for m in words.memories)
 
 
 def test_the_gain_puts_an_instruction_above_words_shared_by_chance() -> None:
@@ -203,6 +227,35 @@ def test_the_gain_puts_an_instruction_above_words_shared_by_chance() -> None:
     vectors, keywords = {"m": [0.45, 0.893], "chance": [0.2, 0.98]}, {"chance": 0.5, "m": 0.0}
     assert [records[i].id for i in _ranked(records, vectors, keywords).order] == ["chance", "m"]
     assert [records[i].id for i in _ranked(records, vectors, keywords, requests=True).order] == ["m", "chance"]
+
+
+def test_the_rule_closest_to_a_request_comes_first_among_the_users_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a long chat nearly every user message states something that holds: of the standing
+    statements closest to a request (the standing source's order), the first ranked gains RULE_GAIN,
+    the next RULE_SHARE of it; a topical message sharing the request's words by chance no longer
+    outranks them. A statement not ranked here takes no place; any other query: nothing."""
+    records = [replace(_said("Baird's chapters are close third person, past tense. Never mix them."), id="pov"),
+               replace(_said("Chapter 9 needs the warehouse scene tightened before Friday."), id="topic"),
+               replace(_said("Never put em dashes in promotional copy."), id="dash"),
+               replace(_said("Please always use British spelling."), id="spelling"),
+               replace(_said("I always bake with oat milk."), id="far")]
+    vectors = {"pov": [0.40, 0.917], "topic": [0.42, 0.907], "dash": [0.38, 0.925], "spelling": [0.30, 0.954],
+               "far": [0.10, 0.995]}
+    keywords = {"topic": 0.3}
+    rules = ["gone", "pov", "dash", "spelling", "far"]  # "gone" was read, then not ranked (another owner's)
+    plain = _ranked(records, vectors, keywords, rules=rules)
+    assert records[plain.order[0]].id == "topic"
+    assert all(s.signals["closest_rule"] == 0.0 for s in plain.explained(plain.best(5)))
+    with monkeypatch.context() as patched:
+        patched.setattr(sys.modules["engram.retrieve.rank"], "RULE_GAIN", 0.0)
+        assert records[_ranked(records, vectors, keywords, requests=True, rules=rules).order[0]].id == "topic"
+    ranking = _ranked(records, vectors, keywords, requests=True, rules=rules)
+    assert records[ranking.order[0]].id == "pov"
+    explained = {s.record.id: s for s in ranking.explained(ranking.best(5))}
+    assert [explained[i].signals["closest_rule"] for i in ("pov", "dash", "spelling", "far", "topic")] == [
+        1.0, RULE_SHARE, RULE_SHARE ** 2, 0.0, 0.0]
+    assert "the user's standing statement closest to this request" in explained["pov"].reasons
+    assert "among the user's standing statements closest to this request" in explained["dash"].reasons
 
 
 def test_a_question_of_how_something_is_done_lifts_the_procedure() -> None:
