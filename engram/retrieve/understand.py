@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from engram.config import STRATEGY_WEIGHTS
-from engram.ingest.entities import ENTITY_TYPE_WORDS, EntityIndex, extract, mention_ids, speaker_entity
+from engram.ingest.entities import ENTITY_TYPE_WORDS, MENTION, EntityIndex, extract, mention_ids, speaker_entity
 from engram.model import Entity, QueryPlan
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import asks_for_value
@@ -209,6 +209,21 @@ def _mentions_type(query: str, types: frozenset[str]) -> bool:
     return False
 
 
+def _numbered(entity: str, query: str) -> bool:
+    """Whether ``entity`` is a word the query only ever writes before a number ("my Year 10s",
+    "Room 101", "Chapter 3"): it labels a numbered thing and says nothing of which one, so a
+    question about "Year 10" had lifted every message that names any year group, above the answer
+    that names none. The memories' own tags are unchanged; the query reads no entity from it."""
+    name = entity.removeprefix(MENTION)
+    if name == entity or " " in name:
+        return False
+    found = [m.end() for m in re.finditer(rf"\b{re.escape(name)}\b", query, re.IGNORECASE)]
+    return bool(found) and all(_NUMBER_AFTER.match(query, end) for end in found)
+
+
+_NUMBER_AFTER = re.compile(r"\s+\d")
+
+
 def understand(
     query: str,
     *,
@@ -237,7 +252,7 @@ def understand(
     procedural = category == "procedural"
 
     index = known_entities if isinstance(known_entities, EntityIndex) else EntityIndex(known_entities)
-    entities = extract(query, index=index, deadline=deadline)
+    entities = tuple(e for e in extract(query, index=index, deadline=deadline) if not _numbered(e, query))
     past = asks_about_the_past(query, scope, time_range, now)
     replaced_by = successor(query) if past else None
     if replaced_by:  # "before DHL": DHL names what holds now, not what is asked for

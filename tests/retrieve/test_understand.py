@@ -258,3 +258,15 @@ def test_a_plural_of_a_type_of_the_users_entities_asks_about_them_all() -> None:
     # A type no entity of the user's has is no slot.
     assert understand("Tell me about my vendors", now=now, known_entities=TYPED).typed == {}
     assert understand("Tell me about my customers", now=now).typed == {}
+
+
+@pytest.mark.parametrize(("query", "entities"), [
+    # A capitalised word only ever before a number labels a numbered thing, not which one.
+    ("What molarity did you propose for my Year 10s' experiment?", ()),
+    ("When is the Year 9 outing happening now?", ()),
+    ("What did Sam say about Year 9?", ("mention:sam",)),
+    ("Which room is Room 101?", ("mention:room",)),  # written alone as well: kept
+    ("What did Caroline research?", ("mention:caroline",)),
+])
+def test_a_word_before_a_number_is_no_entity(query: str, entities: tuple[str, ...]) -> None:
+    assert understand(query, now=NOW).entities == entities
