@@ -80,12 +80,13 @@ _TO_ASK_FOR = re.compile(r"\b(?:to|(?:should|shall|could|can|must|do)\s+(?:i|we)
 #: ... and a request (or a question whether something may be done) asks what was asked only in the
 #: past ("List the questions Bob asked"), not in "Draft an email asking for a refund" or "Should I
 #: ask Bob for a raise?".
-_ASKED = re.compile(r"\basked\b|\bdid\b[^?.!]{0,60}?\bask\b|\bquestions?\b", re.IGNORECASE)
+_ASKED_BEFORE = re.compile(r"\basked\b|\bdid\b[^?.!]{0,60}?\bask\b|\bquestions?\b", re.IGNORECASE)
 
 
 def _asks_what_was_asked(query: str, ahead: bool) -> bool:
+    """Whether ``query`` asks what was asked (``ahead``: it asks for something to be done, or whether it may be)."""
     said = _TO_ASK_FOR.sub(" ", query)
-    return _ASKS.search(said) is not None and (not ahead or _ASKED.search(said) is not None)
+    return _ASKS.search(said) is not None and (not ahead or _ASKED_BEFORE.search(said) is not None)
 
 
 #: "What did Priya think of the trial?", "How does Gina describe the studio?": the name just before a
@@ -209,6 +210,9 @@ def _mentions_type(query: str, types: frozenset[str]) -> bool:
     return False
 
 
+_NUMBER_AFTER = re.compile(r"\s+\d")
+
+
 def _numbered(entity: str, query: str) -> bool:
     """Whether ``entity`` is a word the query only ever writes before a number ("my Year 10s",
     "Room 101", "Chapter 3"): it labels a numbered thing and says nothing of which one, so a
@@ -219,9 +223,6 @@ def _numbered(entity: str, query: str) -> bool:
         return False
     found = [m.end() for m in re.finditer(rf"\b{re.escape(name)}\b", query, re.IGNORECASE)]
     return bool(found) and all(_NUMBER_AFTER.match(query, end) for end in found)
-
-
-_NUMBER_AFTER = re.compile(r"\s+\d")
 
 
 def understand(
