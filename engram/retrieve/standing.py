@@ -183,8 +183,9 @@ def asks_permission(query: str) -> bool:
 
 #: The query asks what the user's standing statements are: "What rules have I asked you to follow?",
 #: "Which tools have I told you I don't want to use?", "Remind me of everything I can't or won't
-#: eat.", "What are my preferences for code style?" (not "What did I tell you about the trip?", "Did
-#: I tell you I can't make it Friday?" or "When did I update my preferences?").
+#: eat.", "What are my preferences for code style?", "Which libraries have I ruled out?" (not "What
+#: did I tell you about the trip?", "Did I tell you I can't make it Friday?" or "When did I update my
+#: preferences?").
 _ASKS_STANDING = re.compile(
     r"\b(?:rules?|preferences?|instructions?|restrictions?|guidelines?|conventions?|constraints?)\b[^?.!]{0,80}?"
     rf"\bi(?:{_Q}ve|\s+have)?\s+(?:given|gave|give|told|asked|set|said|stated|mentioned)\b"
@@ -194,7 +195,10 @@ _ASKS_STANDING = re.compile(
     rf"|\b(?:what|which)(?:\s+(?:are|is|were|was)|{_Q}s)\s+my\s+(?:rules?|preferences?|instructions?|restrictions?"
     r"|dietary\s+\w+|allergies|dislikes)\b"
     r"|\b(?:list|remind\s+me\s+of|tell\s+me|give\s+me)\s+(?:all\s+)?my\s+(?:rules|preferences|instructions"
-    r"|restrictions|allergies|dislikes)\b",
+    r"|restrictions|allergies|dislikes)\b"
+    # What the user has ruled out is a rule too: "Which libraries have I banned?", "... ruled out?"
+    r"|\b(?:have|did)\s+(?:i|we)\s+(?:banned|ban|ruled\s+out|rule\s+out|vetoed|veto|forbidden|forbid|forbade"
+    r"|excluded|exclude|disallowed|disallow|rejected|reject|said\s+no\s+to|say\s+no\s+to|prohibited)\b",
     re.IGNORECASE,
 )
 
