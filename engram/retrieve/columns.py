@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from engram.ingest.entities import MENTION
 from engram.model import MemoryRecord, TimeRange
+from engram.retrieve.episodes import said_by_the_assistant
 from engram.retrieve.gain_weights import PASSING
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
 from engram.retrieve.standing import is_standing, machine_said, standing_sentences
@@ -172,12 +173,14 @@ def gains(
     speaking: Sequence[str],
     requests: bool = False,
     standing: Callable[[MemoryRecord], bool] = is_standing,
+    assistant: bool = False,
 ) -> tuple[Column, Column, Column, Column]:
     """Per record: the bridging relevance, whether it is a question as asked, whether it is in a
     voice asked for and whether it is a standing instruction or preference when the query is a
     request (1.0 or 0.0); zeros where none apply.
     A question as asked is one of the query's speaking entities' (``voices``) when it names any,
-    else any question not the assistant's."""
+    else any question not the assistant's. ``assistant`` (the query asks what the assistant said:
+    "What did you suggest for the timeout?") puts the assistant's turns in the voice asked for."""
     n = len(records)
     via, asked, spoke, stands = (np.zeros(n, dtype=np.float64) for _ in range(4))
     if bridged:
@@ -190,9 +193,9 @@ def gains(
                 said.get(record.id) in voices if voices else not machine_said(record)
             ):
                 asked[at] = 1.0
-    if speaking:
+    if speaking or assistant:
         for at, record in enumerate(records):
-            if said.get(record.id) in speaking:
+            if said.get(record.id) in speaking or (assistant and said_by_the_assistant(record)):
                 spoke[at] = 1.0
     if requests:
         for at, record in enumerate(records):

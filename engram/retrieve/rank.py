@@ -42,6 +42,7 @@ from engram.retrieve.columns import Known, base_signals, calibrated, facet_sente
 from engram.retrieve.episodes import (
     CAUSE_REPLY_SHARE,
     REPLY_SHARE,
+    YOURS_REPLY_SHARE,
     answers,
     context_support,
     conversation_support,
@@ -337,12 +338,13 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     talks = conversations(records)  # the conversations between people among the candidates
-    lent = lending(records, neighbors or {}, talks, CAUSE_REPLY_SHARE if cause else REPLY_SHARE)
+    lent = lending(records, neighbors or {}, talks,
+                   max(CAUSE_REPLY_SHARE if cause else REPLY_SHARE, YOURS_REPLY_SHARE if yours else 0.0))
     around = context_support(records, relevance, lent)
     via, asked, spoke, stands = gains(records, bridges or {}, said, voices, asks, speaking,
                                       requests or profile is not None,
                                       seen.standing_of if profile is None
-                                      else partial(said_of_themselves, user_id=profile))
+                                      else partial(said_of_themselves, user_id=profile), assistant=yours)
     # "Redo the start of the antagonist's chapter": the user's rules closest to a request govern it
     rule = _closest_rules(rules, records) if requests and query_vec is not None else np.zeros(len(records))
     if permission and voices and not stands.any():  # "Can I phone Maya after 7?": her rules answer it

@@ -4,15 +4,22 @@ one reply that holds what was asked is not buried for its length under the user'
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
 
-from engram import Memory, RetrievalConfig
+from engram import Memory, MemoryEntry, RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.episodes import CAUSE_REPLY_SHARE, REPLY_SHARE, lending, said_by_the_assistant
+from engram.retrieve.episodes import (
+    CAUSE_REPLY_SHARE,
+    REPLY_SHARE,
+    YOURS_REPLY_SHARE,
+    lending,
+    said_by_the_assistant,
+)
 from engram.retrieve.keyword_evidence import length_discount
 from engram.retrieve.understand import understand
 from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said
@@ -139,7 +146,36 @@ def test_a_question_of_a_cause_reaches_the_ranking(monkeypatch: pytest.MonkeyPat
     with Memory(":memory:", embedder=FakeEmbedder(32)) as memory:
         memory.add("Customer acme-logistics got two invoices for October.", user_id="u", role="user")
         for query, share in (("Why did acme-logistics get two invoices?", CAUSE_REPLY_SHARE),
-                             ("Which invoices did acme-logistics get?", REPLY_SHARE)):
+                             ("Which invoices did acme-logistics get?", REPLY_SHARE),
+                             ("Which invoices did you say acme-logistics got?", YOURS_REPLY_SHARE),
+                             ("Why did you say acme-logistics got two invoices?", YOURS_REPLY_SHARE)):
             shares.clear()
             memory.retrieve(query, user_id="u", config=RetrievalConfig(cache_ttl=0))
             assert shares and set(shares) == {share}
+
+
+def test_a_question_of_what_was_said_hears_the_assistant() -> None:
+    """The user's turn asked about the topic; what was said is in the reply, whose voice is asked for."""
+    with Memory(":memory:", embedder=FakeEmbedder(32)) as memory:
+        memory.add_many([
+            {"content": "Can we get the plan output posted as a PR comment, updated in place on each push?",
+             "user_id": "u", "role": "user", "session_id": "s"},
+            {"content": "Yes: upsert one comment found by a marker line. GitHub caps a comment at 65,536 "
+                        "characters, so trim the plan to 60,000 and link the full log.",
+             "user_id": "u", "role": "assistant", "session_id": "s"},
+        ])
+        config = RetrievalConfig(top_k=2, min_score=0.0, cache_ttl=0)
+        yours = memory.retrieve("What limit did you mention on how big a PR comment can get?", user_id="u",
+                                config=config).memories
+        plain = memory.retrieve("What limit is there on how big a PR comment can get?", user_id="u",
+                                config=config).memories
+    assert {m.record.role: (m.signals or {}).get("voice", 0.0) for m in yours if m.record} == {
+        "assistant": 1.0, "user": 0.0}
+    assert all(not (m.signals or {}).get("voice") for m in plain)  # only a question of what was said
+
+    def reply_against_turn(found: Sequence[MemoryEntry]) -> float:
+        score = {m.record.role: m.score for m in found if m.record}
+        return score["assistant"] / score["user"]
+
+    # The user's turn names the PR and matches more words; the reply gains on it only when asked what was said.
+    assert reply_against_turn(yours) > 1.5 * reply_against_turn(plain)
