@@ -334,6 +334,11 @@ class QueryPlan:
     #: tips on what to bake?"): the user's standing instructions and preferences shape the answer;
     #: or it asks what those are ("What rules have I asked you to follow?"): they are the answer.
     requests: bool = False
+    #: Of those, the queries the user's rules govern: asking for something to be done or made, or
+    #: what the rules are; not a question of general knowledge, which ``requests`` also reads (the
+    #: rules closest to it, ``closest_rule``, lifted "the base station is 40 m from the greenhouse"
+    #: out of first place for "How far is the base station from the greenhouse?").
+    governed: bool = False
     #: A type of the user's entities the query asks about as a whole ("Tell me about my customers"):
     #: its slot among ``entities`` (``type:customer``) -> the ids of the entities of that type. A
     #: memory naming any of them names the slot.

@@ -285,7 +285,7 @@ class Pipeline:
                 described=plan.described, permission=plan.permission,
                 newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,
                 value=plan.value, past=plan.held or plan.past, days_only=days_only, yours=plan.yours,
-                cause=plan.cause, rules=found.standing,
+                cause=plan.cause, rules=found.standing if plan.governed else (),
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

@@ -25,8 +25,8 @@ from engram.retrieve.sentences import split_sentences
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
-    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_for_standing", "asks_permission",
-    "how_it_is_done",
+    "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_for_standing", "asks_for_work",
+    "asks_permission", "how_it_is_done",
     "is_request", "is_standing", "machine_said", "not_the_users", "said_of_themselves", "standing_sentences",
 ]
 
@@ -207,6 +207,11 @@ def asks_for_standing(query: str) -> bool:
     """Whether ``query`` asks what the user's standing instructions, preferences or restrictions
     are: they answer it as they shape the answer to a request (``QueryPlan.requests``)."""
     return _ASKS_STANDING.search(query) is not None
+
+
+def asks_for_work(query: str) -> bool:
+    """Whether ``query`` asks for something to be done, made or suggested (see ``_REQUEST``)."""
+    return _REQUEST.search(query) is not None
 
 
 def is_request(query: str) -> bool:

@@ -21,7 +21,13 @@ from engram.retrieve.identity import asked_who
 from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest, without_names
 from engram.retrieve.past import asked_by_time_alone, asks_about_the_past, successor
-from engram.retrieve.standing import asks_about_the_user, asks_for_standing, asks_permission, is_request
+from engram.retrieve.standing import (
+    asks_about_the_user,
+    asks_for_standing,
+    asks_for_work,
+    asks_permission,
+    is_request,
+)
 from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said
 from engram.text import STOPWORDS
 from engram.timeparse import parse_time_scope
@@ -298,6 +304,7 @@ def understand(
         asks=_asks_what_was_asked(query, requests or permission) and not about_the_user_as_a_whole,
         speaking=_speaking(query, index, entities),
         requests=requests,
+        governed=requests and (asks_for_work(query) or asks_for_standing(query)),
         profile=about_the_user_as_a_whole,
         latest=latest,
         newest=tuple(sorted(newest.subject)) if newest is not None else None,

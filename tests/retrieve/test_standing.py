@@ -217,6 +217,10 @@ def test_a_request_lifts_the_standing_instruction(
         assert all(m.signals["closest_rule"] == 0.0 for m in asked.memories)
         words = memory.retrieve(REQUEST, user_id="u", now=NOW, config=config.with_(search_type="keyword"))
         assert words.memories and all(m.signals["closest_rule"] == 0.0 for m in words.memories)
+        # A question of knowledge reads the user's rules (standing) but is no request they govern.
+        known = memory.retrieve("How do type hints work in python?", user_id="u", now=NOW, config=config)
+        assert any(m.signals["standing"] == 1.0 for m in known.memories)
+        assert all(m.signals["closest_rule"] == 0.0 for m in known.memories)
 
 
 def test_the_gain_puts_an_instruction_above_words_shared_by_chance() -> None:
@@ -585,3 +589,16 @@ def test_a_question_of_the_users_standing_statements_reads_them_as_a_request_doe
 def test_a_question_of_standing_statements_in_a_time_keeps_its_scope() -> None:
     plan = understand("What rules did I give you last week?", now=NOW)
     assert asks_for_standing(plan.text) and plan.time_range is not None and not plan.requests
+
+
+@pytest.mark.parametrize(("query", "requests", "governed"), [
+    ("Write a function that reads a CSV file.", True, True),
+    ("Redo the start of chapter 9", True, True),
+    ("What rules have I asked you to follow when writing code?", True, True),
+    ("How far is the base station from the greenhouse?", True, False),  # read as general knowledge
+    ("What is a bond yield and why does it go down?", True, False),
+    ("What did we discuss about CSV files?", False, False),
+])
+def test_the_rules_govern_what_is_asked_to_be_done(query: str, requests: bool, governed: bool) -> None:
+    plan = understand(query, now=NOW)
+    assert (plan.requests, plan.governed) == (requests, governed)
