@@ -66,7 +66,8 @@ class CandidateSet:
     raw: dict[str, dict[str, float]] = field(default_factory=dict)
     expansion: Expansion = field(default_factory=Expansion)
     #: The standing statements a request reads, closest (by their closest sentence) first: each is
-    #: scored, none is fused with the sources, and ranking lifts the first few (``closest_rule``).
+    #: scored, none is fused with the sources, and ranking lifts the first few (``closest_rule``) when
+    #: the request is one the user's rules govern (``QueryPlan.governed``).
     standing: list[str] = field(default_factory=list)
 
     def add(self, source: str, hits: list[Hit]) -> None:

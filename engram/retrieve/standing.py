@@ -196,9 +196,13 @@ _ASKS_STANDING = re.compile(
     r"|dietary\s+\w+|allergies|dislikes)\b"
     r"|\b(?:list|remind\s+me\s+of|tell\s+me|give\s+me)\s+(?:all\s+)?my\s+(?:rules|preferences|instructions"
     r"|restrictions|allergies|dislikes)\b"
-    # What the user has ruled out is a rule too: "Which libraries have I banned?", "... ruled out?"
-    r"|\b(?:have|did)\s+(?:i|we)\s+(?:banned|ban|ruled\s+out|rule\s+out|vetoed|veto|forbidden|forbid|forbade"
-    r"|excluded|exclude|disallowed|disallow|rejected|reject|said\s+no\s+to|say\s+no\s+to|prohibited)\b",
+    # What the user has ruled out is a rule too, asked as a list: "Which libraries have I banned?", "What
+    # have we ruled out?"; not an event: "Did we reject the quote?", "Have we ruled out a gas leak?",
+    # "When did we rule out MongoDB?"
+    r"|\b(?:what|which)\b[^?.!]{0,60}?\b(?:(?:have|did)\s+(?:i|we)|(?:i|we)(?:['’]ve|\s+have))\s+"
+    r"(?:\w+ly\s+|already\s+|ever\s+)?(?:banned|ban|ruled\s+out|rule\s+out|vetoed|veto|forbidden|forbid"
+    r"|forbade|disallowed|disallow|prohibited|said\s+no\s+to|say\s+no\s+to)\b"
+    r"(?!\s+(?:the|that|this|these|those|a|an|his|her|their|our|my|its)\b)",
     re.IGNORECASE,
 )
 

@@ -288,6 +288,7 @@ def understand(
     # A question of standing statements in a time ("the rules I gave you last week") keeps its scope's trust.
     requests = is_request(query) or (asks_for_standing(query) and time_range is None)
     permission = asks_permission(query)
+    yours = asks_what_you_said(query)
     return QueryPlan(
         text=query,
         category=category,
@@ -304,14 +305,15 @@ def understand(
         asks=_asks_what_was_asked(query, requests or permission) and not about_the_user_as_a_whole,
         speaking=_speaking(query, index, entities),
         requests=requests,
-        governed=requests and (asks_for_work(query) or asks_for_standing(query)),
+        # Being told again what was said is no work the user's rules govern.
+        governed=requests and (asks_for_work(query) or asks_for_standing(query)) and not yours,
         profile=about_the_user_as_a_whole,
         latest=latest,
         newest=tuple(sorted(newest.subject)) if newest is not None else None,
         value=asks_for_value(query),
         past=past,
         held=asked_by_time_alone(query, scope) if past else (),
-        yours=asks_what_you_said(query),
+        yours=yours,
         cause=asks_for_a_cause(query),
         permission=permission,
         described=asked_who(query, entities, index),

@@ -50,9 +50,24 @@ _CAUSE = re.compile(
 )
 
 
+#: Whether the assistant kept something the user told it ("Did you note my allergy?", "Have you
+#: written down my new address?", "Where did you put my passport?"): the user's words answer it.
+_KEPT = re.compile(
+    rf"\b{_YOU}\s+{_ADVERB}(?:(?:note|noted|jot|jotted|put|set|save|saved|store|stored|record|recorded|keep|kept"
+    r"|file|filed)\b(?!\s+(?:together|up|out)\b)|(?:write|wrote|written)\s+(?:\w+\s+)?down\b)",
+    re.IGNORECASE,
+)
+#: A request to be told again what was said ("Can you remind me what you suggested for the timeout?").
+_AGAIN = re.compile(r"\b(?:remind\s+me|repeat|recap|tell\s+me\s+again|say\s+again)\b", re.IGNORECASE)
+
+
 def asks_what_you_said(query: str) -> bool:
-    """Whether ``query`` asks what the assistant said, suggested or recommended before."""
-    return _ASKED.search(query) is not None or (_SAID.search(query) is not None and not is_request(query))
+    """Whether ``query`` asks what the assistant said, suggested or recommended before, or asks to
+    be reminded of it; not whether it kept what the user told it (``_KEPT``)."""
+    if _KEPT.search(query) is not None:
+        return False
+    return _ASKED.search(query) is not None or (_SAID.search(query) is not None
+                                                 and (not is_request(query) or _AGAIN.search(query) is not None))
 
 
 def asks_for_a_cause(query: str) -> bool:

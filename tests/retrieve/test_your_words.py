@@ -42,9 +42,12 @@ NEUTRAL = "For posting a payment, which isolation level should I stick with?"
     "What did the assistant recommend for the read timeout?",
     "What have you already told me about Kafka?",
     "What did you end up recommending?",
+    "Can you remind me what you suggested for the timeout?",  # told again: no work its rules govern
+    "Could you repeat the command you gave me for the backup?",
 ])
 def test_questions_about_what_the_assistant_said(query: str) -> None:
-    assert asks_what_you_said(query) and understand(query, now=NOW).yours
+    plan = understand(query, now=NOW)
+    assert asks_what_you_said(query) and plan.yours and not plan.governed
 
 
 @pytest.mark.parametrize("query", [
@@ -57,6 +60,9 @@ def test_questions_about_what_the_assistant_said(query: str) -> None:
     "What do you know about me?",
     "What's your recommendation for a laptop for coding?",
     "Thanks for your answer! How do I install numpy?",
+    "Did you note my allergy?",  # whether it kept what the user said: the user's words answer it
+    "Have you written down my new address?",
+    "Where did you put my passport?",
 ])
 def test_other_questions_do_not_ask_what_it_said(query: str) -> None:
     assert not asks_what_you_said(query) and not understand(query, now=NOW).yours
@@ -179,3 +185,10 @@ def test_a_question_of_what_was_said_hears_the_assistant() -> None:
 
     # The user's turn names the PR and matches more words; the reply gains on it only when asked what was said.
     assert reply_against_turn(yours) > 1.5 * reply_against_turn(plain)
+
+    def lent_share(found: Sequence[MemoryEntry]) -> float:  # the reply's context over the turn it follows
+        signals = {m.record.role: m.signals or {} for m in found if m.record}
+        return signals["assistant"]["conversation_context"] / signals["user"]["relevance"]
+
+    assert lent_share(yours) == pytest.approx(YOURS_REPLY_SHARE, rel=0.05)
+    assert lent_share(plain) == pytest.approx(REPLY_SHARE, rel=0.05)
