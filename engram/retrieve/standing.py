@@ -50,6 +50,8 @@ _REQUEST = re.compile(
     # last night: what failed?", "Get well card for Mum: did I send it?"): only before what they act on.
     r"|(?:get|save|send|deploy|install|compute|plot|graph|sketch|polish|tweak|migrate)(?=\s+(?:the|a|an|my|our"
     r"|your|this|that|these|those|it|them|me|us|him|her|up|out|some|all|every|each|to)\b))\b(?![-'’])"
+    # ... and a noun before what it is of or on ("Update on the roof?", "List of attendees?", "Fix for the bug?")
+    r"(?!\s+(?:on|of|for)\b)"
     # "We need object storage for the archiver", "I want a tracker for ..."
     r"|^\s*(?:we|i)\s+(?:need|want)\b"
     rf"|^\s*(?:let{_Q}?s|let\s+us)\s+(?!see\b|say\b)\w+"

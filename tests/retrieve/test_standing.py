@@ -84,6 +84,10 @@ def test_requests(query: str) -> None:
     "Get well card for Mum: did I send it?",
     "Polish pierogi recipe Grandma gave me?",
     "Show-and-tell: who presented on Friday?",
+    "Update on the roof?",
+    "Fix for the login bug, what was it?",
+    "List of attendees for the party?",
+    "Review of the restaurant Priya liked?",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
     assert not is_request(query) and not understand(query, now=NOW).requests
