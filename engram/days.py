@@ -81,7 +81,7 @@ def mentioned_days(text: str, said: datetime) -> list[tuple[date, date]]:
                          year_after.group(1) if year_after else None, said) if before else None
         if span is not None:
             out.append(span)
-    for m in _ISO.finditer(text):
+    for m in _ISO.finditer(text) if "-" in text else ():  # most texts hold no "-": no scan
         found = _dated(int(m.group(2)), int(m.group(3)), m.group(1), said)
         if found is not None:
             out.append((found, found))
@@ -180,17 +180,18 @@ _MONTH_LED = re.compile(
     r"\b(?i:in|during|for|of|since|through|throughout|over|last|this|early|mid|late|from|until|till|by|before"
     r"|after|all|whole|entire|around|across)\s+(?:the\s+(?:month\s+of\s+)?)?$")
 _MONTH_TOLD = re.compile(r"(?:['’]s\b|\s+(?:was|were|has|had|is)\b)")
-# A month named whole, with its year or not; "May" and "March" only capitalised.
+# A month named whole, with its year or not; "May" and "March" only capitalised. The lookahead (the
+# names' first letters, case as the names') lets most positions fail at once: every memory stored is read.
 _WHOLE_MONTH = re.compile(
-    r"\b((?i:january|february|april|june|july|august|september|october|november|december)|March|May)\b"
-    r"(?:,?\s+((?:19|20)\d\d)\b)?")
+    r"(?=(?i:[adfjnos])|M)\b((?i:january|february|april|june|july|august|september|october|november|december)"
+    r"|March|May)\b(?:,?\s+((?:19|20)\d\d)\b)?")
 _DIGIT = re.compile(r"\d")
 # A sentence that may tell of a day gone by, and one in the past tense; the words are a cheaper test first.
 _SHORTENED = re.compile(r"\b(?:yday|" + SHORT_WEEKDAY + r")\b", re.IGNORECASE)
 _TOLD_WORDS = ("yesterday", "yday", "ago", "last", "previous", "day", *WEEKDAYS)
-_TOLD_CUE = re.compile(
-    r"\b(?:yesterday|yday|ago|last|previous|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day'?s?"
-    r"|" + SHORT_WEEKDAY + r"(?:'?s)?)\b", re.IGNORECASE)
+_TOLD_CUE = re.compile(  # the lookahead holds the words' first letters, as _WHOLE_MONTH's
+    r"(?=[aflmpstwy])\b(?:yesterday|yday|ago|last|previous|weekend"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day'?s?|" + SHORT_WEEKDAY + r"(?:'?s)?)\b", re.IGNORECASE)
 _PAST = re.compile(
     r"\b(?:did|was|were|had|went|got|came|took|made|saw|met|ate|lost|won|gave|left|told|said|bought|spent|ran"
     r"|yesterday|yday|ago|last|(?!(?:excit|worri|schedul|plann|book|tir|bor|interest|scar)ed)[a-z]{3,}ed)\b",

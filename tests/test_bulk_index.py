@@ -68,8 +68,11 @@ def _state(db: Path) -> dict[str, Any]:
         conn.close()
 
 
-def _built(db: Path, batches: list[list[dict[str, Any]]], *, one_by_one: bool, drop_top: int = 0) -> dict[str, Any]:
+def _built(db: Path, batches: list[list[dict[str, Any]]], *, one_by_one: bool, drop_top: int = 0,
+           parameters: int | None = None) -> dict[str, Any]:
     with Memory(db, embedder=FakeEmbedder(32)) as memory:
+        if parameters is not None:  # fewer rows a statement: a batch's rows are then split over several
+            memory.store._conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, parameters)  # type: ignore[attr-defined]
         for n, batch in enumerate(batches):
             if one_by_one:
                 for item in batch:
@@ -93,6 +96,15 @@ def test_a_batch_indexes_as_the_triggers_do(tmp_path: Path) -> None:
     assert bulk == rows
     assert len(bulk["keyword"]) == 65 and bulk["marks"] == 0
     assert all(bulk["substrings"].values()) and bulk["tags"] and bulk["entities"] and bulk["days"]
+
+
+@pytest.mark.parametrize("parameters", [999, 40])
+def test_a_batch_split_by_the_bound_on_parameters_writes_the_same(tmp_path: Path, parameters: int) -> None:
+    # SQLite's oldest bound (999) holds 34 memories a statement; 40 holds one (and six entity rows).
+    batches = [_items(40), _items(25, 40)]
+    bulk = _built(tmp_path / "bulk.db", batches, one_by_one=False, parameters=parameters)
+    rows = _built(tmp_path / "rows.db", batches, one_by_one=True)
+    assert bulk == rows
 
 
 def test_reused_rowids_are_logged_as_the_triggers_log_them(tmp_path: Path) -> None:

@@ -268,9 +268,11 @@ def standing_sentences(record: MemoryRecord) -> list[str]:
     """The sentences of the user's own multi-sentence ``record`` (not a document's passage) that
     state a standing instruction or preference (at most :data:`MAX_STANDING_SENTENCES`); none for a
     memory of one sentence, whose own vector already is that sentence's."""
-    if not is_standing(record):
+    if machine_said(record) or record.kind in _WRITTEN:
         return []
+    # Counted before the pattern is searched: most memories are one sentence, and splitting costs a
+    # sixth of the search (each memory added is read here for its facets).
     sentences = [s for s in split_sentences(_prose(record)) if s.strip()]
-    if len(sentences) < 2:
+    if len(sentences) < 2 or not is_standing(record):
         return []
     return [s for s in sentences if _STANDING.search(s)][:MAX_STANDING_SENTENCES]

@@ -20,6 +20,8 @@ COLUMNS = (
 )
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+#: json.dumps(..., ensure_ascii=False) without building an encoder a row (every memory written has one).
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def record_params(d: Dialect, r: MemoryRecord) -> tuple[Any, ...]:
@@ -28,7 +30,7 @@ def record_params(d: Dialect, r: MemoryRecord) -> tuple[Any, ...]:
         r.id, r.user_id, r.kind, r.content, r.content_hash, r.agent_id, r.session_id, r.project_id,
         r.role, r.subject, r.predicate, r.object, r.trigger, r.action, d.names(r.tags), d.names(r.entities),
         r.importance, d.time(r.created_at), d.time(r.recorded_at), d.time(r.valid_from), d.time(r.valid_to),
-        d.time(r.last_accessed_at), r.access_count, r.status, json.dumps(dict(r.metadata), ensure_ascii=False),
+        d.time(r.last_accessed_at), r.access_count, r.status, _JSON.encode(dict(r.metadata)) if r.metadata else "{}",
         r.doc_key, r.version,
     )
 

@@ -7,8 +7,9 @@ written once a row; for an ``add_many`` (256 rows a transaction) that was a thir
 batch instead marks itself in ``bulk_writes`` inside its transaction (migration 21 makes the four
 triggers stand aside while the mark is there), inserts its rows, writes each index with one
 statement over them (:func:`index_batch`) and removes the mark before it commits. The statements are
-the triggers' own, over the batch's rows: the same terms, the same trigrams, the same document
-counts and lengths, the same removals logged. Only the change tokens (``user_versions.version``,
+the triggers' own, over the batch's rows (the keyword functions the triggers call are called on the
+values the rows were given, each memory's terms read once): the same terms, the same trigrams, the
+same document counts and lengths, the same removals logged. Only the change tokens (``user_versions.version``,
 ``keyword_stats.version``) step once a batch for each user instead of once a row: they are compared,
 never counted.
 
@@ -25,6 +26,9 @@ import re
 import sqlite3
 from collections.abc import Sequence
 
+from engram.model import MemoryRecord
+from engram.stores.sqlite.dialect import insert_rows
+from engram.stores.sqlite.keyword_terms import keyword_entry, user_key
 from engram.stores.sqlite.substrings import searched_text
 
 __all__ = ["BULK_MIN", "TERM_COLUMNS", "clear_stray_marks", "defer_row_indexing", "index_batch", "marked"]
@@ -69,20 +73,31 @@ def marked(c: sqlite3.Connection, on: bool) -> None:
     c.execute("INSERT INTO bulk_writes (batch) VALUES (1)" if on else "DELETE FROM bulk_writes")
 
 
-def index_batch(c: sqlite3.Connection, rowids: Sequence[int], user_ids: Sequence[str]) -> None:
-    """What the four insert triggers would have written for the rows ``rowids`` (of users
-    ``user_ids``, in the same order), in the open transaction."""
+def index_batch(c: sqlite3.Connection, rowids: Sequence[int], records: Sequence[MemoryRecord]) -> None:
+    """What the four insert triggers would have written for ``records``, stored at ``rowids`` (in the
+    same order), in the open transaction."""
+    user_ids = [r.user_id for r in records]
     rows = ",".join(str(int(r)) for r in rowids)
-    terms = ", ".join(f"m.{column}" for column in TERM_COLUMNS)
     # The change token first: a user's first row creates their counters, as the first trigger would.
     for user_id in dict.fromkeys(user_ids):
         c.execute("INSERT INTO user_versions (user_id, version) VALUES (?, abs(random() / 2)) "
                   "ON CONFLICT (user_id) DO UPDATE SET version = version + 1", (user_id,))
-    c.execute(f"INSERT INTO keyword_fts (rowid, terms) SELECT m.rowid, engram_keyword_doc(m.user_id, {terms}) "
-              f"FROM memories m WHERE m.rowid IN ({rows}) ORDER BY m.rowid")
-    c.execute(f"INSERT INTO keyword_stats (user_id, docs, terms) SELECT m.user_id, count(*), "
-              f"sum(engram_keyword_len({terms})) FROM memories m WHERE m.rowid IN ({rows}) GROUP BY m.user_id "
-              "ON CONFLICT (user_id) DO UPDATE SET docs = docs + excluded.docs, terms = terms + excluded.terms")
+    # The keyword triggers' functions called here on the values just bound (what the triggers read
+    # back from the row), each memory's terms read once for its document and its length.
+    keys = {user_id: user_key(user_id) for user_id in dict.fromkeys(user_ids)}
+    documents: list[tuple[int, str]] = []
+    totals: dict[str, list[int]] = {}
+    for rowid, r in zip(rowids, records, strict=True):
+        document, length = keyword_entry(keys[r.user_id], r.content, r.role, r.subject, r.predicate, r.object,
+                                         r.trigger, r.action)
+        documents.append((rowid, document))
+        total = totals.setdefault(r.user_id, [0, 0])
+        total[0] += 1
+        total[1] += length
+    insert_rows(c, "INSERT INTO keyword_fts (rowid, terms)", sorted(documents))
+    for user_id, (docs, terms) in sorted(totals.items()):
+        c.execute("INSERT INTO keyword_stats (user_id, docs, terms) VALUES (?, ?, ?) ON CONFLICT (user_id) "
+                  "DO UPDATE SET docs = docs + excluded.docs, terms = terms + excluded.terms", (user_id, docs, terms))
     c.execute(f"INSERT INTO substring_fts (rowid, text) SELECT m.rowid, {searched_text('m')} "
               f"FROM memories m WHERE m.rowid IN ({rows}) ORDER BY m.rowid")
     _reused(c, rowids, user_ids)

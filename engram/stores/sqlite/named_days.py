@@ -13,18 +13,27 @@ from engram.days import indexed_days, names_a_month, shortens_a_day
 from engram.model import MemoryRecord
 from engram.stores.sqlite.dialect import from_us, to_us
 
-__all__ = ["create_named_days", "index_named_days", "reindex_month_names", "reindex_shortened_days"]
+__all__ = ["DAYS_INSERT", "create_named_days", "day_rows", "index_named_days", "reindex_month_names",
+           "reindex_shortened_days"]
 
-_INSERT = "INSERT OR IGNORE INTO memory_days (memory_rowid, user_id, day, said) VALUES (?, ?, ?, ?)"
+#: The insert of a memory's rows, without its VALUES (a batch writes many rows in one statement).
+DAYS_INSERT = "INSERT OR IGNORE INTO memory_days (memory_rowid, user_id, day, said)"
+_INSERT = f"{DAYS_INSERT} VALUES (?, ?, ?, ?)"
 _BATCH = 1_000
 
 
 def index_named_days(c: sqlite3.Connection, rowid: int, record: MemoryRecord) -> None:
     """The rows of the days ``record`` names (none for most memories)."""
+    rows = day_rows(rowid, record)
+    if rows:
+        c.executemany(_INSERT, rows)
+
+
+def day_rows(rowid: int, record: MemoryRecord) -> list[tuple[int, str, int, int | None]]:
+    """The ``memory_days`` rows of ``record`` stored at ``rowid``: one per day it names."""
     days = indexed_days(record.content, record.created_at)
-    if days:
-        said = to_us(record.created_at)
-        c.executemany(_INSERT, [(rowid, record.user_id, day, said) for day in days])
+    said = to_us(record.created_at) if days else None
+    return [(rowid, record.user_id, day, said) for day in days]
 
 
 def create_named_days(conn: sqlite3.Connection) -> None:

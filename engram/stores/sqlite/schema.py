@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Callable
 
 from engram.stores.sqlite.backfill import backfill_entities
 from engram.stores.sqlite.bulk_index import TERM_COLUMNS, defer_row_indexing
+from engram.stores.sqlite.keyword_terms import keyword_document, keyword_length, user_key
 from engram.stores.sqlite.named_days import create_named_days, reindex_month_names, reindex_shortened_days
 from engram.stores.sqlite.substrings import create_substring_index
 from engram.stores.sqlite.versions import count_access, count_removals, create_user_versions, log_removals
-from engram.text import memory_terms
 
 __all__ = ["MIGRATIONS", "keyword_document", "migrate", "register_functions", "user_key"]
 
@@ -338,22 +337,7 @@ def register_functions(conn: sqlite3.Connection) -> None:
     shorter forms serve migration 4 of an old file; migration 8's triggers pass every term column)."""
     for columns in (2, len(TERM_COLUMNS)):
         conn.create_function("engram_keyword_doc", 1 + columns, keyword_document, deterministic=True)
-        conn.create_function("engram_keyword_len", columns, _keyword_length, deterministic=True)
-
-
-def user_key(user_id: str) -> str:
-    """A fixed-length token naming a user inside indexed terms (a hash: ids may hold any character)."""
-    return "u" + hashlib.blake2b(user_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
-
-
-def _keyword_length(content: str | None, role: str | None, *labels: str | None) -> int:
-    return len(memory_terms(content or "", role, *labels))
-
-
-def keyword_document(user_id: str, content: str | None, role: str | None, *labels: str | None) -> str:
-    """What the keyword index stores for one memory: its terms, each behind its user's key."""
-    key = user_key(user_id)
-    return " ".join(key + term for term in memory_terms(content or "", role, *labels))
+        conn.create_function("engram_keyword_len", columns, keyword_length, deterministic=True)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:

@@ -27,12 +27,12 @@ from engram.stores.sql.rows import COLUMNS, record_params
 from engram.stores.sqlite import side_files
 from engram.stores.sqlite.bulk_index import BULK_MIN, clear_stray_marks, index_batch, marked
 from engram.stores.sqlite.candidates import CandidateMixin
-from engram.stores.sqlite.dialect import SQLITE, to_us
+from engram.stores.sqlite.dialect import SQLITE, insert_rows, to_us
 from engram.stores.sqlite.erasure import ErasureMixin
 from engram.stores.sqlite.interrupt import fetch_all
 from engram.stores.sqlite.keyword import KeywordMixin
 from engram.stores.sqlite.mapping import FileMap
-from engram.stores.sqlite.named_days import index_named_days
+from engram.stores.sqlite.named_days import DAYS_INSERT, day_rows, index_named_days
 from engram.stores.sqlite.readers import ReadPool, read_only
 from engram.stores.sqlite.records import RecordsMixin
 from engram.stores.sqlite.resaves import Resaves
@@ -51,6 +51,8 @@ _CACHE_KIB = 65_536  # the connection's page cache
 _MAX_ROWID = 2**63 - 1
 _READERS = 4  # read-only connections beside the writer (.readers): a server's concurrent retrievals
 _MMAP_BYTES = 1 << 30  # how much of the file the writer's connection maps (.mapping)
+_TAGS = "INSERT OR IGNORE INTO memory_tags (memory_rowid, user_id, tag)"
+_ENTITIES = "INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, memory_id, importance, created_at, entity)"
 
 class SQLiteStore(
     RecordsMixin, CandidateMixin, KeywordMixin, VectorMixin, KnowledgeMixin, ErasureMixin, HistoryMixin, WarmMixin
@@ -305,7 +307,7 @@ class SQLiteStore(
             rowids = (_insert_many(c, records, vectors, facets) if batch else None) or [
                 self._insert(c, r, v, f) for r, v, f in zip(records, vectors, facets, strict=True)]
             if batch:
-                index_batch(c, rowids, [r.user_id for r in records])
+                index_batch(c, rowids, records)
                 marked(c, False)
             log_adds(SQLITE, c, records)
             return rowids
@@ -339,13 +341,12 @@ def _insert_many(c: sqlite3.Connection, records: Sequence[MemoryRecord], vectors
     if top + len(records) > _MAX_ROWID:
         return None
     rowids = list(range(top + 1, top + 1 + len(records)))
-    c.executemany(f"INSERT INTO memories (rowid, {COLUMNS}, embedding, facets) VALUES (?, {_PLACEHOLDERS}, ?, ?)",
-                  [(rowid, *_row(r, v, f)) for rowid, r, v, f in zip(rowids, records, vectors, facets, strict=True)])
-    _index_tags_of(c, [(rowid, r.user_id, tag) for rowid, r in zip(rowids, records, strict=True) for tag in r.tags])
-    _index_entities_of(c, [(rowid, r.user_id, r.id, r.importance, to_us(r.created_at), entity)
-                           for rowid, r in zip(rowids, records, strict=True) for entity in r.entities])
-    for rowid, record in zip(rowids, records, strict=True):
-        index_named_days(c, rowid, record)
+    insert_rows(c, f"INSERT INTO memories (rowid, {COLUMNS}, embedding, facets)",
+                [(rowid, *_row(r, v, f)) for rowid, r, v, f in zip(rowids, records, vectors, facets, strict=True)])
+    insert_rows(c, _TAGS, [(rowid, r.user_id, tag) for rowid, r in zip(rowids, records, strict=True) for tag in r.tags])
+    insert_rows(c, _ENTITIES, [(rowid, r.user_id, r.id, r.importance, to_us(r.created_at), entity)
+                               for rowid, r in zip(rowids, records, strict=True) for entity in r.entities])
+    insert_rows(c, DAYS_INSERT, [row for rowid, r in zip(rowids, records, strict=True) for row in day_rows(rowid, r)])
     return rowids
 
 
@@ -358,10 +359,9 @@ def _index_entities(c: sqlite3.Connection, rowid: int, user_id: str, memory_id: 
 
 def _index_tags_of(c: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
     if rows:
-        c.executemany("INSERT OR IGNORE INTO memory_tags (memory_rowid, user_id, tag) VALUES (?, ?, ?)", rows)
+        c.executemany(f"{_TAGS} VALUES (?, ?, ?)", rows)
 
 
 def _index_entities_of(c: sqlite3.Connection, rows: Sequence[tuple[int, str, str, float, int | None, str]]) -> None:
     if rows:
-        c.executemany("INSERT OR IGNORE INTO memory_entities (memory_rowid, user_id, memory_id, importance, "
-                      "created_at, entity) VALUES (?, ?, ?, ?, ?, ?)", rows)
+        c.executemany(f"{_ENTITIES} VALUES (?, ?, ?, ?, ?, ?)", rows)
