@@ -286,7 +286,8 @@ def understand(
     weights = dict(table.get(strategy) or STRATEGY_WEIGHTS[strategy])
     about_the_user_as_a_whole = asks_about_the_user(query)
     # A question of standing statements in a time ("the rules I gave you last week") keeps its scope's trust.
-    requests = is_request(query) or (asks_for_standing(query) and time_range is None)
+    rules_asked = asks_for_standing(query)
+    requests = is_request(query) or (rules_asked and time_range is None)
     permission = asks_permission(query)
     yours = asks_what_you_said(query)
     return QueryPlan(
@@ -306,7 +307,7 @@ def understand(
         speaking=_speaking(query, index, entities),
         requests=requests,
         # Being told again what was said is no work the user's rules govern.
-        governed=requests and (asks_for_work(query) or asks_for_standing(query)) and not yours,
+        governed=requests and (asks_for_work(query) or rules_asked) and not yours,
         profile=about_the_user_as_a_whole,
         latest=latest,
         newest=tuple(sorted(newest.subject)) if newest is not None else None,

@@ -13,7 +13,11 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-__all__ = ["Dialect", "Tx"]
+__all__ = ["JSON_TEXT", "Dialect", "Tx"]
+
+#: ``json.dumps(value, ensure_ascii=False)``, built once: ``json.dumps`` with an argument builds an
+#: encoder a call, and every memory written encodes its tags, entities and metadata.
+JSON_TEXT = json.JSONEncoder(ensure_ascii=False)
 
 #: A connection inside a transaction: sqlite3's and psycopg's both ``execute`` and return a cursor
 #: with ``fetchone``, ``fetchall`` and ``rowcount``.

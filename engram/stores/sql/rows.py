@@ -8,7 +8,7 @@ from typing import Any
 
 from engram.errors import ValidationError
 from engram.model import Filters, MemoryRecord, ReadOnlyDict, read_only
-from engram.stores.sql.dialect import Dialect
+from engram.stores.sql.dialect import JSON_TEXT, Dialect
 from engram.stores.sql.where import where_sql
 
 __all__ = ["COLUMNS", "filter_sql", "record_params", "row_to_record"]
@@ -20,8 +20,6 @@ COLUMNS = (
 )
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
-#: json.dumps(..., ensure_ascii=False) without building an encoder a row (every memory written has one).
-_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def record_params(d: Dialect, r: MemoryRecord) -> tuple[Any, ...]:
@@ -30,8 +28,8 @@ def record_params(d: Dialect, r: MemoryRecord) -> tuple[Any, ...]:
         r.id, r.user_id, r.kind, r.content, r.content_hash, r.agent_id, r.session_id, r.project_id,
         r.role, r.subject, r.predicate, r.object, r.trigger, r.action, d.names(r.tags), d.names(r.entities),
         r.importance, d.time(r.created_at), d.time(r.recorded_at), d.time(r.valid_from), d.time(r.valid_to),
-        d.time(r.last_accessed_at), r.access_count, r.status, _JSON.encode(dict(r.metadata)) if r.metadata else "{}",
-        r.doc_key, r.version,
+        d.time(r.last_accessed_at), r.access_count, r.status,
+        JSON_TEXT.encode(dict(r.metadata)) if r.metadata else "{}", r.doc_key, r.version,
     )
 
 

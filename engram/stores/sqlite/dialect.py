@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engram.stores.sql.dialect import Dialect, Tx
+from engram.stores.sql.dialect import JSON_TEXT, Dialect, Tx
 
 __all__ = ["SQLITE", "from_us", "insert_rows", "to_us"]
 
@@ -45,12 +45,8 @@ def insert_rows(c: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]])
         c.execute(f"{head} VALUES {','.join([row] * len(part))}", [value for one in part for value in one])
 
 
-#: json.dumps with an argument builds an encoder a call: two lists a memory written.
-_JSON = json.JSONEncoder(ensure_ascii=False)
-
-
 def _dumps(names: Sequence[str]) -> str:
-    return _JSON.encode(list(names)) if names else "[]"
+    return JSON_TEXT.encode(list(names)) if names else "[]"
 
 
 @functools.lru_cache(maxsize=4096)
