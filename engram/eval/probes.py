@@ -4,15 +4,23 @@ The dev sets and the everyday scenario set have been read question by question w
 tuned; these were written afterwards, to the brief "realistic, varied and hard", by a writer who saw
 no code. Each file in ``tests/quality/probes/`` is one JSON object: ``now``, ``memories`` (``key``,
 ``user_id``, ``kind``, ``content``, ``created_at``, ``role`` for messages, ``session_id`` where the
-chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Six users in
-two files:
+chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Eighteen
+users in six files, each file written by a different writer:
 
 - an assistant chat in sessions, many of its exchanges short ("Which airport do you usually fly
   from?" / "Usually Gatwick."), plans that change; a coding chat without sessions (pasted code and
   tracebacks of 500-2,000 characters, standing instructions said once); a four-person group chat
   (dates said as "next Friday", photos);
 - a health and family chat without sessions (doses and weights that change), a travel and work chat
-  with facts, episodes, procedures and a 2,100-character itinerary; a book club over five months.
+  with facts, episodes, procedures and a 2,100-character itinerary; a book club over five months;
+- long chats with a personal assistant whose plans keep changing (a care home, a board game's
+  crowdfunding, a second-hand yacht): dates moved, prices renegotiated, the newest telling short and
+  worded unlike the first, with many "why" questions;
+- long coding-assistant chats (replies of 1,500-3,500 characters with code; a data engineer, an
+  Android developer, an SRE), standing instructions said once in passing and asked for by requests;
+- texting with no assistant (a family, two flatmates, a repair café's volunteers), short messages;
+- long histories of general tasks (recipes, comparisons, cover letters) where personal details
+  surface in passing, LongMemEval-like, with questions about what the assistant said.
 
 They are scored like the scenario set (:mod:`engram.eval.scenarios`): ``engram`` with the defaults
 at ``top_k`` 5 and 10 beside BM25, dense and their fusion over the same store, per question type.
