@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 #: The newest retrievals with feedback read per user for a report.
 LOG_LIMIT = 20_000
 
-__all__ = ["Experiment", "ExperimentReport", "Variant", "VariantResult", "logged_settings", "report", "report_store"]
+__all__ = ["Experiment", "ExperimentReport", "Variant", "VariantResult", "logged_settings", "report", "report_store",
+           "weights_source"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,17 @@ def logged_settings(experiment: Experiment | None, variant: Variant | None) -> d
     if experiment is None or variant is None:
         return {}
     return {"experiment": experiment.name, "variant": variant.name}
+
+
+def weights_source(configured: bool, variant: Variant | None, strategy: str,
+                   tuned: Mapping[str, object] | None) -> str:
+    """Where a retrieval's weights came from, as its result and log report it: the caller's config,
+    an experiment's variant, the user's tuned weights or the defaults."""
+    if configured:
+        return "config"
+    if variant is not None and variant.weights is not None and strategy in variant.weights:
+        return f"variant:{variant.name}"
+    return "tuned" if tuned and strategy in tuned else "default"
 
 
 def report(name: str, logs: Iterable[tuple[str, Sequence[LoggedRetrieval]]]) -> ExperimentReport:

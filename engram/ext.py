@@ -174,6 +174,11 @@ class Store(Protocol):
         """How many of the user's memories name each entity, counted only up to ``cap`` (a count of
         ``cap`` means "``cap`` or more"): a bounded read however common an entity is."""
 
+    def entity_shares(self, user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]:
+        """How many of the user's ``newest`` newest memories (with any said at the same moment as
+        the last of them) name each entity, and how many memories that window holds: how common a
+        name is, read in one statement that does not grow with the memories the user has."""
+
     def by_links(
         self, user_id: str, memory_ids: Sequence[str], n: int, link_types: Iterable[str] | None
     ) -> builtins.list[Hit]:
@@ -263,6 +268,8 @@ class RetrievalReads(Protocol):
     def by_entities(self, user_id: str, entity_ids: Sequence[str], n: int, filters: Filters) -> builtins.list[Hit]: ...
 
     def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]: ...
+
+    def entity_shares(self, user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]: ...
 
     def by_links(
         self, user_id: str, memory_ids: Sequence[str], n: int, link_types: Iterable[str] | None

@@ -22,7 +22,7 @@ from engram.config import RetrievalConfig
 from engram.domain import DomainSource, RelatedEntities, domain_relations, domain_rows
 from engram.embedders.scale import measuring
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, ValidationError
-from engram.experiments import Experiment, logged_settings
+from engram.experiments import Experiment, logged_settings, weights_source
 from engram.ext import Embedder, Metrics, RetrievalReads, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
@@ -50,6 +50,7 @@ from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
+from engram.retrieve.specific import UNWEIGHTED, read_entity_weights
 from engram.retrieve.standing import how_it_is_done
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
 from engram.retrieve.understand import about_the_user, understand
@@ -203,12 +204,7 @@ class Pipeline:
                                                      lambda: self._similarity_range(config, budget)), asked)
         days_only = plan.time_range is not None and asks_only_about_days(plan.text)
         widened = reading is not filters
-        if config.weights is not None:
-            weights_source = "config"
-        elif variant is not None and variant.weights is not None and plan.strategy in variant.weights:
-            weights_source = f"variant:{variant.name}"
-        else:
-            weights_source = "tuned" if tuned and plan.strategy in tuned else "default"
+        source_of_weights = weights_source(config.weights is not None, variant, plan.strategy, tuned)
         domain = None
         if self.domain_source is not None and plan.requires_domain_db and plan.entities:
             # The domain database is asked in parallel with memory retrieval.
@@ -270,6 +266,7 @@ class Pipeline:
                 reads.session_neighbors(user_id, [r.id for r in fresh if takes_context(r)])), alone))
 
         similarity_range = self._similarity_range(config, budget)
+        telling = optional("entity_shares", lambda: read_entity_weights(reads, user_id, plan.entities), UNWEIGHTED)
 
         def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> Ranking:
             asked = named_in_lowercase(plan, speakers.values())  # "what did priya say?": Priya all the same
@@ -285,7 +282,7 @@ class Pipeline:
                 described=plan.described, permission=plan.permission,
                 newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,
                 value=plan.value, past=plan.held or plan.past, days_only=days_only, yours=plan.yours,
-                cause=plan.cause, rules=found.standing if plan.governed else (),
+                cause=plan.cause, rules=found.standing if plan.governed else (), entity_weights=telling,
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found
@@ -376,7 +373,7 @@ class Pipeline:
             total_tokens=selection.total_tokens,
             applied_filters=tuple(applied),
             # Which weights ranked this retrieval travels with the config it ran with.
-            config={**config.to_dict(), "weightsSource": weights_source},
+            config={**config.to_dict(), "weightsSource": source_of_weights},
             error=error,
             retrieval_id=new_id(),
             query_type=plan.category,
@@ -393,7 +390,7 @@ class Pipeline:
         )
         result = Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now, domain_rows=rows)
         if self.log_retrievals and result.memories:
-            self._log(user_id, result, config, weights_source, logged_settings(self.experiment, variant))
+            self._log(user_id, result, config, source_of_weights, logged_settings(self.experiment, variant))
         return result
 
     def _embed(self, query: str, config: RetrievalConfig) -> Future[Any] | None:

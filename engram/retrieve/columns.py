@@ -74,12 +74,14 @@ def base_signals(
     known: Known,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
     first_names: Mapping[str, str] | None = None,
+    entity_weights: Mapping[str, float] | None = None,
 ) -> tuple[list[Column], list[Set[str]]]:
     """The :data:`BASE` signals of ``records`` (one array each; ``keyword`` is the store's raw
     score in [0, 1]) and the entities each names (its entities and subject; none are read when the
     query names none). A memory with ``facets`` (vectors of its parts, by id) is as close in
     meaning as the closest of its own vector and those. Computed only for the records ``known``
-    does not hold, then kept there."""
+    does not hold, then kept there. ``entity_weights``: how telling each query entity is
+    (engram.retrieve.specific), the same for every ranking of one query."""
     short = dict(first_names or {})
     if known.voices != voices or known.entities != tuple(query_entities) or known.first_names != short:
         known.voices, known.entities, known.first_names = voices, tuple(query_entities), short
@@ -114,7 +116,8 @@ def base_signals(
                 if short:  # "Alice" names "Alice Moreau", the one Alice among the candidates
                     named.update([short[n] for n in named if n in short])
                 known.named[record.id] = named
-                overlaps[at] = entity_overlap(query_entities, named, speaker=said.get(record.id), speakers=voices)
+                overlaps[at] = entity_overlap(query_entities, named, speaker=said.get(record.id), speakers=voices,
+                                              weights=entity_weights)
         temporal = [temporal_relevance(r.created_at, time_range, now) for r in new]
         importance = _units(np.array([r.importance for r in new], dtype=np.float64))
         uses = {count: reinforcement(count) for count in {r.access_count for r in new}}

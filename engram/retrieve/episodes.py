@@ -23,13 +23,13 @@ the candidates a retrieval already ranks are the conversation's turns it knows.
 The turns just before and after a message said by someone (read from the store: the messages with
 a role in its session, or in its stream without one) give it context (``conversation_context``):
 "What did you research?" / "Adoption agencies." In a conversation between people either neighbour
-lends its relevance. In a chat with an assistant the assistant's reply takes a share of the turn
-it follows, and the user's turn only the relevance of the assistant's short question it answers
-("What should I call you?" / "Alex is fine."): the user's own turn is not explained by the long
-advice around it, and lifting it (or the whole reply) with the other cost LongMemEval dev with
-assistant turns recall_all@5/10 0.710/0.871 -> 0.688/0.849; with no share for the reply, "Which
-base image should the Docker build use?" (asked, then answered by the assistant) fell out of the
-top 10. A neighbour said more than :data:`CONVERSATION_PAUSE` away is another conversation's.
+lends its relevance. In a chat with an assistant each side takes a share of the other's: the
+reply a share of the turn it follows (with no share, "Which base image should the Docker build
+use?", asked and then answered by the assistant, fell out of the top 10), the user's turn most of
+the reply after it, which restates what the turn said in passing (:data:`REPLIED_SHARE`), and all of
+the assistant's short question it answers ("What should I call you?" / "Alex is fine."); never the
+long advice before it, which does not explain it. A neighbour said more than
+:data:`CONVERSATION_PAUSE` away is another conversation's.
 """
 
 from __future__ import annotations
@@ -82,13 +82,17 @@ CAUSE_REPLY_SHARE = 0.5
 #: coding chats 0.651/0.740/0.270 -> 0.661/0.740/0.320, two others +0.5 to +1.2 at 5 and 10; every
 #: dev set, the other probe files, scenarios and everyday questions unchanged.
 YOURS_REPLY_SHARE = 0.8
-#: The share of an assistant's reply's relevance the person's turn it answers borrows: "I bought a
-#: Lumie sunrise alarm clock" for "What gadget did I get to make getting up easier?" matches little
-#: by itself, while the reply ("a sunrise alarm is one of the few sleep gadgets ...") matches.
-#: Every turn R@5/10 0.763/0.871 -> 0.774/0.871, probe files 0.669/0.813 -> 0.674/0.816 (hit@1
-#: 0.430 -> 0.436), the unread fourth probe file 0.686/0.843 -> 0.698/0.845 (hit@1 0.393 ->
-#: 0.382); user turns, LoCoMo, instructions, scenarios, everyday unchanged. A third lost 0.005 at 10.
-REPLIED_SHARE = 0.2
+#: The share of an assistant's reply's relevance the person's turn it answers borrows: the reply
+#: restates and names what the turn said in passing. "Thyroid bloods came back and they've put her
+#: up to 100" answers "What strength of levothyroxine is Mum taking these days?", and only the reply
+#: after it ("Noted — levothyroxine goes up from 75 to 100 micrograms") says what went up; "I bought
+#: a Lumie sunrise alarm clock" for "What gadget did I get to make getting up easier?" likewise.
+#: At 0.2 (its value until 2026-11-30) against 0.8: long personal-assistant chats whose plans keep
+#: changing, written blind to the code, R@5/10 0.483/0.608 -> 0.528/0.690 ("why" questions 0.53 ->
+#: 0.74 at 10); long general-task histories 0.777/0.833 -> 0.782/0.843; every turn 0.785/0.871 ->
+#: 0.785/0.882; user turns, LoCoMo (no assistant) and instructions unchanged; the coding probe files
+#: within half a point. 0.5 gained half as much on the first file and nothing on the dev sets.
+REPLIED_SHARE = 0.8
 #: An assistant's message this short that asks something (a sentence of it ends in a question
 #: mark) is a question the user's next turn answers ("What should I call you?" / "Alex is fine.";
 #: "Noted. What's your usual order? I can save it." / "Oat flat white."): that turn takes all its

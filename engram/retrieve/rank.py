@@ -258,6 +258,7 @@ def rank(
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
     rules: Sequence[str] = (),
+    entity_weights: Mapping[str, float] | None = None,
 ) -> Ranking:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -292,7 +293,8 @@ def rank(
     closest sentence is closest to a request, closest first: the standing source's) lets the first of
     them ranked gain ``RULE_GAIN``, each next ``RULE_SHARE`` of the one before, to the ``RULE_KEEP``-th
     (``closest_rule``), when the query has a vector to be close to. ``known``
-    keeps the signals the second hop does not change between a query's rankings.
+    keeps the signals the second hop does not change between a query's rankings; ``entity_weights``
+    how telling each query entity is (engram.retrieve.specific).
     """
     strategy = dict(weights)
     if config.weights is not None:
@@ -314,7 +316,7 @@ def rank(
     (cosines, raw_keywords, overlaps, temporal, importance, reinforced), named_by = base_signals(
         records, query_vec=query_vec, vectors=vectors, keyword_scores=keyword_scores,
         query_entities=query_entities, time_range=time_range, now=now, said=said, voices=voices,
-        known=seen, facets=facets, first_names=short,
+        known=seen, facets=facets, first_names=short, entity_weights=entity_weights,
     )
     keywords = keyword_evidence(raw_keywords, records, yours)
     meaning = calibrated(cosines, _reach(cosines, similarity_range), ceiling=False)

@@ -71,21 +71,22 @@ SPEAKER_MENTION = 0.5
 
 def entity_overlap(
     query_entities: Iterable[str], candidate_entities: Iterable[str], *,
-    speaker: str | None = None, speakers: Set[str] = frozenset(),
+    speaker: str | None = None, speakers: Set[str] = frozenset(), weights: Mapping[str, float] | None = None,
 ) -> float:
     """Entity overlap ``|Q ∩ C| / |Q|``; 0.0 when either side has no entities.
 
     A query entity among ``speakers`` (who speak in the candidates) counts fully in the memories
-    it said (``speaker``) and :data:`SPEAKER_MENTION` in the others that mention it.
+    it said (``speaker``) and :data:`SPEAKER_MENTION` in the others that mention it; any other
+    counts its weight in ``weights`` (how telling a name is: engram.retrieve.specific), else fully.
     """
     query = set(query_entities)
     candidate = set(candidate_entities)
     if not query or not candidate:
         return 0.0
     found = query & candidate
-    if speakers:
-        return sum(SPEAKER_MENTION if e in speakers and e != speaker else 1.0 for e in found) / len(query)
-    return len(found) / len(query)
+    weight = weights or {}
+    return sum((1.0 if e == speaker else SPEAKER_MENTION) if e in speakers else weight.get(e, 1.0)
+               for e in found) / len(query)
 
 
 def temporal_relevance(created_at: datetime, time_range: TimeRange | None, now: datetime) -> float:

@@ -143,13 +143,13 @@ def test_a_turn_between_people_takes_context_from_either_neighbour() -> None:
     assert got == {"a": 0.9, "b": 0.4, "c": 0.9, "d": 0.4}
 
 
-def test_in_a_chat_with_an_assistant_the_reply_and_what_it_answers_share_a_little() -> None:
+def test_in_a_chat_with_an_assistant_the_reply_and_what_it_answers_lend_each_other_a_share() -> None:
     roles = [("q", "user"), ("r", "assistant"), ("q2", "user"), ("n", "tool"), ("s", "Sol")]
     records = [turn(mid, role, created_at=NOW + timedelta(minutes=at),
                     **({"metadata": {"message_role": "assistant"}} if role == "Sol" else {}))
                for at, (mid, role) in enumerate(roles)]
     got = context(records, [0.9, 0.8, 0.6, 1.0, 0.0], chain(records))
-    # The reply takes a third of the turn it follows, the person's turn a fifth of the reply to it;
+    # The reply takes a third of the turn it follows, the person's turn most of the reply to it;
     # a user's turn takes nothing from advice before it that asks nothing; a tool's output no part.
     assert got == {"q": round(REPLIED_SHARE * 0.8, 6), "r": round(REPLY_SHARE * 0.9, 6), "q2": 0.0, "n": 0.0,
                    "s": round(REPLY_SHARE * 1.0, 6)}

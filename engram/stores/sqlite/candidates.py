@@ -122,6 +122,16 @@ class CandidateMixin(candidates.CandidateMixin):
         )
         return [(r[0], float(r[1])) for r in rows]
 
+    def _entity_share_rows(self, user_id: str, ids: Sequence[str], newest: int) -> builtins.list[Any]:
+        return self._read(  # the window read from the (user, created_at) index
+            "WITH w AS (SELECT rowid FROM memories WHERE user_id = ? AND created_at >= coalesce("
+            "(SELECT created_at FROM memories WHERE user_id = ? ORDER BY created_at DESC LIMIT 1 OFFSET ?), -9e18)) "
+            "SELECT NULL, count(*) FROM w UNION ALL "
+            "SELECT e.entity, count(*) FROM w JOIN memory_entities e ON e.memory_rowid = w.rowid "
+            f"WHERE e.entity IN ({','.join('?' * len(ids))}) GROUP BY e.entity",
+            (user_id, user_id, newest - 1, *ids),
+        )
+
     def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]:
         ids = list(dict.fromkeys(entity_ids))
         if not ids or cap <= 0:
