@@ -76,15 +76,14 @@ class Scopes:
                 totals[entity] = min(cap, totals.get(entity, 0) + count)
         return totals
 
-    def entity_shares(self, _user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]:
-        # Each scope's newest memories, summed: a share over the scopes as one store would count it
-        # if they were one user's (each scope's window, not the newest across them).
+    def entity_shares(self, _user_id: str, entity_ids: Sequence[str], cap: int) -> tuple[dict[str, int], int]:
+        # The scopes counted as one store of their memories would count them, up to the cap.
         totals, size = dict.fromkeys(entity_ids, 0), 0
         for scope in self.scopes:
-            counts, seen = self.store.entity_shares(scope, entity_ids, newest)
-            size += seen
+            counts, seen = self.store.entity_shares(scope, entity_ids, cap)
+            size = min(cap, size + seen)
             for entity, count in counts.items():
-                totals[entity] = totals.get(entity, 0) + count
+                totals[entity] = min(cap, totals.get(entity, 0) + count)
         return totals, size
 
     def related_entities(

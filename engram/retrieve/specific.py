@@ -6,10 +6,11 @@ twice picks the memories about her.
 An entity's weight in the entity signal falls with the share of the user's memories that name it,
 as a word's weight falls with its document frequency in BM25: full up to :data:`COMMON_SHARE`,
 then ``log(1 / share) / log(1 / COMMON_SHARE)``, so 0.77 at 5%, 0.41 at 20%, 0.21 at 44% and 0
-when every memory names it. The share is read among the user's :data:`NEWEST` newest memories (one
-bounded read however many they have: ``Store.entity_shares``), and never among fewer than
-:data:`LEAST`. Who speaks is exempt: a speaker's
-own turns are what "What did Caroline say about the adoption?" asks for, however much she talks.
+when every memory names it. Both sides are counted up to :data:`CAP` (one bounded read however
+many memories the user has: ``Store.entity_shares``), so for a user with more, a name carried by
+:data:`CAP` memories or more counts for nothing and one carried by 10 fully; a user with fewer than
+:data:`LEAST` is read as having that many. Who speaks is exempt: a speaker's own turns are what
+"What did Caroline say about the adoption?" asks for, however much she talks.
 
 Long personal-assistant chats whose plans keep changing, written blind to the code, R@5/10
 0.498/0.640 -> 0.528/0.690 (beside the assistant's reply lending its user turn more:
@@ -23,24 +24,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Protocol
 
-__all__ = ["COMMON_SHARE", "LEAST", "NEWEST", "UNWEIGHTED", "entity_weights", "read_entity_weights"]
+__all__ = ["CAP", "COMMON_SHARE", "LEAST", "UNWEIGHTED", "entity_weights", "read_entity_weights"]
 
 #: The share of memories at which naming an entity starts to tell less.
 COMMON_SHARE = 0.02
-#: How many of the user's newest memories the share is read among (~0.5 ms at 100k memories; 1,000
-#: cost twice as much).
-NEWEST = 500
+#: How far the memories naming an entity, and the user's memories, are counted (~0.1 ms at 100k).
+CAP = 500
 #: A user with fewer memories is read as if they had this many: three memories that all name
 #: Alice say nothing yet about how common she is.
 LEAST = 100
 #: Every name counts fully (no share could be read).
 UNWEIGHTED: Mapping[str, float] = MappingProxyType({})
-
-
-class _Shares(Protocol):
-    def entity_shares(self, user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]: ...
 
 
 def entity_weights(counts: Mapping[str, int], size: int) -> dict[str, float]:
@@ -52,9 +47,11 @@ def entity_weights(counts: Mapping[str, int], size: int) -> dict[str, float]:
     return out
 
 
-def read_entity_weights(reads: _Shares, user_id: str, entities: Sequence[str]) -> Mapping[str, float]:
-    """:func:`entity_weights` of ``entities`` among the user's :data:`NEWEST` newest memories."""
-    if not entities:
+def read_entity_weights(reads: object, user_id: str, entities: Sequence[str]) -> Mapping[str, float]:
+    """:func:`entity_weights` of ``entities``, counted up to :data:`CAP`; every one counts fully
+    with a store that cannot count them (``entity_shares`` is newer than the store protocol)."""
+    shares = getattr(reads, "entity_shares", None)
+    if not entities or shares is None:
         return UNWEIGHTED
-    counts, size = reads.entity_shares(user_id, entities, NEWEST)
+    counts, size = shares(user_id, entities, CAP)
     return entity_weights(counts, size)
