@@ -87,6 +87,7 @@ from engram.retrieve.keyword_evidence import (
     KEYWORD_LENGTH_POWER_OWN,
     keyword_evidence,
 )
+from engram.retrieve.later import later_tellings
 from engram.retrieve.latest import Asked, conversation_recency, echoes
 from engram.retrieve.mentioned import named_inside, reaches_ahead
 from engram.retrieve.names import as_speakers, first_names
@@ -98,6 +99,7 @@ from engram.retrieve.ranking import (
     CONTEXT_SIGNAL,
     CONVERSATION_SIGNAL,
     DESCRIBES_SIGNAL,
+    LATER_SIGNAL,
     LATEST_SIGNAL,
     NEWEST_SIGNAL,
     PAST_SIGNAL,
@@ -108,12 +110,7 @@ from engram.retrieve.ranking import (
     VOICE_SIGNAL,
     Ranking,
 )
-from engram.retrieve.signals import (
-    DEFAULT_SIMILARITY_RANGE,
-    reciprocal_rank,
-    semantic_similarity,
-    type_boost,
-)
+from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, reciprocal_rank, semantic_similarity, type_boost
 from engram.retrieve.standing import said_of_themselves
 
 __all__ = [
@@ -122,7 +119,7 @@ __all__ = [
     "BRIDGE_SIGNAL", "CONTEXT_GAIN", "CONTEXT_SIGNAL", "CONTEXT_SIGNALS", "CONVERSATION_GAIN", "CONVERSATION_SIGNAL",
     "DESCRIBES_GAIN", "DESCRIBES_SIGNAL",
     "KEYWORD_FULL_SHARE", "KEYWORD_LENGTH", "KEYWORD_LENGTH_POWER", "KEYWORD_LENGTH_POWER_OWN", "KEYWORD_SIGNAL",
-    "LATEST_GAIN", "LATEST_SIGNAL",
+    "LATER_SIGNAL", "LATEST_GAIN", "LATEST_SIGNAL",
     "MEANING_LOW_SLACK", "MEANING_REACH", "NEWEST_GAIN", "NEWEST_SIGNAL", "PAST_GAIN", "PAST_SIGNAL", "RANGE_MATCH",
     "RELEVANCE_SIGNAL", "RULE_GAIN", "RULE_SIGNAL", "SCOPE_TRUST", "SCORE_KNEE", "STANDING_GAIN", "STANDING_SIGNAL",
     "TIMELESS_KINDS",
@@ -151,14 +148,14 @@ CONTEXT_SIGNALS: tuple[str, ...] = SIGNALS[1:]
 ALL_SIGNALS: tuple[str, ...] = (
     *SIGNALS, KEYWORD_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL, STANDING_SIGNAL, RULE_SIGNAL,
     TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL, PAST_SIGNAL, AHEAD_SIGNAL,
-    CONVERSATION_SIGNAL, RELEVANCE_SIGNAL,
+    CONVERSATION_SIGNAL, LATER_SIGNAL, RELEVANCE_SIGNAL,
 )
 
 # The order a result's signals are listed in (its explanation's order).
 _SIGNAL_ORDER = (
     *SIGNALS, KEYWORD_SIGNAL, RELEVANCE_SIGNAL, CONTEXT_SIGNAL, BRIDGE_SIGNAL, ASK_SIGNAL, VOICE_SIGNAL,
     STANDING_SIGNAL, RULE_SIGNAL, TYPE_SIGNAL, LATEST_SIGNAL, DESCRIBES_SIGNAL, NEWEST_SIGNAL, VALUE_SIGNAL,
-    PAST_SIGNAL, AHEAD_SIGNAL, CONVERSATION_SIGNAL,
+    PAST_SIGNAL, AHEAD_SIGNAL, CONVERSATION_SIGNAL, LATER_SIGNAL,
 )
 
 
@@ -362,6 +359,9 @@ def rank(
     # "When did Acme last order?": the newest of what fits it
     # "What's Alice's email?": what holds an e-mail address, as far as it is relevant
     holds = holds_asked_value(records, value) * np.minimum(relevance, 1.0) if value else np.zeros(len(records))
+    # "What's my salary at the new job?": the counter-offer the user told of later, close to the offer
+    later = later_tellings(records, relevance, vectors, similarity_range)
+    relevance = np.maximum(relevance, later)
     # "What was my old gym?": what no longer holds, as far as it is relevant, before what replaced it
     was = np.zeros(len(records))
     if past:
@@ -402,7 +402,7 @@ def rank(
 
     used_weights: dict[str, float] = reported
     columns = [cosines, overlaps, temporal, importance, reinforced, keywords, displayed(relevance), around, via,
-               asked, spoke, stands, rule, typed, recent, describes, new, holds, was, ahead, together]
+               asked, spoke, stands, rule, typed, recent, describes, new, holds, was, ahead, together, later]
     values = [column.tolist() for column in columns]
     names: tuple[str, ...] = _SIGNAL_ORDER
     ids = [record.id for record in records]

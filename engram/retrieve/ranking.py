@@ -30,6 +30,7 @@ __all__ = [
     "CONTEXT_SIGNAL",
     "CONVERSATION_SIGNAL",
     "DESCRIBES_SIGNAL",
+    "LATER_SIGNAL",
     "LATEST_SIGNAL",
     "NEWEST_SIGNAL",
     "PAST_SIGNAL",
@@ -47,6 +48,7 @@ STANDING_SIGNAL = "standing"
 RULE_SIGNAL = "closest_rule"
 TYPE_SIGNAL = "entity_type"
 LATEST_SIGNAL = "last_conversation"
+LATER_SIGNAL = "later_telling"
 DESCRIBES_SIGNAL = "describes"
 NEWEST_SIGNAL = "newest"
 VALUE_SIGNAL = "holds_value"
@@ -205,6 +207,8 @@ def _reasons(
     if signals.get(VALUE_SIGNAL):
         shape = VALUE_NAMES.get(value or "")
         reasons.append(f"holds {shape}, as the query asks" if shape else "holds the kind of value the query asks for")
+    if signals.get(LATER_SIGNAL, 0.0) >= _NEXT_TO:
+        reasons.append("said later of what a top match tells, with a number")
     if signals.get(NEWEST_SIGNAL):
         reasons.append("the newest of what the query asks about" if signals[NEWEST_SIGNAL] >= 1.0
                        else "among the newest of what the query asks about")

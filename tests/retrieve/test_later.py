@@ -1,0 +1,65 @@
+"""A later turn of the user's that retells one of the best matches with a new number (a moved date, a
+renegotiated price) ranks just after it, though it shares none of the question's words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram import Memory, RetrievalConfig
+from engram.ext import Embedder
+from engram.model import MemoryRecord
+from engram.retrieve.later import SHARE, later_tellings
+
+NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+RANGE = (0.15, 0.65)
+
+
+def turn(mid: str, role: str | None, content: str, day: int) -> MemoryRecord:
+    return MemoryRecord(id=mid, user_id="u", content=content, kind="message", role=role, session_id=None,
+                        created_at=NOW - timedelta(days=30 - day), recorded_at=NOW, content_hash=mid)
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.array(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_only_a_later_users_turn_close_to_a_best_match_with_a_number_takes_a_share() -> None:
+    records = [turn("offer", "user", "Offered 58k", 1), turn("counter", "user", "They came back: 61.5k", 5),
+               turn("before", "user", "Expecting about 55k", 0), turn("reply", "assistant", "61.5k is great", 6),
+               turn("words", "user", "They came back, accepted!", 7), turn("far", "user", "Bought 3 hens", 8)]
+    vectors = {"offer": unit(1, 0), "counter": unit(1, 0.3), "before": unit(1, 0.1), "reply": unit(1, 0.2),
+               "words": unit(1, 0.3), "far": unit(0, 1)}
+    relevance = np.array([0.9, 0.1, 0.2, 0.1, 0.1, 0.0])
+    got = dict(zip([r.id for r in records], later_tellings(records, relevance, vectors, RANGE).tolist(), strict=True))
+    # the counter-offer: later, the user's, close, a number; not what came before, the assistant's,
+    # a turn without a number, or one far in meaning. The offer retells the expectation before it
+    # (a best match too), which lifts nothing: the offer is more relevant itself.
+    assert got == pytest.approx({"offer": SHARE * 0.2, "counter": SHARE * 0.9, "before": 0.0, "reply": 0.0,
+                                 "words": 0.0, "far": 0.0})
+
+
+def test_the_newest_telling_of_a_moved_date_follows_the_first(tmp_path: Path, embedder: Embedder) -> None:
+    said = [
+        ("user", 1, "The boiler install is booked for Wednesday 2 December, Dave from Warmfix is fitting it."),
+        ("assistant", 1, "Noted. I'll remind you the day before."),
+        ("user", 5, "Paid the window cleaner 25 pounds."),
+        ("user", 9, "Warmfix rang: the boiler install moves to 9 December, Dave is off sick."),
+        ("user", 12, "Warmfix rang again, Dave is better, so it is Tuesday the 8th now."),
+        ("user", 13, "Booked the dentist for the 3rd of January."),
+        ("user", 14, "Can you find me a recipe for 4 people with leeks?"),
+    ]
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"content": text, "role": role, "user_id": "u", "created_at": NOW - timedelta(days=30 - day)}
+                         for role, day, text in said])
+        found = memory.retrieve("When is the new heating system being fitted?", user_id="u", now=NOW,
+                                config=RetrievalConfig(top_k=5, cache_ttl=0)).memories
+        got = [m.content for m in found]
+        newest = next(m for m in found if m.content.startswith("Warmfix rang again"))
+        assert newest.signals["later_telling"] > 0.2, got
+        assert "said later of what a top match tells, with a number" in newest.reasons
+        assert got.index(newest.content) <= 2, got  # it shares no word with the question
