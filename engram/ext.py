@@ -174,9 +174,10 @@ class Store(Protocol):
         """How many of the user's memories name each entity, counted only up to ``cap`` (a count of
         ``cap`` means "``cap`` or more"): a bounded read however common an entity is."""
 
-    def entity_shares(self, user_id: str, entity_ids: Sequence[str], cap: int) -> tuple[dict[str, int], int]:
-        """How many of the user's memories name each entity, and how many memories the user has,
-        each counted only up to ``cap``: how common a name is, in one bounded read."""
+    def entity_shares(self, user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]:
+        """How many of the user's newest memories name each entity, and how many memories that
+        window holds: every memory said after the ``newest + 1``-th newest was (at most ``newest``;
+        all when there are no more), so that one window is read alike on every backend."""
 
     def by_links(
         self, user_id: str, memory_ids: Sequence[str], n: int, link_types: Iterable[str] | None
@@ -268,7 +269,7 @@ class RetrievalReads(Protocol):
 
     def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]: ...
 
-    def entity_shares(self, user_id: str, entity_ids: Sequence[str], cap: int) -> tuple[dict[str, int], int]: ...
+    def entity_shares(self, user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]: ...
 
     def by_links(
         self, user_id: str, memory_ids: Sequence[str], n: int, link_types: Iterable[str] | None

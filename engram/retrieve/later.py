@@ -23,6 +23,7 @@ texting, every dev set and the scenario set unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -49,25 +50,32 @@ def _holds_a_number(text: str) -> bool:
 
 
 def later_tellings(records: Sequence[MemoryRecord], relevance: Column, vectors: Mapping[str, Any],
-                   similarity_range: tuple[float, float]) -> Column:
+                   similarity_range: tuple[float, float], now: datetime) -> Column:
     """Per record, :data:`SHARE` of the relevance (read up to 1) of the best of the :data:`BEST` best
-    matches it retells (see the module); else 0."""
+    matches it retells (see the module): the same user's, said after the match and by ``now``;
+    else 0. A memory without a vector, or with one of another size, retells nothing."""
     out = np.zeros(len(records), dtype=np.float64)
     low, high = similarity_range
     if len(records) < 2 or high <= low:
         return out
     best = np.minimum(np.nan_to_num(relevance, nan=0.0), 1.0)
+    as_rows = {r.id: np.asarray(v, dtype=np.float64).ravel() for r in records if (v := vectors.get(r.id)) is not None}
     matches = [m for m in np.argsort(-best, kind="stable")[:BEST].tolist()
-               if best[m] > 0 and vectors.get(records[m].id) is not None and _holds_a_number(records[m].content)]
-    later = [at for at, record in enumerate(records)
-             if users_turn(record) and vectors.get(record.id) is not None and _holds_a_number(record.content)]
-    if not matches or not later:
+               if best[m] > 0 and records[m].id in as_rows and _holds_a_number(records[m].content)]
+    if not matches:
         return out
-    near = (np.stack([np.asarray(vectors[records[at].id], dtype=np.float64).ravel() for at in later])
-            @ np.stack([np.asarray(vectors[records[m].id], dtype=np.float64).ravel() for m in matches]).T)
+    size = as_rows[records[matches[0]].id].size
+    matches = [m for m in matches if as_rows[records[m].id].size == size]
+    later = [at for at, record in enumerate(records)
+             if record.created_at <= now and users_turn(record) and _holds_a_number(record.content)
+             and (row := as_rows.get(record.id)) is not None and row.size == size]
+    if not later:
+        return out
+    near = np.stack([as_rows[records[at].id] for at in later]) @ np.stack([as_rows[records[m].id] for m in matches]).T
     close = (near - low) / (high - low) >= CLOSE
-    for row, at in enumerate(later):
+    for row_at, at in enumerate(later):
         for column, match in enumerate(matches):
-            if close[row, column] and at != match and records[at].created_at > records[match].created_at:
+            if close[row_at, column] and at != match and records[at].user_id == records[match].user_id \
+                    and records[at].created_at > records[match].created_at:
                 out[at] = max(out[at], SHARE * best[match])
     return out

@@ -360,7 +360,8 @@ def rank(
     # "What's Alice's email?": what holds an e-mail address, as far as it is relevant
     holds = holds_asked_value(records, value) * np.minimum(relevance, 1.0) if value else np.zeros(len(records))
     # "What's my salary at the new job?": the counter-offer the user told of later, close to the offer
-    later = later_tellings(records, relevance, vectors, similarity_range)
+    later = later_tellings(records, relevance, vectors, similarity_range, now)
+    later = np.where(later > relevance, later, 0.0)  # reported only where it lifts
     relevance = np.maximum(relevance, later)
     # "What was my old gym?": what no longer holds, as far as it is relevant, before what replaced it
     was = np.zeros(len(records))

@@ -76,14 +76,16 @@ class Scopes:
                 totals[entity] = min(cap, totals.get(entity, 0) + count)
         return totals
 
-    def entity_shares(self, _user_id: str, entity_ids: Sequence[str], cap: int) -> tuple[dict[str, int], int]:
-        # The scopes counted as one store of their memories would count them, up to the cap.
+    def entity_shares(self, _user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]:
+        # Each scope's own window, summed: every scope's names weigh by its recent memories.
         totals, size = dict.fromkeys(entity_ids, 0), 0
+        if not hasattr(self.store, "entity_shares"):  # a store older than the method: names count fully
+            return totals, size
         for scope in self.scopes:
-            counts, seen = self.store.entity_shares(scope, entity_ids, cap)
-            size = min(cap, size + seen)
+            counts, seen = self.store.entity_shares(scope, entity_ids, newest)
+            size += seen
             for entity, count in counts.items():
-                totals[entity] = min(cap, totals.get(entity, 0) + count)
+                totals[entity] = totals.get(entity, 0) + count
         return totals, size
 
     def related_entities(

@@ -6,10 +6,10 @@ twice picks the memories about her.
 An entity's weight in the entity signal falls with the share of the user's memories that name it,
 as a word's weight falls with its document frequency in BM25: full up to :data:`COMMON_SHARE`,
 then ``log(1 / share) / log(1 / COMMON_SHARE)``, so 0.77 at 5%, 0.41 at 20%, 0.21 at 44% and 0
-when every memory names it. Both sides are counted up to :data:`CAP` (one bounded read however
-many memories the user has: ``Store.entity_shares``), so for a user with more, a name carried by
-:data:`CAP` memories or more counts for nothing and one carried by 10 fully; a user with fewer than
-:data:`LEAST` is read as having that many. Who speaks is exempt: a speaker's own turns are what
+when every memory names it. The share is read among the user's :data:`NEWEST` newest memories
+(every memory said after the one before them, so the same ones on every backend; one bounded read
+however many the user has: ``Store.entity_shares``); a user with fewer than :data:`LEAST` is read
+as having that many. Who speaks is exempt: a speaker's own turns are what
 "What did Caroline say about the adoption?" asks for, however much she talks.
 
 Long personal-assistant chats whose plans keep changing, written blind to the code, R@5/10
@@ -25,12 +25,15 @@ import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-__all__ = ["CAP", "COMMON_SHARE", "LEAST", "UNWEIGHTED", "entity_weights", "read_entity_weights"]
+__all__ = ["COMMON_SHARE", "COUNTED", "LEAST", "NEWEST", "UNWEIGHTED", "entity_weights", "read_entity_weights"]
 
 #: The share of memories at which naming an entity starts to tell less.
 COMMON_SHARE = 0.02
-#: How far the memories naming an entity, and the user's memories, are counted (~0.1 ms at 100k).
-CAP = 500
+#: How many of the user's newest memories the share is read among (~0.5 ms at 100k memories).
+NEWEST = 500
+#: At most this many of a query's names are counted (a statement's terms are bounded); the rest
+#: count fully.
+COUNTED = 32
 #: A user with fewer memories is read as if they had this many: three memories that all name
 #: Alice say nothing yet about how common she is.
 LEAST = 100
@@ -48,10 +51,11 @@ def entity_weights(counts: Mapping[str, int], size: int) -> dict[str, float]:
 
 
 def read_entity_weights(reads: object, user_id: str, entities: Sequence[str]) -> Mapping[str, float]:
-    """:func:`entity_weights` of ``entities``, counted up to :data:`CAP`; every one counts fully
-    with a store that cannot count them (``entity_shares`` is newer than the store protocol)."""
+    """:func:`entity_weights` of (the first :data:`COUNTED` of) ``entities`` among the user's
+    :data:`NEWEST` newest memories; every name counts fully with a store that cannot count them
+    (``entity_shares`` is newer than the store protocol)."""
     shares = getattr(reads, "entity_shares", None)
     if not entities or shares is None:
         return UNWEIGHTED
-    counts, size = shares(user_id, entities, CAP)
+    counts, size = shares(user_id, list(dict.fromkeys(entities))[:COUNTED], NEWEST)
     return entity_weights(counts, size)

@@ -127,9 +127,16 @@ def test_time_entities_importance_access(store: Store) -> None:
     assert store.entity_counts("u2", ["customer:acme"], 10) == {"customer:acme": 0}  # another user's are not counted
     assert store.entity_shares("u1", ["customer:acme", "order:1", "nobody"], 10) == (
         {"customer:acme": 2, "order:1": 1, "nobody": 0}, 2)
-    # each side counted only up to the cap: a bounded read however many memories there are
+    # the newest only: every memory said after the second newest was
     assert store.entity_shares("u1", ["customer:acme", "order:1"], 1) == ({"customer:acme": 1, "order:1": 1}, 1)
     assert store.entity_shares("u2", ["customer:acme"], 10) == ({"customer:acme": 0}, 0)
+    # a window never splits what was said at one moment, so every backend reads the same memories
+    put(store, rec("u4", "first", created_at=T0, entities=("order:1",)),
+        *(rec("u4", f"twin {n}", created_at=T0 + timedelta(days=1), entities=("order:1",)) for n in range(2)))
+    assert store.entity_shares("u4", ["order:1"], 1) == ({"order:1": 0}, 0)
+    assert store.entity_shares("u4", ["order:1"], 2) == ({"order:1": 2}, 2)
+    put(store, rec("u3", "ancient", created_at=datetime(1901, 1, 1, tzinfo=UTC), entities=("customer:acme",)))
+    assert store.entity_shares("u3", ["customer:acme"], 10) == ({"customer:acme": 1}, 1)
     assert store.most_important("u1", 1, Filters())[0][0] == old.id
     assert [h[0] for h in store.most_recent("u1", 2, Filters())] == [new.id, old.id]
     store.record_access("u1", [old.id], T0 + timedelta(days=20))

@@ -3,6 +3,7 @@ renegotiated price) ranks just after it, though it shares none of the question's
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -35,12 +36,23 @@ def test_only_a_later_users_turn_close_to_a_best_match_with_a_number_takes_a_sha
     vectors = {"offer": unit(1, 0), "counter": unit(1, 0.3), "before": unit(1, 0.1), "reply": unit(1, 0.2),
                "words": unit(1, 0.3), "far": unit(0, 1)}
     relevance = np.array([0.9, 0.1, 0.2, 0.1, 0.1, 0.0])
-    got = dict(zip([r.id for r in records], later_tellings(records, relevance, vectors, RANGE).tolist(), strict=True))
+    got = dict(zip([r.id for r in records], later_tellings(records, relevance, vectors, RANGE, NOW).tolist(),
+                   strict=True))
     # the counter-offer: later, the user's, close, a number; not what came before, the assistant's,
     # a turn without a number, or one far in meaning. The offer retells the expectation before it
     # (a best match too), which lifts nothing: the offer is more relevant itself.
     assert got == pytest.approx({"offer": SHARE * 0.2, "counter": SHARE * 0.9, "before": 0.0, "reply": 0.0,
                                  "words": 0.0, "far": 0.0})
+
+
+def test_another_users_turn_one_said_after_now_or_a_vector_of_another_size_retells_nothing() -> None:
+    offer = turn("offer", "user", "Offered 58k", 1)
+    others = [replace(turn("theirs", "user", "They came back: 61.5k", 5), user_id="v"),
+              replace(turn("ahead", "user", "They came back: 61.5k", 5), created_at=NOW + timedelta(days=1)),
+              turn("small", "user", "They came back: 61.5k", 5)]
+    vectors = {"offer": unit(1, 0), "theirs": unit(1, 0.3), "ahead": unit(1, 0.3), "small": unit(1, 0.3, 0)}
+    got = later_tellings([offer, *others], np.array([0.9, 0.1, 0.1, 0.1]), vectors, RANGE, NOW)
+    assert got.tolist() == [0.0, 0.0, 0.0, 0.0]
 
 
 def test_the_newest_telling_of_a_moved_date_follows_the_first(tmp_path: Path, embedder: Embedder) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
-from engram.retrieve.specific import CAP, COMMON_SHARE, LEAST, entity_weights
+from engram.retrieve.specific import COMMON_SHARE, LEAST, NEWEST, entity_weights
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 CONFIG = RetrievalConfig(top_k=10, min_score=0.0, cache_ttl=0)
@@ -50,7 +50,7 @@ def test_a_name_in_most_memories_does_not_outrank_the_answer(tmp_path: Path, emb
         mum = next(m for m in found if m.content.startswith("Mum loved"))
         # 9 of the 10 memories name her (read as 9 of LEAST)
         assert mum.signals["entity_overlap"] == pytest.approx(entity_weights({"mum": 9}, 10)["mum"])
-        assert len(rows) <= CAP and mum.signals["entity_overlap"] < 0.7
+        assert len(rows) <= NEWEST and mum.signals["entity_overlap"] < 0.7
         ada = memory.retrieve("When is Ada visiting?", user_id="u", now=NOW, config=CONFIG).memories
         assert ada[0].content.startswith("Ada")
         assert ada[0].signals["entity_overlap"] == 1.0  # one of LEAST: as telling as a name can be

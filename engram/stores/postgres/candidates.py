@@ -102,12 +102,14 @@ class CandidateMixin(candidates.CandidateMixin):
         )
         return [(r[0], float(r[1])) for r in rows]
 
-    def _entity_share_rows(self, user_id: str, ids: Sequence[str], cap: int) -> builtins.list[Any]:
+    def _entity_share_rows(self, user_id: str, ids: Sequence[str], newest: int) -> builtins.list[Any]:
         return self._query(
-            "SELECT NULL::text, (SELECT count(*) FROM (SELECT 1 FROM engram_memories WHERE user_id = ? LIMIT ?) s) "
-            "UNION ALL SELECT e, (SELECT count(*) FROM (SELECT 1 FROM engram_memories m WHERE m.user_id = ? "
-            "AND m.entities @> ARRAY[e] LIMIT ?) s) FROM unnest(?::text[]) AS e",
-            (user_id, cap, user_id, cap, list(ids)),
+            "WITH w AS (SELECT entities FROM engram_memories WHERE user_id = ? AND created_at > coalesce("
+            "(SELECT created_at FROM engram_memories WHERE user_id = ? ORDER BY created_at DESC LIMIT 1 OFFSET ?), "
+            "'-infinity')) "
+            "SELECT NULL::text, (SELECT count(*) FROM w) UNION ALL "
+            "SELECT e, (SELECT count(*) FROM w WHERE w.entities @> ARRAY[e]) FROM unnest(?::text[]) AS e",
+            (user_id, user_id, newest, list(ids)),
         )
 
     def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]:

@@ -37,17 +37,19 @@ class CandidateMixin(SQLBase):
     substring_indexed = False
 
 
-    def entity_shares(self, user_id: str, entity_ids: Sequence[str], cap: int) -> tuple[dict[str, int], int]:
+    def entity_shares(self, user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]:
         ids = list(dict.fromkeys(entity_ids))
-        if not ids or cap <= 0:
+        if not ids or newest <= 0:
             return {e: 0 for e in ids}, 0
-        rows = self._entity_share_rows(user_id, ids, cap)
+        rows = self._entity_share_rows(user_id, ids, newest)
         named = {str(r[0]): int(r[1]) for r in rows if r[0] is not None}
         return {e: named.get(e, 0) for e in ids}, next((int(r[1]) for r in rows if r[0] is None), 0)
 
-    def _entity_share_rows(self, user_id: str, ids: Sequence[str], cap: int) -> builtins.list[Any]:
-        """``(None, the user's memories)`` and ``(entity, the user's memories naming it)`` rows, each
-        counted only up to ``cap``: counts, so the same on every backend whatever the order of rows."""
+    def _entity_share_rows(self, user_id: str, ids: Sequence[str], newest: int) -> builtins.list[Any]:
+        """``(None, memories in the window)`` and ``(entity, memories of the window naming it)`` rows.
+        The window is every memory said after the ``newest + 1``-th newest was (all of them when there
+        are no more): at most ``newest`` memories, the same ones on every backend, since it never
+        splits the memories said at one moment."""
         raise NotImplementedError
     def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
                  score: str, order: str, n: int, *, by_user: bool = True, index: str = "") -> builtins.list[Hit]:

@@ -122,14 +122,14 @@ class CandidateMixin(candidates.CandidateMixin):
         )
         return [(r[0], float(r[1])) for r in rows]
 
-    def _entity_share_rows(self, user_id: str, ids: Sequence[str], cap: int) -> builtins.list[Any]:
-        # Bounded walks of the (user) and (user, entity) indexes, in one statement.
-        each = ("SELECT ?, (SELECT COUNT(*) FROM "
-                "(SELECT 1 FROM memory_entities WHERE user_id = ? AND entity = ? LIMIT ?))")
-        return self._read(
-            "SELECT NULL, (SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE user_id = ? LIMIT ?)) UNION ALL "
-            + " UNION ALL ".join([each] * len(ids)),
-            [user_id, cap, *(x for e in ids for x in (e, user_id, e, cap))],
+    def _entity_share_rows(self, user_id: str, ids: Sequence[str], newest: int) -> builtins.list[Any]:
+        return self._read(  # the window from the (user, created_at) index, each member's entities by key
+            "WITH w AS (SELECT rowid FROM memories WHERE user_id = ? AND created_at > coalesce("
+            "(SELECT created_at FROM memories WHERE user_id = ? ORDER BY created_at DESC LIMIT 1 OFFSET ?), -9e18)) "
+            "SELECT NULL, count(*) FROM w UNION ALL "
+            "SELECT e.entity, count(*) FROM w JOIN memory_entities e ON e.memory_rowid = w.rowid "
+            f"WHERE e.entity IN ({','.join('?' * len(ids))}) GROUP BY e.entity",
+            (user_id, user_id, newest, *ids),
         )
 
     def entity_counts(self, user_id: str, entity_ids: Sequence[str], cap: int) -> dict[str, int]:
