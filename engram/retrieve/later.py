@@ -22,6 +22,7 @@ texting, every dev set and the scenario set unchanged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -45,8 +46,11 @@ SHARE = 0.8
 Column = npt.NDArray[np.float64]
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _holds_a_number(text: str) -> bool:
-    return any(ch.isdigit() for ch in text)
+    return _DIGIT.search(text) is not None
 
 
 def later_tellings(records: Sequence[MemoryRecord], relevance: Column, vectors: Mapping[str, Any],
@@ -59,16 +63,22 @@ def later_tellings(records: Sequence[MemoryRecord], relevance: Column, vectors: 
     if len(records) < 2 or high <= low:
         return out
     best = np.minimum(np.nan_to_num(relevance, nan=0.0), 1.0)
-    as_rows = {r.id: np.asarray(v, dtype=np.float64).ravel() for r in records if (v := vectors.get(r.id)) is not None}
     matches = [m for m in np.argsort(-best, kind="stable")[:BEST].tolist()
-               if best[m] > 0 and records[m].id in as_rows and _holds_a_number(records[m].content)]
-    if not matches:
+               if best[m] > 0 and vectors.get(records[m].id) is not None and _holds_a_number(records[m].content)]
+    first = min((records[m].created_at for m in matches), default=None)
+    # Only what could retell a match is read further: the user's turns said after the first of them.
+    if first is None:
         return out
+    liftable = best < SHARE * float(best[matches].max())  # a turn as relevant as that is lifted by none
+    later = [at for at in np.flatnonzero(liftable).tolist() if first < (record := records[at]).created_at <= now
+             and record.id in vectors and users_turn(record) and _holds_a_number(record.content)]
+    if not later:
+        return out
+    as_rows = {records[at].id: np.asarray(vectors[records[at].id], dtype=np.float32).ravel()
+               for at in (*matches, *later)}
     size = as_rows[records[matches[0]].id].size
     matches = [m for m in matches if as_rows[records[m].id].size == size]
-    later = [at for at, record in enumerate(records)
-             if record.created_at <= now and users_turn(record) and _holds_a_number(record.content)
-             and (row := as_rows.get(record.id)) is not None and row.size == size]
+    later = [at for at in later if as_rows[records[at].id].size == size]
     if not later:
         return out
     near = np.stack([as_rows[records[at].id] for at in later]) @ np.stack([as_rows[records[m].id] for m in matches]).T
