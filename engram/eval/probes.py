@@ -25,7 +25,7 @@ users in six files, each file written by a different writer:
 They are scored like the scenario set (:mod:`engram.eval.scenarios`): ``engram`` with the defaults
 at ``top_k`` 5 and 10 beside BM25, dense and their fusion over the same store, per question type.
 
-    python -m engram.eval.probes [--k 5 10] [--misses]
+    python -m engram.eval.probes [--k 5 10] [--misses] [--json results.json]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from engram.eval.scenarios import Scenario, ScenarioMemory, ScenarioQuestion, ScenarioReport, run_scenarios
 
-__all__ = ["PROBES", "load_probe", "overall", "probe_files", "run_probes", "scores"]
+__all__ = ["PROBES", "load_probe", "overall", "probe_files", "questions", "run_probes", "scores"]
 
 #: Where the probe sets live in a checkout (tests are not packaged); from an installed copy, the
 #: checkout it is run from.
@@ -110,7 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engram.eval.probes", description=__doc__.split("\n\n")[0])
     parser.add_argument("--k", type=_cutoff, nargs="+", default=[5, 10], help="cutoffs (top_k of retrieve)")
     parser.add_argument("--misses", action="store_true", help="also list the questions engram misses")
+    parser.add_argument("--json", dest="json_path", type=Path,
+                        help="write every question's result (each system's ranked keys, recall, hit@1) per cutoff")
     args = parser.parse_args(argv)
+    answers: list[dict[str, object]] = []
     if not probe_files():
         print(f"no probe sets in {PROBES}: run from a checkout", file=sys.stderr)
         return 1
@@ -124,7 +127,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print()
         print(f"all probe sets, recall@{k} / hit@1: {overall([report for _, report in reports])}")
         print()
+        answers.extend(questions(k, reports))
+    if args.json_path:
+        args.json_path.write_text(json.dumps(answers, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
+
+
+def questions(k: int, reports: Sequence[tuple[Path, ScenarioReport]]) -> list[dict[str, object]]:
+    """Each question's result at cutoff ``k``, to compare two runs question by question."""
+    return [{"k": k, "file": path.stem, "id": r.question.qid, "type": r.question.category, "text": r.question.text,
+             "gold": list(r.question.gold), "ranked": {s: list(keys[:k]) for s, keys in r.ranked.items()},
+             "recall": dict(r.recall), "hit@1": dict(r.hit1)}
+            for path, report in reports for r in report.results]
 
 
 def scores(reports: Sequence[ScenarioReport]) -> dict[str, dict[str, float]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.eval.probes import load_probe, main, overall, probe_files, scores
+from engram.eval.probes import load_probe, main, overall, probe_files, questions, scores
 from engram.eval.scenarios import QuestionResult, ScenarioQuestion, ScenarioReport
 from engram.model import KINDS
 
@@ -74,3 +74,14 @@ def test_overall_averages_every_question_of_every_set() -> None:
     # What bench/quality.py writes to its JSON.
     assert scores(reports) == {"engram": {"recall": 0.5, "hit@1": 1 / 3, "n": 3}}
     assert scores([]) == {}
+
+
+def test_each_questions_result_is_written_to_compare_runs() -> None:
+    question = ScenarioQuestion("f:1", "u", "when", "When?", ("a", "b"))
+    result = QuestionResult(question, {"engram": ("a", "x", "b"), "dense": ("x",)}, {"engram": 0.5, "dense": 0.0},
+                            {"engram": 1.0, "dense": 0.0}, ())
+    report = ScenarioReport(2, ("engram", "dense"), ("when",), (result,))
+    assert questions(2, [(Path("probes/f.json"), report)]) == [{
+        "k": 2, "file": "f", "id": "f:1", "type": "when", "text": "When?", "gold": ["a", "b"],
+        "ranked": {"engram": ["a", "x"], "dense": ["x"]}, "recall": {"engram": 0.5, "dense": 0.0},
+        "hit@1": {"engram": 1.0, "dense": 0.0}}]
