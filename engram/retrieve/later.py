@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord
+from engram.retrieve.columns import calibrated
 from engram.retrieve.episodes import users_turn
 
 __all__ = ["BEST", "CLOSE", "SHARE", "later_tellings"]
@@ -59,8 +60,7 @@ def later_tellings(records: Sequence[MemoryRecord], relevance: Column, vectors: 
     matches it retells (see the module): the same user's, said after the match and by ``now``;
     else 0. A memory without a vector, or with one of another size, retells nothing."""
     out = np.zeros(len(records), dtype=np.float64)
-    low, high = similarity_range
-    if len(records) < 2 or high <= low:
+    if len(records) < 2:
         return out
     best = np.minimum(np.nan_to_num(relevance, nan=0.0), 1.0)
     matches = [m for m in np.argsort(-best, kind="stable")[:BEST].tolist()
@@ -82,7 +82,7 @@ def later_tellings(records: Sequence[MemoryRecord], relevance: Column, vectors: 
     if not later:
         return out
     near = np.stack([as_rows[records[at].id] for at in later]) @ np.stack([as_rows[records[m].id] for m in matches]).T
-    close = (near - low) / (high - low) >= CLOSE
+    close = calibrated(near.astype(np.float64), similarity_range) >= CLOSE
     for row_at, at in enumerate(later):
         for column, match in enumerate(matches):
             if close[row_at, column] and at != match and records[at].user_id == records[match].user_id \

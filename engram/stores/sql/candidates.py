@@ -36,7 +36,6 @@ class CandidateMixin(SQLBase):
 
     substring_indexed = False
 
-
     def entity_shares(self, user_id: str, entity_ids: Sequence[str], newest: int) -> tuple[dict[str, int], int]:
         ids = list(dict.fromkeys(entity_ids))
         if not ids or newest <= 0:
@@ -51,6 +50,7 @@ class CandidateMixin(SQLBase):
         are no more): at most ``newest`` memories, the same ones on every backend, since it never
         splits the memories said at one moment."""
         raise NotImplementedError
+
     def _ordered(self, user_id: str, filters: Filters, extra: str, extra_params: Sequence[Any],
                  score: str, order: str, n: int, *, by_user: bool = True, index: str = "") -> builtins.list[Hit]:
         """``by_user=False`` keeps the planner off the user's index: ``extra`` selects few rows;
