@@ -15,6 +15,7 @@ from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
 from engram.retrieve.episodes import (
+    CLOSING_QUESTION_SHARE,
     CONVERSATION_PAUSE,
     CONVERSATION_TURNS,
     QUESTION_LENGTH,
@@ -162,8 +163,14 @@ def test_the_users_answer_takes_the_assistants_short_question_as_context() -> No
                for at, (mid, role) in enumerate((("ask", "assistant"), ("answer", "user"), ("advice", "assistant"),
                                                  ("next", "user")))]
     got = context(records, [0.9, 0.1, 0.8, 0.0], chain(records))
-    # The answer takes all of the question's; long advice ending in a question lends nothing.
-    assert got == {"ask": 0.0, "answer": 0.9, "advice": round(REPLY_SHARE * 0.1, 6), "next": 0.0}
+    # The answer takes all of the question's; long advice ending in a question a share of its own.
+    assert got == {"ask": 0.0, "answer": 0.9, "advice": round(REPLY_SHARE * 0.1, 6),
+                   "next": round(CLOSING_QUESTION_SHARE * 0.8, 6)}
+    for advice, after in (("x" * QUESTION_LENGTH + " Anything else? Ping me.", "No, thanks."),  # asks, then not
+                          ("x" * QUESTION_LENGTH + " Anything else?", "No. " + "y" * QUESTION_LENGTH),  # a long turn
+                          ("x" * QUESTION_LENGTH + " Anything else?", "Why do you ask?")):  # a question of its own
+        pair = [replace(records[2], content=advice), replace(records[3], content=after)]
+        assert context(pair, [0.8, 0.0], chain(pair))["next"] == 0.0, (advice[-20:], after[:20])
     for own in ("What's the weather in Lisbon tomorrow?", "Is there parking nearby? I'll be driving."):
         asking = replace(records[1], content=own)  # a question of its own
         assert context([records[0], asking], [0.9, 0.1], chain([records[0], asking]))["answer"] == 0.0
@@ -176,16 +183,17 @@ def test_the_users_answer_takes_the_assistants_short_question_as_context() -> No
     ("Which airline do you usually fly with? 🙂", True), ('"Shall I book it?"', True), ("Ready?!", True),
     ("¿Reservo la mesa?", True), ("予約しますか？", True), ("هل أحجز؟", True),
     ("Noted. While we're on coffee: what's your usual order? I can save it for pre-orders.", True),
-    ("I booked it.", False), ("x" * QUESTION_LENGTH + "?", False), ("x" * QUESTION_LENGTH + "? Thanks.", False),
+    ("I booked it.", False), ("x" * QUESTION_LENGTH + "? Thanks.", False),
+    ("x" * QUESTION_LENGTH + "?", CLOSING_QUESTION_SHARE),  # longer: a share, for a question it closes with
     # Question marks that ask nothing: a web address, code.
     ("Here's the tutorial: https://www.youtube.com/watch?v=ramen123 on making broth.", False),
     ("Try www.example.com/cart?item=42 for it.", False), ("Use `x = a ? b : c` there.", False),
     ("The ?? operator returns the right side.", False),
 ])
-def test_a_short_turn_of_the_assistant_that_asks_something_is_its_question(text: str, asks: bool) -> None:
+def test_a_short_turn_of_the_assistant_that_asks_something_is_its_question(text: str, asks: float) -> None:
     records = [replace(turn("ask", "assistant"), content=text),
                turn("answer", "user", created_at=NOW + timedelta(seconds=1))]
-    assert context(records, [0.9, 0.0], chain(records))["answer"] == (0.9 if asks else 0.0)
+    assert context(records, [0.9, 0.0], chain(records))["answer"] == round(0.9 * asks, 6)
 
 
 def test_only_the_turns_that_can_lend_context_are_ranked() -> None:
@@ -407,3 +415,24 @@ def test_a_role_given_as_nothing_is_no_role(given: object) -> None:
     record = MemoryRecord(id="m", user_id="u", content="hi", kind="message", created_at=NOW, recorded_at=NOW,
                           content_hash="h", role=" Sam ", metadata={"message_role": given})
     assert _roles(record) == ("sam", "")
+
+
+def test_the_answer_to_a_long_replys_closing_question_is_found_with_it(tmp_path: Path, embedder: Embedder) -> None:
+    reply = ("For a nightly batch like this, use a load job rather than streaming inserts: load jobs are free, "
+             "atomic per partition and replace the day cleanly when you rerun it. Export the day to Parquet with "
+             "polars, upload the file, then load it from the bucket URI with WRITE_TRUNCATE on the partition "
+             "decorator so a rerun never doubles rows. One thing I need from you before I wire the upload: "
+             "where should the Parquet files be staged before the load?")
+    said = NOW - timedelta(days=20)
+    rows = [("user", "The nightly deliveries export to BigQuery takes 41 minutes. How do I make it faster?"),
+            ("assistant", reply), ("user", "Separate bucket: gs://vc-dw-staging, with a 7-day lifecycle rule.")]
+    rows += [(role, text) for text in FILLER for role in ("user",)]
+    config = RetrievalConfig(top_k=3, cache_ttl=0)
+    with Memory(tmp_path / "closing.db", embedder=embedder) as memory:
+        memory.add_many([{"content": text, "role": role, "user_id": "u", "session_id": f"s{at // 3}",
+                          "created_at": said + timedelta(minutes=at)} for at, (role, text) in enumerate(rows)])
+        found = memory.retrieve("Where do the exported Parquet files sit before they're loaded?", user_id="u",
+                                now=NOW, config=config).memories
+    got = [m.content for m in found]
+    assert rows[2][1] in got, got
+    assert "answers the assistant's question, which matches" in found[got.index(rows[2][1])].reasons
