@@ -50,6 +50,7 @@ from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
+from engram.retrieve.speaker_names import NameVectors
 from engram.retrieve.specific import UNWEIGHTED, read_entity_weights
 from engram.retrieve.standing import how_it_is_done
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
@@ -85,6 +86,7 @@ class Pipeline:
     slots: threading.BoundedSemaphore | None = None
     #: An A/B test of strategy weights: each user ranks under the variant it assigns them.
     experiment: Experiment | None = None
+    speaker_names: NameVectors = field(default_factory=NameVectors)  # each name's vector, embedded once
 
     def retrieve(
         self, query: str, *, user_id: str, config: RetrievalConfig, now: datetime | None, filters: Filters,
@@ -283,6 +285,7 @@ class Pipeline:
                 newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,
                 value=plan.value, past=plan.held or plan.past, days_only=days_only, yours=plan.yours,
                 cause=plan.cause, rules=found.standing if plan.governed else (), entity_weights=telling,
+                speaker_names=lambda names: self.speaker_names.of(self.embedder(), names),
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

@@ -64,8 +64,6 @@ from engram.retrieve.gain_weights import (
     PAST_CURRENT,
     PAST_GAIN,
     RULE_GAIN,
-    RULE_KEEP,
-    RULE_SHARE,
     STANDING_GAIN,
     TYPE_GAIN,
     VALUE_GAIN,
@@ -111,7 +109,8 @@ from engram.retrieve.ranking import (
     Ranking,
 )
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, reciprocal_rank, semantic_similarity, type_boost
-from engram.retrieve.standing import said_of_themselves
+from engram.retrieve.speaker_names import NamesOf, without_speakers
+from engram.retrieve.standing import closest_rules, said_of_themselves
 
 __all__ = [
     "AHEAD_GAIN", "AHEAD_SIGNAL", "ALL_SIGNALS", "ANSWER_GAIN", "ASK_GAIN", "ASK_SIGNAL", "BRIDGE_GAIN",
@@ -256,6 +255,7 @@ def rank(
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
     rules: Sequence[str] = (),
     entity_weights: Mapping[str, float] | None = None,
+    speaker_names: NamesOf | None = None,
 ) -> Ranking:
     """Score every record; best first, ties by id. ``min_score`` is left to the caller.
 
@@ -291,7 +291,8 @@ def rank(
     them ranked gain ``RULE_GAIN``, each next ``RULE_SHARE`` of the one before, to the ``RULE_KEEP``-th
     (``closest_rule``), when the query has a vector to be close to. ``known``
     keeps the signals the second hop does not change between a query's rankings; ``entity_weights``
-    how telling each query entity is (engram.retrieve.specific).
+    how telling each query entity is (engram.retrieve.specific); ``speaker_names`` the vectors of
+    speakers' names, taken out of their short turns' similarity (engram.retrieve.speaker_names).
     """
     strategy = dict(weights)
     if config.weights is not None:
@@ -316,6 +317,8 @@ def rank(
         known=seen, facets=facets, first_names=short, entity_weights=entity_weights,
     )
     keywords = keyword_evidence(raw_keywords, records, yours)
+    if speaker_names is not None and voices and query_vec is not None:  # "Kofi: Poor lad" is mostly "Kofi"
+        cosines = without_speakers(cosines, records, said, voices, vectors, query_vec, speaker_names)
     meaning = calibrated(cosines, _reach(cosines, similarity_range), ceiling=False)
     relevance = share * np.minimum(meaning, 1.0) + (1.0 - share) * keywords
     # What says who the query's person is names them, by whatever name ("Priya Nair" for "Priya").
@@ -345,7 +348,7 @@ def rank(
                                       seen.standing_of if profile is None
                                       else partial(said_of_themselves, user_id=profile), assistant=yours)
     # "Redo the start of the antagonist's chapter": the user's rules closest to a request govern it
-    rule = _closest_rules(rules, records) if requests and query_vec is not None else np.zeros(len(records))
+    rule = closest_rules(rules, records) if requests and query_vec is not None else np.zeros(len(records))
     if permission and voices and not stands.any():  # "Can I phone Maya after 7?": her rules answer it
         stands = np.fromiter((said.get(r.id) in voices and seen.standing_of(r) for r in records), dtype=np.float64,
                              count=len(records))
@@ -426,16 +429,6 @@ def rank(
         procedural=procedural, answered=frozenset(r.id for r, a in zip(records, answered, strict=True) if a),
         value=value,
     )
-
-
-def _closest_rules(rules: Sequence[str], records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]:
-    """Per record, its share of ``RULE_GAIN`` by its place among ``rules`` that are ranked here: 1 for
-    the first, ``RULE_SHARE`` for the next, and so to the ``RULE_KEEP``-th."""
-    present = {record.id: at for at, record in enumerate(records)}
-    out = np.zeros(len(records), dtype=np.float64)
-    for place, memory_id in enumerate([i for i in rules if i in present][:RULE_KEEP]):
-        out[present[memory_id]] = RULE_SHARE ** place
-    return out
 
 
 def _reach(cosines: npt.NDArray[np.float64], similarity_range: tuple[float, float]) -> tuple[float, float]:

@@ -18,15 +18,20 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from engram.model import MemoryRecord
+from engram.retrieve.gain_weights import RULE_KEEP, RULE_SHARE
 from engram.retrieve.latest import SHORT_QUESTION
 from engram.retrieve.sentences import split_sentences
 from engram.text import ROLE_WORDS, USER_ROLES
 
 __all__ = [
     "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_for_standing", "asks_for_work",
-    "asks_permission", "how_it_is_done",
+    "asks_permission", "closest_rules", "how_it_is_done",
     "is_request", "is_standing", "machine_said", "not_the_users", "said_of_themselves", "standing_sentences",
 ]
 
@@ -276,3 +281,13 @@ def standing_sentences(record: MemoryRecord) -> list[str]:
     if len(sentences) < 2 or not is_standing(record):
         return []
     return [s for s in sentences if _STANDING.search(s)][:MAX_STANDING_SENTENCES]
+
+
+def closest_rules(rules: Sequence[str], records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]:
+    """Per record, its share of ``RULE_GAIN`` by its place among ``rules`` that are ranked here: 1 for
+    the first, ``RULE_SHARE`` for the next, and so to the ``RULE_KEEP``-th."""
+    present = {record.id: at for at, record in enumerate(records)}
+    out = np.zeros(len(records), dtype=np.float64)
+    for place, memory_id in enumerate([i for i in rules if i in present][:RULE_KEEP]):
+        out[present[memory_id]] = RULE_SHARE ** place
+    return out

@@ -1,0 +1,93 @@
+"""A speaker's short turns are read with the speaker's name taken out of their similarity."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from engram import Memory, RetrievalConfig
+from engram.errors import EmbedderError
+from engram.ext import Embedder
+from engram.model import MemoryRecord
+from engram.retrieve.speaker_names import SHORT_TURN, NameVectors, without_speakers
+
+NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+
+
+def turn(mid: str, role: str, content: str) -> MemoryRecord:
+    return MemoryRecord(id=mid, content=content, role=role, user_id="u", kind="message", created_at=NOW,
+                        recorded_at=NOW, content_hash=mid)
+
+
+class Counting:
+    """An embedder over three axes: a name is the first axis, anything else the second."""
+
+    model_id = "counting"
+    dimensions = 3
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    def embed_batch(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        self.calls.append(list(texts))
+        if self.fail:
+            raise EmbedderError("down")
+        return np.array([[2.0, 0.0, 0.0] if text in ("Kofi", "Nadia") else [0.0, 1.0, 0.0] for text in texts],
+                        dtype=np.float32)
+
+
+def unit(*values: float) -> npt.NDArray[np.float32]:
+    v = np.array(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_only_the_named_speakers_short_turns_lose_the_name() -> None:
+    records = [turn("short", "Kofi", "Poor lad"), turn("long", "Kofi", "x" * (SHORT_TURN + 1)),
+               turn("other", "Nadia", "Poor lad")]
+    vectors = {"short": unit(1, 0.2, 1), "long": unit(1, 0.2, 1), "other": unit(1, 0.2, 1)}
+    said = {"short": "kofi", "long": "kofi", "other": "nadia"}
+    embedder = Counting()
+    cache = NameVectors()
+    cosines = np.array([0.9, 0.9, 0.9])
+    got = without_speakers(cosines, records, said, frozenset({"kofi"}), vectors, unit(1, 0, 1),
+                           lambda names: cache.of(embedder, names))
+    # Off the name's axis the query is (0, 0, 1) and the short turn (0, 0.2, 1): cosine 0.98.
+    assert got[0] == pytest.approx(1 / np.sqrt(1.04))
+    assert got[1:].tolist() == [0.9, 0.9]  # a longer turn, another speaker's: as they were
+    assert cosines.tolist() == [0.9, 0.9, 0.9]  # the caller's column is left alone
+    assert embedder.calls == [["Kofi"]]
+
+
+def test_a_names_vector_is_embedded_once_and_a_failing_embedder_changes_nothing() -> None:
+    embedder, cache = Counting(), NameVectors(size=1)
+    first = cache.of(embedder, ["Kofi", "Kofi"])
+    assert first["Kofi"].tolist() == [1.0, 0.0, 0.0]  # a unit vector
+    cache.of(embedder, ["Kofi"])
+    assert embedder.calls == [["Kofi"]]
+    cache.of(embedder, ["Nadia"])  # the oldest name leaves a full cache
+    cache.of(embedder, ["Kofi"])
+    assert embedder.calls == [["Kofi"], ["Nadia"], ["Kofi"]]
+    records = [turn("short", "Kofi", "Poor lad")]
+    broken = NameVectors()
+    got = without_speakers(np.array([0.7]), records, {"short": "kofi"}, frozenset({"kofi"}),
+                           {"short": unit(1, 1, 0)}, unit(1, 0, 1), lambda names: broken.of(Counting(fail=True), names))
+    assert got.tolist() == [0.7]
+
+
+def test_the_answer_ranks_above_the_speakers_small_talk(tmp_path: Path, embedder: Embedder) -> None:
+    chat = [("Nadia", "How's your week been?"), ("Kofi", "Poor lad"), ("Kofi", "What leg thing"),
+            ("Kofi", "Oh no. Is it serious?"), ("Kofi", "The usual then"), ("Kofi", "I'm so sorry Nads."),
+            ("Nadia", "You were limping at the weekend, what happened?"),
+            ("Kofi", "Oh that. Went over on my ankle at five-a-side last Wednesday. Swollen like a grapefruit.")]
+    with Memory(tmp_path / "chat.db", embedder=embedder) as memory:
+        memory.add_many([{"content": text, "role": who, "user_id": "u", "session_id": f"s{at}",
+                          "created_at": NOW - timedelta(days=30 - at)} for at, (who, text) in enumerate(chat)])
+        found = memory.retrieve("When did Kofi injure himself playing football?", user_id="u", now=NOW,
+                                config=RetrievalConfig(top_k=3, cache_ttl=0)).memories
+    # Without the name taken out, "Poor lad" was first (clip_sentences keeps the answer's first two).
+    assert found[0].content.startswith("Oh that. Went over on my ankle"), [m.content for m in found]
