@@ -4,8 +4,8 @@ The dev sets and the everyday scenario set have been read question by question w
 tuned; these were written afterwards, to the brief "realistic, varied and hard", by a writer who saw
 no code. Each file in ``tests/quality/probes/`` is one JSON object: ``now``, ``memories`` (``key``,
 ``user_id``, ``kind``, ``content``, ``created_at``, ``role`` for messages, ``session_id`` where the
-chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Eighteen
-users in six files, each file written by a different writer:
+chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Twenty-four
+users in eight files, each file written by a different writer:
 
 - an assistant chat in sessions, many of its exchanges short ("Which airport do you usually fly
   from?" / "Usually Gatwick."), plans that change; a coding chat without sessions (pasted code and
@@ -20,7 +20,11 @@ users in six files, each file written by a different writer:
   Android developer, an SRE), standing instructions said once in passing and asked for by requests;
 - texting with no assistant (a family, two flatmates, a repair café's volunteers), short messages;
 - long histories of general tasks (recipes, comparisons, cover letters) where personal details
-  surface in passing, LongMemEval-like, with questions about what the assistant said.
+  surface in passing, LongMemEval-like, with questions about what the assistant said;
+- chats between friends and flatmates over months, in dated sessions, no assistant (two friends,
+  two more, three flatmates; shared photos described in the text), asked about in the third person;
+- long technical assistant chats (a frontend developer, an ML engineer, a platform engineer):
+  replies of 1,300-3,400 characters, pasted logs and configs, instructions said once in passing.
 
 They are scored like the scenario set (:mod:`engram.eval.scenarios`): ``engram`` with the defaults
 at ``top_k`` 5 and 10 beside BM25, dense and their fusion over the same store, per question type.

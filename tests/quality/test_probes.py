@@ -12,14 +12,15 @@ from engram.eval.scenarios import QuestionResult, ScenarioQuestion, ScenarioRepo
 from engram.model import KINDS
 
 
-def test_there_are_probe_sets_of_eighteen_users_and_579_questions() -> None:
+def test_there_are_probe_sets_of_twenty_four_users_and_781_questions() -> None:
     scenarios = [load_probe(path) for path in probe_files()]
     assert [path.name for path in probe_files()] == [
         "assistant_changing_plans.json", "assistant_coding_group.json", "coding_assistant_instructions.json",
-        "family_travel_bookclub.json", "group_texts.json", "long_history_general_tasks.json"]
+        "family_travel_bookclub.json", "friends_and_flatmates.json", "group_texts.json",
+        "long_history_general_tasks.json", "technical_assistant_chats.json"]
     # each file is loaded into a store of its own, so a name may recur across files
-    assert sum(len({m.user_id for m in s.memories}) for s in scenarios) == 18
-    assert sum(len(s.questions) for s in scenarios) == 579  # as docs/evaluation.md quotes
+    assert sum(len({m.user_id for m in s.memories}) for s in scenarios) == 24
+    assert sum(len(s.questions) for s in scenarios) == 781  # as docs/evaluation.md quotes
 
 
 @pytest.mark.parametrize("path", probe_files(), ids=lambda path: path.stem)
