@@ -145,9 +145,8 @@ class Pipeline:
                 return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
             embedding = self._embed(about_the_user(query, user_id), config)
             with self.slots or nullcontext():
-                result = self._run(
-                    query, user_id, config, now, filters, started, as_of, (token, generation), reads, embedding
-                )
+                result = self._run(query, user_id, config, now, filters, started, as_of, (token, generation), reads,
+                                   embedding)
         except DeadlineExceeded as exc:
             log.warning("[MEM:RETRIEVE] %s; continuing without memory", exc)
             return self._empty(query, config, filters, started, "TIMEOUT")
@@ -285,7 +284,8 @@ class Pipeline:
                 newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,
                 value=plan.value, past=plan.held or plan.past, days_only=days_only, yours=plan.yours,
                 cause=plan.cause, rules=found.standing if plan.governed else (), entity_weights=telling,
-                speaker_names=lambda names: self.speaker_names.of(self.embedder(), names),
+                speaker_names=partial(self.speaker_names.of, tuple(sorted(owners)), self.embedder(), self.executor,
+                                      budget.embedded_by),
             ))
 
         with budget.essential():  # past the deadline too: the answer is read and ranked from what was found

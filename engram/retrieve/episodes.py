@@ -119,7 +119,7 @@ QUESTION_LENGTH = 300
 CLOSING_QUESTION_SHARE = 0.3
 #: How much of a reply's end is read for its closing question (with the emoji or quotes after it).
 _CLOSING = 200
-_CLOSING_QUESTION = re.compile(r"[^\s?？؟][?？؟]+[^\w\s]*\s*$")
+_CLOSING_QUESTION = re.compile(r"[^\s?？؟][?？؟]+[^\w]*$")  # "... for her tea? 🙂" too
 #: A question mark (Latin, full-width, Arabic) that ends a sentence: after a word or a closing
 #: character, before a space or the end, with only quotes, brackets or emoji between.
 _ASKING = re.compile(r"[^\s?？؟][?？؟]+(?=[^\w\s]*(?:\s|$))")
@@ -308,7 +308,8 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
     question = question or _is_question
     if _asks(other, question) and not question(asker):
         return 1.0
-    if len(asker.content.strip()) <= QUESTION_LENGTH and _ends_asking(other) and not question(asker):
+    if len(asker.content.strip()) <= QUESTION_LENGTH < len(other.content.strip()) and _ends_asking(other) \
+            and not question(asker):
         return CLOSING_QUESTION_SHARE
     return 0.0
 

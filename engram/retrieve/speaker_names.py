@@ -10,7 +10,8 @@ query names counts fully in their own turns).
 
 So when the query names a speaker, the similarity of that speaker's turns of at most
 :data:`SHORT_TURN` characters is read with the name taken out of both vectors: each is projected
-off the name's own embedding (``name_vectors``) and compared on what is left. A longer turn keeps
+off the name's own embedding (as a stored text for the turn, as a query for the query) and
+compared on what is left. A longer turn keeps
 its similarity as it is: there the name is a small part of the vector, and taking it out of every
 turn cost LoCoMo dev recall@10 0.816 -> 0.794 (half of it, 0.810).
 
@@ -26,55 +27,73 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor
 
 import numpy as np
 import numpy.typing as npt
 
-from engram.errors import EmbedderError
+from engram.errors import DeadlineExceeded, EmbedderError
 from engram.ext import Embedder
 from engram.ingest.embed import embed_texts
 from engram.model import MemoryRecord
+from engram.retrieve.budget import until
 from engram.text import speaker_name
 
-__all__ = ["SHORT_TURN", "NameVectors", "without_speakers"]
+__all__ = ["DISTINCT", "LEFT_OVER", "SHORT_TURN", "NameVectors", "without_speakers"]
 
 #: The longest turn (in characters) whose similarity is read with its speaker's name taken out.
 SHORT_TURN = 80
+#: A vector with less than this share of its length left once the name is out says nothing else.
+LEFT_OVER = 0.1
+#: A name's direction counts when it is this share of the strongest's (SVD): "Kofi" and "Kofi A."
+#: are one direction, not two, the second a chance one.
+DISTINCT = 0.1
 
 Column = npt.NDArray[np.float64]
-NamesOf = Callable[[Sequence[str]], Mapping[str, npt.NDArray[np.float64]]]
+Pair = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]  # as a stored text, as a query
+NamesOf = Callable[[Sequence[str]], Mapping[str, Pair]]
 
 
 class NameVectors:
-    """Each speaker name's unit vector as the embedder reads it alone, kept for the process (names
-    recur from one question to the next): the most recent :attr:`size` names per embedder."""
+    """Each speaker name's unit vectors as the embedder reads it alone, as a stored text and as a
+    query (an asymmetric model reads the two apart), kept for the scope that asked (names recur
+    from one question to the next): the most recent :attr:`size` of them.
+
+    Kept per scope, never shared: how fast a ranking is must not tell one user whether another
+    named the same person lately (as ``engram.ingest.embed`` never reuses a vector across users)."""
 
     def __init__(self, size: int = 512) -> None:
         self.size = size
-        self._kept: OrderedDict[tuple[str, str], npt.NDArray[np.float64]] = OrderedDict()
+        self._kept: OrderedDict[tuple[tuple[str, ...], str, str], Pair] = OrderedDict()
         self._lock = threading.Lock()
 
-    def of(self, embedder: Embedder, names: Iterable[str]) -> dict[str, npt.NDArray[np.float64]]:
-        """``names``' vectors; none when the embedder fails (the similarities are then read as they are)."""
+    def of(self, scope: tuple[str, ...], embedder: Embedder, executor: Executor, deadline: float | None,
+           names: Iterable[str]) -> dict[str, Pair]:
+        """``names``' vectors for ``scope`` (the users a retrieval reads), those not kept embedded on
+        ``executor`` and waited for until ``deadline``; a name the embedder failed or was late for
+        has none (its speaker's turns keep their similarity)."""
         wanted = list(dict.fromkeys(names))
-        found: dict[str, npt.NDArray[np.float64]] = {}
+        found: dict[str, Pair] = {}
         with self._lock:
             for name in wanted:
-                if (vector := self._kept.get((embedder.model_id, name))) is not None:
-                    self._kept.move_to_end((embedder.model_id, name))
-                    found[name] = vector
+                if (pair := self._kept.get((scope, embedder.model_id, name))) is not None:
+                    self._kept.move_to_end((scope, embedder.model_id, name))
+                    found[name] = pair
         missing = [name for name in wanted if name not in found]
-        if missing:
-            try:
-                fresh = np.asarray(embed_texts(embedder, missing), dtype=np.float64)
-            except EmbedderError:
-                return {}
-            with self._lock:
-                for name, vector in zip(missing, fresh, strict=True):
-                    found[name] = vector / max(float(np.linalg.norm(vector)), 1e-12)
-                    self._kept[(embedder.model_id, name)] = found[name]
-                while len(self._kept) > self.size:
-                    self._kept.popitem(last=False)
+        if not missing:
+            return found
+        try:
+            stored, asked = until(executor.submit(lambda: (embed_texts(embedder, missing),
+                                                            embed_texts(embedder, missing, as_query=True))),
+                                  deadline, "embedding the names of speakers")
+        except (EmbedderError, DeadlineExceeded):
+            return found
+        with self._lock:
+            for name, passage, query in zip(missing, stored, asked, strict=True):
+                found[name] = (_unit(passage), _unit(query))
+                self._kept[(scope, embedder.model_id, name)] = found[name]
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
         return found
 
 
@@ -82,7 +101,8 @@ def without_speakers(cosines: Column, records: Sequence[MemoryRecord], said: Map
                      voices: frozenset[str], vectors: Mapping[str, object],
                      query_vec: npt.NDArray[np.float32], names_of: NamesOf) -> Column:
     """``cosines`` with those of the short turns said by a speaker in ``voices`` read with the
-    speakers' names (``names_of``) projected out of the query's vector and theirs (see the module)."""
+    speakers' names (``names_of``) projected out of the query's vector and theirs (see the module),
+    between 0 and 1; a turn that is nothing but the name is at 0."""
     short = [at for at, record in enumerate(records)
              if said.get(record.id) in voices and len(record.content) <= SHORT_TURN
              and speaker_name(record.role) and vectors.get(record.id) is not None]
@@ -94,16 +114,29 @@ def without_speakers(cosines: Column, records: Sequence[MemoryRecord], said: Map
               and np.asarray(vectors[records[at].id]).size == query.size]
     if not usable:
         return cosines
-    # An orthonormal basis of the names' directions, so two speakers named are both taken out.
-    basis, _ = np.linalg.qr(np.stack([names[name] for name in dict.fromkeys(
-        str(speaker_name(records[at].role)) for at in usable)]).T)
-
-    def off(vector: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        rest = vector - basis @ (basis.T @ vector)
-        return rest / max(float(np.linalg.norm(rest)), 1e-12)
-
-    rest_of_query = off(query)
+    # One direction per name however it is cased ("Kofi", "KOFI"), two speakers named both taken out.
+    chosen = {name.casefold(): names[name] for name in (str(speaker_name(records[at].role)) for at in usable)}
+    stored, asked = (_basis([pair[side] for pair in chosen.values()]) for side in (0, 1))
+    rest_of_query = query - asked @ (asked.T @ query)
+    if np.linalg.norm(rest_of_query) < LEFT_OVER * np.linalg.norm(query):
+        return cosines  # the query is hardly more than the name ("Kofi?")
+    rest_of_query /= np.linalg.norm(rest_of_query)
     out = np.array(cosines, dtype=np.float64)
     for at in usable:
-        out[at] = float(rest_of_query @ off(np.asarray(vectors[records[at].id], dtype=np.float64).ravel()))
-    return out
+        turn = np.asarray(vectors[records[at].id], dtype=np.float64).ravel()
+        rest = turn - stored @ (stored.T @ turn)
+        size = float(np.linalg.norm(rest))
+        out[at] = 0.0 if size < LEFT_OVER * float(np.linalg.norm(turn)) else float(rest_of_query @ rest) / size
+    return np.clip(out, 0.0, 1.0)
+
+
+def _unit(vector: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
+    as_float = np.asarray(vector, dtype=np.float64).ravel()
+    return as_float / max(float(np.linalg.norm(as_float)), 1e-12)
+
+
+def _basis(directions: Sequence[npt.NDArray[np.float64]]) -> npt.NDArray[np.float64]:
+    """An orthonormal basis of ``directions`` (as columns), without the directions two nearly equal
+    names would add by chance."""
+    spans, sizes, _ = np.linalg.svd(np.stack(directions).T, full_matrices=False)
+    return np.asarray(spans[:, sizes > DISTINCT * sizes[0]], dtype=np.float64)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,15 +34,18 @@ class Counting:
     model_id = "counting"
     dimensions = 3
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, delay: float = 0.0) -> None:
         self.calls: list[list[str]] = []
         self.fail = fail
+        self.delay = delay
 
     def embed_batch(self, texts: list[str]) -> npt.NDArray[np.float32]:
         self.calls.append(list(texts))
+        time.sleep(self.delay)
         if self.fail:
             raise EmbedderError("down")
-        return np.array([[2.0, 0.0, 0.0] if text in ("Kofi", "Nadia") else [0.0, 1.0, 0.0] for text in texts],
+        names = ("kofi", "nadia")
+        return np.array([[2.0, 0.0, 0.0] if text.casefold() in names else [0.0, 1.0, 0.0] for text in texts],
                         dtype=np.float32)
 
 
@@ -46,37 +54,51 @@ def unit(*values: float) -> npt.NDArray[np.float32]:
     return v / np.linalg.norm(v)
 
 
+POOL = ThreadPoolExecutor(max_workers=1)
+
+
+def names_of(cache: NameVectors, embedder: Counting, scope: tuple[str, ...] = ("u",),
+             deadline: float | None = None) -> Callable[[Sequence[str]], Any]:
+    return partial(cache.of, scope, embedder, POOL, deadline)
+
+
 def test_only_the_named_speakers_short_turns_lose_the_name() -> None:
     records = [turn("short", "Kofi", "Poor lad"), turn("long", "Kofi", "x" * (SHORT_TURN + 1)),
-               turn("other", "Nadia", "Poor lad")]
-    vectors = {"short": unit(1, 0.2, 1), "long": unit(1, 0.2, 1), "other": unit(1, 0.2, 1)}
-    said = {"short": "kofi", "long": "kofi", "other": "nadia"}
+               turn("other", "Nadia", "Poor lad"), turn("bare", "KOFI", "Kofi")]
+    vectors = {"short": unit(1, 0.2, 1), "long": unit(1, 0.2, 1), "other": unit(1, 0.2, 1), "bare": unit(1, 0, 0)}
+    said = {"short": "kofi", "long": "kofi", "other": "nadia", "bare": "kofi"}
     embedder = Counting()
-    cache = NameVectors()
-    cosines = np.array([0.9, 0.9, 0.9])
+    cosines = np.array([0.9, 0.9, 0.9, 0.9])
     got = without_speakers(cosines, records, said, frozenset({"kofi"}), vectors, unit(1, 0, 1),
-                           lambda names: cache.of(embedder, names))
+                           names_of(NameVectors(), embedder))
     # Off the name's axis the query is (0, 0, 1) and the short turn (0, 0.2, 1): cosine 0.98.
     assert got[0] == pytest.approx(1 / np.sqrt(1.04))
-    assert got[1:].tolist() == [0.9, 0.9]  # a longer turn, another speaker's: as they were
-    assert cosines.tolist() == [0.9, 0.9, 0.9]  # the caller's column is left alone
-    assert embedder.calls == [["Kofi"]]
+    assert got[1:3].tolist() == [0.9, 0.9]  # a longer turn, another speaker's: as they were
+    assert got[3] == 0.0  # nothing but the name ("KOFI" and "Kofi" one direction, not two)
+    assert cosines.tolist() == [0.9, 0.9, 0.9, 0.9]  # the caller's column is left alone
+    assert embedder.calls == [["Kofi", "KOFI"], ["Kofi", "KOFI"]]  # as stored texts, then as queries
+    # A query that is hardly more than the name keeps every similarity.
+    assert without_speakers(cosines, records, said, frozenset({"kofi"}), vectors, unit(1, 0, 0.05),
+                            names_of(NameVectors(), embedder)).tolist() == cosines.tolist()
 
 
-def test_a_names_vector_is_embedded_once_and_a_failing_embedder_changes_nothing() -> None:
-    embedder, cache = Counting(), NameVectors(size=1)
-    first = cache.of(embedder, ["Kofi", "Kofi"])
-    assert first["Kofi"].tolist() == [1.0, 0.0, 0.0]  # a unit vector
-    cache.of(embedder, ["Kofi"])
-    assert embedder.calls == [["Kofi"]]
-    cache.of(embedder, ["Nadia"])  # the oldest name leaves a full cache
-    cache.of(embedder, ["Kofi"])
-    assert embedder.calls == [["Kofi"], ["Nadia"], ["Kofi"]]
+def test_a_names_vectors_are_kept_per_scope_and_a_late_or_failing_embedder_changes_nothing() -> None:
+    embedder, cache = Counting(), NameVectors(size=2)
+    first = cache.of(("u",), embedder, POOL, None, ["Kofi", "Kofi"])
+    assert [v.tolist() for v in first["Kofi"]] == [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]  # unit vectors
+    cache.of(("u",), embedder, POOL, None, ["Kofi"])
+    assert len(embedder.calls) == 2
+    cache.of(("v",), embedder, POOL, None, ["Kofi"])  # another user's asking reuses nothing of "u"'s
+    assert len(embedder.calls) == 4
+    cache.of(("u",), embedder, POOL, None, ["Nadia"])  # the oldest leaves a full cache
+    cache.of(("u",), embedder, POOL, None, ["Kofi"])
+    assert len(embedder.calls) == 8
     records = [turn("short", "Kofi", "Poor lad")]
-    broken = NameVectors()
-    got = without_speakers(np.array([0.7]), records, {"short": "kofi"}, frozenset({"kofi"}),
-                           {"short": unit(1, 1, 0)}, unit(1, 0, 1), lambda names: broken.of(Counting(fail=True), names))
-    assert got.tolist() == [0.7]
+    for broken in (Counting(fail=True), Counting(delay=0.5)):
+        got = without_speakers(np.array([0.7]), records, {"short": "kofi"}, frozenset({"kofi"}),
+                               {"short": unit(1, 1, 0)}, unit(1, 0, 1),
+                               names_of(NameVectors(), broken, deadline=time.perf_counter() + 0.05))
+        assert got.tolist() == [0.7]
 
 
 def test_the_answer_ranks_above_the_speakers_small_talk(tmp_path: Path, embedder: Embedder) -> None:
