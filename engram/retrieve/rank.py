@@ -84,6 +84,7 @@ from engram.retrieve.keyword_evidence import (
     KEYWORD_LENGTH_POWER,
     KEYWORD_LENGTH_POWER_OWN,
     keyword_evidence,
+    without_meaning,
 )
 from engram.retrieve.later import later_tellings
 from engram.retrieve.latest import Asked, conversation_recency, echoes
@@ -320,6 +321,9 @@ def rank(
     if speaker_names is not None and voices and query_vec is not None:  # "Kofi: Poor lad" is mostly "Kofi"
         cosines = without_speakers(cosines, records, said, voices, vectors, query_vec, speaker_names)
     meaning = calibrated(cosines, _reach(cosines, similarity_range), ceiling=False)
+    if query_vec is not None:  # one common word of the question in a short message about something else
+        embedded = np.fromiter((vectors.get(r.id) is not None for r in records), dtype=bool, count=len(records))
+        keywords = without_meaning(keywords, meaning, records, embedded)
     relevance = share * np.minimum(meaning, 1.0) + (1.0 - share) * keywords
     # What says who the query's person is names them, by whatever name ("Priya Nair" for "Priya").
     describes = describing(records, described)

@@ -13,6 +13,7 @@ from engram.config import STRATEGY_WEIGHTS, RetrievalConfig
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.columns import Known
 from engram.retrieve.in_range import REQUEST_SCOPE_TRUST
+from engram.retrieve.keyword_evidence import SHORT_TEXT
 from engram.retrieve.rank import (
     ALL_SIGNALS,
     BRIDGE_GAIN,
@@ -643,3 +644,26 @@ def test_a_question_about_mel_is_about_what_melanie_says() -> None:
         config=RetrievalConfig(), speakers={"h": "mention:melanie", "o": "mention:caroline"}, speaking=("mention:mel",),
     ).scored()}
     assert spoken["h"].signals["voice"] == 1.0 and spoken["o"].signals["voice"] == 0.0
+
+
+def test_a_short_memory_meaning_nothing_like_the_query_keeps_little_of_a_weak_keyword_match() -> None:
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    about = np.array([0.6, 0.8, 0.0], dtype=np.float32)  # cosine 0.6: it means what the query asks
+    other = np.array([0.0, 1.0, 0.0], dtype=np.float32)  # cosine 0: about something else
+    long_text = "First day at the new job. " * 10
+    records = [rec("about", content="We got engaged on the 20th!"), rec("other", content="First day tomorrow."),
+               rec("strong", content="Ticket PAY-1234 first day."), rec("long", content=long_text),
+               rec("unread", content="First day tomorrow.")]
+    vectors = {"about": about, "other": other, "strong": other, "long": other}
+    scores = {"about": 0.25, "other": 0.25, "strong": 0.5, "long": 0.25, "unread": 0.25}
+    out = {s.record.id: s.signals["keyword_relevance"] for s in run(records, query_vec=query, vectors=vectors,
+                                                                     keyword_scores=scores)}
+    assert len(long_text) > SHORT_TEXT
+    assert out["about"] == pytest.approx(0.5)  # meaning enough: as read against the best match
+    assert out["other"] == 0.0  # one ordinary word of the question, in a short text about something else
+    assert out["strong"] == pytest.approx(1.0)  # a strong match keeps its weight whatever the meaning
+    assert out["long"] > 0.0  # a long text's vector averages many things: little meaning is no evidence
+    assert out["unread"] == pytest.approx(0.5)  # no vector, no meaning to read
+    # With no query vector (a keyword search), every keyword match counts as it is.
+    plain = {s.record.id: s.signals["keyword_relevance"] for s in run(records, vectors=vectors, keyword_scores=scores)}
+    assert plain["other"] == pytest.approx(0.5)
