@@ -48,9 +48,10 @@ from engram.retrieve.standing import machine_said
 from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
 __all__ = ["CAUSE_REPLY_SHARE", "CLOSING_QUESTION_SHARE", "CONVERSATION_PAUSE", "CONVERSATION_TURNS",
-           "QUESTION_LENGTH", "REPLIED_SHARE", "REPLY_SHARE", "YOURS_REPLY_SHARE", "Lending", "answers",
-           "context_support", "conversation_support", "conversations", "lenders", "lending", "said_by_a_person",
-           "said_by_the_assistant", "takes_context", "turned_around", "users_turn"]
+           "NAMED_NEXT_TO", "QUESTION_LENGTH", "REPLIED_SHARE", "REPLY_SHARE", "YOURS_REPLY_SHARE", "Lending",
+           "answers", "context_support", "conversation_support", "conversations", "lenders", "lending",
+           "named_next_to", "said_by_a_person", "said_by_the_assistant", "takes_context", "turned_around",
+           "users_turn"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -94,6 +95,16 @@ YOURS_REPLY_SHARE = 0.8
 #: 0.785/0.882; user turns, LoCoMo (no assistant) and instructions unchanged; the coding probe files
 #: within half a point. 0.5 gained half as much on the first file and nothing on the dev sets.
 REPLIED_SHARE = 0.8
+#: The share of the entity overlap of the turn next to it that a turn of a chat with an assistant
+#: takes as its own: "What strength of levothyroxine is Mum taking these days?" names Mum, and
+#: the reply "Noted: it goes up from 75 to 100 micrograms" names nobody, as the user's "They've put
+#: her up to 100" after the assistant's question about Mum does not. Probe files of assistant chats
+#: written blind to the code, recall@5/10: plans that keep changing 0.573/0.710 -> 0.602/0.725,
+#: long technical chats 0.677/0.819 -> 0.697/0.819 (its questions unread), coding chats 0.828 ->
+#: 0.838 at 10, hit@1 up on three; every dev set and the scenario set unchanged. Not between people:
+#: there it cost texting and the friends' chats half a point at 10 (a chat's other turns are
+#: mostly other talk); a third gained half as much.
+NAMED_NEXT_TO = 0.5
 #: An assistant's message this short that asks something (a sentence of it ends in a question
 #: mark) is a question the user's next turn answers ("What should I call you?" / "Alex is fine.";
 #: "Noted. What's your usual order? I can save it." / "Oat flat white."): that turn takes all its
@@ -234,6 +245,21 @@ def answers(records: Sequence[MemoryRecord], lent: Lending, close: Callable[[str
     milk." is a turn that ignored the question, not its answer."""
     return np.fromiter((any(answering and close(records[at].id, records[by].id) for by, _, answering in lenders_of)
                         for at, lenders_of in enumerate(lent)), dtype=bool, count=len(records))
+
+
+def named_next_to(records: Sequence[MemoryRecord], overlaps: Column,
+                  neighbors: Mapping[str, Sequence[str]]) -> Column:
+    """Per record, :data:`NAMED_NEXT_TO` of the best entity overlap of the turns next to it (said
+    within :data:`CONVERSATION_PAUSE`) when it is a turn of the user's or the assistant's, else 0."""
+    place = {record.id: at for at, record in enumerate(records)}
+    out = np.zeros(len(records), dtype=np.float64)
+    for at, record in enumerate(records):
+        if users_turn(record) or said_by_the_assistant(record):
+            out[at] = NAMED_NEXT_TO * max((float(overlaps[place[other]]) for other in neighbors.get(record.id, ())
+                                           if other in place and abs(records[place[other]].created_at
+                                                                      - record.created_at) <= CONVERSATION_PAUSE),
+                                          default=0.0)
+    return out
 
 
 def said_by_a_person(record: MemoryRecord) -> bool:

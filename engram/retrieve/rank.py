@@ -48,6 +48,7 @@ from engram.retrieve.episodes import (
     conversation_support,
     conversations,
     lending,
+    named_next_to,
 )
 from engram.retrieve.gain_weights import (
     AHEAD_GAIN,
@@ -343,6 +344,8 @@ def rank(
     reported = {"semantic_similarity": w[0] * share / total, KEYWORD_SIGNAL: w[0] * (1.0 - share) / total}
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
+    if applicable[0]:  # "Noted: it goes up to 100 micrograms" is about the Mum the turn before it names
+        overlaps = np.maximum(overlaps, named_next_to(records, overlaps, neighbors or {}))
     talks = conversations(records)  # the conversations between people among the candidates
     lent = lending(records, neighbors or {}, talks,
                    max(CAUSE_REPLY_SHARE if cause else REPLY_SHARE, YOURS_REPLY_SHARE if yours else 0.0))

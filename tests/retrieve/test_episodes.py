@@ -18,6 +18,7 @@ from engram.retrieve.episodes import (
     CLOSING_QUESTION_SHARE,
     CONVERSATION_PAUSE,
     CONVERSATION_TURNS,
+    NAMED_NEXT_TO,
     QUESTION_LENGTH,
     REPLIED_SHARE,
     REPLY_SHARE,
@@ -26,6 +27,7 @@ from engram.retrieve.episodes import (
     conversations,
     lenders,
     lending,
+    named_next_to,
     takes_context,
     turned_around,
 )
@@ -436,3 +438,15 @@ def test_the_answer_to_a_long_replys_closing_question_is_found_with_it(tmp_path:
     got = [m.content for m in found]
     assert rows[2][1] in got, got
     assert "answers the assistant's question, which matches" in found[got.index(rows[2][1])].reasons
+
+
+def test_a_turn_of_a_chat_with_an_assistant_takes_half_the_names_of_the_turn_next_to_it() -> None:
+    said = [turn("q", "user"), turn("r", "assistant", created_at=NOW + timedelta(minutes=1)),
+            turn("far", "assistant", created_at=NOW + CONVERSATION_PAUSE + timedelta(minutes=2)),
+            turn("jon", "Jon"), turn("gina", "Gina", created_at=NOW + timedelta(minutes=1))]
+    overlaps = np.array([1.0, 0.0, 0.0, 0.8, 0.0])
+    next_to = {"q": ("r",), "r": ("q", "far"), "far": ("q",), "jon": ("gina",), "gina": ("jon",)}
+    got = dict(zip([r.id for r in said], named_next_to(said, overlaps, next_to).tolist(), strict=True))
+    # The reply takes half of the user's turn's names; one said hours later nothing; between people none.
+    assert NAMED_NEXT_TO == 0.5
+    assert got == {"q": 0.0, "r": 0.5, "far": 0.0, "jon": 0.0, "gina": 0.0}
