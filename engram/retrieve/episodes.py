@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import timedelta
 
 import numpy as np
@@ -96,14 +97,15 @@ YOURS_REPLY_SHARE = 0.8
 #: within half a point. 0.5 gained half as much on the first file and nothing on the dev sets.
 REPLIED_SHARE = 0.8
 #: The share of the entity overlap of the turn next to it that a turn of a chat with an assistant
-#: takes as its own: "What strength of levothyroxine is Mum taking these days?" names Mum, and
-#: the reply "Noted: it goes up from 75 to 100 micrograms" names nobody, as the user's "They've put
-#: her up to 100" after the assistant's question about Mum does not. Probe files of assistant chats
-#: written blind to the code, recall@5/10: plans that keep changing 0.573/0.710 -> 0.602/0.725,
-#: long technical chats 0.677/0.819 -> 0.697/0.819 (its questions unread), coding chats 0.828 ->
-#: 0.838 at 10, hit@1 up on three; every dev set and the scenario set unchanged. Not between people:
-#: there it cost texting and the friends' chats half a point at 10 (a chat's other turns are
-#: mostly other talk); a third gained half as much.
+#: takes as its own, the user's from the assistant's and the reverse, when that turn names one of
+#: the query's entities in its own words: "What strength of levothyroxine is Mum taking these
+#: days?" names Mum, and the reply "Noted: it goes up from 75 to 100 micrograms" names nobody, as
+#: the user's "They've put her up to 100" after the assistant's question about Mum does not. Probe
+#: files of assistant chats written blind to the code, recall@5/10: plans that keep changing
+#: 0.573/0.710 -> 0.597/0.725, long technical chats 0.677 -> 0.687 at 5 (its questions unread),
+#: coding chats 0.828 -> 0.838 at 10; every dev set and the scenario set unchanged. Not between
+#: people: there it cost texting and the friends' chats half a point at 10 (a chat's other turns
+#: are mostly other talk); a third gained half as much.
 NAMED_NEXT_TO = 0.5
 #: An assistant's message this short that asks something (a sentence of it ends in a question
 #: mark) is a question the user's next turn answers ("What should I call you?" / "Alex is fine.";
@@ -247,18 +249,28 @@ def answers(records: Sequence[MemoryRecord], lent: Lending, close: Callable[[str
                         for at, lenders_of in enumerate(lent)), dtype=bool, count=len(records))
 
 
-def named_next_to(records: Sequence[MemoryRecord], overlaps: Column,
-                  neighbors: Mapping[str, Sequence[str]]) -> Column:
-    """Per record, :data:`NAMED_NEXT_TO` of the best entity overlap of the turns next to it (said
-    within :data:`CONVERSATION_PAUSE`) when it is a turn of the user's or the assistant's, else 0."""
+def named_next_to(records: Sequence[MemoryRecord], own: Column, named_by: Sequence[AbstractSet[str]],
+                  asked: AbstractSet[str], said: Mapping[str, str], neighbors: Mapping[str, Sequence[str]],
+                  talks: Sequence[Sequence[int]]) -> Column:
+    """Per record, :data:`NAMED_NEXT_TO` of the best entity overlap (``own``, without a description or
+    a bridge) of the turns next to it that name one of the query's entities (``asked``) in their own
+    words, not only by who says them (``named_by``, ``said``), on the other side of
+    a chat with an assistant (the user's turn beside the assistant's, said within
+    :data:`CONVERSATION_PAUSE`), else 0: never between people (``talks``, :func:`conversations`)."""
     place = {record.id: at for at, record in enumerate(records)}
+    people = {at for talk in talks for at in talk}
     out = np.zeros(len(records), dtype=np.float64)
     for at, record in enumerate(records):
-        if users_turn(record) or said_by_the_assistant(record):
-            out[at] = NAMED_NEXT_TO * max((float(overlaps[place[other]]) for other in neighbors.get(record.id, ())
-                                           if other in place and abs(records[place[other]].created_at
-                                                                      - record.created_at) <= CONVERSATION_PAUSE),
-                                          default=0.0)
+        mine = users_turn(record)
+        if at in people or not (mine or said_by_the_assistant(record)):
+            continue
+        for other in neighbors.get(record.id, ()):
+            by = place.get(other)
+            if by is None or by in people or abs(records[by].created_at - record.created_at) > CONVERSATION_PAUSE:
+                continue
+            other_side = (said_by_the_assistant if mine else users_turn)(records[by])
+            if other_side and (named_by[by] - {said.get(other)}) & asked:
+                out[at] = max(out[at], NAMED_NEXT_TO * float(own[by]))
     return out
 
 

@@ -328,7 +328,7 @@ def rank(
     relevance = share * np.minimum(meaning, 1.0) + (1.0 - share) * keywords
     # What says who the query's person is names them, by whatever name ("Priya Nair" for "Priya").
     describes = describing(records, described)
-    overlaps = np.maximum(overlaps, describes) if described else overlaps
+    own, overlaps = overlaps, np.maximum(overlaps, describes) if described else overlaps  # own: what each names
     # Entity overlap is evidence only if some candidate names a query entity: a name no memory
     # carries ("EPs") would otherwise lower every score alike and push relevant ones under min_score.
     applicable = (bool(overlaps.any()), time_range is not None or recency, True, True)
@@ -344,9 +344,10 @@ def rank(
     reported = {"semantic_similarity": w[0] * share / total, KEYWORD_SIGNAL: w[0] * (1.0 - share) / total}
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
-    if applicable[0]:  # "Noted: it goes up to 100 micrograms" is about the Mum the turn before it names
-        overlaps = np.maximum(overlaps, named_next_to(records, overlaps, neighbors or {}))
     talks = conversations(records)  # the conversations between people among the candidates
+    named = overlaps  # "Noted: it goes up to 100 micrograms" is about the Mum the turn before it names:
+    overlaps = np.maximum(overlaps, named_next_to(records, own, named_by, set(query_entities), said, neighbors or {},
+                                                  talks))
     lent = lending(records, neighbors or {}, talks,
                    max(CAUSE_REPLY_SHARE if cause else REPLY_SHARE, YOURS_REPLY_SHARE if yours else 0.0))
     around = context_support(records, relevance, lent)
@@ -387,7 +388,7 @@ def rank(
         ahead = ahead if days_only and reaches_ahead(time_range, now) else ahead * np.minimum(relevance, 1.0)
     new = np.zeros(len(records))
     if newest is not None:
-        new = newest_first(records, newest, named=overlaps, meaning=meaning, keywords=keywords, now=now,
+        new = newest_first(records, newest, named=named, meaning=meaning, keywords=keywords, now=now,
                            names_someone=bool(query_entities), time_range=time_range)
         fit = new > 0
         if fit.any():  # what fits is relevant enough: how new it is orders it

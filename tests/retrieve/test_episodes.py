@@ -441,12 +441,23 @@ def test_the_answer_to_a_long_replys_closing_question_is_found_with_it(tmp_path:
 
 
 def test_a_turn_of_a_chat_with_an_assistant_takes_half_the_names_of_the_turn_next_to_it() -> None:
-    said = [turn("q", "user"), turn("r", "assistant", created_at=NOW + timedelta(minutes=1)),
+    later = NOW + timedelta(minutes=1)
+    said = [turn("q", "user"), turn("r", "assistant", created_at=later),
             turn("far", "assistant", created_at=NOW + CONVERSATION_PAUSE + timedelta(minutes=2)),
-            turn("jon", "Jon"), turn("gina", "Gina", created_at=NOW + timedelta(minutes=1))]
-    overlaps = np.array([1.0, 0.0, 0.0, 0.8, 0.0])
-    next_to = {"q": ("r",), "r": ("q", "far"), "far": ("q",), "jon": ("gina",), "gina": ("jon",)}
-    got = dict(zip([r.id for r in said], named_next_to(said, overlaps, next_to).tolist(), strict=True))
-    # The reply takes half of the user's turn's names; one said hours later nothing; between people none.
+            turn("q2", "user"), turn("own", "user", created_at=later),  # the user's next message
+            turn("me", "user"), turn("r2", "assistant", created_at=later),  # a turn named only as its speaker
+            # a group chat sent as the user's messages with names: people, not an assistant's chat
+            turn("kofi", "Kofi", session="g", metadata={"message_role": "user"}),
+            turn("nadia", "Nadia", session="g", created_at=later, metadata={"message_role": "user"})]
+    own = np.array([1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.8, 0.0])
+    named = [{"mum"}, set(), set(), {"mum"}, set(), {"alice"}, set(), {"mum", "kofi"}, set()]
+    speakers = {"me": "alice", "kofi": "kofi", "nadia": "nadia"}
+    next_to = {"q": ("r",), "r": ("q",), "far": ("q",), "q2": ("own",), "own": ("q2",), "me": ("r2",),
+               "r2": ("me",), "kofi": ("nadia",), "nadia": ("kofi",)}
+    got = dict(zip([r.id for r in said], named_next_to(said, own, named, {"mum", "alice"}, speakers, next_to,
+                                                       conversations(said)).tolist(), strict=True))
+    # The reply takes half of the user's turn's names; one said hours later nothing; the user's own
+    # next message nothing; a reply next to a turn that only its speaker names, nothing; people none.
     assert NAMED_NEXT_TO == 0.5
-    assert got == {"q": 0.0, "r": 0.5, "far": 0.0, "jon": 0.0, "gina": 0.0}
+    assert got == {"q": 0.0, "r": 0.5, "far": 0.0, "q2": 0.0, "own": 0.0, "me": 0.0, "r2": 0.0, "kofi": 0.0,
+                   "nadia": 0.0}
