@@ -190,6 +190,8 @@ def _reasons(
         reasons.append("entity match")
     if bridge is not None:
         reasons.append(f"mentions {bridge}, as a top result does")
+    elif signals.get("entity_overlap") and not seen and not signals.get(DESCRIBES_SIGNAL):
+        reasons.append("beside a turn that names what the query names")  # episodes.named_next_to
     if signals.get(ASK_SIGNAL):
         reasons.append("a question, as asked")
     if signals.get(VOICE_SIGNAL):

@@ -461,3 +461,19 @@ def test_a_turn_of_a_chat_with_an_assistant_takes_half_the_names_of_the_turn_nex
     assert NAMED_NEXT_TO == 0.5
     assert got == {"q": 0.0, "r": 0.5, "far": 0.0, "q2": 0.0, "own": 0.0, "me": 0.0, "r2": 0.0, "kofi": 0.0,
                    "nadia": 0.0}
+
+
+def test_a_reply_beside_a_turn_that_names_the_query_entity_is_explained(tmp_path: Path, embedder: Embedder) -> None:
+    said = NOW - timedelta(days=3)
+    rows = [("user", "Thyroid bloods came back for Mum this morning."),
+            ("assistant", "Noted: the dose goes up from 75 to 100 micrograms from Monday.")]
+    with Memory(tmp_path / "beside.db", embedder=embedder) as memory:
+        memory.add_many([{"content": text, "role": role, "user_id": "u", "session_id": "s",
+                          "created_at": said + timedelta(minutes=at)} for at, (role, text) in enumerate(rows)])
+        found = {m.content: m for m in memory.retrieve("What dose is Mum taking now?", user_id="u", now=NOW,
+                                                       config=RetrievalConfig(top_k=5, cache_ttl=0, min_score=0.0)
+                                                       ).memories}
+    reply = found[rows[1][1]]
+    assert reply.signals["entity_overlap"] > 0.0
+    assert "beside a turn that names what the query names" in reply.reasons
+    assert not any(reason.startswith("mentions") for reason in reply.reasons)  # it names no one itself
