@@ -42,6 +42,10 @@ SLOW_SQL = {
 #: by ``bench/reliability.py``; a test on a shared, loaded machine can only tell a read that was cut
 #: (well under this) from one that ran its statement to the end (10 s or more).
 CUT_WITHIN_S = 2.0
+#: The deadline of a retrieval whose embedding is held past it: the embedding is waited for until
+#: three quarters of it, and the other stages answer in the quarter left. With 300 ms that quarter
+#: (75 ms) was once too short for the sources on a loaded CI machine, and the answer came back empty.
+SLACK_MS = 1000
 
 
 def _backend(store: Store) -> str:
@@ -155,7 +159,7 @@ def test_a_late_embedding_is_cut_and_the_other_sources_answer(tmp_path: Path) ->
         try:
             started = time.perf_counter()
             result = memory.retrieve("slow: the invoice of Alpha Logistics", user_id="u",
-                                     config=RetrievalConfig(timeout_ms=300, cache_ttl=0, min_score=0))
+                                     config=RetrievalConfig(timeout_ms=SLACK_MS, cache_ttl=0, min_score=0))
             elapsed_ms = (time.perf_counter() - started) * 1000
         finally:
             gate.set()
@@ -180,7 +184,7 @@ def test_an_event_embedded_past_the_deadline_is_cut(tmp_path: Path) -> None:
         try:
             started = time.perf_counter()
             result = memory.retrieve("What did Alpha Logistics pay the day after the regatta?", user_id="u",
-                                     config=RetrievalConfig(timeout_ms=300, cache_ttl=0, min_score=0))
+                                     config=RetrievalConfig(timeout_ms=SLACK_MS, cache_ttl=0, min_score=0))
             elapsed_ms = (time.perf_counter() - started) * 1000
         finally:
             gate.set()
