@@ -27,20 +27,19 @@ from engram.ext import Embedder, Metrics, RetrievalReads, Store
 from engram.feedback import log_entry
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
-from engram.ingest.entities import speaker_entity
 from engram.ingest.entity_index import EntityIndex, EntityIndexes
-from engram.model import Filters, Hit, MemoryRecord, QueryPlan, new_id
+from engram.model import Filters, Hit, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
 from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
-from engram.retrieve.columns import Known
-from engram.retrieve.episodes import lenders, takes_context, turned_around
+from engram.retrieve.episodes import lenders
 from engram.retrieve.event_day import event_scope
 from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import REQUEST_SCOPE_TRUST, SCOPE_TRUST, apply_min_score, in_range_first
 from engram.retrieve.latest import Asked
+from engram.retrieve.loading import Loaded
 from engram.retrieve.mentioned import asks_only_about_days
 from engram.retrieve.names import named_in_lowercase
 from engram.retrieve.newest import Newest
@@ -220,51 +219,22 @@ class Pipeline:
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
             return optional(f"candidates.{name}", call, [])
 
-        prefetched: dict[str, MemoryRecord] = {}
-
-        def prefetch(ids: list[str]) -> None:  # only early: what it misses, load() reads
-            none: list[MemoryRecord] = []
-            prefetched.update((r.id, r) for r in optional("prefetch", lambda: reads.fetch(user_id, ids), none))
+        owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}
+        loaded = Loaded(reads, user_id, lambda r: r.user_id in owners and matches(r, reading) and (
+            not widened or read_in_past(r)) and (as_of is None or truth.valid_at(r, as_of)), index,
+            UsersWords(index, plan.entities), plan.requests, timed, optional)
 
         source = self.domain_source
         relations_of = partial(domain_relations, source, self.metrics) if isinstance(source, RelatedEntities) else None
         found = gather(
             reads, user_id=user_id, plan=plan, query_vec=pending, config=config,
-            filters=reading, timed=timed_hits, executor=self.executor, prefetch=prefetch, relations_of=relations_of,
-            now=now,
+            filters=reading, timed=timed_hits, executor=self.executor, prefetch=loaded.prefetch,
+            relations_of=relations_of, now=now,
         )
         query_vec = None if pending is None else pending.result()
-        owners = set(reads.scopes) if isinstance(reads, Scopes) else {user_id}
-        records: list[MemoryRecord] = []
-        vectors: dict[str, Any] = {}
-        facets: dict[str, Any] = {}  # a request's standing memories' sentence vectors (retrieve.standing)
-        neighbors: dict[str, tuple[str, ...]] = {}
-        speakers: dict[str, str] = {}
-        users_words = UsersWords(index, plan.entities)  # who says the user's own messages
-        first = Known()  # what the second hop's ranking shares with the first
-
-        def fetched(ids: list[str]) -> list[MemoryRecord]:
-            if missing := [i for i in ids if i not in prefetched]:
-                prefetched.update((r.id, r) for r in timed("fetch", lambda: reads.fetch(user_id, missing)))
-            return [r for i in ids if (r := prefetched.get(i)) is not None]
-
-        def load(ids: list[str], beside: bool = False) -> None:
-            fresh = [r for r in fetched(ids) if r.user_id in owners and matches(r, reading)
-                     and (not widened or read_in_past(r))]
-            if as_of is not None:
-                fresh = [r for r in fresh if truth.valid_at(r, as_of)]
-            records.extend(fresh)
-            speakers.update((r.id, who) for r in fresh if r.role and (who := speaker_entity(r.role, index)))
-            if plan.entities:
-                speakers.update(users_words.speakers(fresh, records))
-            vectors.update(timed("fetch_vectors", lambda: reads.vectors(user_id, [r.id for r in fresh])))
-            standing = [r.id for r in fresh if first.standing_of(r)] if plan.requests else []
-            if standing:
-                nothing: dict[str, Any] = {}
-                facets.update(optional("facets", lambda: reads.facets(user_id, standing), nothing))
-            alone: dict[str, tuple[str, ...]] = {}
-            neighbors.update(turned_around(neighbors, fresh) if beside else optional("neighbors", lambda: (
-                reads.session_neighbors(user_id, [r.id for r in fresh if takes_context(r)])), alone))
+        records, vectors, facets, neighbors, speakers, first = (loaded.records, loaded.vectors, loaded.facets,
+                                                                 loaded.neighbors, loaded.speakers, loaded.first)
+        fetched, load = loaded.fetched, loaded.load
 
         similarity_range = self._similarity_range(config, budget)
         telling = optional("entity_shares", lambda: read_entity_weights(reads, user_id, plan.entities), UNWEIGHTED)
