@@ -257,9 +257,11 @@ def named_next_to(records: Sequence[MemoryRecord], own: Column, named_by: Sequen
     words, not only by who says them (``named_by``, ``said``), on the other side of
     a chat with an assistant (the user's turn beside the assistant's, said within
     :data:`CONVERSATION_PAUSE`), else 0: never between people (``talks``, :func:`conversations`)."""
+    out = np.zeros(len(records), dtype=np.float64)
+    if not asked or not own.any():  # no turn names the query's entities: nothing to pass on
+        return out
     place = {record.id: at for at, record in enumerate(records)}
     people = {at for talk in talks for at in talk}
-    out = np.zeros(len(records), dtype=np.float64)
     for at, record in enumerate(records):
         mine = users_turn(record)
         if at in people or not (mine or said_by_the_assistant(record)):

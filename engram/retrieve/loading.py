@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from engram.ext import RetrievalReads
 from engram.ingest.entities import speaker_entity
@@ -16,8 +16,6 @@ from engram.retrieve.episodes import takes_context, turned_around
 from engram.retrieve.users_words import UsersWords
 
 __all__ = ["Loaded"]
-
-T = TypeVar("T")
 
 
 @dataclass

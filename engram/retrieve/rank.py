@@ -345,7 +345,7 @@ def rank(
     for name, weight in zip(CONTEXT_SIGNALS, evidence, strict=True):
         reported[name] = weight / total
     talks = conversations(records)  # the conversations between people among the candidates
-    named = overlaps  # "Noted: it goes up to 100 micrograms" is about the Mum the turn before it names:
+    named = overlaps  # what a turn names itself ("newest" reads it); "Noted: up to 100 mcg" takes Mum's below
     overlaps = np.maximum(overlaps, named_next_to(records, own, named_by, set(query_entities), said, neighbors or {},
                                                   talks))
     lent = lending(records, neighbors or {}, talks,
