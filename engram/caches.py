@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.ingest.entity_index import EntityIndex, EntityIndexes
 from engram.retrieve.cache import RetrievalCache, retrieval_bytes
+from engram.retrieve.speaker_names import NameVectors
 
 if TYPE_CHECKING:
     from engram.ext import Store
@@ -76,6 +77,7 @@ class Caches:
         self.keywords: RetrievalCache[Any] = RetrievalCache(max_entries=KEYWORD_CACHE_ENTRIES, ttl=KEYWORD_CACHE_TTL)
         self.entity_indexes = EntityIndexes()
         self.weights = TunedWeights(store)
+        self.speaker_names = NameVectors()  # the vectors of speakers' names, per scope (retrieve.speaker_names)
 
     def generation(self, user_id: str) -> int:
         """Bumped by every :meth:`invalidate` of the user: part of every derived cache key."""
@@ -94,6 +96,7 @@ class Caches:
         """
         self.retrievals.invalidate_user(user_id)
         self.keywords.invalidate_user(user_id)
+        self.speaker_names.forget(user_id)
         if weights:
             self.weights.invalidate(user_id)
 
@@ -101,4 +104,5 @@ class Caches:
         """Drop everything (a setting every answer depends on changed)."""
         self.retrievals.clear()
         self.keywords.clear()
+        self.speaker_names.forget()
         self.weights.invalidate()

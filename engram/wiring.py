@@ -53,7 +53,7 @@ def wire(
     pipeline = Pipeline(
         store=store, embedder=embedder, metrics=metrics, cache=caches.retrievals, weights_by_strategy=caches.weights,
         domain_source=domain_source, log_retrievals=log_retrievals, entity_indexes=caches.entity_indexes,
-        experiment=experiment,
+        experiment=experiment, speaker_names=caches.speaker_names,
     )
     return Wiring(store, caches, context, pipeline, None if _in_memory(store) else reopen)
 

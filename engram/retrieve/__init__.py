@@ -85,7 +85,8 @@ class Pipeline:
     slots: threading.BoundedSemaphore | None = None
     #: An A/B test of strategy weights: each user ranks under the variant it assigns them.
     experiment: Experiment | None = None
-    speaker_names: NameVectors = field(default_factory=NameVectors)  # each name's vector, embedded once
+    #: Each speaker name's vectors, per scope; its owner drops a user's with their other caches.
+    speaker_names: NameVectors = field(default_factory=NameVectors)
 
     def retrieve(
         self, query: str, *, user_id: str, config: RetrievalConfig, now: datetime | None, filters: Filters,

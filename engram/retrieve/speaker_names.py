@@ -61,7 +61,9 @@ class NameVectors:
     from one question to the next): the most recent :attr:`size` of them.
 
     Kept per scope, never shared: how fast a ranking is must not tell one user whether another
-    named the same person lately (as ``engram.ingest.embed`` never reuses a vector across users)."""
+    named the same person lately (as ``engram.ingest.embed`` never reuses a vector across users).
+    A write to a user drops what was kept for any scope holding them (:meth:`forget`), as every
+    other cache of theirs: a forgotten user's speakers' names are kept nowhere."""
 
     def __init__(self, size: int = 512) -> None:
         self.size = size
@@ -96,6 +98,13 @@ class NameVectors:
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
         return found
+
+
+    def forget(self, user_id: str | None = None) -> None:
+        """Drop what was kept for every scope holding ``user_id`` (every scope when None)."""
+        with self._lock:
+            for key in [key for key in self._kept if user_id is None or user_id in key[0]]:
+                del self._kept[key]
 
 
 def without_speakers(cosines: Column, records: Sequence[MemoryRecord], said: Mapping[str, str],

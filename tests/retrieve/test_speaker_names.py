@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pytest
 
 from engram import Memory, RetrievalConfig
+from engram.embedders.fake import FakeEmbedder
 from engram.errors import EmbedderError
 from engram.ext import Embedder
 from engram.model import MemoryRecord
@@ -113,3 +114,26 @@ def test_the_answer_ranks_above_the_speakers_small_talk(tmp_path: Path, embedder
                                 config=RetrievalConfig(top_k=3, cache_ttl=0)).memories
     # Without the name taken out, "Poor lad" was first (clip_sentences keeps the answer's first two).
     assert found[0].content.startswith("Oh that. Went over on my ankle"), [m.content for m in found]
+
+
+def test_a_write_to_a_user_drops_their_names_vectors(tmp_path: Path) -> None:
+    embedder, cache = Counting(), NameVectors()
+    for scope in (("u",), ("u", "kb"), ("v",)):
+        cache.of(scope, embedder, POOL, None, ["Kofi"])
+    cache.forget("u")  # every scope that holds "u", shared ones too; "v"'s stays
+    cache.of(("v",), embedder, POOL, None, ["Kofi"])
+    assert len(embedder.calls) == 6
+    for scope in (("u",), ("u", "kb")):
+        cache.of(scope, embedder, POOL, None, ["Kofi"])
+    assert len(embedder.calls) == 10
+    # Through Memory: forgetting a user leaves none of their speakers' names kept in the process.
+    with Memory(tmp_path / "forget.db", embedder=FakeEmbedder(384)) as memory:
+        memory.add_many([{"content": "Poor lad", "role": "Kofi", "user_id": "u", "created_at": NOW},
+                         {"content": "He hurt his ankle at five-a-side", "role": "Nadia", "user_id": "u",
+                          "created_at": NOW + timedelta(minutes=1)}])
+        memory.retrieve("What did Kofi say?", user_id="u", now=NOW + timedelta(days=1),
+                        config=RetrievalConfig(cache_ttl=0))
+        kept = memory.caches.speaker_names._kept  # type: ignore[attr-defined]
+        assert any(key[0] == ("u",) for key in kept)
+        memory.forget_user("u")
+        assert not any("u" in key[0] for key in kept)
