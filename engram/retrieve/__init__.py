@@ -37,7 +37,7 @@ from engram.retrieve.episodes import lenders
 from engram.retrieve.event_day import event_scope
 from engram.retrieve.fallbacks import FALLBACKS, marked
 from engram.retrieve.hop import bridged, second_hop
-from engram.retrieve.in_range import REQUEST_SCOPE_TRUST, SCOPE_TRUST, apply_min_score, in_range_first
+from engram.retrieve.in_range import apply_min_score, in_range_first, scope_trust
 from engram.retrieve.latest import Asked
 from engram.retrieve.loading import Loaded
 from engram.retrieve.mentioned import asks_only_about_days
@@ -298,7 +298,7 @@ class Pipeline:
         if plan.held and plan.time_range is not None:
             held = held_then([s.record for s in scored], plan.time_range, now, plan.held, plan.entities)
             ahead |= held
-        trust = REQUEST_SCOPE_TRUST if plan.requests else SCOPE_TRUST
+        trust = scope_trust(query, plan.requests)
         # What names a day in the scope, said outside it, for a question that is no request: with what
         # was said in it, on the same terms (in_range.pointed_at).
         naming = ranking.having(AHEAD_SIGNAL) if plan.time_range is not None and not plan.requests else frozenset()

@@ -116,8 +116,8 @@ def test_what_is_told_in_the_week_after_a_past_scope_counts() -> None:
 
 def test_a_report_of_a_month_gone_by_answers_a_question_about_it_first(tmp_path: Path) -> None:
     """Said after the month, a report of it comes before what was said in it of other things, when
-    it matches the question at least as well as the best of those; not for a request (its time tells
-    of the situation it describes)."""
+    it matches the question at least as well as the best of those. A request for work lifts nothing
+    by its time (the data's October, not October's messages): the best match comes first there too."""
     now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     with Memory(tmp_path / "m.db", embedder=FakeEmbedder(64)) as memory:
         report = memory.add("Finance flagged our Snowflake spend: October was 4,120 credits, budget 3,000.",
@@ -129,7 +129,8 @@ def test_a_report_of_a_month_gone_by_answers_a_question_about_it_first(tmp_path:
         assert asked.memories[0].id == report.id
         assert "names a day in 'in October'" in asked.memories[0].reasons
         request = memory.retrieve("Write me a query of the Snowflake credits used in October.", user_id="u", now=now)
-        assert request.memories[0].id != report.id  # October's own memories first, as before
+        assert request.memories[0].id == report.id
+        assert "names a day in 'in October'" not in request.memories[0].reasons
 
 
 def test_what_was_told_the_next_day_answers_a_question_about_the_day(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from engram.config import STRATEGY_WEIGHTS, RetrievalConfig
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.columns import Known
-from engram.retrieve.in_range import REQUEST_SCOPE_TRUST
+from engram.retrieve.in_range import REQUEST_SCOPE_TRUST, WORK_SCOPE_TRUST, scope_trust
 from engram.retrieve.keyword_evidence import SHORT_TEXT
 from engram.retrieve.rank import (
     ALL_SIGNALS,
@@ -343,6 +343,22 @@ class TestTimeScope:
         older = Scored(rec("older", created_at=NOW - timedelta(days=90)), 0.34)
         assert [s.record.id for s in in_range_first([older, yesterday], tr, trust=REQUEST_SCOPE_TRUST)] == [
             "yesterday", "older"]
+
+    def test_a_request_for_work_takes_its_scope_for_the_work_s(self) -> None:
+        # "Write the Q3 churn query": Q3 is the data's quarter; the new churn rule, said in Q4, is
+        # the best match and stays first, and nothing of Q3 is kept under the floor for its date.
+        assert scope_trust("Write the Q3 churn query for me.", requests=True) == WORK_SCOPE_TRUST
+        assert scope_trust("Summarize what we discussed yesterday", requests=True) == REQUEST_SCOPE_TRUST
+        assert scope_trust("What did we discuss in Q3?", requests=False) == SCOPE_TRUST
+        tr = TimeRange(NOW - timedelta(days=150), NOW - timedelta(days=60), "Q3")
+        in_q3 = Scored(rec("in_q3", created_at=NOW - timedelta(days=100)), 0.80)
+        rule = Scored(rec("rule", created_at=NOW - timedelta(days=20)), 0.99)
+        assert pointed_at([rule, in_q3], tr, trust=SCOPE_TRUST) == {"in_q3"}
+        assert pointed_at([rule, in_q3], tr, trust=WORK_SCOPE_TRUST) == set()
+        assert [s.record.id for s in in_range_first([rule, in_q3], tr, trust=WORK_SCOPE_TRUST)] == ["rule", "in_q3"]
+        faint = Scored(rec("faint", created_at=NOW - timedelta(days=100)), 0.01)
+        kept, _ = apply_min_score([rule, faint], 0.1, time_range=tr, trust=WORK_SCOPE_TRUST)
+        assert [s.record.id for s in kept] == ["rule"]
 
     def test_only_in_range_memories_whose_content_matches_are_lifted(self) -> None:
         # "What did Acme order last month?": last month's serviced afterburner (0.064) is in range
