@@ -54,6 +54,14 @@ NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
     "Save that figure so I can upload it alongside the resubmission.",
     "We need object storage for the audit archiver: one bucket each for raw and parsed.",
     "Work out what I should charge for a small planter.",
+    "Schedule a 4:30pm Friday call with Maria's new manager at Kestrel.",
+    "Roll out the new autoscaling settings for label-printer in production.",
+    "Find everyone who assumed OrganizationAccountAccessRole in the last week.",
+    "Document the export_deliveries function properly.",
+    "Callum's minding the dog over New Year while we're away, write him a quick note on looking after him.",
+    "The charges staging model has several rows per charge_id. Write the version that keeps only the newest.",
+    "Walk me through taking the cluster to the next minor version.",
+    "Find us somewhere to stay in Toronto for a long weekend in March.",
     # Questions of general knowledge: the user's instructions shape how they are answered.
     "What is a bond yield and why does it go down when prices go up?",
     "How does a hash map handle collisions?",
@@ -88,6 +96,13 @@ def test_requests(query: str) -> None:
     "Fix for the login bug, what was it?",
     "List of attendees for the party?",
     "Review of the restaurant Priya liked?",
+    "Style guide for the blog: where did I put it?",
+    "Route to the venue, did I save it?",
+    "Test results from the clinic: anything odd?",
+    "Schedule for the conference?",
+    "Estimate from the roofer, how much was it?",
+    "Document from the bank, when did it come?",
+    "Why did you say, write it down, about the code?",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
     assert not is_request(query) and not understand(query, now=NOW).requests
