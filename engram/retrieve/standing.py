@@ -98,6 +98,10 @@ _STANDING = re.compile(
     # 0.917 -> 0.929, @50 0.976 -> 0.988; every turn @50 0.946 -> 0.957; the other sets unchanged.
     r"|\b(?:i|we)\s+(?:use|run|work\s+with|code\s+in|write\s+in)\b(?!\s+(?:to|out|into|late|away|over)\b)"
     rf"|\bi(?:{_Q}m|\s+am|{_Q}ve\s+been|\s+have\s+been)\s+(?:using|working\s+(?:on|with)|learning|building|developing)\b"
+    # ... and what they moved to: "we moved off PagerDuty in September, on-call lives in incident.io
+    # now" governs a later "Set up an alert that wakes whoever's on call" (a blind technical file R@5/10
+    # 0.760/0.839 -> 0.770/0.849, a file of plans that keep changing 0.725 -> 0.730 at 10; the rest unchanged).
+    rf"|\b(?:i|we)(?:{_Q}ve|\s+have)?\s+(?:moved|switched|migrated)\s+(?:off|away\s+from|to|from|over\s+to)\b"
     # An instruction as a sentence or clause of its own: "Use metric units.", "...; keep it short",
     # "When you write SQL, use uppercase keywords" (instructions set R@10 0.433 -> 0.467, @50 0.500
     # -> 0.600; the other sets unchanged).

@@ -140,6 +140,9 @@ def _ranked(records: list[MemoryRecord], vectors: dict[str, list[float]], keywor
     "We run Postgres 16 in CI.",
     "I've been learning Rust in the evenings.",
     "I'm working on a Unity game about trains.",
+    # ... and what they moved to.
+    "oh wait, no. we moved off PagerDuty back in September, on-call lives in incident.io now.",
+    "We've switched to GitHub Actions, Jenkins is gone.",
     # What to do first, or leave out, as a clause of its own.
     "When you review my code, point out security problems first, then correctness, and skip style nitpicks.",
     "Focus on the API first.",
@@ -157,6 +160,7 @@ def test_not_standing() -> None:
     assert not is_standing(_said("Flag football was so fun on Saturday!"))
     assert not is_standing(_said("The authors, write-ups aside, were thorough."))
     assert not is_standing(_said("Last night we ran out of milk, so we ran to the shop."))
+    assert not is_standing(_said("The office moved to the fourth floor last spring."))
     assert not is_standing(_said("Sometimes we run out of time at the end of the meeting."))
     # Every spelling of a role that is not a person's.
     for role in ("Assistant", "ASSISTANT", "model", "ai", "Bot", "developer", "function", " System ", "Tool"):
