@@ -1,5 +1,6 @@
 """A query's time scope, after ranking: which memories it points at, listed first and kept above
-the score floor.
+the score floor (a request for work that speaks of no conversation or day of the user's trusts its
+scope never: "Write the Q3 churn query" is about the data's quarter).
 
 "What did Acme order last month?" is answered by what happened last month, even when memories from
 other months match its words better; "What did I do a week ago?" by that week's memories, though no
@@ -46,10 +47,13 @@ REQUEST_SCOPE_TRUST = 0.3
 #: technical chats written blind to the code R@5/10 0.743/0.823 -> 0.750/0.829; the other files,
 #: every dev set and the scenarios unchanged. A request that speaks of one keeps REQUEST_SCOPE_TRUST.
 WORK_SCOPE_TRUST = math.inf
-#: Words by which a request speaks of a conversation: "Summarize what we discussed yesterday".
+#: Words by which a request speaks of a conversation or of the user's own days, whose time is when
+#: things were said or done: "Summarize what we discussed yesterday", "List what I did last weekend",
+#: "Give me a recap of yesterday", "Show me my notes from Monday", "Write up the minutes of the sync".
 _OF_TALK = re.compile(
     r"\b(?:discuss\w*|talk\w*|said|say|told|tell|mention\w*|decided|decide|agreed|agree|chat\w*|covered|went\s+over"
-    r"|asked|spoke|conversations?|meetings?|messages?|emails?)\b", re.IGNORECASE)
+    r"|asked|spoke|conversations?|meetings?|messages?|emails?|summar\w*|recap\w*|remind\w*|catch\s+me\s+up"
+    r"|notes?|minutes|stand-?ups?|syncs?|calls?|did|done|happened|went|wrote|sent|diary|journal)\b", re.IGNORECASE)
 #: ... and lifts (and keeps above the floor) only the memories inside it that score at least this
 #: share of the best of them: their content matches the query as the range's best does. "What did
 #: Acme order last month?" no longer lists "The roaster's afterburner was serviced" (0.064, last
@@ -91,8 +95,9 @@ def pointed_at(scored: Sequence[Scored], time_range: TimeRange | None, ahead: Se
     """The ids of the memories a query's time scope points at: dated inside a precise range
     (:func:`_dated_inside`) and scoring at least :data:`RANGE_MATCH` of the best of those, provided
     that best scores at least ``trust`` (:data:`SCOPE_TRUST`, :data:`REQUEST_SCOPE_TRUST` for a
-    request) of the best memory overall (else the scope says nothing about what answers, and none are);
-    and those of ``naming`` (said outside the range, naming a day inside it) that score as much."""
+    request; :data:`WORK_SCOPE_TRUST`, never, for a request for work: :func:`scope_trust`) of the
+    best memory overall (else the scope says nothing about what answers, and none are); and those
+    of ``naming`` (said outside the range, naming a day inside it) that score as much."""
     if time_range is None or time_range.vague or time_range.about or not math.isfinite(trust):
         return set()
     inside = [s for s in scored if _dated_inside(s, time_range, ahead)]

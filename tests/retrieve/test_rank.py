@@ -349,6 +349,9 @@ class TestTimeScope:
         # the best match and stays first, and nothing of Q3 is kept under the floor for its date.
         assert scope_trust("Write the Q3 churn query for me.", requests=True) == WORK_SCOPE_TRUST
         assert scope_trust("Summarize what we discussed yesterday", requests=True) == REQUEST_SCOPE_TRUST
+        for review in ("Summarize last weekend", "List what I did last weekend", "Show me my notes from Monday",
+                       "Give me a recap of yesterday", "Write up the minutes from yesterday's sync"):
+            assert scope_trust(review, requests=True) == REQUEST_SCOPE_TRUST, review  # the user's own days
         assert scope_trust("What did we discuss in Q3?", requests=False) == SCOPE_TRUST
         tr = TimeRange(NOW - timedelta(days=150), NOW - timedelta(days=60), "Q3")
         in_q3 = Scored(rec("in_q3", created_at=NOW - timedelta(days=100)), 0.80)

@@ -103,6 +103,13 @@ def test_requests(query: str) -> None:
     "Estimate from the roofer, how much was it?",
     "Document from the bank, when did it come?",
     "Why did you say, write it down, about the code?",
+    # A noun before "this"/"that", and an imperative in a clause that leads up to a question.
+    "Schedule this week?",
+    "Run this morning, how far did I go?",
+    "File that I sent to Dave, where is it?",
+    "Sam texted: run the 10k with me. Did I say yes",
+    "The doctor told me: pick one day a week to rest. Which day did I pick",
+    "What did I say in the meeting, give or take",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
     assert not is_request(query) and not understand(query, now=NOW).requests
@@ -143,6 +150,7 @@ def _ranked(records: list[MemoryRecord], vectors: dict[str, list[float]], keywor
     # ... and what they moved to.
     "oh wait, no. we moved off PagerDuty back in September, on-call lives in incident.io now.",
     "We've switched to GitHub Actions, Jenkins is gone.",
+    "We're switching to decaf.",
     # What to do first, or leave out, as a clause of its own.
     "When you review my code, point out security problems first, then correctness, and skip style nitpicks.",
     "Focus on the API first.",
@@ -161,6 +169,7 @@ def test_not_standing() -> None:
     assert not is_standing(_said("The authors, write-ups aside, were thorough."))
     assert not is_standing(_said("Last night we ran out of milk, so we ran to the shop."))
     assert not is_standing(_said("The office moved to the fourth floor last spring."))
+    assert not is_standing(_said("We moved to the next item on the agenda."))
     assert not is_standing(_said("Sometimes we run out of time at the end of the meeting."))
     # Every spelling of a role that is not a person's.
     for role in ("Assistant", "ASSISTANT", "model", "ai", "Bot", "developer", "function", " System ", "Tool"):
@@ -631,3 +640,11 @@ def test_a_question_of_standing_statements_in_a_time_keeps_its_scope() -> None:
 def test_the_rules_govern_what_is_asked_to_be_done(query: str, requests: bool, governed: bool) -> None:
     plan = understand(query, now=NOW)
     assert (plan.requests, plan.governed) == (requests, governed)
+
+
+def test_reading_a_late_imperative_takes_time_in_proportion_to_the_query() -> None:
+    # Every clause had looked ahead to the query's end for a "?": 4,000 characters of ", " took 19 ms.
+    for text in (", " * 50_000 + "?", ", " * 50_000 + "write it", ". Did I" * 10_000):
+        started = time.perf_counter()
+        is_request(text)
+        assert time.perf_counter() - started < 1.0
