@@ -89,9 +89,18 @@ _TO_ASK_FOR = re.compile(r"\b(?:to|(?:should|shall|could|can|must|do)\s+(?:i|we)
 _ASKED_BEFORE = re.compile(r"\basked\b|\bdid\b[^?.!]{0,60}?\bask\b|\bquestions?\b", re.IGNORECASE)
 
 
+#: ... nor a question of why something was asked for ("Why did Nadia ask to start the job later?"): its
+#: answer is the reason (her mother's operation was cancelled), and every question she had asked in
+#: the chat had come first. Not "Who asked why only checkout had a budget?", which asks who asked. A
+#: probe file of friends' chats R@5/10 0.618/0.718 -> 0.627/0.728; every other file and dev set unchanged.
+_WHY = re.compile(r"\W*why\b", re.IGNORECASE)
+
+
 def _asks_what_was_asked(query: str, ahead: bool) -> bool:
     """Whether ``query`` asks what was asked (``ahead``: it asks for something to be done, or whether it may be)."""
     said = _TO_ASK_FOR.sub(" ", query)
+    if _WHY.match(said):
+        return False
     return _ASKS.search(said) is not None and (not ahead or _ASKED_BEFORE.search(said) is not None)
 
 

@@ -34,6 +34,9 @@ def test_asking_queries_are_recognised() -> None:
     assert not understand("Draft an email asking for a refund", now=NOW).asks
     assert not understand("Should I ask Bob for a raise?", now=NOW).asks
     assert understand("Can you list the questions Bob asked last week?", now=NOW).asks
+    # Why something was asked for wants the reason; who asked why wants the asker.
+    assert not understand("Why did Nadia ask to begin the Edinburgh role later than planned?", now=NOW).asks
+    assert understand("Who asked why only checkout had a disruption budget?", now=NOW).asks
 
 
 def test_the_named_askers_question_comes_first(each_backend: Memory) -> None:
