@@ -4,8 +4,8 @@ The dev sets and the everyday scenario set have been read question by question w
 tuned; these were written afterwards, to the brief "realistic, varied and hard", by a writer who saw
 no code. Each file in ``tests/quality/probes/`` is one JSON object: ``now``, ``memories`` (``key``,
 ``user_id``, ``kind``, ``content``, ``created_at``, ``role`` for messages, ``session_id`` where the
-chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Twenty-four
-users in eight files, each file written by a different writer:
+chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Thirty-three
+users in eleven files, each file written by a different writer:
 
 - an assistant chat in sessions, many of its exchanges short ("Which airport do you usually fly
   from?" / "Usually Gatwick."), plans that change; a coding chat without sessions (pasted code and
@@ -25,6 +25,12 @@ users in eight files, each file written by a different writer:
   two more, three flatmates; shared photos described in the text), asked about in the third person;
 - long technical assistant chats (a frontend developer, an ML engineer, a platform engineer):
   replies of 1,300-3,400 characters, pasted logs and configs, instructions said once in passing.
+- three weeks of daily texting (a couple apart, two sisters caring for their father, four
+  colleagues): 1,138 messages, most under 120 characters, answers that need the turn before;
+- technical assistant chats of a data analyst, an Android developer and a security engineer:
+  replies of ~2,100 characters, standing rules said once and changed later, tools switched;
+- personal-assistant histories over 6-10 months of everyday tasks, facts said in passing and
+  changed, stale fact memories beside the newer tellings.
 
 They are scored like the scenario set (:mod:`engram.eval.scenarios`): ``engram`` with the defaults
 at ``top_k`` 5 and 10 beside BM25, dense and their fusion over the same store, per question type.
