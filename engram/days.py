@@ -23,7 +23,7 @@ from engram.timespans import WEEKDAYS
 
 __all__ = [
     "INDEXED_SPAN", "MAX_INDEXED_DAYS", "MAX_READ_SPAN", "READ_CHARS", "indexed_days", "mentioned_days",
-    "names_a_month", "told_days",
+    "names_a_month", "names_a_quarter", "told_days",
 ]
 
 #: The longest span of days a store indexes: "last month" and "closed Nov 20 to Jan 5" are, "last
@@ -110,7 +110,7 @@ def told_days(text: str, said: datetime) -> list[tuple[date, date]]:
     names no day gone ("I'm hiking on Saturday")."""
     text = text[:READ_CHARS]
     return ([(start, end) for start, end in mentioned_days(text, said) if end < said.date()]
-            + _relative(text, said) + _past_months(text, said))
+            + _relative(text, said) + _past_months(text, said) + _past_quarters(text, said))
 
 
 def _relative(text: str, said: datetime) -> list[tuple[date, date]]:
@@ -136,6 +136,11 @@ def shortens_a_day(text: str) -> bool:
     """Whether ``text`` (its first READ_CHARS characters) holds a day as chats shorten it ("yday",
     "fri", "sat"): what the days' index reads since it reads them, read again for stored memories."""
     return _SHORTENED.search(text[:READ_CHARS]) is not None
+
+
+def names_a_quarter(text: str) -> bool:
+    """Whether ``text`` (its first READ_CHARS characters) names a quarter ("Q3", "Q3 2026")."""
+    return _QUARTER.search(text[:READ_CHARS]) is not None
 
 
 def names_a_month(text: str) -> bool:
@@ -171,6 +176,30 @@ def _past_months(text: str, said: datetime) -> list[tuple[date, date]]:
     return out
 
 
+def _past_quarters(text: str, said: datetime) -> list[tuple[date, date]]:
+    """The quarters gone by that ``text`` names ("ran it: Q3 churn comes out at 5.4%", said in
+    November, tells of July to September; "Q1 2026"): a quarter without a year is the last one of
+    its number that ended before the month it was said in, if it began at most
+    :data:`_QUARTER_BACK` before it ("Q1", said in December, may be next year's)."""
+    out: list[tuple[date, date]] = []
+    for m in _QUARTER.finditer(text):
+        number = int(m.group(1))
+        first_month, last_month = 3 * number - 2, 3 * number
+        year = int(m.group(2)) if m.group(2) else 2000 + int(m.group(3)) if m.group(3) else \
+            said.year - (date(said.year, last_month, 1) >= date(said.year, said.month, 1))
+        try:
+            first, last = date(year, first_month, 1), date(year, last_month, calendar.monthrange(year, last_month)[1])
+        except ValueError:  # a year the calendar has not
+            continue
+        if last < said.date() and (m.group(2) or m.group(3) or said.date() - first <= _QUARTER_BACK):
+            out.append((first, last))
+    return out
+
+
+#: How long before it was said a quarter named without a year may have begun.
+_QUARTER_BACK = timedelta(days=200)
+# "Q3", "q3", "Q3 2026", "Q3 '26"; not "Q3-style" or "Q35".
+_QUARTER = re.compile(r"\bQ([1-4])(?:\s+((?:19|20)\d\d)\b|\s*['’](\d\d)\b)?(?![\w-])", re.IGNORECASE)
 #: How long before it was said a month named without a year may have begun ("in July", said in
 #: November, may be next July as well as the last).
 _MONTH_BACK = timedelta(days=100)
@@ -234,7 +263,8 @@ def indexed_days(text: str, said: datetime) -> list[int]:
     text = text[:READ_CHARS]
     try:
         said = said.astimezone(UTC)
-        named, told = mentioned_days(text, said), _relative(text, said) + _past_months(text, said)
+        named, told = mentioned_days(text, said), _relative(text, said) + _past_months(text, said) \
+            + _past_quarters(text, said)
     except OverflowError:  # said on the calendar's first or last day, in a zone that leaves it
         return []
     return (_each_day(named, 1) + _each_day(told, -1))[:MAX_INDEXED_DAYS]

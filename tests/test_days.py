@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from engram.days import MAX_INDEXED_DAYS, indexed_days
+from engram.days import MAX_INDEXED_DAYS, indexed_days, told_days
 
 SAID = datetime(2026, 11, 13, 9, 0, tzinfo=UTC)
 
@@ -32,6 +32,20 @@ def test_a_day_told_of_as_chats_shorten_it_is_indexed() -> None:
     assert indexed_days("went to the pub on thurs", SAID) == told
     assert indexed_days("last sat was fun", SAID) == [-date(2026, 11, 7).toordinal()]
     assert indexed_days("I sat down with Tom and talked", SAID) == []
+
+
+def test_a_quarter_gone_by_is_told_of_whole() -> None:
+    # SAID is 13 November 2026: "Q3" is July to September 2026; "Q4" has not ended, and the last one
+    # that has began more than 200 days before; "Q1 2026" gives its year.
+    q3 = [-day for day in reversed(_days(date(2026, 7, 1), date(2026, 9, 30)))]
+    assert sorted(indexed_days("ran it: Q3 churn comes out at 5.4% under the new rule", SAID)) == q3
+    assert sorted(indexed_days("q3 numbers are in", SAID)) == q3
+    assert indexed_days("Q4 planning starts now", SAID) == []
+    assert indexed_days("Q1 planning for next year", SAID) == []
+    assert sorted(indexed_days("Q1 2026 was flat", SAID)) == [-day for day in reversed(
+        _days(date(2026, 1, 1), date(2026, 3, 31)))]
+    assert told_days("Q3 2026 was flat", SAID) == [(date(2026, 7, 1), date(2026, 9, 30))]
+    assert indexed_days("Q35 and Q3-style notes", SAID) == []
 
 
 def test_long_spans_are_left_out_and_the_days_are_capped() -> None:

@@ -21,9 +21,9 @@ def _put_old(store: object) -> None:
 
     records = [rec("m1", "u1", "The appointment is on Dec 1."), rec("m2", "u1", "Nothing dated."),
                rec("m3", "u2", "Leo lost a tooth yesterday."), rec("m4", "u1", "October was 4,120 credits."),
-               rec("m5", "u2", "went to the pub on thurs, saw jo")]
+               rec("m5", "u2", "went to the pub on thurs, saw jo"), rec("m6", "u1", "Q3 churn came out at 5.4%.")]
     store.bind_embedder("fake", 4)  # type: ignore[attr-defined]
-    store.put_many(records, np.eye(5, 4, dtype=np.float32))  # type: ignore[attr-defined]
+    store.put_many(records, np.eye(6, 4, dtype=np.float32))  # type: ignore[attr-defined]
 
 
 def _check(store: object) -> None:
@@ -34,6 +34,7 @@ def _check(store: object) -> None:
     assert sorted(days("u2", date(2026, 11, 12))) == ["m3", "m5"]  # Thursday, as chats shorten it
     assert days("u1", date(2026, 11, 12)) == []
     assert days("u1", date(2026, 10, 14)) == ["m4"]  # a whole month gone by
+    assert days("u1", date(2026, 8, 14)) == ["m6"]  # a quarter gone by
 
 
 def _old_sqlite(tmp_path: Path) -> None:
@@ -43,14 +44,6 @@ def _old_sqlite(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "old.db")
     _put_old(store)
     store.close()
-
-
-def test_sqlite_migration_adds_the_months_gone_by_to_stored_memories(tmp_path: Path) -> None:
-    _old_sqlite(tmp_path)
-    # As a store from before 22: its memories' days were read without whole months.
-    forgotten = "DELETE FROM memory_days WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = 'm4')"
-    with sqlite_from(tmp_path / "old.db", 22, forgotten) as old:
-        _check(old)
 
 
 def test_sqlite_migration_indexes_the_days_of_stored_memories(tmp_path: Path) -> None:
@@ -67,25 +60,26 @@ def test_postgres_migration_indexes_the_days_of_stored_memories(postgres_store: 
         _check(old)
 
 
-@pytest.mark.postgres
-def test_postgres_migration_adds_the_months_gone_by_to_stored_memories(postgres_store: object,
-                                                                        postgres_url: str) -> None:
-    _put_old(postgres_store)
-    with postgres_from(postgres_url, 16, "UPDATE engram_memories SET named_days = '{}' WHERE id = 'm4'") as old:
-        _check(old)
+# What each later migration adds: as a store from before it, the memory it concerns without its days.
+ADDED = [pytest.param(22, 16, "m4", id="a whole month gone by"),
+         pytest.param(23, 17, "m5", id="a day told as chats shorten it"),
+         pytest.param(24, 18, "m6", id="a quarter gone by")]
 
 
-def test_sqlite_migration_adds_the_days_told_as_chats_shorten_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sqlite", "postgres", "memory"), ADDED)
+def test_sqlite_migration_adds_the_days_a_later_reading_finds(tmp_path: Path, sqlite: int, postgres: int,
+                                                              memory: str) -> None:
     _old_sqlite(tmp_path)
-    # As a store from before 23: "on thurs" was no day.
-    forgotten = "DELETE FROM memory_days WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = 'm5')"
-    with sqlite_from(tmp_path / "old.db", 23, forgotten) as old:
+    forgotten = f"DELETE FROM memory_days WHERE memory_rowid = (SELECT rowid FROM memories WHERE id = '{memory}')"
+    with sqlite_from(tmp_path / "old.db", sqlite, forgotten) as old:
         _check(old)
 
 
 @pytest.mark.postgres
-def test_postgres_migration_adds_the_days_told_as_chats_shorten_them(postgres_store: object,
-                                                                      postgres_url: str) -> None:
+@pytest.mark.parametrize(("sqlite", "postgres", "memory"), ADDED)
+def test_postgres_migration_adds_the_days_a_later_reading_finds(postgres_store: object, postgres_url: str,
+                                                                sqlite: int, postgres: int, memory: str) -> None:
     _put_old(postgres_store)
-    with postgres_from(postgres_url, 17, "UPDATE engram_memories SET named_days = '{}' WHERE id = 'm5'") as old:
+    forgotten = f"UPDATE engram_memories SET named_days = '{{}}' WHERE id = '{memory}'"
+    with postgres_from(postgres_url, postgres, forgotten) as old:
         _check(old)

@@ -12,10 +12,12 @@ from engram.days import indexed_days
 from engram.stores.postgres.dialect import day_keys
 from engram.timeparts import SHORT_WEEKDAY
 
-__all__ = ["MONTH_NAMES", "SHORTENED_DAYS", "batches", "reindex_days"]
+__all__ = ["MONTH_NAMES", "QUARTER_NAMES", "SHORTENED_DAYS", "batches", "reindex_days"]
 
 #: What a memory naming a month holds, in SQL (the locale's month names would follow the server's).
 MONTH_NAMES = "(january|february|march|april|may|june|july|august|september|october|november|december)"
+#: What a memory naming a quarter holds ("Q3", "q3 2026"), in SQL.
+QUARTER_NAMES = r"\mq[1-4]\M"
 #: What a memory holding a day as chats shorten it holds ("yday", "fri"), in SQL (the same words as
 #: engram.days reads, between PostgreSQL's word bounds).
 SHORTENED_DAYS = r"\m(yday|" + SHORT_WEEKDAY + r")\M"

@@ -22,10 +22,10 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from engram.days import indexed_days, names_a_month, shortens_a_day
+from engram.days import indexed_days, names_a_month, names_a_quarter, shortens_a_day
 from engram.model import Entity, MemoryRecord
 from engram.stores.facets import facet_bytes
-from engram.stores.postgres.day_rewrites import MONTH_NAMES, SHORTENED_DAYS, batches, reindex_days
+from engram.stores.postgres.day_rewrites import MONTH_NAMES, QUARTER_NAMES, SHORTENED_DAYS, batches, reindex_days
 from engram.stores.postgres.dialect import POSTGRES, day_keys
 from engram.stores.postgres.substrings import create_substring_index
 from engram.stores.sql.rows import COLUMNS, row_to_record
@@ -258,6 +258,8 @@ MIGRATIONS: tuple[str | Callable[[psycopg.Connection[Any]], None], ...] = (
     lambda conn: reindex_days(conn, names_a_month, MONTH_NAMES),
     # 17: the days memories tell of as chats shorten them ("saw him yday"), as SQLite's 23.
     lambda conn: reindex_days(conn, shortens_a_day, SHORTENED_DAYS),
+    # 18: the days of the quarters gone by that memories name ("Q3 churn came out at 5.4%"), as SQLite's 24.
+    lambda conn: reindex_days(conn, names_a_quarter, QUARTER_NAMES),
 )
 
 _LOCK_KEY = 0x656E6772616D  # "engram": serializes migrations across processes

@@ -9,12 +9,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from engram.days import indexed_days, names_a_month, shortens_a_day
+from engram.days import indexed_days, names_a_month, names_a_quarter, shortens_a_day
 from engram.model import MemoryRecord
 from engram.stores.sqlite.dialect import from_us, to_us
 
 __all__ = ["DAYS_INSERT", "create_named_days", "day_rows", "index_named_days", "reindex_month_names",
-           "reindex_shortened_days"]
+           "reindex_quarter_names", "reindex_shortened_days"]
 
 #: The insert of a memory's rows, without its VALUES (a batch writes many rows in one statement).
 DAYS_INSERT = "INSERT OR IGNORE INTO memory_days (memory_rowid, user_id, day, said)"
@@ -57,6 +57,12 @@ def reindex_shortened_days(conn: sqlite3.Connection) -> None:
     """The days of the memories that hold a day as chats shorten it ("saw him yday", "went out on
     fri") read again: only those, their rows replaced."""
     _index_stored(conn, shortens_a_day, replace=True)
+
+
+def reindex_quarter_names(conn: sqlite3.Connection) -> None:
+    """The days of the memories that name a quarter ("Q3 churn came out at 5.4%") read again: only
+    those, their rows replaced."""
+    _index_stored(conn, names_a_quarter, replace=True)
 
 
 def _index_stored(conn: sqlite3.Connection, which: Callable[[str], bool], *, replace: bool = False) -> None:

@@ -8,7 +8,12 @@ from collections.abc import Callable
 from engram.stores.sqlite.backfill import backfill_entities
 from engram.stores.sqlite.bulk_index import TERM_COLUMNS, defer_row_indexing
 from engram.stores.sqlite.keyword_terms import keyword_document, keyword_length, user_key
-from engram.stores.sqlite.named_days import create_named_days, reindex_month_names, reindex_shortened_days
+from engram.stores.sqlite.named_days import (
+    create_named_days,
+    reindex_month_names,
+    reindex_quarter_names,
+    reindex_shortened_days,
+)
 from engram.stores.sqlite.substrings import create_substring_index
 from engram.stores.sqlite.versions import count_access, count_removals, create_user_versions, log_removals
 
@@ -264,6 +269,9 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 23: the days memories tell of as chats shorten them ("saw him yday", "went out on fri"), read
     # again for the memories that hold one (engram.days).
     lambda conn: reindex_shortened_days(conn),
+    # 24: the days of the quarters gone by that memories name ("Q3 churn came out at 5.4%", said in
+    # November), read again for the memories that name one (engram.days).
+    lambda conn: reindex_quarter_names(conn),
 )
 
 
