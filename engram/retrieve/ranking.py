@@ -21,6 +21,7 @@ from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.asked_value import VALUE_NAMES
 from engram.retrieve.episodes import users_turn
+from engram.retrieve.gain_weights import ANSWER_GAIN, CONTEXT_GAIN
 from engram.retrieve.standing import machine_said
 from engram.retrieve.types import Scored
 
@@ -61,7 +62,8 @@ _NONE: Mapping[str, float] = MappingProxyType({})
 #: The support of its conversation from which a turn's reasons say so (a third of a full match).
 _TOLD_TOGETHER = 0.3
 #: The context lent by the turn next to it from which a turn's reasons say so (a fifth of a full
-#: match: an assistant's reply takes a third of what it follows).
+#: match: an assistant's reply takes a third of what it follows); an answer to the assistant's
+#: question, which gains ANSWER_GAIN of it rather than CONTEXT_GAIN, says so from as large a gain.
 _NEXT_TO = 0.2
 
 # Sources whose reasons are written out by name; any other source is credited as "found by <name>".
@@ -196,7 +198,7 @@ def _reasons(
         reasons.append("a question, as asked")
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
-    if signals.get(CONTEXT_SIGNAL, 0.0) >= _NEXT_TO:
+    if signals.get(CONTEXT_SIGNAL, 0.0) >= (_NEXT_TO * CONTEXT_GAIN / ANSWER_GAIN if answered else _NEXT_TO):
         reasons.append(_next_to(record, answered))
     if signals.get(CONVERSATION_SIGNAL, 0.0) >= _TOLD_TOGETHER:
         reasons.append("in a conversation between people whose other turns match")

@@ -674,7 +674,8 @@ def test_a_short_memory_meaning_nothing_like_the_query_keeps_little_of_a_weak_ke
                rec("strong", content="Ticket PAY-1234 first day."), rec("long", content=long_text),
                rec("unread", content="First day tomorrow.")]
     vectors = {"about": about, "other": other, "strong": other, "long": other}
-    scores = {"about": 0.25, "other": 0.25, "strong": 0.5, "long": 0.25, "unread": 0.25}
+    half, full = KEYWORD_FULL_SHARE / 2, KEYWORD_FULL_SHARE  # keyword evidence 0.5 and 1.0
+    scores = {"about": half, "other": half, "strong": full, "long": half, "unread": half}
     out = {s.record.id: s.signals["keyword_relevance"] for s in run(records, query_vec=query, vectors=vectors,
                                                                      keyword_scores=scores)}
     assert len(long_text) > SHORT_TEXT
