@@ -28,8 +28,8 @@ reply a share of the turn it follows (with no share, "Which base image should th
 use?", asked and then answered by the assistant, fell out of the top 10), the user's turn most of
 the reply after it, which restates what the turn said in passing (:data:`REPLIED_SHARE`), and all of
 the assistant's short question it answers ("What should I call you?" / "Alex is fine.") and a
-share of a long reply that ends by asking it something (:data:`CLOSING_QUESTION_SHARE`); none
-of other long advice before it, which does not explain it. A neighbour said more than
+share of a long reply before it when it is as short and asks nothing (:data:`LONG_REPLY_SHARE`):
+it answers the reply's question or picks from what the reply offered. A neighbour said more than
 :data:`CONVERSATION_PAUSE` away is another conversation's.
 """
 
@@ -48,7 +48,7 @@ from engram.model import MemoryRecord
 from engram.retrieve.standing import machine_said
 from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
-__all__ = ["CAUSE_REPLY_SHARE", "CLOSING_QUESTION_SHARE", "CONVERSATION_PAUSE", "CONVERSATION_TURNS",
+__all__ = ["CAUSE_REPLY_SHARE", "CONVERSATION_PAUSE", "CONVERSATION_TURNS", "LONG_REPLY_SHARE",
            "NAMED_NEXT_TO", "QUESTION_LENGTH", "REPLIED_SHARE", "REPLY_SHARE", "YOURS_REPLY_SHARE", "Lending",
            "answers", "context_support", "conversation_support", "conversations", "lenders", "lending",
            "named_next_to", "said_by_a_person", "said_by_the_assistant", "takes_context", "turned_around",
@@ -120,19 +120,20 @@ NAMED_NEXT_TO = 0.5
 #: itself ("Shall I book the 8pm table at Nopa?" / "Yes please."); the answer now gains more
 #: instead (gain_weights.ANSWER_GAIN): four first, the question kept.
 QUESTION_LENGTH = 300
-#: ... and a share of the relevance of a longer reply whose last sentence asks something of the
-#: user ("One thing I need from you before I wire the upload: where should the Parquet files be
-#: staged?" / "Separate bucket: gs://vc-dw-staging, with a 7-day lifecycle delete rule."), when the
-#: user's next turn is as short as such a question and asks nothing itself: the reply matches what
-#: the answer decides. Probe files of long assistant chats written blind to the code, recall@5/10:
-#: coding chats 0.738/0.818 -> 0.743/0.828, plans that keep changing 0.558/0.695 -> 0.563/0.700;
-#: LongMemEval dev with assistant turns 0.785/0.882 -> 0.785/0.892; user turns, instructions, the
-#: other probe files and the scenario set unchanged (no LoCoMo turn is an assistant's). Flat from
-#: 0.2 to 0.4; all of it put lifted answers in place of other evidence (plans file -0.8 at 5).
-CLOSING_QUESTION_SHARE = 0.3
-#: How much of a reply's end is read for its closing question (with the emoji or quotes after it).
-_CLOSING = 200
-_CLOSING_QUESTION = re.compile(r"[^\s?？؟][?？؟]+[^\w]*$")  # "... for her tea? 🙂" too
+#: ... and a share of the relevance of a longer reply, when the user's next turn is as short as such
+#: a question and asks nothing itself: it answers the question the reply ends with ("... where
+#: should the Parquet files be staged?" / "Separate bucket: gs://vc-dw-staging"), or picks from, or
+#: settles, what the reply offered ("Gift ideas around $100: ..." / "Darkroom workshop for the two
+#: of us + a 5-pack of Portra. Done."); the reply matches what the answer decides. Replies ending in
+#: a question alone, first: probe files of long assistant chats written blind to the code R@5/10
+#: coding chats 0.738/0.818 -> 0.743/0.828, LongMemEval dev with assistant turns 0.785/0.882 ->
+#: 0.785/0.892. Every long reply since: plans that keep changing 0.597/0.720 -> 0.633/0.755,
+#: technical chats of an analyst, an Android developer and a security engineer 0.776/0.859 ->
+#: 0.796/0.882, personal-assistant histories 0.796/0.883 -> 0.791/0.898, general-task histories
+#: 0.797 -> 0.787 at 5; LongMemEval dev every turn 0.796 -> 0.785 at 5 (a question), instructions
+#: 0.533 -> 0.567 at 5; user turns, LoCoMo (no assistant) and the other files unchanged. 0.15
+#: gained a little less; all of it put lifted answers in place of other evidence.
+LONG_REPLY_SHARE = 0.3
 #: A question mark (Latin, full-width, Arabic) that ends a sentence: after a word or a closing
 #: character, before a space or the end, with only quotes, brackets or emoji between.
 _ASKING = re.compile(r"[^\s?？؟][?？؟]+(?=[^\w\s]*(?:\s|$))")
@@ -329,8 +330,8 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
     """The share of its relevance ``other``, a turn next to ``asker``, lends it: all of either
     side's in a conversation between people (``people``); elsewhere :data:`REPLY_SHARE` of the
     turn before an assistant's reply, all of the assistant's short question before the user's turn
-    that does not ask something itself (:data:`CLOSING_QUESTION_SHARE` of a longer one whose last
-    sentence asks, before a turn as short), :data:`REPLIED_SHARE` of the assistant's reply after a
+    that does not ask something itself (:data:`LONG_REPLY_SHARE` of a longer reply, before a turn
+    as short), :data:`REPLIED_SHARE` of the assistant's reply after a
     person's turn; none from further than :data:`CONVERSATION_PAUSE`.
     ``question`` reads whether a turn asks something (:func:`_is_question`, or a memo of it)."""
     if abs(other.created_at - asker.created_at) > CONVERSATION_PAUSE:
@@ -348,9 +349,9 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
     question = question or _is_question
     if _asks(other, question) and not question(asker):
         return 1.0
-    if len(asker.content.strip()) <= QUESTION_LENGTH < len(other.content.strip()) and _ends_asking(other) \
+    if len(asker.content.strip()) <= QUESTION_LENGTH < len(other.content.strip()) and said_by_the_assistant(other) \
             and not question(asker):
-        return CLOSING_QUESTION_SHARE
+        return LONG_REPLY_SHARE
     return 0.0
 
 
@@ -360,15 +361,6 @@ def _asks(record: MemoryRecord, question: Callable[[MemoryRecord], bool] | None 
     next turn answers unless it asks something itself."""
     return (machine_said(record) and not _aside(record) and len(record.content.strip()) <= QUESTION_LENGTH
             and (question or _is_question)(record))
-
-
-def _ends_asking(record: MemoryRecord) -> bool:
-    """Whether ``record`` is an assistant's turn whose last sentence asks something ("... where should
-    the Parquet files be staged: a bucket of their own, or a prefix inside the landing bucket?")."""
-    # The end alone, as written: a question mark anywhere in a 3,000-character reply may be the
-    # user's own quoted back, and one that ends a web address at the end closes the sentence.
-    tail = record.content.rstrip()[-_CLOSING:]
-    return said_by_the_assistant(record) and _CLOSING_QUESTION.search(tail) is not None
 
 
 def _is_question(record: MemoryRecord) -> bool:

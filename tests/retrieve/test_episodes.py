@@ -15,9 +15,9 @@ from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
 from engram.retrieve.episodes import (
-    CLOSING_QUESTION_SHARE,
     CONVERSATION_PAUSE,
     CONVERSATION_TURNS,
+    LONG_REPLY_SHARE,
     NAMED_NEXT_TO,
     QUESTION_LENGTH,
     REPLIED_SHARE,
@@ -165,11 +165,13 @@ def test_the_users_answer_takes_the_assistants_short_question_as_context() -> No
                for at, (mid, role) in enumerate((("ask", "assistant"), ("answer", "user"), ("advice", "assistant"),
                                                  ("next", "user")))]
     got = context(records, [0.9, 0.1, 0.8, 0.0], chain(records))
-    # The answer takes all of the question's; long advice ending in a question a share of its own.
+    # The answer takes all of the question's; a short turn after long advice a share of it (it answers
+    # the question the advice ends with, or picks from what it offered), whether or not it asks.
     assert got == {"ask": 0.0, "answer": 0.9, "advice": round(REPLY_SHARE * 0.1, 6),
-                   "next": round(CLOSING_QUESTION_SHARE * 0.8, 6)}
-    for advice, after in (("x" * QUESTION_LENGTH + " Anything else? Ping me.", "No, thanks."),  # asks, then not
-                          ("x" * QUESTION_LENGTH + " Anything else?", "No. " + "y" * QUESTION_LENGTH),  # a long turn
+                   "next": round(LONG_REPLY_SHARE * 0.8, 6)}
+    offered = [replace(records[2], content="x" * QUESTION_LENGTH + " Options: a, b or c."), records[3]]
+    assert context(offered, [0.8, 0.0], chain(offered))["next"] == round(LONG_REPLY_SHARE * 0.8, 6)
+    for advice, after in (("x" * QUESTION_LENGTH + " Anything else?", "No. " + "y" * QUESTION_LENGTH),  # a long turn
                           ("x" * QUESTION_LENGTH + " Anything else?", "Why do you ask?")):  # a question of its own
         pair = [replace(records[2], content=advice), replace(records[3], content=after)]
         assert context(pair, [0.8, 0.0], chain(pair))["next"] == 0.0, (advice[-20:], after[:20])
@@ -185,8 +187,9 @@ def test_the_users_answer_takes_the_assistants_short_question_as_context() -> No
     ("Which airline do you usually fly with? 🙂", True), ('"Shall I book it?"', True), ("Ready?!", True),
     ("¿Reservo la mesa?", True), ("予約しますか？", True), ("هل أحجز؟", True),
     ("Noted. While we're on coffee: what's your usual order? I can save it for pre-orders.", True),
-    ("I booked it.", False), ("x" * QUESTION_LENGTH + "? Thanks.", False),
-    ("x" * QUESTION_LENGTH + "?", CLOSING_QUESTION_SHARE),  # longer: a share, for a question it closes with
+    ("I booked it.", False),
+    ("x" * QUESTION_LENGTH + "? Thanks.", LONG_REPLY_SHARE),  # longer: a share, whatever it ends with
+    ("x" * QUESTION_LENGTH + "?", LONG_REPLY_SHARE),
     # Question marks that ask nothing: a web address, code.
     ("Here's the tutorial: https://www.youtube.com/watch?v=ramen123 on making broth.", False),
     ("Try www.example.com/cart?item=42 for it.", False), ("Use `x = a ? b : c` there.", False),
