@@ -177,29 +177,35 @@ def _past_months(text: str, said: datetime) -> list[tuple[date, date]]:
 
 
 def _past_quarters(text: str, said: datetime) -> list[tuple[date, date]]:
-    """The quarters gone by that ``text`` names ("ran it: Q3 churn comes out at 5.4%", said in
-    November, tells of July to September; "Q1 2026"): a quarter without a year is the last one of
-    its number that ended before the month it was said in, if it began at most
-    :data:`_QUARTER_BACK` before it ("Q1", said in December, may be next year's)."""
+    """The quarters gone by that the past sentences of ``text`` name ("ran it: Q3 churn comes out at
+    5.4%", said in November, tells of July to September; "Q1 2026 was flat"): a quarter without a
+    year is the last one of its number that ended before the day it was said. Not in a sentence
+    that tells of nothing past ("We're aiming to ship in Q4", "IQR = Q3 - Q1")."""
     out: list[tuple[date, date]] = []
-    for m in _QUARTER.finditer(text):
-        number = int(m.group(1))
-        first_month, last_month = 3 * number - 2, 3 * number
-        year = int(m.group(2)) if m.group(2) else 2000 + int(m.group(3)) if m.group(3) else \
-            said.year - (date(said.year, last_month, 1) >= date(said.year, said.month, 1))
-        try:
-            first, last = date(year, first_month, 1), date(year, last_month, calendar.monthrange(year, last_month)[1])
-        except ValueError:  # a year the calendar has not
+    if _QUARTER.search(text) is None:
+        return out
+    for sentence in _SENTENCE.split(text):
+        if not _PAST.search(sentence):
             continue
-        if last < said.date() and (m.group(2) or m.group(3) or said.date() - first <= _QUARTER_BACK):
-            out.append((first, last))
+        for m in _QUARTER.finditer(sentence):
+            number = int(m.group(1))
+            first_month, last_month = 3 * number - 2, 3 * number
+            year = int(m.group(2)) if m.group(2) else 2000 + int(m.group(3)) if m.group(3) else \
+                said.year - (date(said.year, last_month, 1) >= date(said.year, said.month, 1))
+            try:
+                first = date(year, first_month, 1)
+                last = date(year, last_month, calendar.monthrange(year, last_month)[1])
+            except ValueError:  # a year the calendar has not
+                continue
+            if last < said.date():
+                out.append((first, last))
     return out
 
 
-#: How long before it was said a quarter named without a year may have begun.
-_QUARTER_BACK = timedelta(days=200)
 # "Q3", "q3", "Q3 2026", "Q3 '26"; not "Q3-style" or "Q35".
 _QUARTER = re.compile(r"\bQ([1-4])(?:\s+((?:19|20)\d\d)\b|\s*['’](\d\d)\b)?(?![\w-])", re.IGNORECASE)
+
+
 #: How long before it was said a month named without a year may have begun ("in July", said in
 #: November, may be next July as well as the last).
 _MONTH_BACK = timedelta(days=100)

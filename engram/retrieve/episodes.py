@@ -110,7 +110,7 @@ NAMED_NEXT_TO = 0.5
 #: An assistant's message this short that asks something (a sentence of it ends in a question
 #: mark) is a question the user's next turn answers ("What should I call you?" / "Alex is fine.";
 #: "Noted. What's your usual order? I can save it." / "Oat flat white."): that turn takes all its
-#: relevance as context. Longer advice that ends in a question ("... Anything else?") lends nothing. No dev
+#: relevance as context. Longer advice lends a share (LONG_REPLY_SHARE, below). No dev
 #: set moved (LongMemEval's assistant turns are long; 300 and 1,000 characters alike). Six
 #: onboarding exchanges written for it ("Which airline do I prefer?"): without it, once the user's
 #: turns stopped taking the advice around them, two answers fell out of the top 5; with it all six
@@ -124,7 +124,12 @@ QUESTION_LENGTH = 300
 #: a question and asks nothing itself: it answers the question the reply ends with ("... where
 #: should the Parquet files be staged?" / "Separate bucket: gs://vc-dw-staging"), or picks from, or
 #: settles, what the reply offered ("Gift ideas around $100: ..." / "Darkroom workshop for the two
-#: of us + a 5-pack of Portra. Done."); the reply matches what the answer decides. Replies ending in
+#: of us + a 5-pack of Portra. Done."); the reply matches what the answer decides. Read as an answer,
+#: such a turn gains ANSWER_GAIN, not CONTEXT_GAIN, of the best context its neighbours lend, so also
+#: of the 0.8 it takes of the reply after it, which restates the decision ("Perfect gift. Practical
+#: notes: ..."): most of what this measured comes from there (with ANSWER_GAIN on the reply before's
+#: share alone, the plans file below kept 0.720 at 10 and personal-assistant histories lost 0.6).
+#: Acknowledgements ("ok thanks!", "Perfect, thank you") are no answer. Replies ending in
 #: a question alone, first: probe files of long assistant chats written blind to the code R@5/10
 #: coding chats 0.738/0.818 -> 0.743/0.828, LongMemEval dev with assistant turns 0.785/0.882 ->
 #: 0.785/0.892. Every long reply since: plans that keep changing 0.597/0.720 -> 0.633/0.755,
@@ -177,7 +182,7 @@ def lenders(askers: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]]
     """The ids of ``turns`` (read as the neighbours of ``askers``) that can lend one of them
     context (:func:`context_support`), so are worth ranking: either neighbour of a turn that may be
     a person's in a conversation between people, the turn before an assistant's reply, the reply
-    after a person's turn, the assistant's short question before the user's turn; each within
+    after a person's turn, the assistant's short question or longer reply before the user's turn; each within
     :data:`CONVERSATION_PAUSE`."""
     found = {t.id: t for t in turns}
     out: dict[str, None] = {}
@@ -210,7 +215,7 @@ def lending(records: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]
     """Who lends each of ``records`` context (``next_to``, said within :data:`CONVERSATION_PAUSE`
     of it): either neighbour in a conversation between people (``talks``, from
     :func:`conversations`); elsewhere the turn before an assistant's reply, the reply after a
-    person's turn, and the assistant's short question before the user's answer (only that one marked
+    person's turn, and the assistant's short question or longer reply before the user's answer (only those marked
     ``answering``); ``reply``: the share of the turn it follows a reply takes (:data:`REPLY_SHARE`,
     :data:`CAUSE_REPLY_SHARE`). Read once a ranking: whether a turn asks is read once each."""
     people = {at for talk in talks for at in talk}
@@ -350,7 +355,7 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
     if _asks(other, question) and not question(asker):
         return 1.0
     if len(asker.content.strip()) <= QUESTION_LENGTH < len(other.content.strip()) and said_by_the_assistant(other) \
-            and not question(asker):
+            and not question(asker) and not _courtesy(asker):
         return LONG_REPLY_SHARE
     return 0.0
 
@@ -361,6 +366,18 @@ def _asks(record: MemoryRecord, question: Callable[[MemoryRecord], bool] | None 
     next turn answers unless it asks something itself."""
     return (machine_said(record) and not _aside(record) and len(record.content.strip()) <= QUESTION_LENGTH
             and (question or _is_question)(record))
+
+
+_COURTESY = frozenset([
+    "ok", "okay", "k", "thanks", "thank", "you", "thx", "ty", "cheers", "great", "perfect", "cool", "nice", "lovely",
+    "brilliant", "awesome", "got", "it", "will", "do", "sounds", "good", "noted", "alright", "amazing", "wonderful",
+])
+
+
+def _courtesy(record: MemoryRecord) -> bool:
+    """Whether ``record`` says nothing but thanks or agreement ("ok thanks!", "Perfect, thank you 🙂")."""
+    words = re.findall(r"[^\W\d_]+", record.content.casefold())
+    return all(w in _COURTESY for w in words)
 
 
 def _is_question(record: MemoryRecord) -> bool:

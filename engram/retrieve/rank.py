@@ -204,8 +204,9 @@ def rank(
     entity). ``neighbors`` maps a memory to the turns just
     before and after it in its conversation: a turn next to a relevant candidate gains
     ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``; in a chat with an
-    assistant a reply takes a share of the turn it follows and the user's turn only the assistant's
-    short question it answers: :mod:`engram.retrieve.episodes`). ``bridges`` maps
+    assistant a reply takes a share of the turn it follows, the user's turn most of the reply after
+    it and, as an answer gaining ``ANSWER_GAIN``, the assistant's short question or a share of a
+    longer reply before it: :mod:`engram.retrieve.episodes`). ``bridges`` maps
     a memory to the relevance of a top result it shares an entity with, and that entity: it gains
     ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop). ``speakers`` maps a memory to the
     entity of who said it: a query entity that speaks counts fully only in its own memories.

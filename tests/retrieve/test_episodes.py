@@ -171,6 +171,8 @@ def test_the_users_answer_takes_the_assistants_short_question_as_context() -> No
                    "next": round(LONG_REPLY_SHARE * 0.8, 6)}
     offered = [replace(records[2], content="x" * QUESTION_LENGTH + " Options: a, b or c."), records[3]]
     assert context(offered, [0.8, 0.0], chain(offered))["next"] == round(LONG_REPLY_SHARE * 0.8, 6)
+    thanked = [offered[0], replace(records[3], content="ok thanks! 🙂")]  # no answer, whatever it follows
+    assert context(thanked, [0.8, 0.0], chain(thanked))["next"] == 0.0
     for advice, after in (("x" * QUESTION_LENGTH + " Anything else?", "No. " + "y" * QUESTION_LENGTH),  # a long turn
                           ("x" * QUESTION_LENGTH + " Anything else?", "Why do you ask?")):  # a question of its own
         pair = [replace(records[2], content=advice), replace(records[3], content=after)]
