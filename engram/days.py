@@ -202,8 +202,10 @@ def _past_quarters(text: str, said: datetime) -> list[tuple[date, date]]:
     return out
 
 
-# "Q3", "q3", "Q3 2026", "Q3 '26"; not "Q3-style" or "Q35".
-_QUARTER = re.compile(r"\bQ([1-4])(?:\s+((?:19|20)\d\d)\b|\s*['’](\d\d)\b)?(?![\w-])", re.IGNORECASE)
+# "Q3", "q3", "Q3 2026", "Q3 '26"; not "Q3-style", "Q35", a fiscal quarter ("Q3 FY26": the
+# calendar's quarter only by chance) nor a car ("our Audi Q3").
+_QUARTER = re.compile(r"(?<!audi\s)\bQ([1-4])(?:\s+((?:19|20)\d\d)\b|\s*['’](\d\d)\b)?(?![\w-])(?!\s*FY)",
+                      re.IGNORECASE)
 
 
 #: How long before it was said a month named without a year may have begun ("in July", said in

@@ -47,6 +47,8 @@ def test_a_quarter_gone_by_is_told_of_whole() -> None:
         _days(date(2026, 1, 1), date(2026, 3, 31)))]
     assert told_days("Q3 2026 was flat", SAID) == [(date(2026, 7, 1), date(2026, 9, 30))]
     assert indexed_days("Q35 and Q3-style notes", SAID) == []
+    assert indexed_days("We closed Q3 FY27 above plan.", SAID) == []  # a fiscal quarter: not the calendar's
+    assert indexed_days("We sold our Audi Q3, it had done 90k miles.", SAID) == []
 
 
 def test_long_spans_are_left_out_and_the_days_are_capped() -> None:
