@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 
 from engram.timeparse import MAX_UTC, MIN_UTC, MONTHS, month_number, parse_time_scope
@@ -154,25 +155,17 @@ def _past_months(text: str, said: datetime) -> list[tuple[date, date]]:
     without a year is the last one of its name that ended before the day it was said, if it began
     at most :data:`_MONTH_BACK` before it; "We're going back in October" names no month gone."""
     out: list[tuple[date, date]] = []
-    if _WHOLE_MONTH.search(text) is None:
-        return out
-    for sentence in _SENTENCE.split(text):
-        if not _PAST.search(sentence):
-            continue
-        for m in _WHOLE_MONTH.finditer(sentence):
-            if _AFTER.match(sentence, m.end()) or _BEFORE.search(sentence, max(0, m.start() - 12), m.start()):
-                continue  # a day of the month: mentioned_days reads it
-            led = _MONTH_LED.search(sentence, max(0, m.start() - 30), m.start())
-            if not (led or _MONTH_TOLD.match(sentence, m.end())):
-                continue  # a name ("April said she was tired", "my daughter June"), not a month
-            month = month_number(m.group(1))
-            year = int(m.group(2)) if m.group(2) else said.year - (month >= said.month)
-            try:
-                first, last = date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1])
-            except ValueError:  # a year the calendar has not
-                continue
-            if last < said.date() and (m.group(2) or said.date() - first <= _MONTH_BACK):
-                out.append((first, last))
+    for sentence, m in _in_past_sentences(text, _WHOLE_MONTH):
+        if _AFTER.match(sentence, m.end()) or _BEFORE.search(sentence, max(0, m.start() - 12), m.start()):
+            continue  # a day of the month: mentioned_days reads it
+        led = _MONTH_LED.search(sentence, max(0, m.start() - 30), m.start())
+        if not (led or _MONTH_TOLD.match(sentence, m.end())):
+            continue  # a name ("April said she was tired", "my daughter June"), not a month
+        month = month_number(m.group(1))
+        year = int(m.group(2)) if m.group(2) else said.year - (month >= said.month)
+        span = _months(year, month, month)
+        if span is not None and span[1] < said.date() and (m.group(2) or said.date() - span[0] <= _MONTH_BACK):
+            out.append(span)
     return out
 
 
@@ -182,24 +175,33 @@ def _past_quarters(text: str, said: datetime) -> list[tuple[date, date]]:
     year is the last one of its number that ended before the day it was said. Not in a sentence
     that tells of nothing past ("We're aiming to ship in Q4", "IQR = Q3 - Q1")."""
     out: list[tuple[date, date]] = []
-    if _QUARTER.search(text) is None:
-        return out
-    for sentence in _SENTENCE.split(text):
-        if not _PAST.search(sentence):
-            continue
-        for m in _QUARTER.finditer(sentence):
-            number = int(m.group(1))
-            first_month, last_month = 3 * number - 2, 3 * number
-            year = int(m.group(2)) if m.group(2) else 2000 + int(m.group(3)) if m.group(3) else \
-                said.year - (date(said.year, last_month, 1) >= date(said.year, said.month, 1))
-            try:
-                first = date(year, first_month, 1)
-                last = date(year, last_month, calendar.monthrange(year, last_month)[1])
-            except ValueError:  # a year the calendar has not
-                continue
-            if last < said.date():
-                out.append((first, last))
+    for _, m in _in_past_sentences(text, _QUARTER):
+        last_month = 3 * int(m.group(1))
+        year = int(m.group(2)) if m.group(2) else 2000 + int(m.group(3)) if m.group(3) else \
+            said.year - (last_month >= said.month)
+        span = _months(year, last_month - 2, last_month)
+        if span is not None and span[1] < said.date():
+            out.append(span)
     return out
+
+
+def _in_past_sentences(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[str, re.Match[str]]]:
+    """Each match of ``pattern`` with its sentence, in the sentences of ``text`` in the past tense."""
+    if pattern.search(text) is None:
+        return
+    for sentence in _SENTENCE.split(text):
+        if _PAST.search(sentence):
+            for m in pattern.finditer(sentence):
+                yield sentence, m
+
+
+def _months(year: int, first: int, last: int) -> tuple[date, date] | None:
+    """The days from the first of month ``first`` to the end of month ``last`` of ``year``; None
+    for a year the calendar has not."""
+    try:
+        return date(year, first, 1), date(year, last, calendar.monthrange(year, last)[1])
+    except ValueError:
+        return None
 
 
 # "Q3", "q3", "Q3 2026", "Q3 '26"; not "Q3-style", "Q35", a fiscal quarter ("Q3 FY26": the

@@ -259,8 +259,10 @@ def _late_imperative(query: str) -> bool:
     if _ASKING.match(query):
         return False
     starts = [m.end() for m in _CLAUSE.finditer(query)][-LATE_CLAUSES:]
-    for at, start in reversed(list(enumerate(starts))):
-        clause = query[start:starts[at + 1] if at + 1 < len(starts) else len(query)]
+    if not starts:  # one clause: _REQUEST read its start
+        return False
+    for start, end in reversed(list(zip(starts, [*starts[1:], len(query)], strict=True))):
+        clause = query[start:end]
         if "?" in clause or _ASKING.match(clause):
             return False  # everything before it leads up to a question
         if _LATE_IMPERATIVE.match(query, start):
