@@ -4,8 +4,8 @@ The dev sets and the everyday scenario set have been read question by question w
 tuned; these were written afterwards, to the brief "realistic, varied and hard", by a writer who saw
 no code. Each file in ``tests/quality/probes/`` is one JSON object: ``now``, ``memories`` (``key``,
 ``user_id``, ``kind``, ``content``, ``created_at``, ``role`` for messages, ``session_id`` where the
-chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Thirty-three
-users in eleven files, each file written by a different writer:
+chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Forty-two
+users in fourteen files, each file written by a different writer:
 
 - an assistant chat in sessions, many of its exchanges short ("Which airport do you usually fly
   from?" / "Usually Gatwick."), plans that change; a coding chat without sessions (pasted code and
@@ -30,7 +30,14 @@ users in eleven files, each file written by a different writer:
 - technical assistant chats of a data analyst, an Android developer and a security engineer:
   replies of ~2,100 characters, standing rules said once and changed later, tools switched;
 - personal-assistant histories over 6-10 months of everyday tasks, facts said in passing and
-  changed, stale fact memories beside the newer tellings.
+  changed, stale fact memories beside the newer tellings;
+- pairs of friends and relatives chatting over 4-7 months in 13-16 sittings each, no assistant
+  (1,255 messages; shared photos captioned in the text, dates said relatively, plans cancelled);
+- technical assistant chats of an ML engineer, a platform engineer and a React Native developer:
+  replies of ~2,150 characters, instructions said mid-message and replaced, tools switched, stale
+  facts and procedures;
+- everyday assistant histories over 5-8 months in 40-45 sessions each, facts said in passing and
+  changed, others' near-miss facts, stale extracted facts.
 
 They are scored like the scenario set (:mod:`engram.eval.scenarios`): ``engram`` with the defaults
 at ``top_k`` 5 and 10 beside BM25, dense and their fusion over the same store, per question type.
