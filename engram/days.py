@@ -110,8 +110,13 @@ def told_days(text: str, said: datetime) -> list[tuple[date, date]]:
     "three days ago", "on Saturday" in "Saturday's install went fine"). A sentence not in the past
     names no day gone ("I'm hiking on Saturday")."""
     text = text[:READ_CHARS]
-    return ([(start, end) for start, end in mentioned_days(text, said) if end < said.date()]
-            + _relative(text, said) + _past_months(text, said) + _past_quarters(text, said))
+    return [(start, end) for start, end in mentioned_days(text, said) if end < said.date()] + _told_in_words(text, said)
+
+
+def _told_in_words(text: str, said: datetime) -> list[tuple[date, date]]:
+    """The spans of days gone by that the past sentences of ``text`` tell of without a date: in
+    relative words, or by a month or quarter named whole."""
+    return _relative(text, said) + _past_months(text, said) + _past_quarters(text, said)
 
 
 def _relative(text: str, said: datetime) -> list[tuple[date, date]]:
@@ -273,8 +278,7 @@ def indexed_days(text: str, said: datetime) -> list[int]:
     text = text[:READ_CHARS]
     try:
         said = said.astimezone(UTC)
-        named, told = mentioned_days(text, said), _relative(text, said) + _past_months(text, said) \
-            + _past_quarters(text, said)
+        named, told = mentioned_days(text, said), _told_in_words(text, said)
     except OverflowError:  # said on the calendar's first or last day, in a zone that leaves it
         return []
     return (_each_day(named, 1) + _each_day(told, -1))[:MAX_INDEXED_DAYS]
