@@ -27,7 +27,7 @@ from engram.retrieve.rank import RELEVANCE_SIGNAL
 from engram.retrieve.ranking import Ranking
 from engram.retrieve.types import Scored
 
-__all__ = ["HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged", "second_hop"]
+__all__ = ["COMMON_AMONG", "HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged", "second_hop"]
 
 #: How many of the best first-pass results may bridge.
 HOP_SEEDS = 3
@@ -42,6 +42,10 @@ COMMON_MIN = 10
 #: At most this many bridges, the rarest among the candidates first: the second hop's store read
 #: counts the memories naming them, which grows with how common they are.
 MAX_BRIDGES = 6
+#: Common ground is read among this many candidates, the first loaded (those the sources rank best
+#: together): among all that are scored, an entity 10 of 60 named bridged at ``top_k=5`` and not
+#: when 100 were scored ("When did Mum have her fall?" lost its answer from the first five).
+COMMON_AMONG = 66
 
 
 def bridge_entities(
@@ -50,7 +54,8 @@ def bridge_entities(
     speakers: Collection[str] = (), words: Collection[str] = (),
 ) -> dict[str, dict[str, float]]:
     """Bridge entity -> {seed memory id: that seed's relevance}, from the first-pass results: the
-    ``best`` (best first; the first :data:`HOP_SEEDS` may bridge) among all ``candidates``.
+    ``best`` (best first; the first :data:`HOP_SEEDS` may bridge) among the ``candidates`` (in the
+    order loaded: the first :data:`COMMON_AMONG` say what is common ground).
 
     ``counts(entities, cap)`` says how many of the user's memories name each entity (up to
     ``cap``; the store's ``entity_counts``): entities more memories name than the hop reads are
@@ -62,6 +67,7 @@ def bridge_entities(
     seeds = [s for s in best[:HOP_SEEDS] if s.tier == 0 and s.signals.get(relevance_signal, 0.0) > 0.0]
     if not seeds:
         return {}
+    candidates = candidates[:COMMON_AMONG]
     counts_here = Counter(e for record in candidates for e in set(record.entities))
     # Named by more than half the candidates is common ground however few they are (a small user).
     common = min(max(COMMON_MIN, COMMON_SHARE * len(candidates)), len(candidates) // 2)

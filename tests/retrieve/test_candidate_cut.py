@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from engram.config import RetrievalConfig
-from engram.retrieve.candidates import CandidateSet, ranked_limit
+from engram.retrieve.candidates import POOL_TOP_K, CandidateSet, ranked_limit
 from engram.retrieve.signals import reciprocal_rank
 
 
@@ -20,11 +20,18 @@ def test_best_keeps_what_the_sources_rank_best_together_in_found_order() -> None
 
 
 def test_the_limit_is_one_source_depth_plus_the_selection_pool() -> None:
-    assert ranked_limit(RetrievalConfig()) == 50 + 8 * 2
+    assert ranked_limit(RetrievalConfig()) == 50 + POOL_TOP_K * 2
     assert ranked_limit(RetrievalConfig(top_k=25, overfetch=2)) == 50 + 50
     # A pool deeper than the sources deepens them too (gather asks each for top_k * overfetch).
     assert ranked_limit(RetrievalConfig(top_k=100, overfetch=2)) == 200 + 200
-    assert ranked_limit(RetrievalConfig(candidate_limit=500)) == 500 + 16
+    assert ranked_limit(RetrievalConfig(candidate_limit=500)) == 500 + POOL_TOP_K * 2
+
+
+def test_as_many_are_scored_for_every_top_k_up_to_the_pools() -> None:
+    # So a memory's score, and the order, do not depend on how many results were asked for.
+    limits = {ranked_limit(RetrievalConfig(top_k=k)) for k in range(1, POOL_TOP_K + 1)}
+    assert limits == {ranked_limit(RetrievalConfig())}
+    assert ranked_limit(RetrievalConfig(top_k=POOL_TOP_K + 1)) > ranked_limit(RetrievalConfig())
 
 
 def test_best_is_the_reciprocal_rank_fusion_order_ties_in_found_order() -> None:

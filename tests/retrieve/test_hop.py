@@ -11,7 +11,7 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.hop import HOP_LIMIT, bridge_entities, bridged
+from engram.retrieve.hop import COMMON_AMONG, HOP_LIMIT, bridge_entities, bridged
 from engram.retrieve.rank import RELEVANCE_SIGNAL
 from engram.retrieve.types import Scored
 
@@ -58,6 +58,20 @@ def test_a_thing_a_few_candidates_name_still_bridges() -> None:
     scored += [item(f"trial{i}", ("ledgerly",), 0.3) for i in range(7)]
     scored += [item(f"o{i}", ("priya",), 0.2) for i in range(69)]
     assert set(bridges_of(scored, ["priya"])) == {"ledgerly"}
+
+
+def test_common_ground_is_read_among_the_first_candidates_loaded() -> None:
+    # Ten of the first 66 name Bright Smiles; twenty more further down (a deeper pool) do not make it
+    # common ground: the bridge does not depend on how many candidates are scored.
+    scored = [item("seed", ("patel", "bright smiles"), 0.8)]
+    scored += [item(f"near{i}", ("bright smiles",), 0.5) for i in range(9)]
+    scored += [item(f"o{i}", (f"o{i}",), 0.3) for i in range(COMMON_AMONG - len(scored))]
+    assert set(bridges_of(scored, ["patel"])) == {"bright smiles"}
+    deeper = scored + [item(f"far{i}", ("bright smiles",), 0.1) for i in range(20)]
+    assert set(bridges_of(deeper, ["patel"])) == {"bright smiles"}
+    # Within the first 66, eleven naming it are common ground.
+    crowded = [*scored[:10], item("near9", ("bright smiles",), 0.5), *scored[10:COMMON_AMONG - 1]]
+    assert set(bridges_of(crowded, ["patel"])) == set()
 
 
 def test_who_speaks_among_the_candidates_is_no_bridge() -> None:
