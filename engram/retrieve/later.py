@@ -6,7 +6,9 @@ neither salary nor job, yet is close in meaning to the offer it updates. A quest
 in the words a fact was first told in, so its newer tellings share fewer of them.
 
 So a turn of the user's said after one of the query's :data:`BEST` best matches, as close to that
-match in meaning as :data:`CLOSE` of the similarity range, and holding a number as the match does
+match in meaning as :data:`CLOSE` of the similarity range (that counter-offer is not: at 0.68 of the
+range it stays 24th; a bar of 0.65 reaches it but moved a dozen probe questions both ways, the plans
+file -1.5 at 5, and was not kept), and holding a number as the match does
 (a date, a price, a count, a dose: what changes when a plan does) takes :data:`SHARE` of the
 match's relevance when it has less (``later_telling``): it ranks just after it. Only the user's
 turns: in a conversation between people the turns close to each other are most of the talk (texting

@@ -307,7 +307,7 @@ def rank(
     # "When did Acme last order?": the newest of what fits it
     # "What's Alice's email?": what holds an e-mail address, as far as it is relevant
     holds = holds_asked_value(records, value) * np.minimum(relevance, 1.0) if value else np.zeros(len(records))
-    # "What's my salary at the new job?": the counter-offer the user told of later, close to the offer
+    # What the user told of later that retells a best match (a renegotiated offer, a moved date)
     later = later_tellings(records, relevance, vectors, similarity_range, now)
     later = np.where(later > relevance, later, 0.0)  # reported only where it lifts
     relevance = np.maximum(relevance, later)
