@@ -24,10 +24,10 @@ from engram.model import Filters, Hit, MemoryRecord, QueryPlan, TimeRange
 from engram.ontology import EXPANSION_LIMIT, SOURCE, EntityRelation, Expansion
 from engram.retrieve.latest import CONVERSATION_KINDS, LATEST_LIMIT
 from engram.retrieve.mentioned import MENTIONED_LIMIT, inside_ids, reaches_ahead
+from engram.retrieve.select import selection_pool
 from engram.timeparse import MIN_UTC
 
-__all__ = ["ENTITY_QUERY_LIMIT", "POOL_TOP_K", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches",
-           "ranked_limit"]
+__all__ = ["ENTITY_QUERY_LIMIT", "AwaitedVector", "CandidateSet", "PendingVector", "gather", "matches", "ranked_limit"]
 
 _DAY = timedelta(days=1)
 
@@ -53,19 +53,6 @@ STANDING_KEEP = 5
 #: naming 30 of 40 names, the entity source read for 120 ms with 8 of them and 1,080 ms with 32
 #: (issue 41, finding 6). Ranking still credits every query entity a candidate names.
 ENTITY_QUERY_LIMIT = 8
-#: The scored pool is as deep for any ``top_k`` up to this one: a memory's score does not depend on
-#: how many results were asked for (ranking reads some evidence among the scored, such as the best
-#: keyword match). With the pool of each ``top_k`` (60 at 5, 66 at the default 8, 70 at 10), 3% of
-#: the probe questions' first five at ``top_k=5`` were not the first five at ``top_k=10``; with this,
-#: none. A deeper pool reaches what only the full score finds in large histories. Probe files
-#: written blind to the code, recall@5/10: three pairs of friends, ~420 messages each, 0.504/0.611
-#: -> 0.533/0.638; one chat of 1,237 messages among five friends 0.417/0.593 -> 0.452/0.593, one of
-#: 1,219 between two 0.535/0.611 -> 0.545/0.605; the smaller users one question each (plans that
-#: keep changing 0.633 -> 0.623 at 5, an ML and devops chat 0.807 -> 0.799 at 10); LoCoMo
-#: 0.736/0.815 -> 0.734/0.813, LongMemEval unchanged; the second hop's common ground read as before
-#: (:data:`engram.retrieve.hop.COMMON_AMONG`). It costs 0.6 ms at 100k memories (p50 7.8 -> 8.4 ms);
-#: 25 (100 scored) measured the same for 0.55 ms more.
-POOL_TOP_K = 15
 LINK_SEEDS = 5
 LINK_LIMIT = 10
 SOURCE_ORDER = ("semantic", "keyword", "keyword_in_range", "entity", SOURCE, "temporal", "procedural", "summary",
@@ -296,9 +283,10 @@ def _closest_standing(store: RetrievalReads, user_id: str, ids: list[str], vec: 
 
 def ranked_limit(config: RetrievalConfig) -> int:
     """How many of the union the sources found are read and scored in full (those the sources rank
-    best together): as many as one source's depth plus the selection pool of :data:`POOL_TOP_K` or
-    of ``top_k`` when it is larger (``top_k * overfetch``), 80 by default. Up to that ``top_k`` the
-    same candidates are scored whatever ``top_k`` is: a memory's score does not depend on it."""
+    best together): as many as one source's depth plus the selection pool
+    (:func:`engram.retrieve.select.selection_pool`), 80 by default. Up to
+    :data:`engram.retrieve.select.POOL_TOP_K` the same candidates are scored whatever ``top_k`` is: a
+    memory's score does not depend on it."""
     # Reading and scoring a candidate costs ~20 us at 100k memories, and the union reaches ~230.
     # Against twice the source depth (100 by default, which changed no result of any dev set
     # against scoring them all), one source's depth plus the selection pool moved one dev-set figure,
@@ -306,7 +294,7 @@ def ranked_limit(config: RetrievalConfig) -> int:
     # recall at larger k: scoring 1.5 times the depth (75 at top_k 25) took LoCoMo recall@25 from
     # 0.861 to 0.854, the depth alone LongMemEval recall@50 from 0.964 to 0.952. A pool as deep as
     # the sources needs the union beyond them.
-    return _source_depth(config) + max(config.top_k, POOL_TOP_K) * config.overfetch
+    return _source_depth(config) + selection_pool(config)
 
 
 def _source_depth(config: RetrievalConfig) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from engram.config import RetrievalConfig
-from engram.retrieve.candidates import POOL_TOP_K, CandidateSet, ranked_limit
+from engram.retrieve.candidates import CandidateSet, ranked_limit
+from engram.retrieve.select import POOL_TOP_K
 from engram.retrieve.signals import reciprocal_rank
 
 
