@@ -162,9 +162,10 @@ def mmr(
                                  if w not in STOPWORDS)
         return words[i]
 
-    # Plain Python over the pool (16 memories by default): per-pick array operations on so few
+    # Plain Python over the pool (30 memories by default): per-pick array operations on so few
     # cost more than the arithmetic, which is the same here element by element.
     values = relevance.tolist()
+    ceiling = np.maximum.accumulate(relevance[::-1])[::-1].tolist()  # the best value from each place on
     penalty, scale = 1.0 - lam, 1.0 - threshold
     picked = [False] * n
     max_sim = [0.0] * n
@@ -173,6 +174,8 @@ def mmr(
     for _ in range(k):
         best, best_value = -1, -math.inf
         for i in range(n):
+            if ceiling[i] <= best_value:
+                break  # a penalty only lowers a value: nothing from here on can do better
             if picked[i]:
                 continue
             dup = min(max((max_sim[i] - threshold) / scale, 0.0), 1.0)
