@@ -33,11 +33,11 @@ __all__ = ["COMMON_AMONG", "HOP_LIMIT", "HOP_SEEDS", "bridge_entities", "bridged
 HOP_SEEDS = 3
 #: How many memories the second hop reads.
 HOP_LIMIT = 30
-#: An entity named by more than this share of the candidates is common ground, not a bridge.
-COMMON_SHARE = 0.05
-#: ... unless it is named this few times or fewer: a tool a colleague liked is named in 8 of 77
-#: candidates, and is how "How much does the tool Priya liked cost?" reaches its price (3 kept it
-#: from bridging; 10 and 15 alike, with gain_weights.BRIDGEMENTION: LoCoMo dev +0.2 at 10, the rest flat).
+#: An entity more of the first :data:`COMMON_AMONG` candidates name than this is common ground, not
+#: a bridge: a tool a colleague liked is named in 8 of 77 candidates, and is how "How much does the
+#: tool Priya liked cost?" reaches its price (3 kept it from bridging; 10 and 15 alike, with
+#: gain_weights.BRIDGEMENTION: LoCoMo dev +0.2 at 10, the rest flat). A share of the candidates (5%)
+#: once raised it for many candidates; among 66 it never rose above 10.
 COMMON_MIN = 10
 #: At most this many bridges, the rarest among the candidates first: the second hop's store read
 #: counts the memories naming them, which grows with how common they are.
@@ -70,7 +70,7 @@ def bridge_entities(
     candidates = candidates[:COMMON_AMONG]
     counts_here = Counter(e for record in candidates for e in set(record.entities))
     # Named by more than half the candidates is common ground however few they are (a small user).
-    common = min(max(COMMON_MIN, COMMON_SHARE * len(candidates)), len(candidates) // 2)
+    common = min(COMMON_MIN, len(candidates) // 2)
     asked = set(query_entities) | set(speakers) | {MENTION + word for word in words}
     out: dict[str, dict[str, float]] = {}
     for seed in seeds:
