@@ -5,6 +5,7 @@ diversification."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -26,55 +27,43 @@ DAYS = ("Monday", "Friday", "the 9th", "next weekend", "the 21st", "Tuesday even
 QUESTIONS = ("What did Ines say about the dog?", "What did Sam say about the dentist?",
              "What did Marta say about the rent?", "What did Leo say about the car?",
              "What did Greta say about the trip to Porto?")
+QUESTION_MMR = "Who paid for the trip to Porto?"
+
+
+def chatter(memory: Memory, n: int, people: Sequence[str], things: Sequence[str], sayings: Sequence[str]) -> None:
+    """``n`` turns of templated chatter, seeded: user and assistant in sessions of 12 turns, 7 hours apart."""
+    rng = random.Random(5)
+    start = NOW - timedelta(days=200)
+    memory.add_many([
+        {"content": rng.choice(sayings).format(p=rng.choice(people), q=rng.choice(people), t=rng.choice(things),
+                                               d=rng.choice(DAYS)),
+         "user_id": "u", "role": rng.choice(("user", "assistant")), "session_id": f"s{i // 12}",
+         "created_at": start + timedelta(hours=7 * i)}
+        for i in range(n)
+    ])
+
+
+def ask(memory: Memory, question: str, k: int, mmr: float = 0.7) -> list[tuple[str, float]]:
+    config = RetrievalConfig(top_k=k, min_score=0.0, max_tokens=None, mmr_lambda=mmr)
+    return [(m.id, m.score) for m in memory.retrieve(question, user_id="u", now=NOW, config=config).memories]
 
 
 def test_a_smaller_top_k_is_the_start_of_a_larger_one(tmp_path: Path, embedder: Embedder) -> None:
-    rng = random.Random(5)
-    start = NOW - timedelta(days=200)
     with Memory(tmp_path / "prefix.db", embedder=embedder) as memory:
-        memory.add_many([
-            {"content": rng.choice(SAYINGS).format(p=rng.choice(PEOPLE), q=rng.choice(PEOPLE), t=rng.choice(THINGS),
-                                                   d=rng.choice(DAYS)),
-             "user_id": "u", "role": rng.choice(("user", "assistant")), "session_id": f"s{i // 12}",
-             "created_at": start + timedelta(hours=7 * i)}
-            for i in range(600)
-        ])
+        chatter(memory, 600, PEOPLE, THINGS, SAYINGS)
         for question in QUESTIONS:
             for mmr in (1.0, 0.7):  # relevance alone, then the default diversification
-                def ask(k: int, mmr: float = mmr, question: str = question) -> list[tuple[str, float]]:
-                    config = RetrievalConfig(top_k=k, min_score=0.0, max_tokens=None, mmr_lambda=mmr)
-                    return [(m.id, m.score) for m in memory.retrieve(question, user_id="u", now=NOW,
-                                                                     config=config).memories]
-
-                wide = ask(15)
+                wide = ask(memory, question, 15, mmr)
                 assert len(wide) == 15
                 for k in (1, 5, 10):
-                    narrow = ask(k)
-                    assert len(narrow) == k
-                    assert narrow == wide[:k], (question, k)
+                    assert ask(memory, question, k, mmr) == wide[:k], (question, k)
 
 
 def test_diversification_picks_from_the_same_pool_whatever_top_k(tmp_path: Path, embedder: Embedder) -> None:
     # Templated chatter says the same things in the same words: diversification has near-duplicates to
-    # drop. Picking among the best top_k * overfetch, top_k=3 had put another memory second than top_k=15.
-    rng = random.Random(5)
-    people, things = PEOPLE[:8], THINGS[:12]
-    sayings = SAYINGS[:6]
-    days = DAYS
-    start = NOW - timedelta(days=200)
+    # drop. Picking among the best top_k * overfetch, a smaller top_k put another memory in than top_k=15.
     with Memory(tmp_path / "mmr.db", embedder=embedder) as memory:
-        memory.add_many([
-            {"content": rng.choice(sayings).format(p=rng.choice(people), t=rng.choice(things), d=rng.choice(days)),
-             "user_id": "u", "role": rng.choice(("user", "assistant")), "session_id": f"s{i // 12}",
-             "created_at": start + timedelta(hours=7 * i)}
-            for i in range(400)
-        ])
-
-        def ask(k: int) -> list[tuple[str, float]]:
-            config = RetrievalConfig(top_k=k, min_score=0.0, max_tokens=None)
-            return [(m.id, m.score) for m in memory.retrieve("Who paid for the trip to Porto?", user_id="u", now=NOW,
-                                                             config=config).memories]
-
-        wide = ask(15)
+        chatter(memory, 400, PEOPLE[:8], THINGS[:12], SAYINGS[:6])
+        wide = ask(memory, QUESTION_MMR, 15)
         for k in (1, 3, 5, 8, 10):
-            assert ask(k) == wide[:k], k
+            assert ask(memory, QUESTION_MMR, k) == wide[:k], k
