@@ -373,6 +373,9 @@ class QueryPlan:
     #: The query asks why something happened or was decided: an assistant's reply takes more of
     #: the relevance of the turn it follows.
     cause: bool = False
+    #: The query asks how something is or was done: an assistant's reply is read as the answer to
+    #: the turn it follows, taking all of that turn's relevance.
+    how: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from engram.retrieve.asked_value import holds_asked_value
 from engram.retrieve.columns import Known, base_signals, calibrated, facet_sentences, gains, lasting
 from engram.retrieve.episodes import (
     CAUSE_REPLY_SHARE,
+    HOW_REPLY_SHARE,
     REPLY_SHARE,
     YOURS_REPLY_SHARE,
     answers,
@@ -48,6 +49,7 @@ from engram.retrieve.episodes import (
     conversations,
     lending,
     named_next_to,
+    said_by_the_assistant,
 )
 from engram.retrieve.fusion import (
     MEANING_LOW_SLACK,
@@ -189,6 +191,7 @@ def rank(
     days_only: bool = False,
     yours: bool = False,
     cause: bool = False,
+    how: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
     rules: Sequence[str] = (),
@@ -206,7 +209,8 @@ def rank(
     ``CONTEXT_GAIN`` of that candidate's own relevance (``conversation_context``; in a chat with an
     assistant a reply takes a share of the turn it follows, the user's turn most of the reply after
     it and, as an answer gaining ``ANSWER_GAIN``, the assistant's short question or a share of a
-    longer reply before it: :mod:`engram.retrieve.episodes`). ``bridges`` maps
+    longer reply before it: :mod:`engram.retrieve.episodes`; when the query asks ``how`` something is
+    or was done, a reply takes all of the turn it follows, as an answer). ``bridges`` maps
     a memory to the relevance of a top result it shares an entity with, and that entity: it gains
     ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop). ``speakers`` maps a memory to the
     entity of who said it: a query entity that speaks counts fully only in its own memories.
@@ -286,7 +290,8 @@ def rank(
     overlaps = np.maximum(overlaps, named_next_to(records, own, named_by, set(query_entities), said, neighbors or {},
                                                   talks))
     lent = lending(records, neighbors or {}, talks,
-                   max(CAUSE_REPLY_SHARE if cause else REPLY_SHARE, YOURS_REPLY_SHARE if yours else 0.0))
+                   HOW_REPLY_SHARE if how else max(CAUSE_REPLY_SHARE if cause else REPLY_SHARE,
+                                                   YOURS_REPLY_SHARE if yours else 0.0))
     around = context_support(records, relevance, lent)
     via, asked, spoke, stands = gains(records, bridges or {}, said, voices, asks, speaking,
                                       requests or profile is not None,
@@ -340,6 +345,8 @@ def rank(
     # A user's answer to the assistant's question (closer to it in meaning than unrelated texts), or the rest
     bottom = similarity_range[0]
     answered = answers(records, lent, lambda a, b: semantic_similarity(vectors.get(a), vectors.get(b)) > bottom)
+    if how:  # the reply to the user's turn that asked how is the answer to it
+        answered |= np.fromiter((said_by_the_assistant(r) for r in records), dtype=bool, count=len(records))
     gain = np.where(answered, ANSWER_GAIN, CONTEXT_GAIN)
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + gain * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked

@@ -28,7 +28,7 @@ from engram.retrieve.standing import (
     asks_permission,
     is_request,
 )
-from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said
+from engram.retrieve.your_words import asks_for_a_cause, asks_how, asks_what_you_said
 from engram.text import STOPWORDS
 from engram.timeparse import parse_time_scope
 
@@ -325,6 +325,7 @@ def understand(
         held=asked_by_time_alone(query, scope) if past else (),
         yours=yours,
         cause=asks_for_a_cause(query),
+        how=asks_how(query, procedural),
         permission=permission,
         described=asked_who(query, entities, index),
         typed=typed,

@@ -7,7 +7,10 @@ discount for its length (``KEYWORD_LENGTH_POWER``), which buried the one reply t
 rare words asked about under shorter turns. For these questions an assistant's reply is read as a
 person's own long message is (``KEYWORD_LENGTH_POWER_OWN``): there a rare word is what it is found by.
 Why something happened ("What actually caused the duplicate invoices?"): the user tells the
-symptom, the assistant's reply after it the cause (:func:`asks_for_a_cause`).
+symptom, the assistant's reply after it the cause (:func:`asks_for_a_cause`). How something is or
+was to be done ("How was I supposed to switch my sleep back to days?", "How did we fix the 502s?"):
+the user asked it, in the question's own words, and the reply after that turn is the how
+(:func:`asks_how`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import re
 
 from engram.retrieve.standing import is_request
 
-__all__ = ["asks_for_a_cause", "asks_what_you_said"]
+__all__ = ["asks_for_a_cause", "asks_how", "asks_what_you_said"]
 
 # Past or perfect only: "Can you suggest a dumbbell session?" and "What's your recommendation for a
 # laptop?" ask for something now.
@@ -75,3 +78,22 @@ def asks_for_a_cause(query: str) -> bool:
     reply after the turn that tells of it holds the answer (``episodes.CAUSE_REPLY_SHARE``)."""
     return _CAUSE.search(query) is not None
 
+
+
+#: How something was to be done, beside the procedural cues that choose a query's weights
+#: (engram.retrieve.understand): "How was I supposed to ...?", "..., step by step?".
+_HOW = re.compile(r"\bhow\s+(?:was|were|am|are|is)\s+(?:i|we)\s+(?:supposed|meant)\s+to\b|\bstep[- ]by[- ]step\b",
+                  re.IGNORECASE)
+#: A question, not an instruction: "Add logging to the PDF render step." asks for work the user's
+#: rules govern, and an old reply is no answer to it.
+_QUESTION = re.compile(
+    r"\?|^\W*(?:how|what|what['’]s|which|where|when|who|can|could|should|would|did|do|does|is|are|was|were)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_how(query: str, procedural: bool = False) -> bool:
+    """Whether ``query`` asks, as a question, how something is or was done (``procedural``: the
+    query's procedural cues, or "how was I supposed to", "step by step"): in a chat with an assistant
+    the reply after the user's turn that asked it holds the answer (``episodes.HOW_REPLY_SHARE``)."""
+    return (procedural or _HOW.search(query) is not None) and _QUESTION.search(query) is not None
