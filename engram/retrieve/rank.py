@@ -210,7 +210,8 @@ def rank(
     assistant a reply takes a share of the turn it follows, the user's turn most of the reply after
     it and, as an answer gaining ``ANSWER_GAIN``, the assistant's short question or a share of a
     longer reply before it: :mod:`engram.retrieve.episodes`; when the query asks ``how`` something is
-    or was done, a reply takes all of the turn it follows, as an answer). ``bridges`` maps
+    or was done, a reply takes all of the turn it follows, as an answer; asked what the assistant
+    said, most of it). ``bridges`` maps
     a memory to the relevance of a top result it shares an entity with, and that entity: it gains
     ``BRIDGE_GAIN`` of it (``entity_bridge``, the second hop). ``speakers`` maps a memory to the
     entity of who said it: a query entity that speaks counts fully only in its own memories.
@@ -345,7 +346,7 @@ def rank(
     # A user's answer to the assistant's question (closer to it in meaning than unrelated texts), or the rest
     bottom = similarity_range[0]
     answered = answers(records, lent, lambda a, b: semantic_similarity(vectors.get(a), vectors.get(b)) > bottom)
-    if how:  # the reply to the user's turn that asked how is the answer to it
+    if how or yours:  # the reply to the user's turn that asked how, or what the assistant said, answers it
         answered |= np.fromiter((said_by_the_assistant(r) for r in records), dtype=bool, count=len(records))
     gain = np.where(answered, ANSWER_GAIN, CONTEXT_GAIN)
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
