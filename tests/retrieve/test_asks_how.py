@@ -81,3 +81,12 @@ def test_the_reply_to_the_turn_that_asked_how_comes_first(embedder: Embedder) ->
     lent = {_text(m): m.signals or {} for m in when}
     assert lent[PLAN]["conversation_context"] == pytest.approx(lent[_text(when[0])]["relevance"] * REPLY_SHARE,
                                                                rel=0.05)
+
+
+def test_the_reply_is_the_answer_to_a_question_of_what_the_assistant_said(embedder: Embedder) -> None:
+    config = RetrievalConfig(top_k=3, min_score=0.0, cache_ttl=0)
+    with Memory(":memory:", embedder=embedder) as memory:
+        _chat(memory)
+        found = memory.retrieve("What did you tell me to do to flip my sleep from nights to days before the new job?",
+                                user_id="u", config=config, now=NOW).memories
+    assert _text(found[0]) == PLAN  # the user's turn that asked for it ranked first before
