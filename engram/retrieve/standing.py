@@ -111,7 +111,6 @@ _STANDING = re.compile(
     rf"|(?:^|[.!?;:,]\s*|\b(?:so|and|but)\s+)(?:use|keep|avoid|stick\s+to|give\s+me|answer|reply|respond"
     rf"|write|format|add|include|don{_Q}?t|do\s+not|point\s+out|skip|focus\s+on|prioriti[sz]e|leave\s+out"
     rf"|start\s+with)\b(?!-|\s*,|\s+(?:of|to\s+that)\b)",
-    re.IGNORECASE,
 )
 
 #: Roles whose words are not the user's own: an assistant's "always back up first" is advice given.
@@ -304,10 +303,17 @@ def how_it_is_done(query: str, procedural: bool) -> bool:
 def is_standing(record: MemoryRecord) -> bool:
     """Whether ``record`` is the user's own standing instruction or stated preference, in its prose:
     code is not said in passing ("use std::io;" opens a line of Rust, not an instruction)."""
-    if machine_said(record) or record.kind in _WRITTEN or _STANDING.search(record.content) is None:
+    if machine_said(record) or record.kind in _WRITTEN or not _states(record.content):
         return False
     fenced = "```" in record.content or "~~~" in record.content  # the common case skips the rewrite
-    return not fenced or _STANDING.search(_prose(record)) is not None
+    return not fenced or _states(_prose(record))
+
+
+def _states(text: str) -> bool:
+    """Whether ``text`` holds a standing statement's words. The pattern is searched in the lowered text
+    rather than case-blind: two thirds of the time (11 against 18 us for a chat message), and a retrieval
+    reads some thirty candidates."""
+    return _STANDING.search(text.lower()) is not None
 
 
 def _prose(record: MemoryRecord) -> str:
@@ -325,7 +331,7 @@ def standing_sentences(record: MemoryRecord) -> list[str]:
     sentences = [s for s in split_sentences(_prose(record)) if s.strip()]
     if len(sentences) < 2 or not is_standing(record):
         return []
-    return [s for s in sentences if _STANDING.search(s)][:MAX_STANDING_SENTENCES]
+    return [s for s in sentences if _states(s)][:MAX_STANDING_SENTENCES]
 
 
 def closest_rules(rules: Sequence[str], records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]:
