@@ -376,6 +376,9 @@ class QueryPlan:
     #: The query asks how something is or was done: an assistant's reply is read as the answer to
     #: the turn it follows, taking all of that turn's relevance.
     how: bool = False
+    #: The query asks how something turned out or stands now: a later telling of a best match ranks
+    #: with it.
+    outcome: bool = False
 
 
 @dataclass(frozen=True, slots=True)

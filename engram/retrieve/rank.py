@@ -192,6 +192,7 @@ def rank(
     yours: bool = False,
     cause: bool = False,
     how: bool = False,
+    outcome: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
     rules: Sequence[str] = (),
@@ -314,7 +315,7 @@ def rank(
     # "What's Alice's email?": what holds an e-mail address, as far as it is relevant
     holds = holds_asked_value(records, value) * np.minimum(relevance, 1.0) if value else np.zeros(len(records))
     # What the user told of later that retells a best match (a renegotiated offer, a moved date)
-    later = later_tellings(records, relevance, vectors, similarity_range, now)
+    later = later_tellings(records, relevance, vectors, similarity_range, now, outcome)
     later = np.where(later > relevance, later, 0.0)  # reported only where it lifts
     relevance = np.maximum(relevance, later)
     # "What was my old gym?": what no longer holds, as far as it is relevant, before what replaced it

@@ -212,7 +212,7 @@ def _reasons(
         shape = VALUE_NAMES.get(value or "")
         reasons.append(f"holds {shape}, as the query asks" if shape else "holds the kind of value the query asks for")
     if signals.get(LATER_SIGNAL, 0.0) >= _NEXT_TO:
-        reasons.append("said later of what a top match tells, with a number")
+        reasons.append("said later of what a top match tells")
     if signals.get(NEWEST_SIGNAL):
         reasons.append("the newest of what the query asks about" if signals[NEWEST_SIGNAL] >= 1.0
                        else "among the newest of what the query asks about")

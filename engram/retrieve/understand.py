@@ -18,6 +18,7 @@ from engram.model import Entity, QueryPlan
 from engram.ontology import TYPE_SLOT
 from engram.retrieve.asked_value import asks_for_value
 from engram.retrieve.identity import asked_who
+from engram.retrieve.later import asks_for_the_outcome
 from engram.retrieve.latest import asks_for_the_last_conversation
 from engram.retrieve.newest import asks_for_the_newest, without_names
 from engram.retrieve.past import asked_by_time_alone, asks_about_the_past, successor
@@ -326,6 +327,7 @@ def understand(
         yours=yours,
         cause=asks_for_a_cause(query),
         how=asks_how(query, procedural),
+        outcome=asks_for_the_outcome(query),
         permission=permission,
         described=asked_who(query, entities, index),
         typed=typed,

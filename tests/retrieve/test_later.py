@@ -13,7 +13,7 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.later import SHARE, later_tellings
+from engram.retrieve.later import CLOSE, OUTCOME_CLOSE, OUTCOME_SHARE, SHARE, asks_for_the_outcome, later_tellings
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 RANGE = (0.15, 0.65)
@@ -73,5 +73,30 @@ def test_the_newest_telling_of_a_moved_date_follows_the_first(tmp_path: Path, em
         got = [m.content for m in found]
         newest = next(m for m in found if m.content.startswith("Warmfix rang again"))
         assert newest.signals["later_telling"] > 0.2, got
-        assert "said later of what a top match tells, with a number" in newest.reasons
+        assert "said later of what a top match tells" in newest.reasons
         assert got.index(newest.content) <= 2, got  # it shares no word with the question
+
+
+@pytest.mark.parametrize(("query", "outcome"), [
+    ("Where did we end up having Thanksgiving this year?", True),
+    ("Which days were we actually away in Montreal?", True),
+    ("What is Mateo studying at McGill now?", True),
+    ("Who am I reporting to these days?", True),
+    ("What did the new rig cost in the end?", True),
+    ("Where did we have Thanksgiving last year?", False),
+    ("What did Mateo study at McGill?", False),
+    ("Is the bakery open on Sundays?", False),
+])
+def test_questions_of_how_things_turned_out(query: str, outcome: bool) -> None:
+    assert asks_for_the_outcome(query) is outcome
+
+
+def test_for_a_question_of_the_outcome_a_later_telling_without_a_number_ranks_with_the_match() -> None:
+    records = [turn("plan", "user", "We're hosting Thanksgiving at the new house", 1),
+               turn("decided", "user", "Thanksgiving decision: Gloria is hosting instead of us", 9)]
+    vectors = {"plan": unit(1, 0), "decided": unit(1, 1.85)}  # cosine 0.475: 0.65 of the range
+    relevance = np.array([0.9, 0.5])
+    assert later_tellings(records, relevance, vectors, RANGE, NOW).tolist() == [0.0, 0.0]  # no number, not as close
+    outcome = later_tellings(records, relevance, vectors, RANGE, NOW, outcome=True)
+    assert outcome.tolist() == pytest.approx([0.0, OUTCOME_SHARE * 0.9])
+    assert OUTCOME_SHARE >= 1.0 > SHARE and OUTCOME_CLOSE < CLOSE
