@@ -79,7 +79,6 @@ def asks_for_a_cause(query: str) -> bool:
     return _CAUSE.search(query) is not None
 
 
-
 #: How something was to be done, beside the procedural cues that choose a query's weights
 #: (engram.retrieve.understand): "How was I supposed to ...?", "..., step by step?".
 _HOW = re.compile(r"\bhow\s+(?:was|were|am|are|is)\s+(?:i|we)\s+(?:supposed|meant)\s+to\b|\bstep[- ]by[- ]step\b",

@@ -64,14 +64,17 @@ def _text(entry: MemoryEntry) -> str:  # whole: an entry's content may be clippe
     return entry.record.content
 
 
-def test_the_reply_to_the_turn_that_asked_how_comes_first(embedder: Embedder) -> None:
+def _ask(embedder: Embedder, *queries: str) -> list[tuple[MemoryEntry, ...]]:
+    """The top 3 for each query over the chat, in one store."""
     config = RetrievalConfig(top_k=3, min_score=0.0, cache_ttl=0)
     with Memory(":memory:", embedder=embedder) as memory:
         _chat(memory)
-        how = memory.retrieve("How was I supposed to switch my sleep from nights back to days before the new job?",
-                              user_id="u", config=config, now=NOW).memories
-        when = memory.retrieve("When was my last night shift before switching back to days?",
-                               user_id="u", config=config, now=NOW).memories
+        return [memory.retrieve(query, user_id="u", config=config, now=NOW).memories for query in queries]
+
+
+def test_the_reply_to_the_turn_that_asked_how_comes_first(embedder: Embedder) -> None:
+    how, when = _ask(embedder, "How was I supposed to switch my sleep from nights back to days before the new job?",
+                     "When was my last night shift before switching back to days?")
     assert _text(how[0]) == PLAN  # the user's turn that asked it ranked first before
     signals = {_text(m): m.signals or {} for m in how}
     asked = next(_text(m) for m in how if _text(m).startswith("last night shift"))
@@ -84,9 +87,5 @@ def test_the_reply_to_the_turn_that_asked_how_comes_first(embedder: Embedder) ->
 
 
 def test_the_reply_is_the_answer_to_a_question_of_what_the_assistant_said(embedder: Embedder) -> None:
-    config = RetrievalConfig(top_k=3, min_score=0.0, cache_ttl=0)
-    with Memory(":memory:", embedder=embedder) as memory:
-        _chat(memory)
-        found = memory.retrieve("What did you tell me to do to flip my sleep from nights to days before the new job?",
-                                user_id="u", config=config, now=NOW).memories
+    [found] = _ask(embedder, "What did you tell me to do to flip my sleep from nights to days before the new job?")
     assert _text(found[0]) == PLAN  # the user's turn that asked for it ranked first before
