@@ -32,7 +32,8 @@ from engram.model import Filters, Hit, QueryPlan, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
-from engram.retrieve.candidates import AwaitedVector, gather, matches, ranked_limit
+from engram.retrieve.candidates import AwaitedVector, PendingVector, gather, matches, ranked_limit
+from engram.retrieve.common_names import BlendedVector, without_common_names
 from engram.retrieve.episodes import lenders
 from engram.retrieve.event_day import event_scope
 from engram.retrieve.fallbacks import FALLBACKS, marked
@@ -214,8 +215,18 @@ class Pipeline:
         # the deadline has passed: a long query on a loaded machine embeds for longer than the whole
         # retrieval may take (the work finishes on the worker, unused), and the other sources
         # answer without it.
-        pending = None if embedding is None else AwaitedVector(embedding, lambda future: optional(
-            "embed", lambda: until(future, budget.embedded_by, "embedding the query"), None))
+        def waited(future: Future[Any]) -> Any:
+            return optional("embed", lambda: until(future, budget.embedded_by, "embedding the query"), None)
+
+        telling = optional("entity_shares", lambda: read_entity_weights(reads, user_id, plan.entities), UNWEIGHTED)
+        pending: PendingVector | None = None if embedding is None else AwaitedVector(embedding, waited)
+        scope = plan.time_range.expression if plan.time_range is not None else None
+        unnamed = None if pending is None else without_common_names(plan.text, plan.entities, telling, scope)
+        set_aside: tuple[str, ...] = ()
+        if pending is not None and unnamed is not None:  # "What activities does Melanie partake in?"
+            second = self._embed(about_the_user(unnamed.text, user_id), config)
+            if second is not None:
+                pending, set_aside = BlendedVector(pending, AwaitedVector(second, waited)), unnamed.names
 
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
             return optional(f"candidates.{name}", call, [])
@@ -238,7 +249,6 @@ class Pipeline:
         fetched, load = loaded.fetched, loaded.load
 
         similarity_range = self._similarity_range(config, budget)
-        telling = optional("entity_shares", lambda: read_entity_weights(reads, user_id, plan.entities), UNWEIGHTED)
 
         def ranked(bridges: Mapping[str, tuple[float, str]] | None = None) -> Ranking:
             asked = named_in_lowercase(plan, speakers.values())  # "what did priya say?": Priya all the same
@@ -362,6 +372,7 @@ class Pipeline:
             beyond_top_k=selection.beyond_top_k,
             budget_removed=selection.budget_removed,
             cut_stages=tuple(budget.cut),
+            meaning_without=set_aside,
         )
         result = Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now, domain_rows=rows)
         if self.log_retrievals and result.memories:

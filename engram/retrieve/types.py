@@ -119,6 +119,9 @@ class RetrievalMetadata:
     #: The stages a deadline cut, in order (``engram.retrieve.budget``): the answer was ranked
     #: without them, and ``error`` is TIMEOUT with the "partial" fallback.
     cut_stages: tuple[str, ...] = ()
+    #: The names the query's meaning was read half without, as the query wrote them
+    #: (``engram.retrieve.common_names``: names many of the user's memories carry).
+    meaning_without: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -145,6 +148,8 @@ class RetrievalMetadata:
             out["error"] = dict(self.error)
         if self.cut_stages:
             out["cutStages"] = list(self.cut_stages)
+        if self.meaning_without:
+            out["meaningWithout"] = list(self.meaning_without)
         return out
 
 
