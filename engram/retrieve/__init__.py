@@ -222,11 +222,9 @@ class Pipeline:
         pending: PendingVector | None = None if embedding is None else AwaitedVector(embedding, waited)
         scope = plan.time_range.expression if plan.time_range is not None else None
         unnamed = None if pending is None else without_common_names(plan.text, plan.entities, telling, scope)
-        set_aside: tuple[str, ...] = ()
         if pending is not None and unnamed is not None:  # "What activities does Melanie partake in?"
             second = self._embed(about_the_user(unnamed.text, user_id), config)
-            if second is not None:
-                pending, set_aside = BlendedVector(pending, AwaitedVector(second, waited)), unnamed.names
+            pending = pending if second is None else BlendedVector(pending, AwaitedVector(second, waited))
 
         def timed_hits(name: str, call: Callable[[], list[Hit]]) -> list[Hit]:
             return optional(f"candidates.{name}", call, [])
@@ -244,6 +242,7 @@ class Pipeline:
             relations_of=relations_of, now=now,
         )
         query_vec = None if pending is None else pending.result()
+        set_aside = unnamed.names if isinstance(pending, BlendedVector) and pending.blended and unnamed else ()
         records, vectors, facets, neighbors, speakers, first = (loaded.records, loaded.vectors, loaded.facets,
                                                                  loaded.neighbors, loaded.speakers, loaded.first)
         fetched, load = loaded.fetched, loaded.load

@@ -28,6 +28,7 @@ their mean) lost LoCoMo 3.6 points at 5; taking the names' own vectors out of th
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
@@ -38,6 +39,8 @@ from engram.ext import Vector
 from engram.ingest.entities import MENTION
 from engram.retrieve.candidates import PendingVector
 from engram.retrieve.understand import keywords
+
+log = logging.getLogger("engram.retrieve")
 
 __all__ = ["LEAST_LEFT", "NAMES_KEPT", "BlendedVector", "Unnamed", "without_common_names"]
 
@@ -84,22 +87,32 @@ def without_common_names(text: str, entities: Sequence[str], weights: Mapping[st
 
 class BlendedVector:
     """A :class:`PendingVector`: the weighted mean of the query's own vector and the one without
-    its common names; either alone when the other is not there (late, or the embedder failed)."""
+    its common names; either alone when the other is not there (late: None). The second embedding
+    only refines the first, so its failure is logged and the query's own vector answers alone;
+    :attr:`blended` says whether the mean was taken."""
 
     def __init__(self, own: PendingVector, unnamed: PendingVector) -> None:
         self._own, self._unnamed = own, unnamed
         self._read: list[Vector | None] = []
+        self.blended = False
 
     def done(self) -> bool:
         return self._own.done() and self._unnamed.done()
 
     def result(self) -> Vector | None:
         if not self._read:
-            own, unnamed = self._own.result(), self._unnamed.result()
+            own = self._own.result()
+            try:
+                unnamed = self._unnamed.result()
+            except Exception:  # a plugin's own error as well as EmbedderError: never the answer's
+                log.warning("[MEM:RETRIEVE] embedding the query without its names failed; using it as asked",
+                            exc_info=True)
+                unnamed = None
             if own is None or unnamed is None:
                 self._read.append(own if unnamed is None else unnamed)
             else:
                 mean = NAMES_KEPT * np.asarray(own, dtype=np.float32) + (1.0 - NAMES_KEPT) * np.asarray(
                     unnamed, dtype=np.float32)
                 self._read.append(mean.astype(np.float32))
+                self.blended = True
         return self._read[0]

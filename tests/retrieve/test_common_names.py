@@ -80,3 +80,29 @@ def test_the_rule_that_names_nobody_is_found_beside_the_one_that_names_him(embed
     assert {m.content for m in found.memories[:2]} == {RULE, CILANTRO}
     assert found.metadata.meaning_without == ("Marcus",)
     assert found.to_dict()["metadata"]["meaningWithout"] == ["Marcus"]
+
+
+class _FailsWithoutTheName:
+    """The default model, failing on any question that does not name Marcus: the second embedding."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id, self.dimensions = inner.model_id, inner.dimensions
+
+    def embed_batch(self, texts: list[str]) -> Vector:
+        if any("?" in text and "Marcus" not in text for text in texts):
+            raise RuntimeError("the model fell over")
+        return self.inner.embed_batch(texts)
+
+
+def test_a_failing_second_embedding_leaves_the_question_as_asked(embedder: Embedder,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    config = RetrievalConfig(top_k=3, min_score=0.0, cache_ttl=0)
+    query = "Which foods do I have to keep out of family dinners because of the kids or Marcus?"
+    with Memory(":memory:", embedder=_FailsWithoutTheName(embedder)) as memory:
+        memory.add_many([{"content": text, "user_id": "u", "role": "user", "session_id": f"s{at}",
+                          "created_at": NOW - timedelta(days=40 - at * 3)} for at, text in enumerate(DIARY)])
+        found = memory.retrieve(query, user_id="u", config=config, now=NOW)
+    assert found.metadata.error is None and found.memories
+    assert found.metadata.meaning_without == ()  # nothing was set aside after all
+    assert "without its names failed" in caplog.text
