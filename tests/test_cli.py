@@ -270,3 +270,15 @@ def test_explain_says_the_time_range_and_what_was_left_out(db: str) -> None:
     assert found.exit_code == 0, found.output
     assert "time range ('last week'): 2026-11-09" in found.output
     assert "left out: " in found.output and "beyond top k" in found.output
+
+
+def test_explain_says_which_names_the_meaning_was_read_half_without(db: str) -> None:
+    runner = CliRunner()
+    for i, text in enumerate(["Bob asked for the invoice totals", "Bob is away on Friday", "Bob likes tea"]):
+        added = runner.invoke(cli, ["add", text, "--user", "u1", "--created-at", f"2026-11-1{i}T09:00:00+00:00",
+                                    "--db", db])
+        assert added.exit_code == 0, added.output
+    found = runner.invoke(cli, ["search", "What did Bob say about the invoice totals?", "--user", "u1",
+                                "--now", "2026-11-18T12:00:00+00:00", "--db", db])
+    assert found.exit_code == 0, found.output
+    assert "meaning read half without: Bob" in found.output

@@ -67,6 +67,8 @@ def explain(result: Any) -> str:
         span = meta.time_range
         said = f" ('{span.expression}')" if span.expression else ""
         lines.append(f"time range{said}: {span.start.isoformat()} .. {span.end.isoformat()}")
+    if meta.meaning_without:
+        lines.append("meaning read half without: " + ", ".join(meta.meaning_without))
     dropped = [(meta.below_min_score, "below min score"), (meta.dedup_removed, "duplicates"),
                (meta.mmr_removed, "replaced for diversity"), (meta.beyond_top_k, "beyond top k"),
                (meta.budget_removed, "over the token budget")]
