@@ -12,20 +12,22 @@ from engram.eval.scenarios import QuestionResult, ScenarioQuestion, ScenarioRepo
 from engram.model import KINDS
 
 
-def test_there_are_probe_sets_of_forty_seven_users_and_1840_questions() -> None:
+def test_there_are_probe_sets_of_forty_nine_users_and_2018_questions() -> None:
     scenarios = [load_probe(path) for path in probe_files()]
     assert [path.name for path in probe_files()] == [
         "assistant_changing_plans.json", "assistant_coding_group.json", "coding_assistant_instructions.json",
         "daily_texting_three_weeks.json", "everyday_assistant_histories.json", "family_travel_bookclub.json",
         "five_housemates_group_chat.json", "friends_and_flatmates.json", "group_texts.json",
-        "long_history_general_tasks.json", "one_user_months_freelancer_assistant.json",
+        "long_history_general_tasks.json", "one_developer_months_with_coding_assistant.json",
+        "one_user_months_freelancer_assistant.json",
         "one_user_year_with_assistant.json", "pairs_chatting_over_months.json",
         "personal_assistant_histories.json", "technical_assistant_chats.json", "technical_chats_ml_devops_mobile.json",
-        "technical_chats_sql_android_security.json", "two_cousins_messaging_a_year.json",
+        "technical_chats_sql_android_security.json", "three_old_friends_chatting_a_year.json",
+        "two_cousins_messaging_a_year.json",
         "two_friends_long_conversation.json"]
     # each file is loaded into a store of its own, so a name may recur across files
-    assert sum(len({m.user_id for m in s.memories}) for s in scenarios) == 47
-    assert sum(len(s.questions) for s in scenarios) == 1840  # as docs/evaluation.md quotes
+    assert sum(len({m.user_id for m in s.memories}) for s in scenarios) == 49
+    assert sum(len(s.questions) for s in scenarios) == 2018  # as docs/evaluation.md quotes
 
 
 @pytest.mark.parametrize("path", probe_files(), ids=lambda path: path.stem)
