@@ -21,7 +21,8 @@ The seven probe files whose questions are still unread (680 questions) recall@5/
 LongMemEval dev user turns unchanged, every turn 0.785/0.892 -> 0.774/0.903. The scenario set's
 hit@1 +1 ("Can I phone Maya in the evening?" first). Two files written
 blind afterwards: three old friends' year of chat lower (0.580/0.682 -> 0.552/0.665), a developer's
-months with a coding assistant 0.617/0.770 -> 0.650/0.770. Without names alone (not
+months with a coding assistant 0.617/0.770 -> 0.650/0.770, two former neighbours' year of chat
+0.578/0.683 -> 0.589/0.700. Without names alone (not
 their mean) lost LoCoMo 3.6 points at 5; taking the names' own vectors out of the query's
 (a projection, no second embedding) gained half as much.
 """

@@ -12,7 +12,7 @@ from engram.eval.scenarios import QuestionResult, ScenarioQuestion, ScenarioRepo
 from engram.model import KINDS
 
 
-def test_there_are_probe_sets_of_forty_nine_users_and_2018_questions() -> None:
+def test_there_are_probe_sets_of_fifty_users_and_2108_questions() -> None:
     scenarios = [load_probe(path) for path in probe_files()]
     assert [path.name for path in probe_files()] == [
         "assistant_changing_plans.json", "assistant_coding_group.json", "coding_assistant_instructions.json",
@@ -23,11 +23,11 @@ def test_there_are_probe_sets_of_forty_nine_users_and_2018_questions() -> None:
         "one_user_year_with_assistant.json", "pairs_chatting_over_months.json",
         "personal_assistant_histories.json", "technical_assistant_chats.json", "technical_chats_ml_devops_mobile.json",
         "technical_chats_sql_android_security.json", "three_old_friends_chatting_a_year.json",
-        "two_cousins_messaging_a_year.json",
-        "two_friends_long_conversation.json"]
+        "two_cousins_messaging_a_year.json", "two_friends_long_conversation.json",
+        "two_neighbours_then_long_distance.json"]
     # each file is loaded into a store of its own, so a name may recur across files
-    assert sum(len({m.user_id for m in s.memories}) for s in scenarios) == 49
-    assert sum(len(s.questions) for s in scenarios) == 2018  # as docs/evaluation.md quotes
+    assert sum(len({m.user_id for m in s.memories}) for s in scenarios) == 50
+    assert sum(len(s.questions) for s in scenarios) == 2108  # as docs/evaluation.md quotes
 
 
 @pytest.mark.parametrize("path", probe_files(), ids=lambda path: path.stem)
