@@ -88,9 +88,9 @@ def without_common_names(text: str, entities: Sequence[str], weights: Mapping[st
 
 class BlendedVector:
     """A :class:`PendingVector`: the weighted mean of the query's own vector and the one without
-    its common names, made unit length; either alone when the other is not there (late: None). The second embedding
-    only refines the first, so its failure is logged and the query's own vector answers alone;
-    :attr:`blended` says whether the mean was taken."""
+    its common names, made unit length; either alone when the other is not there (late: None). The
+    second embedding only refines the first, so its failure is logged and the query's own vector
+    answers alone; :attr:`blended` says whether the names were set aside (in the mean, or alone)."""
 
     def __init__(self, own: PendingVector, unnamed: PendingVector) -> None:
         self._own, self._unnamed = own, unnamed
@@ -111,6 +111,7 @@ class BlendedVector:
                 unnamed = None
             if own is None or unnamed is None:
                 self._read.append(own if unnamed is None else unnamed)
+                self.blended = unnamed is not None
             else:
                 mean = NAMES_KEPT * np.asarray(own, dtype=np.float32) + (1.0 - NAMES_KEPT) * np.asarray(
                     unnamed, dtype=np.float32)

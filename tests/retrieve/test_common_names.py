@@ -51,8 +51,12 @@ def test_the_blend_is_the_weighted_mean_or_whichever_vector_came() -> None:
     assert blended is not None
     mean = np.array([NAMES_KEPT, 1.0 - NAMES_KEPT])
     np.testing.assert_allclose(blended, mean / np.linalg.norm(mean), rtol=1e-6)  # of unit length, as any query's
-    np.testing.assert_array_equal(BlendedVector(_pending(own), _pending(None)).result(), own)
-    np.testing.assert_array_equal(BlendedVector(_pending(None), _pending(unnamed)).result(), unnamed)
+    alone = BlendedVector(_pending(own), _pending(None))
+    np.testing.assert_array_equal(alone.result(), own)
+    assert not alone.blended  # the names were not set aside after all
+    late = BlendedVector(_pending(None), _pending(unnamed))
+    np.testing.assert_array_equal(late.result(), unnamed)
+    assert late.blended
 
 
 RULE = ("Weeknight dinners need to be quick. Rules: 30 minutes tops and absolutely nothing with tree nuts, "
