@@ -38,7 +38,7 @@ SUBSTRING_MIN = 3
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into L2-normalized float32 rows; one method does the work."""
+    """Turns texts into float32 rows (made unit length by the caller); one method does the work."""
 
     @property
     def model_id(self) -> str: ...

@@ -12,7 +12,7 @@ from engram.ingest.normalize import content_hash
 from engram.model import MemoryRecord
 from engram.text import speaker_name
 
-__all__ = ["embed_records", "embed_texts", "embedding_text"]
+__all__ = ["embed_records", "embed_texts", "embedding_text", "unit_rows"]
 
 
 def embed_texts(embedder: Embedder, texts: Sequence[str], *, as_query: bool = False) -> Vector:
@@ -26,7 +26,22 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], *, as_query: bool = Fa
         raise EmbedderError(
             f"{embedder.model_id} returned shape {vectors.shape}, expected ({len(texts)}, {embedder.dimensions})"
         )
-    return vectors
+    return unit_rows(vectors, embedder.model_id)
+
+
+def unit_rows(vectors: Vector, model_id: str) -> Vector:
+    """``vectors`` with every row made unit length (a row of zeros, which has no direction, is kept).
+
+    Ranking reads a dot product as the cosine, SQLite's vector search ranks by dot product and
+    PostgreSQL's by cosine distance: a plugin returning rows of other lengths (sentence-transformers
+    does unless asked to normalize) would have long texts outrank close ones on SQLite alone.
+    """
+    if not np.isfinite(vectors).all():
+        raise EmbedderError(f"{model_id} returned a vector holding NaN or infinity")
+    norms = np.linalg.norm(vectors.astype(np.float64), axis=1, keepdims=True)
+    if np.all(np.abs(norms - 1.0) < 1e-4):
+        return vectors
+    return np.asarray(vectors / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
 def embedding_text(record: MemoryRecord) -> str:
@@ -78,4 +93,4 @@ def embed_records(
     fresh = dict(zip(missing, embed_texts(embedder, missing), strict=True)) if missing else {}
     for row, (key, text) in enumerate(zip(keys, texts, strict=True)):
         out[row] = known[key] if key in known else fresh[text]
-    return out
+    return unit_rows(out, embedder.model_id) if known else out  # a reused vector from before rows were made unit
