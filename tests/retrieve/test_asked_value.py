@@ -71,7 +71,7 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("How many days had passed between the purchase and the party?", None),
     ("How long ago did I start piano?", None),
     ("Did Bob call?", None),
-    ("When is Leo's piano lesson?", None),
+    ("When is Leo's piano lesson?", "day"),
     # the shape's word is not what is asked for
     ("How many emails did I get?", "amount"),
     ("What did Alice say in her email?", None),
@@ -95,7 +95,7 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("What's the Docker image for the API?", None),  # an image of another kind
     ("What's our brand image strategy?", None),
     ("What's the big picture?", None),
-    ("When is the next EBS snapshot?", None),
+    ("When is the next EBS snapshot?", "day"),  # a snapshot is no picture; "when" asks a day
     ("What time is the meeting?", "time"),
     ("At what time do competitors need to register?", "time"),
     ("What were the three coworkers' finishing times in the race?", "time"),
@@ -113,6 +113,16 @@ NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     ("By what time do I need to leave?", "time"),
     ("Remind me what time the train leaves", "time"),
     ("What's the pickup time?", "time"),
+    # "When": a day, a date or a time of day.
+    ("When did Felix get told his job was going?", "day"),
+    ("So when's the party?", "day"),
+    ("On which day did the rescue dog move in?", "day"),
+    ("What date was the Hill House meeting?", "day"),
+    ("When does Brightwater want deliveries?", "day"),
+    ("When I asked about Acme, what did you say?", None),  # "when" opens a clause, not a question
+    ("What day of the month is rent due?", None),
+    ("When did I last buy something for Leo?", None),  # the newest of what fits answers (newest)
+    ("When was Acme's most recent order?", None),
 ])
 def test_the_shape_asked_for(query: str, shape: str | None) -> None:
     assert asks_for_value(query) == shape
@@ -152,6 +162,11 @@ def _record(content: str) -> MemoryRecord:
               "back by 1h40", "Starts 18:00:00 sharp.", "7 o'clock", "half past 7", "see u at 7", "1h 40m"],
      ["costs 3.50", "ratio 3:1", "v2.30 is out", "Room 101.", "It was 20 degrees.", "on 12/11", "5 min read",
       "posted 10 mins ago", "rates at 3%", "bought them at 3.50 each"]),
+    ("day", ["they told me yesterday", "I passed on Friday", "piano moved to Thursdays", "see you on the 11th",
+             "the 4th of July", "completion Dec 18", "due 3 May", "on 2026-04-20", "two weeks ago we met",
+             "this morning was rough", "last weekend in York", "a couple of weeks ago"],
+     ["I love pizza", "we may 5 times", "march 3 miles", "Python 3.11", "the weekly sync", "one day maybe",
+      "many years ago", "a birthday party", "remember 5 things"]),
     ("image", ["nice [photo: a cat on a rug]", "Here it is [image: a horse in a field]", "[pic: the view]",
                "Done [image alt text: a bar chart]", "[file: IMG_2034.jpg]", "[image 1: a dog]", "[Photo]"],
      ["a photo of a cat", "I'll send pics later", "[link: example.org]", "arr[pic:1]", "[file: report.pdf]"]),
@@ -163,7 +178,7 @@ def test_what_holds_a_value_of_the_shape(shape: str, held: list[str], not_held: 
 
 
 @pytest.mark.parametrize("shape", ["email", "link", "phone", "identifier", "contact", "money", "amount", "image",
-                                   "time"])
+                                   "time", "day"])
 def test_a_long_text_is_read_in_bounded_time(shape: str) -> None:
     texts = ["7" * 200_000, "1- " * 70_000, "ACGT" * 50_000, "a-" * 100_000, "x@" * 100_000,
              "Total: 1" + " " * 5_000 + "x", "Line 1\n" + "\n" * 5_000, "1 Nov " * 1_000]
@@ -208,6 +223,25 @@ def test_the_memory_holding_the_time_comes_first(tmp_path: Path, embedder: Embed
         assert found[0].content == told
         assert "holds a time of day or a duration, as the query asks" in found[0].reasons
         plain = memory.retrieve("Where do competitors register?", user_id="u", now=NOW,
+                                config=RetrievalConfig(cache_ttl=0)).memories
+        assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
+
+
+def test_the_memory_telling_the_day_comes_first(tmp_path: Path, embedder: Embedder) -> None:
+    told = "Paylark. they told me yesterday. 20 minute call with my manager and someone from HR, whole team cut"
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"user_id": "u", "role": who, "content": text} for who, text in (
+            ("Felix", "I've been busy getting a job in the games industry, which is very on-theme"),
+            ("Felix", "G they offered me the job"),
+            ("Greta", "Felix your job sounds awful, are they really letting people go?"),
+            ("Felix", "she sat on my laptop during a job call, my manager saw everything"),
+            ("Felix", told))])
+        # Without the day's gain the new job's offer came first.
+        found = memory.retrieve("When did Felix get told his job was going?", user_id="u", now=NOW,
+                                config=RetrievalConfig(cache_ttl=0)).memories
+        assert found[0].content == told
+        assert "holds a day or a date, as the query asks" in found[0].reasons
+        plain = memory.retrieve("Why did Felix lose his job?", user_id="u", now=NOW,
                                 config=RetrievalConfig(cache_ttl=0)).memories
         assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
 
