@@ -210,39 +210,38 @@ def test_the_memory_holding_the_value_comes_first(tmp_path: Path) -> None:
         assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
 
 
-def test_the_memory_holding_the_time_comes_first(tmp_path: Path, embedder: Embedder) -> None:
-    told = "competitors register from 7:30 at the desk"
-    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
-        memory.add_many([{"user_id": "u", "role": who, "content": text} for who, text in (
-            ("Lena", "the competition registration form is so long omg"),
-            ("Marc", "did u register for the comp yet? competitors need a membership number"),
-            ("Priya", "registration for competitors is at the front desk on the day"),
-            ("Lena", told))])
-        found = memory.retrieve("What time do competitors need to register?", user_id="u", now=NOW,
-                                config=RetrievalConfig(cache_ttl=0)).memories
-        assert found[0].content == told
-        assert "holds a time of day or a duration, as the query asks" in found[0].reasons
-        plain = memory.retrieve("Where do competitors register?", user_id="u", now=NOW,
-                                config=RetrievalConfig(cache_ttl=0)).memories
-        assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
+# (the chat, the memory that answers, the question, its reason, a question on the same topic that asks no such value)
+_TOLD_IN_CHAT = [
+    pytest.param(
+        [("Lena", "the competition registration form is so long omg"),
+         ("Marc", "did u register for the comp yet? competitors need a membership number"),
+         ("Priya", "registration for competitors is at the front desk on the day")],
+        ("Lena", "competitors register from 7:30 at the desk"),
+        "What time do competitors need to register?", "holds a time of day or a duration, as the query asks",
+        "Where do competitors register?", id="time"),
+    # Without the day's gain the new job's offer came first.
+    pytest.param(
+        [("Felix", "I've been busy getting a job in the games industry, which is very on-theme"),
+         ("Felix", "G they offered me the job"),
+         ("Greta", "Felix your job sounds awful, are they really letting people go?"),
+         ("Felix", "she sat on my laptop during a job call, my manager saw everything")],
+        ("Felix", "Paylark. they told me yesterday. 20 minute call with my manager and HR, whole team cut"),
+        "When did Felix get told his job was going?", "holds a day or a date, as the query asks",
+        "Why did Felix lose his job?", id="day"),
+]
 
 
-def test_the_memory_telling_the_day_comes_first(tmp_path: Path, embedder: Embedder) -> None:
-    told = "Paylark. they told me yesterday. 20 minute call with my manager and someone from HR, whole team cut"
+@pytest.mark.parametrize(("chat", "told", "query", "reason", "other"), _TOLD_IN_CHAT)
+def test_the_message_telling_what_is_asked_comes_first(
+    tmp_path: Path, embedder: Embedder, chat: list[tuple[str, str]], told: tuple[str, str], query: str, reason: str,
+    other: str,
+) -> None:
     with Memory(tmp_path / "m.db", embedder=embedder) as memory:
-        memory.add_many([{"user_id": "u", "role": who, "content": text} for who, text in (
-            ("Felix", "I've been busy getting a job in the games industry, which is very on-theme"),
-            ("Felix", "G they offered me the job"),
-            ("Greta", "Felix your job sounds awful, are they really letting people go?"),
-            ("Felix", "she sat on my laptop during a job call, my manager saw everything"),
-            ("Felix", told))])
-        # Without the day's gain the new job's offer came first.
-        found = memory.retrieve("When did Felix get told his job was going?", user_id="u", now=NOW,
-                                config=RetrievalConfig(cache_ttl=0)).memories
-        assert found[0].content == told
-        assert "holds a day or a date, as the query asks" in found[0].reasons
-        plain = memory.retrieve("Why did Felix lose his job?", user_id="u", now=NOW,
-                                config=RetrievalConfig(cache_ttl=0)).memories
+        memory.add_many([{"user_id": "u", "role": who, "content": text} for who, text in (*chat, told)])
+        found = memory.retrieve(query, user_id="u", now=NOW, config=RetrievalConfig(cache_ttl=0)).memories
+        assert found[0].content == told[1]
+        assert reason in found[0].reasons
+        plain = memory.retrieve(other, user_id="u", now=NOW, config=RetrievalConfig(cache_ttl=0)).memories
         assert all(m.signals.get("holds_value", 0.0) == 0.0 for m in plain)
 
 
