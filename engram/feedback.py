@@ -15,19 +15,21 @@ explicit "treat every return as a use", so both count as uses.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.context import context_of
-from engram.errors import NotFound, ValidationError
+from engram.errors import NotFound, StoreError, ValidationError
 from engram.model import LoggedItem, LoggedRetrieval
 from engram.validate import validate_id
 
 if TYPE_CHECKING:
     from engram.config import RetrievalConfig
     from engram.context import ContextSource
+    from engram.ext import Metrics, Store
     from engram.retrieve.types import Retrieval
 
 __all__ = [
@@ -35,8 +37,11 @@ __all__ = [
     "LoggedItem",
     "LoggedRetrieval",
     "log_entry",
+    "log_retrieval",
     "record_feedback",
 ]
+
+log = logging.getLogger("engram.retrieve")
 
 MAX_USED = 1000
 
@@ -79,6 +84,16 @@ def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str
         items=items,
         settings=settings,
     )
+
+
+def log_retrieval(store: Store, metrics: Metrics, user_id: str, result: Retrieval, entry: LoggedRetrieval) -> None:
+    """Write ``entry`` (of ``result``) to the user's retrieval log: it serves learning, so a store
+    that cannot take it is logged and counted, and the answer is still given."""
+    try:
+        store.log_retrieval(user_id, entry)
+    except StoreError as exc:
+        log.warning("[MEM:RETRIEVE] could not log retrieval %s: %s", result.metadata.retrieval_id, exc)
+        metrics.increment("retrieval.log_errors")
 
 
 def _applicable(retrieval: Retrieval) -> set[str]:

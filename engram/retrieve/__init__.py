@@ -24,11 +24,11 @@ from engram.embedders.scale import measuring
 from engram.errors import DeadlineExceeded, EmbedderMismatch, StoreError, ValidationError
 from engram.experiments import Experiment, logged_settings, weights_source
 from engram.ext import Embedder, Metrics, RetrievalReads, Store
-from engram.feedback import log_entry
+from engram.feedback import log_entry, log_retrieval
 from engram.ingest import truth
 from engram.ingest.embed import embed_texts
-from engram.ingest.entity_index import EntityIndex, EntityIndexes
-from engram.model import Filters, Hit, QueryPlan, new_id
+from engram.ingest.entity_index import EntityIndexes
+from engram.model import Filters, Hit, new_id
 from engram.ontology import credit, restore
 from engram.retrieve.budget import PARTIAL, Budget, until
 from engram.retrieve.cache import RetrievalCache, make_key, retrieval_bytes, scope_key
@@ -36,7 +36,7 @@ from engram.retrieve.candidates import AwaitedVector, PendingVector, gather, mat
 from engram.retrieve.common_names import BlendedVector, without_common_names
 from engram.retrieve.episodes import lenders
 from engram.retrieve.event_day import event_scope
-from engram.retrieve.fallbacks import FALLBACKS, marked
+from engram.retrieve.fallbacks import empty, marked
 from engram.retrieve.hop import bridged, second_hop
 from engram.retrieve.in_range import apply_min_score, in_range_first, scope_trust
 from engram.retrieve.latest import Asked
@@ -45,6 +45,7 @@ from engram.retrieve.mentioned import asks_only_about_days
 from engram.retrieve.names import named_in_lowercase
 from engram.retrieve.newest import Newest
 from engram.retrieve.past import held_then, read_in_past, reading_filters
+from engram.retrieve.planned import planned
 from engram.retrieve.rank import rank
 from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
@@ -54,7 +55,7 @@ from engram.retrieve.speaker_names import NameVectors
 from engram.retrieve.specific import UNWEIGHTED, read_entity_weights
 from engram.retrieve.standing import how_it_is_done
 from engram.retrieve.types import Retrieval, RetrievalMetadata, Scored
-from engram.retrieve.understand import about_the_user, understand
+from engram.retrieve.understand import about_the_user
 from engram.retrieve.users_words import UsersWords
 from engram.validate import asked_at
 
@@ -118,7 +119,7 @@ class Pipeline:
             token = reads.change_token(user_id)
         except StoreError as exc:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
-            return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
+            return empty(query, config, filters, started, "ZEP_UNAVAILABLE")
         # Only a cached answer needs the key (~0.1 ms over a config and its filters).
         key = make_key(user_id, query, config, filters, given_now, scope_key(query, now), as_of, token) \
             if rate_limited or config.cache_ttl > 0 else ""
@@ -127,14 +128,14 @@ class Pipeline:
             cached = self.cache.get(user_id, key)
             if cached is not None:
                 return marked(cached, cached=True, error="RATE_LIMITED")
-            return self._empty(query, config, filters, started, "RATE_LIMITED")
+            return empty(query, config, filters, started, "RATE_LIMITED")
         if not use_memory:
-            return self._empty(query, config, filters, started, None)
+            return empty(query, config, filters, started, None)
         if (
             not isinstance(query, str) or not query.strip() or len(query) > config.query_max_chars
             or (not query.isascii() and any("\ud800" <= ch <= "\udfff" for ch in query))  # not UTF-8 encodable
         ):
-            return self._empty(query if isinstance(query, str) else "", config, filters, started, "INVALID_QUERY")
+            return empty(query if isinstance(query, str) else "", config, filters, started, "INVALID_QUERY")
         try:
             if config.cache_ttl > 0:
                 cached = self.cache.get(user_id, key)
@@ -143,19 +144,19 @@ class Pipeline:
                     self._observe(cached, cached=True)
                     return marked(cached, cached=True, error=None)
             if not reads.user_exists(user_id):
-                return self._empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
+                return empty(query, config, filters, started, "COLLECTION_NOT_FOUND")
             embedding = self._embed(about_the_user(query, user_id), config)
             with self.slots or nullcontext():
                 result = self._run(query, user_id, config, now, filters, started, as_of, (token, generation), reads,
                                    embedding)
         except DeadlineExceeded as exc:
             log.warning("[MEM:RETRIEVE] %s; continuing without memory", exc)
-            return self._empty(query, config, filters, started, "TIMEOUT")
+            return empty(query, config, filters, started, "TIMEOUT")
         except EmbedderMismatch:
             raise  # a configuration error, not an outage: an empty answer would hide it for good
         except StoreError as exc:
             log.warning("[MEM:RETRIEVE] store unavailable, continuing without memory: %s", exc)
-            return self._empty(query, config, filters, started, "ZEP_UNAVAILABLE")
+            return empty(query, config, filters, started, "ZEP_UNAVAILABLE")
         if config.cache_ttl > 0 and not result.metadata.cut_stages:
             # Dropped if this user was written to while it ran: it may hold what was just deleted.
             # An answer cut by its deadline is not kept: the next asking may have the time for all of it.
@@ -186,18 +187,8 @@ class Pipeline:
         variant = self.experiment.assign(user_id) if self.experiment is not None else None
         if variant is not None and variant.weights is not None:
             tuned = {**(tuned or {}), **variant.weights}  # the variant's strategies over the user's own
-        # Without the entity table (still being read at the deadline) a query's names are mentions.
-        table: EntityIndex | None = budget.optional("entities", lambda: timed(
-            "understand", lambda: self.entity_indexes.get(self.store, user_id, version, budget.soft)), None)
-        plan: QueryPlan | None = None
-        if table is not None:
-            ready = table
-            plan = budget.optional("entities", lambda: timed("understand", lambda: understand(
-                query, now=now, known_entities=ready, weights_by_strategy=tuned, deadline=budget.soft)), None)
-        index = table if table is not None and plan is not None else EntityIndex()
-        if plan is None:
-            plan = timed("understand", lambda: understand(
-                query, now=now, known_entities=index, weights_by_strategy=tuned))
+        plan, index = planned(query, now, tuned, partial(self.entity_indexes.get, self.store, user_id, version),
+                              budget, timed)
         reading = reading_filters(filters, plan.past)  # "What was my old gym?": superseded facts too
         asked = plan  # "the Tuesday after moving day": the event's day is read from the user's memories
         embed = None if config.search_type == "keyword" else lambda text: until(self.executor.submit(
@@ -375,7 +366,9 @@ class Pipeline:
         )
         result = Retrieval(query=query, memories=tuple(selection.entries), metadata=metadata, now=now, domain_rows=rows)
         if self.log_retrievals and result.memories:
-            self._log(user_id, result, config, source_of_weights, logged_settings(self.experiment, variant))
+            log_retrieval(self.store, self.metrics, user_id, result,
+                          log_entry(result, config, source_of_weights, datetime.now(UTC),
+                                    logged_settings(self.experiment, variant)))
         return result
 
     def _embed(self, query: str, config: RetrievalConfig) -> Future[Any] | None:
@@ -390,33 +383,6 @@ class Pipeline:
 
     def _similarity_range(self, config: RetrievalConfig, budget: Budget) -> tuple[float, float]:
         return DEFAULT_SIMILARITY_RANGE if config.search_type == "keyword" else budget.scale(self.embedder())
-
-    def _log(self, user_id: str, result: Retrieval, config: RetrievalConfig, weights_source: str,
-             experiment: Mapping[str, str]) -> None:
-        try:
-            self.store.log_retrieval(user_id, log_entry(result, config, weights_source, datetime.now(UTC), experiment))
-        except StoreError as exc:  # the log serves learning; losing one entry must not fail the answer
-            log.warning("[MEM:RETRIEVE] could not log retrieval %s: %s", result.metadata.retrieval_id, exc)
-            self.metrics.increment("retrieval.log_errors")
-
-    def _empty(
-        self, query: str, config: RetrievalConfig, filters: Filters, started: float, code: str | None
-    ) -> Retrieval:
-        error = None
-        if code is not None:
-            message, fallback = FALLBACKS[code]
-            error = {"code": code, "message": message, "fallback": fallback}
-        metadata = RetrievalMetadata(
-            query_time_ms=(time.perf_counter() - started) * 1000,
-            total_results=0,
-            included_results=0,
-            total_tokens=0,
-            applied_filters=tuple(filters.describe()),
-            config=config.to_dict(),
-            error=error,
-            retrieval_id=new_id(),
-        )
-        return Retrieval(query=query, memories=(), metadata=metadata)
 
     def _observe(self, result: Retrieval, *, cached: bool) -> None:
         meta = result.metadata

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
+from engram.config import RetrievalConfig
 from engram.domain import DOMAIN_UNAVAILABLE
-from engram.retrieve.types import Retrieval
+from engram.model import Filters, new_id
+from engram.retrieve.types import Retrieval, RetrievalMetadata
 
-__all__ = ["FALLBACKS", "marked"]
+__all__ = ["FALLBACKS", "empty", "marked"]
 
 #: The retrieval policy's error fallbacks: what a failure falls back to.
 FALLBACKS = {
@@ -28,3 +31,23 @@ def marked(result: Retrieval, *, cached: bool, error: str | None) -> Retrieval:
         message, fallback = FALLBACKS[error]
         meta["error"] = {"code": error, "message": message, "fallback": fallback}
     return replace(result, metadata=replace(result.metadata, **meta))
+
+
+def empty(query: str, config: RetrievalConfig, filters: Filters, started: float, code: str | None) -> Retrieval:
+    """An answer without memory, begun at ``started`` (``time.perf_counter()``), with the fallback of
+    ``code`` if any (None: memory was not asked for)."""
+    error = None
+    if code is not None:
+        message, fallback = FALLBACKS[code]
+        error = {"code": code, "message": message, "fallback": fallback}
+    metadata = RetrievalMetadata(
+        query_time_ms=(time.perf_counter() - started) * 1000,
+        total_results=0,
+        included_results=0,
+        total_tokens=0,
+        applied_filters=tuple(filters.describe()),
+        config=config.to_dict(),
+        error=error,
+        retrieval_id=new_id(),
+    )
+    return Retrieval(query=query, memories=(), metadata=metadata)
