@@ -50,7 +50,7 @@ from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
 
 __all__ = ["CAUSE_REPLY_SHARE", "CONVERSATION_PAUSE", "CONVERSATION_TURNS", "HOW_REPLY_SHARE", "LONG_REPLY_SHARE",
            "NAMED_NEXT_TO", "QUESTION_LENGTH", "REPLIED_SHARE", "REPLY_SHARE", "YOURS_REPLY_SHARE", "Lending",
-           "answers", "context_support", "conversation_support", "conversations", "lenders", "lending",
+           "answers", "context_support", "conversation_support", "conversations", "is_question", "lenders", "lending",
            "named_next_to", "said_by_a_person", "said_by_the_assistant", "takes_context", "turned_around",
            "users_turn"]
 
@@ -239,7 +239,7 @@ def lending(records: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]
 
     def question(record: MemoryRecord) -> bool:
         if record.id not in asked:
-            asked[record.id] = _is_question(record)
+            asked[record.id] = is_question(record)
         return asked[record.id]
 
     out: Lending = []
@@ -353,7 +353,7 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
     that does not ask something itself (:data:`LONG_REPLY_SHARE` of a longer reply, before a turn
     as short), :data:`REPLIED_SHARE` of the assistant's reply after a
     person's turn; none from further than :data:`CONVERSATION_PAUSE`.
-    ``question`` reads whether a turn asks something (:func:`_is_question`, or a memo of it)."""
+    ``question`` reads whether a turn asks something (:func:`is_question`, or a memo of it)."""
     if abs(other.created_at - asker.created_at) > CONVERSATION_PAUSE:
         return 0.0
     if people:
@@ -366,7 +366,7 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
         return 0.0
     if machine_said(asker):
         return reply
-    question = question or _is_question
+    question = question or is_question
     if _asks(other, question) and not question(asker):
         return 1.0
     if len(asker.content.strip()) <= QUESTION_LENGTH < len(other.content.strip()) and said_by_the_assistant(other) \
@@ -380,7 +380,7 @@ def _asks(record: MemoryRecord, question: Callable[[MemoryRecord], bool] | None 
     usually fly with?", also "Noted. What's your usual order? I can save it."), which the user's
     next turn answers unless it asks something itself."""
     return (machine_said(record) and not _aside(record) and len(record.content.strip()) <= QUESTION_LENGTH
-            and (question or _is_question)(record))
+            and (question or is_question)(record))
 
 
 _COURTESY = frozenset([
@@ -395,7 +395,7 @@ def _courtesy(record: MemoryRecord) -> bool:
     return all(w in _COURTESY for w in words)
 
 
-def _is_question(record: MemoryRecord) -> bool:
+def is_question(record: MemoryRecord) -> bool:
     """Whether a sentence of ``record`` ends in a question mark ("...? 🙂", "...？", "...؟" too),
     code and web addresses left out."""
     return _ASKING.search(_NOT_PROSE.sub(" ", record.content)) is not None

@@ -40,9 +40,10 @@ import numpy.typing as npt
 
 from engram.model import MemoryRecord
 from engram.retrieve.columns import calibrated
-from engram.retrieve.episodes import users_turn
+from engram.retrieve.episodes import is_question, users_turn
 
-__all__ = ["BEST", "CLOSE", "OUTCOME_CLOSE", "OUTCOME_SHARE", "SHARE", "asks_for_the_outcome", "later_tellings"]
+__all__ = ["BEST", "CLOSE", "OUTCOME_CLOSE", "OUTCOME_SHARE", "SHARE", "asks_for_the_outcome", "decisions",
+           "later_tellings"]
 
 #: How many of the best matches (by relevance) a later telling may retell.
 BEST = 3
@@ -85,6 +86,17 @@ def asks_for_the_outcome(query: str) -> bool:
     """Whether ``query`` asks how something turned out or stands now ("end up", "in the end",
     "actually", "these days", "now", "still", ...)."""
     return _OUTCOME.search(query) is not None
+
+
+def decisions(records: Sequence[MemoryRecord]) -> npt.NDArray[np.bool_]:
+    """Per record, whether it is the user's turn that asks nothing: for a question of how things
+    turned out, what the user decided or reported ("Going with four thousand.", "Done — 243.5
+    agreed.", "She's in! Went in yesterday"), which the assistant's reply after it restates in the
+    question's words. Ranking lets such a turn gain the answer's share of the context its neighbours
+    lend it (gain_weights.ANSWER_GAIN), not the share of other turns: it is short and far in meaning
+    from what it settles, so neither its words nor the later telling above reach it. A turn that
+    asks ("Should we move the jobs to a real queue?") decides nothing."""
+    return np.fromiter((users_turn(r) and not is_question(r) for r in records), dtype=bool, count=len(records))
 
 
 def later_tellings(records: Sequence[MemoryRecord], relevance: Column, vectors: Mapping[str, Any],

@@ -98,7 +98,7 @@ from engram.retrieve.keyword_evidence import (
     keyword_evidence,
     without_meaning,
 )
-from engram.retrieve.later import later_tellings
+from engram.retrieve.later import decisions, later_tellings
 from engram.retrieve.latest import Asked, conversation_recency, echoes
 from engram.retrieve.mentioned import named_inside, reaches_ahead
 from engram.retrieve.names import as_speakers, first_names
@@ -349,6 +349,8 @@ def rank(
     answered = answers(records, lent, lambda a, b: semantic_similarity(vectors.get(a), vectors.get(b)) > bottom)
     if how or yours:  # the reply to the user's turn that asked how, or what the assistant said, answers it
         answered |= np.fromiter((said_by_the_assistant(r) for r in records), dtype=bool, count=len(records))
+    if outcome:  # what the user decided, which the reply after it restates in the question's words
+        answered |= decisions(records)
     gain = np.where(answered, ANSWER_GAIN, CONTEXT_GAIN)
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + gain * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked

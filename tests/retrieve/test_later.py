@@ -100,3 +100,34 @@ def test_for_a_question_of_the_outcome_a_later_telling_without_a_number_ranks_wi
     outcome = later_tellings(records, relevance, vectors, RANGE, NOW, outcome=True)
     assert outcome.tolist() == pytest.approx([0.0, OUTCOME_SHARE * 0.9])
     assert OUTCOME_SHARE >= 1.0 > SHARE and OUTCOME_CLOSE < CLOSE
+
+
+def test_for_a_question_of_the_outcome_the_users_decision_gains_what_its_reply_restates(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    said = [
+        ("user", 1, "Offer! 248k from a young couple, the Fenwicks, first-time buyers, mortgage agreed in principle."),
+        ("assistant", 1, "That's a strong offer for Mum's place: 248,000 pounds is close to the asking price."),
+        ("user", 5, "Fenwicks' survey flagged damp in the back bedroom. Damp-proofing quote is 2,900; we offered 3k "
+                    "off, they've come back asking for 4.5k off."),
+        ("assistant", 5, "Meeting in the middle would be about 3,750 off. Worth a counter before the solicitors move."),
+        ("user", 6, "Done, 243.5 agreed. Callum's happy, Fiona's updating the memorandum."),
+        ("assistant", 6, "Great, that's the renegotiation settled: the sale price for Mum's place is now 243,500."),
+        ("user", 8, "Fiona's aiming for exchange on the 11th, completion on the 18th."),
+    ]
+    decision, survey = said[4][2], said[2][2]
+    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
+        memory.add_many([{"content": text, "role": role, "user_id": "u", "session_id": f"s{day}",
+                          "created_at": NOW - timedelta(days=30 - day, minutes=-at)}
+                         for at, (role, day, text) in enumerate(said)])
+
+        def order(query: str) -> list[str]:
+            config = RetrievalConfig(top_k=7, cache_ttl=0, min_score=0)
+            return [m.content for m in memory.retrieve(query, user_id="u", now=NOW, config=config).memories]
+
+        # The decision is short and far in meaning from the question; the reply after it restates it.
+        # Before, it came fifth, under the survey that started the haggling.
+        settled = order("After all the back and forth with the buyers, what price did we settle on for Mum's place?")
+        assert settled.index(decision) < settled.index(survey), settled
+        offered = order("What price did the buyers offer for Mum's place?")
+        assert offered.index(decision) > offered.index(survey), offered
