@@ -37,6 +37,7 @@ __all__ = [
     "new_id",
     "plain",
     "read_only",
+    "six_places",
 ]
 
 KINDS = ("message", "fact", "episode", "procedure", "summary", "document", "chunk")
@@ -54,6 +55,16 @@ _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 #: thread may have held the lock at a fork, and parent and child bumping the same random part
 #: within one millisecond would make the same ids).
 _last_ids: PerProcess[tuple[threading.Lock, list[int]]] = PerProcess(lambda _parents: (threading.Lock(), [0, 0]))
+
+
+def six_places(value: float) -> float:
+    """``value`` to 6 decimal places, as scores and signals are logged and reported: the nearest float
+    to a whole number of millionths, as ``round(value, 6)`` gives but for exact ties, in a fifth of
+    its time (``round`` with places goes through decimal digits: the ~150 values of a retrieval took
+    a third of the retrieval log's write, and as long again to report over HTTP)."""
+    if not -1e15 < value < 1e15:  # infinities, NaN and the very large stay as they are
+        return value
+    return round(value * 1e6) / 1e6
 
 
 def new_id() -> str:

@@ -67,3 +67,11 @@ def test_rows_of_the_old_form_are_still_read(tmp_path: Path) -> None:
         assert store.get_retrieval("u1", entry.id) == entry
     finally:
         store.close()
+
+
+def test_values_are_kept_to_six_places_and_odd_ones_as_they_are() -> None:
+    odd = (1 / 3, 2 / 3, 0.1234565e-3, -0.7777777, 123.4567894, 0.0, float("inf"), 1e20)
+    logged = (LoggedItem("a", "fact", {f"s{n}": value for n, value in enumerate(odd)}),)
+    read = decode_items(encode_items(logged))[0].signals
+    assert [read[f"s{n}"] for n in range(len(odd))] == [0.333333, 0.666667, 0.000123, -0.777778, 123.456789, 0.0,
+                                                          float("inf"), 1e20]

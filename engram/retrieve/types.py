@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engram.model import MemoryRecord, TimeRange
+from engram.model import MemoryRecord, TimeRange, six_places
 
 __all__ = ["MemoryEntry", "Retrieval", "RetrievalMetadata", "Scored"]
 
@@ -58,7 +58,7 @@ class MemoryEntry:
         out: dict[str, Any] = {
             "id": self.id,
             "content": self.content,
-            "score": round(self.score, 6),
+            "score": six_places(self.score),
             "timestamp": self.timestamp,
             "sessionId": self.session_id,
             "type": self.type,
@@ -69,7 +69,7 @@ class MemoryEntry:
                 "wasRedacted": self.was_redacted,
             },
             "signals": {
-                name: {"value": round(value, 6), "weight": self.weights.get(name, 0.0)}
+                name: {"value": six_places(value), "weight": self.weights.get(name, 0.0)}
                 for name, value in self.signals.items()
             },
             "reasons": list(self.reasons),

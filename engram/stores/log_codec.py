@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engram.model import LoggedItem
+from engram.model import LoggedItem, six_places
 
 __all__ = ["decode_items", "decode_settings", "encode_items", "item_token"]
 
@@ -19,7 +19,7 @@ def encode_items(items: Sequence[LoggedItem]) -> str:
     names = list(dict.fromkeys(name for item in items for name in item.signals))
     rows = [
         {"id": i.id, "kind": i.kind,
-         "values": [None if (v := i.signals.get(name)) is None else round(v, 6) for name in names]}
+         "values": [None if (v := i.signals.get(name)) is None else six_places(v) for name in names]}
         for i in items
     ]
     return json.dumps({"signals": names, "items": rows}, separators=(",", ":"), ensure_ascii=False)
