@@ -64,7 +64,6 @@ def plugin_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tu
         yield made, embedder
 
 
-CLOSE = "zebra crossing repainted"
 def test_stored_and_searched_vectors_are_unit_length(plugin_memory: tuple[Memory, Unnormalized]) -> None:
     memory, _ = plugin_memory
     close, far = memory.add_many([{"user_id": "u", "content": CLOSE}, {"user_id": "u", "content": FAR}])

@@ -349,8 +349,9 @@ def rank(
     answered = answers(records, lent, lambda a, b: semantic_similarity(vectors.get(a), vectors.get(b)) > bottom)
     if how or yours:  # the reply to the user's turn that asked how, or what the assistant said, answers it
         answered |= np.fromiter((said_by_the_assistant(r) for r in records), dtype=bool, count=len(records))
-    if outcome:  # what the user decided, which the reply after it restates in the question's words
-        answered |= decisions(records)
+    # What the user decided, for a question of the outcome: the reply after it restates it in the question's words.
+    decided = decisions(records) & ~answered if outcome else np.zeros(len(records), dtype=bool)
+    answered |= decided
     gain = np.where(answered, ANSWER_GAIN, CONTEXT_GAIN)
     relevance = (relevance + share * (meaning - np.minimum(meaning, 1.0))
                  + gain * around + CONVERSATION_GAIN * together + BRIDGE_GAIN * via + ASK_GAIN * asked
@@ -383,5 +384,5 @@ def rank(
         vectors=vectors, sources=sources, query_entities=query_entities, named_by=named_by,
         time_range=time_range, bridges=bridges or {}, sentences=facet_sentences(records, facets or {}, seen),
         procedural=procedural, answered=frozenset(r.id for r, a in zip(records, answered, strict=True) if a),
-        value=value,
+        value=value, decided=frozenset(r.id for r, d in zip(records, decided, strict=True) if d),
     )

@@ -98,6 +98,9 @@ class Ranking:
     procedural: bool = False
     #: The user's turns that gained as answers to the assistant's question (engram.retrieve.episodes.answers).
     answered: frozenset[str] = frozenset()
+    #: ... and those that gained so as what the user decided, for a question of the outcome
+    #: (engram.retrieve.later.decisions).
+    decided: frozenset[str] = frozenset()
     #: The shape of value the query asks for (engram.retrieve.asked_value), named in a reason.
     value: str | None = None
 
@@ -155,7 +158,7 @@ class Ranking:
         reasons = _reasons(
             record, self.sources.get(record.id, ()), signals, self.query_entities, self.named_by[at],
             self.time_range, bridge[1] if bridge else None, self.sentences.get(record.id), self.procedural,
-            record.id in self.answered, self.value,
+            record.id in self.answered, self.value, record.id in self.decided,
         )
         return {"signals": signals, "weights": dict(self.weights), "reasons": reasons}
 
@@ -172,6 +175,7 @@ def _reasons(
     procedural: bool = False,
     answered: bool = False,
     value: str | None = None,
+    decided: bool = False,
 ) -> tuple[str, ...]:
     reasons: list[str] = []
     names = set(found_by)
@@ -199,7 +203,7 @@ def _reasons(
     if signals.get(VOICE_SIGNAL):
         reasons.append("in the words of whom the query asks about")
     if signals.get(CONTEXT_SIGNAL, 0.0) >= (_NEXT_TO * CONTEXT_GAIN / ANSWER_GAIN if answered else _NEXT_TO):
-        reasons.append(_next_to(record, answered))
+        reasons.append(_next_to(record, answered, decided))
     if signals.get(CONVERSATION_SIGNAL, 0.0) >= _TOLD_TOGETHER:
         reasons.append("in a conversation between people whose other turns match")
     if signals.get(DESCRIBES_SIGNAL):
@@ -246,10 +250,12 @@ def _reasons(
     return tuple(reasons)
 
 
-def _next_to(record: MemoryRecord, answered: bool = False) -> str:
+def _next_to(record: MemoryRecord, answered: bool = False, decided: bool = False) -> str:
     """Why a turn gained from the turn next to it, as that turn's part in the conversation."""
     if machine_said(record):
         return "the reply to a turn that matches"
+    if decided:
+        return "what the user decided, next to a turn that matches"
     if answered:  # also a named user's ("Alex"), given as the user's message
         return "answers the assistant's question, which matches"
     if users_turn(record):

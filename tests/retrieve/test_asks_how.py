@@ -73,8 +73,9 @@ def _ask(embedder: Embedder, *queries: str) -> list[tuple[MemoryEntry, ...]]:
 
 
 def test_the_reply_to_the_turn_that_asked_how_comes_first(embedder: Embedder) -> None:
+    # The other question asks neither when (what tells a day gains on top of its relevance) nor how it turned out.
     how, when = _ask(embedder, "How was I supposed to switch my sleep from nights back to days before the new job?",
-                     "When was my last night shift before switching back to days?")
+                     "Which shift ended my run of nights before the new job?")
     assert _text(how[0]) == PLAN  # the user's turn that asked it ranked first before
     signals = {_text(m): m.signals or {} for m in how}
     asked = next(_text(m) for m in how if _text(m).startswith("last night shift"))

@@ -127,7 +127,12 @@ def test_for_a_question_of_the_outcome_the_users_decision_gains_what_its_reply_r
 
         # The decision is short and far in meaning from the question; the reply after it restates it.
         # Before, it came fifth, under the survey that started the haggling.
-        settled = order("After all the back and forth with the buyers, what price did we settle on for Mum's place?")
+        asked = "After all the back and forth with the buyers, what price did we settle on for Mum's place?"
+        settled = order(asked)
         assert settled.index(decision) < settled.index(survey), settled
+        found = memory.retrieve(asked, user_id="u", now=NOW, config=RetrievalConfig(cache_ttl=0, min_score=0))
+        reasons = next(m.reasons for m in found.memories if m.content == decision)
+        assert "what the user decided, next to a turn that matches" in reasons
+        assert "answers the assistant's question, which matches" not in reasons
         offered = order("What price did the buyers offer for Mum's place?")
         assert offered.index(decision) > offered.index(survey), offered
