@@ -18,10 +18,10 @@ import numpy.typing as npt
 
 from engram.ingest.entities import MENTION
 from engram.model import MemoryRecord, TimeRange
-from engram.retrieve.episodes import said_by_the_assistant
 from engram.retrieve.gain_weights import PASSING
 from engram.retrieve.signals import entity_overlap, reinforcement, semantic_similarity, temporal_relevance
 from engram.retrieve.standing import is_standing, machine_said, standing_sentences
+from engram.retrieve.turn_roles import said_by_the_assistant
 
 __all__ = ["BASE", "Known", "base_signals", "calibrated", "facet_sentences", "gains", "lasting"]
 

@@ -35,7 +35,6 @@ it answers the reply's question or picks from what the reply offered. A neighbou
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -46,13 +45,12 @@ import numpy.typing as npt
 
 from engram.model import MemoryRecord
 from engram.retrieve.standing import machine_said
-from engram.text import ASIDE_ROLES, ROLE_WORDS, USER_ROLES
+from engram.retrieve.turn_roles import among_people, aside, roles, said_by_the_assistant, users_turn
 
 __all__ = ["CAUSE_REPLY_SHARE", "CONVERSATION_PAUSE", "CONVERSATION_TURNS", "HOW_REPLY_SHARE", "LONG_REPLY_SHARE",
            "NAMED_NEXT_TO", "QUESTION_LENGTH", "REPLIED_SHARE", "REPLY_SHARE", "YOURS_REPLY_SHARE", "Lending",
            "answers", "context_support", "conversation_support", "conversations", "is_question", "lenders", "lending",
-           "named_next_to", "said_by_a_person", "said_by_the_assistant", "takes_context", "turned_around",
-           "users_turn"]
+           "named_next_to", "takes_context", "turned_around"]
 
 #: A conversation's best this-many candidates lend it their relevance: each turn gains their sum
 #: over this many, not counting itself (a turn among them, or tied with the last of them, is lent
@@ -189,7 +187,7 @@ def conversations(records: Sequence[MemoryRecord]) -> list[list[int]]:
 def takes_context(record: MemoryRecord) -> bool:
     """Whether ``record`` may take context from the turns next to it (:func:`context_support`), so
     that they are worth reading: a message with a role, not a notice or a tool's output."""
-    return record.kind == "message" and bool(_roles(record)[0]) and not _aside(record)
+    return record.kind == "message" and bool(roles(record)[0]) and not aside(record)
 
 
 def lenders(askers: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]],
@@ -203,7 +201,7 @@ def lenders(askers: Sequence[MemoryRecord], next_to: Mapping[str, Sequence[str]]
     out: dict[str, None] = {}
     for asker in askers:
         for other in (found[t] for t in next_to.get(asker.id, ()) if t in found):
-            if _lent(asker, other, _among_people(asker)):
+            if _lent(asker, other, among_people(asker)):
                 out[other.id] = None
     return list(out)
 
@@ -297,25 +295,6 @@ def named_next_to(records: Sequence[MemoryRecord], own: Column, named_by: Sequen
     return out
 
 
-def said_by_a_person(record: MemoryRecord) -> bool:
-    """Whether ``record`` is a message a person wrote: the user's, or a named speaker's (not an
-    assistant's, a notice, a tool's output or a memory stored without a role)."""
-    return bool(_roles(record)[0]) and not machine_said(record) and not _aside(record)
-
-
-def said_by_the_assistant(record: MemoryRecord) -> bool:
-    """Whether ``record`` is the assistant's turn (or a model's), by its role or the role its message
-    was given; not a notice or a tool's output."""
-    return machine_said(record) and not _aside(record)
-
-
-def users_turn(record: MemoryRecord) -> bool:
-    """Whether ``record`` is the user's message, by its role or the role its message was given (a
-    named user, "Alex", whose message was given as the user's)."""
-    role, given = _roles(record)
-    return role in USER_ROLES or given in USER_ROLES
-
-
 def conversation_support(records: Sequence[MemoryRecord], relevance: Column,
                          talks: Sequence[Sequence[int]] | None = None) -> Column:
     """Per record, the sum of its conversation's :data:`CONVERSATION_TURNS` best ``relevance``
@@ -358,7 +337,7 @@ def _lent(asker: MemoryRecord, other: MemoryRecord, people: bool,
         return 0.0
     if people:
         return 1.0
-    if _aside(asker):
+    if aside(asker):
         return 0.0
     if (other.created_at, other.id) > (asker.created_at, asker.id):  # the reply to a person's turn
         return REPLIED_SHARE if said_by_the_assistant(other) and not machine_said(asker) else 0.0
@@ -379,7 +358,7 @@ def _asks(record: MemoryRecord, question: Callable[[MemoryRecord], bool] | None 
     """Whether ``record`` is an assistant's short turn that asks something ("Which airline do you
     usually fly with?", also "Noted. What's your usual order? I can save it."), which the user's
     next turn answers unless it asks something itself."""
-    return (machine_said(record) and not _aside(record) and len(record.content.strip()) <= QUESTION_LENGTH
+    return (machine_said(record) and not aside(record) and len(record.content.strip()) <= QUESTION_LENGTH
             and (question or is_question)(record))
 
 
@@ -401,41 +380,15 @@ def is_question(record: MemoryRecord) -> bool:
     return _ASKING.search(_NOT_PROSE.sub(" ", record.content)) is not None
 
 
-def _roles(record: MemoryRecord) -> tuple[str, str]:
-    """``record``'s role and the role its message was given (``message_role``), read alike."""
-    given = (record.metadata or {}).get("message_role")
-    return _folded(record.role, given if isinstance(given, str) else str(given) if given else None)
-
-
-@functools.lru_cache(maxsize=1024)
-def _folded(role: str | None, given: str | None) -> tuple[str, str]:
-    # A ranking reads the roles of its ~200 candidates about a thousand times (each turn beside
-    # each of its neighbours): ~1 ms a retrieval at 100k memories, folded anew each time.
-    return (role or "").strip().casefold(), (given or "").strip().casefold()
-
-
-def _among_people(record: MemoryRecord) -> bool:
-    """Whether ``record`` may be a turn of a conversation between people: said by a named person,
-    not by an assistant, a user with no name or in a role given to another part."""
-    role, given = _roles(record)
-    return bool(role) and role not in ROLE_WORDS and not (given and given not in USER_ROLES)
-
-
-def _aside(record: MemoryRecord) -> bool:
-    """Whether ``record`` is a notice or a tool's output (by its role or the role it was given)."""
-    role, given = _roles(record)
-    return role in ASIDE_ROLES or given in ASIDE_ROLES
-
-
 def _between_people(records: Sequence[MemoryRecord], members: list[int]) -> list[int]:
     """The turns of ``members`` said by people, if they are a conversation between people, else none."""
     turns, people = [], set()
     for at in members:
         record = records[at]
-        role = _roles(record)[0]
-        if not role or _aside(record):
+        role = roles(record)[0]
+        if not role or aside(record):
             continue
-        if not _among_people(record):
+        if not among_people(record):
             return []  # a chat with an assistant, or a turn of one
         turns.append(at)
         people.add(role)

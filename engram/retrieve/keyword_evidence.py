@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.model import MemoryRecord
-from engram.retrieve.episodes import said_by_a_person, said_by_the_assistant
+from engram.retrieve.turn_roles import said_by_a_person, said_by_the_assistant
 
 __all__ = ["KEYWORD_FULL_SHARE", "KEYWORD_LENGTH", "KEYWORD_LENGTH_POWER", "KEYWORD_LENGTH_POWER_OWN",
            "MEANINGLESS", "SHORT_TEXT", "WEAK_KEYWORDS", "keyword_evidence", "length_discount", "without_meaning"]

@@ -40,7 +40,8 @@ import numpy.typing as npt
 
 from engram.model import MemoryRecord
 from engram.retrieve.columns import calibrated
-from engram.retrieve.episodes import is_question, users_turn
+from engram.retrieve.episodes import is_question
+from engram.retrieve.turn_roles import users_turn
 
 __all__ = ["BEST", "CLOSE", "OUTCOME_CLOSE", "OUTCOME_SHARE", "SHARE", "asks_for_the_outcome", "decisions",
            "later_tellings"]

@@ -49,7 +49,6 @@ from engram.retrieve.episodes import (
     conversations,
     lending,
     named_next_to,
-    said_by_the_assistant,
 )
 from engram.retrieve.fusion import (
     MEANING_LOW_SLACK,
@@ -124,6 +123,7 @@ from engram.retrieve.ranking import (
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, semantic_similarity, type_boost
 from engram.retrieve.speaker_names import NamesOf, without_speakers
 from engram.retrieve.standing import closest_rules, said_of_themselves
+from engram.retrieve.turn_roles import said_by_the_assistant
 
 __all__ = [
     "AHEAD_GAIN", "AHEAD_SIGNAL", "ALL_SIGNALS", "ANSWER_GAIN", "ASK_GAIN", "ASK_SIGNAL", "BRIDGE_GAIN",

@@ -20,9 +20,9 @@ import numpy.typing as npt
 from engram.attachments import ATTACHMENT_KEYS, attachments
 from engram.model import MemoryRecord, TimeRange
 from engram.retrieve.asked_value import VALUE_NAMES
-from engram.retrieve.episodes import users_turn
 from engram.retrieve.gain_weights import ANSWER_GAIN, CONTEXT_GAIN
 from engram.retrieve.standing import machine_said
+from engram.retrieve.turn_roles import users_turn
 from engram.retrieve.types import Scored
 
 __all__ = [

@@ -417,11 +417,11 @@ def test_a_named_users_answer_is_explained_as_an_answer(tmp_path: Path, embedder
 def test_a_role_given_as_nothing_is_no_role(given: object) -> None:
     """A message's ``message_role`` that is empty in any type reads as none given (as before the
     roles were kept per string)."""
-    from engram.retrieve.episodes import _roles
+    from engram.retrieve.turn_roles import roles
 
     record = MemoryRecord(id="m", user_id="u", content="hi", kind="message", created_at=NOW, recorded_at=NOW,
                           content_hash="h", role=" Sam ", metadata={"message_role": given})
-    assert _roles(record) == ("sam", "")
+    assert roles(record) == ("sam", "")
 
 
 def test_the_answer_to_a_long_replys_closing_question_is_found_with_it(tmp_path: Path, embedder: Embedder) -> None:

@@ -13,14 +13,9 @@ from engram import Memory, MemoryEntry, RetrievalConfig
 from engram.embedders.fake import FakeEmbedder
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.episodes import (
-    CAUSE_REPLY_SHARE,
-    REPLY_SHARE,
-    YOURS_REPLY_SHARE,
-    lending,
-    said_by_the_assistant,
-)
+from engram.retrieve.episodes import CAUSE_REPLY_SHARE, REPLY_SHARE, YOURS_REPLY_SHARE, lending
 from engram.retrieve.keyword_evidence import length_discount
+from engram.retrieve.turn_roles import said_by_the_assistant
 from engram.retrieve.understand import understand
 from engram.retrieve.your_words import asks_for_a_cause, asks_what_you_said
 
