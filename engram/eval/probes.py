@@ -4,8 +4,8 @@ The dev sets and the everyday scenario set have been read question by question w
 tuned; these were written afterwards, to the brief "realistic, varied and hard", by a writer who saw
 no code. Each file in ``tests/quality/probes/`` is one JSON object: ``now``, ``memories`` (``key``,
 ``user_id``, ``kind``, ``content``, ``created_at``, ``role`` for messages, ``session_id`` where the
-chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Fifty
-users in twenty-two files, each file written by a different writer:
+chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Fifty-two
+users in twenty-four files, each file written by a different writer:
 
 - an assistant chat in sessions, many of its exchanges short ("Which airport do you usually fly
   from?" / "Usually Gatwick."), plans that change; a coding chat without sessions (pasted code and
@@ -49,7 +49,11 @@ users in twenty-two files, each file written by a different writer:
   assistant (1,110 messages, nearly all under 200 characters), and a developer's eight months with a
   coding assistant in 80 sessions (700 messages, code and configs, instructions changed);
 - two former neighbours, one moved abroad, chatting for eleven months in 30 sittings, no assistant
-  (915 messages, photos described in the text, plans changed and retold).
+  (915 messages, photos described in the text, plans changed and retold);
+- a nurse's seven months with a personal assistant in 90 sessions while renovating a house and
+  helping plan a wedding (668 messages, replies of lists, sums and drafts, decisions settled in short
+  replies), and a five-a-side club's season-long group chat of five people in 44 sittings, no
+  assistant (1,084 messages nearly all under 200 characters).
 
 They are scored like the scenario set (:mod:`engram.eval.scenarios`): ``engram`` with the defaults
 at ``top_k`` 5 and 10 beside BM25, dense and their fusion over the same store, per question type.

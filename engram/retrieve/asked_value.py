@@ -26,6 +26,7 @@ from engram.model import MemoryRecord
 from engram.retrieve.amounts import asks_for_amount, holds_amount
 from engram.retrieve.latest import SHORT_QUESTION
 from engram.retrieve.newest import asks_for_the_newest
+from engram.timeparts import WEEKDAY_NAMES
 
 __all__ = ["VALUE_NAMES", "asks_for_value", "holds_asked_value"]
 
@@ -138,8 +139,7 @@ _WHEN = re.compile(
 # ahead to where a match can start (80 long technical messages: ~2 ms against 12). No pattern repeats
 # before what it must find: a long run of letters before "ago" cost a match attempt at each letter.
 DAY_READ = 1_000
-_DAY_NAMES = ("yesterday", "today", "tonight", "tomorrow", "monday", "tuesday", "wednesday", "thursday", "friday",
-              "saturday", "sunday")
+_DAY_NAMES = ("yesterday", "today", "tonight", "tomorrow", *WEEKDAY_NAMES)
 _THIS_OR_THAT = re.compile(r"(?:last|this|next)\s+(?:night|morning|afternoon|evening|week(?:end)?|month|year)\b")
 _AGO = re.compile(r"(?:days?|weeks?|months?|years?)\s+ago\b")
 # The word before "days ago" that counts them ("a couple (of) weeks ago", "three days ago"; not "many years ago").
