@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from engram.text_memo import TextMemo
+
 __all__ = ["count_many", "count_tokens", "cut_to_tokens"]
 
 _TOKENIZER = Path(__file__).parent / "embedders" / "data" / "all-MiniLM-L6-v2.tokenizer.json"
@@ -45,7 +47,18 @@ def count_tokens(text: str) -> int:
     tokenizer = _tokenizer()
     if tokenizer is None:
         return math.ceil(len(text) / 4)
+    return _counted(text)
+
+
+def _count(text: str) -> int:
+    tokenizer = _tokenizer()
+    assert tokenizer is not None  # only called once count_tokens found one
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+#: A retrieval counts the tokens of the memories it returns: ~45 us each for a chat message, and
+#: the next questions return many of the same.
+_counted = TextMemo(_count)
 
 
 #: From this many texts on, one parallel batch beats a call per text (a retrieval's few are faster alone).
