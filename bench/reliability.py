@@ -81,6 +81,7 @@ def _erasure_cost(n: int, samples: int = 30) -> dict[str, Any]:
 
     from engram import Memory
     from engram.embedders.fake import FakeEmbedder
+    from engram.stores.sqlite import erasure
     from engram.stores.sqlite import store as sqlite_store
 
     rng = random.Random(7)
@@ -122,7 +123,7 @@ def _erasure_cost(n: int, samples: int = 30) -> dict[str, Any]:
             return {"delete": stats(deletes), "content_edit": stats(edits)}
 
         erased = measure()
-        with mock.patch.object(sqlite_store, "_merge_keyword_segments", lambda c: None), \
+        with mock.patch.object(erasure, "merge_text_indexes", lambda c: None), \
                 mock.patch.object(sqlite_store.SQLiteStore, "_checkpoint", lambda self: None):
             plain = measure()
     return {

@@ -5,8 +5,10 @@ gone from the file (database and WAL) when the call returns, except the replaced
 memory's history keeps until the memory is deleted (:mod:`engram.stores.sql.history`). Four places
 would otherwise keep it:
 
-* the keyword index: an FTS5 delete only appends a marker segment that itself names the terms, so
-  the segments are merged into one (``optimize``) in the deleting transaction;
+* the keyword and substring indexes: an FTS5 delete only appends a marker segment that itself names
+  the terms (the trigrams, with their positions, in the substring index), so the segments of both
+  are merged into one (``optimize``) in the deleting transaction (:mod:`.text_indexes`, which also
+  keeps older SQLite from reading a much-merged index as corrupt);
 * freed space in pages: ``secure_delete`` zeroes it in the new version of each page;
 * old versions of those pages, in the WAL and in the database file until the next checkpoint: a
   ``TRUNCATE`` checkpoint copies the zeroed versions into the file and empties the WAL;
@@ -19,12 +21,15 @@ would otherwise keep it:
 Records this process read are held in memory too (:mod:`.records`); the user's are dropped by these
 calls at once.
 
-Merging rewrites the whole keyword index and the checkpoint writes it back, so a delete or a text
-edit costs time that grows with the file's size: measured on two shared cores, about 18 ms at 1k
-memories, 75 to 100 ms at 10k and 220 ms at 50k, against under 1 ms for a delete without erasure
-(``bench/reliability.py --erasure-cost N`` measures it). A replace that changes only a memory's
+Merging rewrites both indexes whole and the checkpoint writes them back, so a delete or a text edit
+costs time that grows with the file's size: measured on two shared cores (SQLite 3.40), 17 ms at 1k
+memories, 120 ms at 10k and 550 ms at 50k, against under 1 ms for a delete without erasure
+(``bench/reliability.py --erasure-cost N`` measures it); five sixths of it is the substring index,
+whose trigrams are many. Merging the keyword index alone cost 5, 19 and 77 ms, but left the deleted
+text readable, trigram by trigram, in the substring index's pages. A replace that changes only a memory's
 status, importance or derived entities (current truth, entity backfill) erases nothing and costs
-nothing extra. Another process reading or writing the file can hold the checkpoint back (see
+nothing extra; one that changes any other text the caller wrote (tags, metadata) erases as a
+content edit does. Another process reading or writing the file can hold the checkpoint back (see
 :meth:`ErasureMixin._checkpoint`).
 """
 from __future__ import annotations
@@ -43,6 +48,7 @@ from engram.stores.sql.history import log_replace
 from engram.stores.sql.rows import COLUMNS, record_params, row_to_record
 from engram.stores.sql.writes import WriteMixin
 from engram.stores.sqlite.dialect import SQLITE
+from engram.stores.sqlite.text_indexes import merge as merge_text_indexes
 
 __all__ = ["ErasureMixin"]
 
@@ -58,7 +64,8 @@ _OTHER_TEXT = {
 }
 _TEXT_COLUMNS = ", ".join([*_KEYWORD_TEXT, *_OTHER_TEXT])
 
-#: What a replace must erase: the keyword index and old pages, old pages only, or nothing.
+#: What text a replace changed: what the keyword index holds, other text, or none. Either of the first two
+#: erases from both text indexes (the substring index holds tags and metadata too) and from old pages.
 _Erasure = Literal["keywords", "pages"] | None
 
 
@@ -70,11 +77,6 @@ def _erasure(old: Sequence[Any], record: MemoryRecord) -> _Erasure:
     if any(changed[: len(_KEYWORD_TEXT)]):
         return "keywords"
     return "pages" if any(changed) else None
-
-
-def _merge_keyword_segments(c: sqlite3.Connection) -> None:
-    """Merge the FTS5 segments into one, dropping deleted rows' postings and the delete markers."""
-    c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
 
 
 class ErasureMixin(WriteMixin):
@@ -135,8 +137,8 @@ class ErasureMixin(WriteMixin):
             c.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
             rowid = self._insert(c, record, new_vector, new_facets)
             log_replace(SQLITE, c, row_to_record(SQLITE, old), record)
-            if erasure == "keywords":
-                _merge_keyword_segments(c)
+            if erasure is not None:  # the substring index holds tags and metadata's words too
+                merge_text_indexes(c)
             return rowid, new_vector, erasure
 
         result = self._write(op)
@@ -155,7 +157,7 @@ class ErasureMixin(WriteMixin):
 
     # -- the shared deletes' hooks -------------------------------------------------------------------
     def _erase(self, c: sqlite3.Connection) -> None:
-        _merge_keyword_segments(c)
+        merge_text_indexes(c)
 
     def _deleted(self, user_id: str, gone: Sequence[str], statuses: Sequence[tuple[Any, str]]) -> None:
         index = self._indexes.written(user_id)
@@ -174,7 +176,7 @@ class ErasureMixin(WriteMixin):
         # The id must not outlive the user; a later write starts the counter at a random value again.
         c.execute("DELETE FROM user_versions WHERE user_id = ?", (user_id,))
         c.execute("DELETE FROM memory_removals WHERE user_id = ?", (user_id,))
-        _merge_keyword_segments(c)
+        merge_text_indexes(c)
 
     def delete_many(self, user_id: str, memory_ids: Sequence[str]) -> int:
         with self._turns.of(user_id):

@@ -37,6 +37,7 @@ from engram.stores.sqlite.readers import ReadPool, read_only
 from engram.stores.sqlite.records import RecordsMixin
 from engram.stores.sqlite.resaves import Resaves
 from engram.stores.sqlite.schema import migrate, register_functions
+from engram.stores.sqlite.text_indexes import repair as repair_text_indexes
 from engram.stores.sqlite.user_cache import Turns
 from engram.stores.sqlite.vector_search import VectorMixin
 from engram.stores.sqlite.versions import user_version
@@ -102,6 +103,7 @@ class SQLiteStore(
             register_functions(self._conn)
             self._retry(lambda: migrate(self._conn))
             self._retry(lambda: clear_stray_marks(self._conn))
+            self._retry(lambda: repair_text_indexes(self._conn))  # deepened by older erasures
             self._data_version = self._retry(self._read_data_version)
         except (sqlite3.Error, StoreError) as exc:
             self._conn.close()

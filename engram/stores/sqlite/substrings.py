@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["create_substring_index", "searched_text"]
+__all__ = ["create_substring_index", "fill_substring_index", "searched_text"]
 
 _FIELDS = ("content", "subject", "predicate", "object", "trigger_text", "action_text")
 
@@ -49,5 +49,10 @@ def create_substring_index(conn: sqlite3.Connection) -> None:
     ):
         conn.execute(f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON memories BEGIN {body} END")
     # A store whose version was set back already holds the rows: rebuilt from scratch, not twice.
+    fill_substring_index(conn)
+
+
+def fill_substring_index(conn: sqlite3.Connection) -> None:
+    """Empty the index and index every stored row again (its structure written afresh)."""
     conn.execute("INSERT INTO substring_fts (substring_fts) VALUES ('delete-all')")
     conn.execute(f"INSERT INTO substring_fts (rowid, text) SELECT m.rowid, {searched_text('m')} FROM memories m")
