@@ -270,8 +270,8 @@ def create_app(memory: Memory, keys: KeyStore, settings: ServiceSettings | None 
     @app.get("/v1/admin/stats", tags=["admin"], response_model=StatsOut, responses=ERRORS,
              response_model_exclude_unset=True)
     def stats(key: LimitedKey, svc: SvcDep) -> dict[str, Any]:
-        """Store-wide counts: admin only, since they span every user."""
-        check_admin(key)
+        """Store-wide counts: an admin key for every user only, since they span every user."""
+        check_admin(key, every_user=True)
         return dict(jsonable(svc.memory.stats()))
 
     @app.put("/v1/admin/settings", tags=["admin"], response_model=AdminSettingsOut, responses=ERRORS)

@@ -141,7 +141,8 @@ def keys_group() -> None:
 @keys_group.command(name="create", help="Create a key; its token is the last word printed, shown only once.")
 @click.option("--user", "users", multiple=True, help="A user id the key may touch (repeatable).")
 @click.option("--tenant", "tenants", multiple=True, help="Every user id starting with TENANT: (repeatable).")
-@click.option("--admin", is_flag=True, help="May change AdminMemorySettings; touches every user unless --user given.")
+@click.option("--admin", is_flag=True, help="May change AdminMemorySettings; resets the store and reads its "
+              "store-wide counts unless --user or --tenant given.")
 @click.option("--name", default=None, help="A note to recognise the key by.")
 @click.option("--rate", type=float, default=None, help="Requests a second for this key (default: the server's).")
 @click.option("--burst", type=float, default=None, help="Burst size for this key (default: the server's).")

@@ -204,6 +204,11 @@ def user_of(key: ApiKey, query: str | None, body: str | None, *, field: str = "u
     return check_user(key, user)
 
 
-def check_admin(key: ApiKey) -> None:
+def check_admin(key: ApiKey, *, every_user: bool = False) -> None:
+    """Refuse a key that is not an admin key; with ``every_user`` (what spans every user: resetting
+    the store, its store-wide counts) also an admin key scoped to some users or tenants only."""
     if not key.admin:
         raise Forbidden("this API key is not an admin key")
+    if every_user and "*" not in key.scopes:
+        raise Forbidden("this admin key is scoped to some users; what spans every user of the store needs an "
+                        "admin key for every user (engram keys create --admin, without --user or --tenant)")

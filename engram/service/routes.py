@@ -238,8 +238,9 @@ def forget_user(user_id: str, key: LimitedKey, svc: SvcDep) -> Any:
 
 @router.post("/admin/reset", tags=["admin"], response_model=ResetOut)
 def reset(key: LimitedKey, svc: SvcDep) -> Any:
-    """DESTRUCTIVE: forget every user of the store (``Memory.reset``); an admin key only. API keys stay."""
-    check_admin(key)
+    """DESTRUCTIVE: forget every user of the store (``Memory.reset``); an admin key for every user only.
+    API keys stay."""
+    check_admin(key, every_user=True)
     return {"deleted": svc.memory.reset()}
 
 

@@ -162,11 +162,15 @@ def test_every_route_round_trips_through_a_generated_client(api: tuple[Api, Harn
     put = ok(a.call("put_settings", admin, body=a.model("AdminSettingsBody", {"retrieval": {"topK": 6}})),
              "AdminSettingsOut")
     assert put.retrieval.top_k == 6
-    assert ok(a.call("stats", admin), "StatsOut").backend == "sqlite"
+    everyone = h.key(admin=True)  # what spans every user needs an admin key for every user
+    refused(a.call("stats", admin), 403, "FORBIDDEN")
+    assert ok(a.call("stats", everyone), "StatsOut").backend == "sqlite"
     deleted = ok(a.call("delete_memory", token, memory_id=chat.memories[0].id, user_id="u1"), "DeletedOut")
     assert deleted.deleted is True
     assert ok(a.call("forget_user", token, user_id="u2"), "ForgottenOut").user_id == "u2"
-    assert ok(a.call("reset", admin), "ResetOut").deleted >= 3
+    refused(a.call("reset", admin), 403, "FORBIDDEN")
+    assert ok(a.call("list_memories", token, user_id="u1"), "MemoriesOut").memories  # nothing was reset
+    assert ok(a.call("reset", everyone), "ResetOut").deleted >= 3
 
     assert a.called == set(a.modules), f"not called: {set(a.modules) - a.called}"
 
