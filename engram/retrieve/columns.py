@@ -59,6 +59,11 @@ class Known:
             found = self.standing[record.id] = is_standing(record)
         return found
 
+    def holds(self, record: MemoryRecord) -> bool:
+        """Whether ``record`` states what holds for the user: a fact (what an app's extraction kept:
+        "Nadia's accountant is now Farah Siddiqui at Ledgerwise") or a standing statement."""
+        return record.kind == "fact" or self.standing_of(record)
+
 
 def base_signals(
     records: Sequence[MemoryRecord],
@@ -248,5 +253,5 @@ def lasting(records: Sequence[MemoryRecord], seen: Known) -> npt.NDArray[np.floa
     """For a question about the user as a whole: 1 for a fact or a standing statement (what holds:
     "I'm vegetarian"), :data:`PASSING` for the rest of what the user said of themselves ("I'm
     flying to Denver on Thursday")."""
-    return np.fromiter((1.0 if r.kind == "fact" or seen.standing_of(r) else PASSING for r in records),
+    return np.fromiter((1.0 if seen.holds(r) else PASSING for r in records),
                        dtype=np.float64, count=len(records))

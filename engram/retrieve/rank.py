@@ -297,7 +297,7 @@ def rank(
     around = context_support(records, relevance, lent)
     via, asked, spoke, stands = gains(records, bridges or {}, said, voices, asks, speaking,
                                       requests or profile is not None,
-                                      seen.standing_of if profile is None
+                                      seen.holds if profile is None
                                       else partial(said_of_themselves, user_id=profile), assistant=yours)
     # "Redo the start of the antagonist's chapter": the user's rules closest to a request govern it
     rule = closest_rules(rules, records) if requests and query_vec is not None else np.zeros(len(records))

@@ -265,6 +265,21 @@ def test_the_gain_puts_an_instruction_above_words_shared_by_chance() -> None:
     assert [records[i].id for i in _ranked(records, vectors, keywords, requests=True).order] == ["m", "chance"]
 
 
+def test_a_request_lifts_a_stored_fact_as_it_does_a_standing_statement() -> None:
+    """What an app's extraction kept of the user is what holds for them: "This form wants my home
+    address, can you fill that bit in?" is answered by the fact of where they live now, which shares
+    no word with it, while a chat turn that shares its words by chance states nothing that holds."""
+    fact = replace(_said("Moved to 14 Larch Close, Hellesdon, in August.", role=None), id="fact", kind="fact")
+    chance = replace(_said("The form at the bank took ages to fill in.", role="user"), id="chance")
+    vectors, keywords = {"fact": [0.45, 0.893], "chance": [0.2, 0.98]}, {"chance": 0.5, "fact": 0.0}
+    records = [fact, chance]
+    assert [records[i].id for i in _ranked(records, vectors, keywords).order] == ["chance", "fact"]
+    ranking = _ranked(records, vectors, keywords, requests=True)
+    assert [records[i].id for i in ranking.order] == ["fact", "chance"]
+    explained = {s.record.id: s for s in ranking.explained(ranking.best(2))}
+    assert explained["fact"].signals["standing"] == 1.0 and explained["chance"].signals["standing"] == 0.0
+
+
 def test_the_rule_closest_to_a_request_comes_first_among_the_users_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     """In a long chat nearly every user message states something that holds: of the standing
     statements closest to a request (the standing source's order), the first ranked gains RULE_GAIN,
