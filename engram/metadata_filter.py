@@ -24,12 +24,14 @@ type is a ``ValidationError`` naming where it stands, never a silent no-match.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from engram.errors import ValidationError, short_repr
+from engram.validate import check_utf8
 
 __all__ = ["COLUMNS", "COMBINATORS", "METADATA_KEY", "MISSING", "OPERATORS", "as_time", "check", "evaluate", "fold",
            "matches", "record_value"]
@@ -125,6 +127,7 @@ def _check_operand(key: str, operator: Any, operand: Any, where: str) -> None:
             _check_operand(key, "eq", item, where)
         return
     kind = _type(operand)
+    _check_value(operand, kind, where)
     if operator in ("contains", "icontains"):
         if kind != "str":
             raise ValidationError(where, f"must be a text, got {type(operand).__name__}")
@@ -134,6 +137,18 @@ def _check_operand(key: str, operator: Any, operand: Any, where: str) -> None:
         raise ValidationError(where, f"must be a text, number, boolean or null, got {type(operand).__name__}")
     if key == "created_at" and operand != "*" and operator not in ("contains", "icontains") and operand is not None:
         as_time(operand, where)
+
+
+def _check_value(operand: Any, kind: str, where: str) -> None:
+    """What the stores cannot bind or compare: a text that is no UTF-8 (a lone surrogate), an
+    integer outside SQLite's and PostgreSQL's 64 bits, a number that is not finite."""
+    if kind == "str":
+        check_utf8(operand, where)
+    elif kind == "num":
+        if isinstance(operand, int) and not -(2**63) <= operand <= 2**63 - 1:
+            raise ValidationError(where, "an integer must be within the signed 64-bit range")
+        if isinstance(operand, float) and not math.isfinite(operand):
+            raise ValidationError(where, "must be a finite number")
 
 
 def record_value(record: Any, key: str) -> Any:

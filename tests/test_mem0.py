@@ -93,6 +93,19 @@ def test_mem0_filter_operators(memory: Memory) -> None:
         memory.search("x", user_id="u1", filters={"OR": {"a": 1}})
     assert error.value.field == "filters.OR"
     assert matches({"role": "user"}, {"role": "user", "metadata": {"role": "other"}})
+    # What no store can bind is refused by name, not met by an encoder's or a driver's exception.
+    for bad, field in (({"category": {"contains": "\ud800"}}, "filters.category.contains"),
+                       ({"category": {"in": ["ok", "\udfff"]}}, "filters.category.in"),
+                       ({"priority": 2**63}, "filters.priority"),
+                       ({"priority": {"gt": -(10**30)}}, "filters.priority.gt"),
+                       ({"priority": {"gte": float("inf")}}, "filters.priority.gte")):
+        with pytest.raises(ValidationError) as error:
+            memory.get_all(user_id="u1", filters=bad)
+        assert error.value.field == field
+        with pytest.raises(ValidationError) as error:
+            memory.search("x", user_id="u1", filters=bad)
+        assert error.value.field == field
+    assert found({"priority": 2**63 - 1}) == []  # the largest 64-bit integer is a value like any other
 
 
 def test_threshold_keeps_only_scores_at_or_above_it(memory: Memory) -> None:
