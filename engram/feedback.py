@@ -59,11 +59,16 @@ class FeedbackResult:
 
 
 def log_entry(retrieval: Retrieval, config: RetrievalConfig, weights_source: str, at: datetime,
-              experiment: Mapping[str, str] | None = None) -> LoggedRetrieval:
+              experiment: Mapping[str, str] | None = None, owner: str | None = None) -> LoggedRetrieval:
+    """What the log keeps of ``retrieval``: with ``owner`` (the user it is logged for), only the
+    memories that are theirs. A shared scope's memory (``also=["kb"]``) is another user's: its
+    deletion clears the logs of its own user only, so an id kept in the asker's log would outlive
+    it, and feedback given on it would count uses of another user's memory."""
     meta = retrieval.metadata
     items = tuple(
         LoggedItem(m.id, m.record.kind if m.record is not None else m.type, dict(m.signals))
         for m in retrieval.memories
+        if owner is None or m.record is None or m.record.user_id == owner
     )
     settings = {
         "searchType": config.search_type,

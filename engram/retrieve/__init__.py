@@ -368,7 +368,7 @@ class Pipeline:
         if self.log_retrievals and result.memories:
             log_retrieval(self.store, self.metrics, user_id, result,
                           log_entry(result, config, source_of_weights, datetime.now(UTC),
-                                    logged_settings(self.experiment, variant)))
+                                    logged_settings(self.experiment, variant), owner=user_id))
         return result
 
     def _embed(self, query: str, config: RetrievalConfig) -> Future[Any] | None:

@@ -79,3 +79,18 @@ def test_names_are_counted_over_every_scope(each_backend: Memory) -> None:
     # a store older than the method counts nothing, so every name counts fully
     assert Scopes(SimpleNamespace(), ["alice"]).entity_shares("alice", ["mention:alice"], 10) == (  # type: ignore[arg-type]
         {"mention:alice": 0}, 0)
+
+
+def test_a_shared_scopes_memory_is_not_logged_under_the_asker(each_backend: Memory) -> None:
+    """Deleting a shared memory clears its own user's logs: kept in the asker's log its id would
+    outlive it, and feedback on it would count uses of another user's memory."""
+    fill(each_backend)
+    result = each_backend.retrieve("How are refunds on the Pro plan computed?", user_id="alice", also=["kb"],
+                                   now=NOW, config=RetrievalConfig(top_k=5))
+    shared = next(m for m in result.memories if m.collection == "user:kb")
+    own = next(m for m in result.memories if m.collection == "user:alice")
+    logged = each_backend.store.get_retrieval("alice", result.metadata.retrieval_id or "")
+    assert logged is not None and own.id in logged.returned_ids() and shared.id not in logged.returned_ids()
+    with pytest.raises(ValidationError):
+        each_backend.feedback(result.metadata.retrieval_id or "", [shared.id], user_id="alice")
+    each_backend.feedback(result.metadata.retrieval_id or "", [own.id], user_id="alice")
