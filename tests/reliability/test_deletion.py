@@ -437,6 +437,27 @@ def test_erasure_blocked_by_a_reader_does_not_stall_delete_and_completes_later(t
     assert b"quokka" not in _file_bytes(db)
 
 
+def test_closing_waits_for_a_read_that_blocks_the_erasure(tmp_path: Path) -> None:
+    """A process that deletes and exits (``engram delete``) has no later write to finish a blocked
+    erasure: closing retries it while another connection's read ends, then the text is gone."""
+    db = tmp_path / "blocked.db"
+    memory = Memory(db, embedder=FakeEmbedder())
+    _busy_history(memory, "u", n=5)
+    victim = memory.add("the zanzibarquokka ledger entry", user_id="u")
+    reader = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchall()
+    assert memory.delete(victim.id, user_id="u")
+    release = threading.Timer(1.0, lambda: reader.execute("COMMIT"))
+    release.start()
+    started = time.perf_counter()
+    memory.close()
+    assert 0.5 < time.perf_counter() - started < 5.0
+    release.join()
+    assert b"quokka" not in _file_bytes(db)  # the other connection is still open, idle
+    reader.close()
+
+
 def test_traces_after_delete_and_update_attack(tmp_path: Path) -> None:
     """Each memory carries a word found nowhere else; after deletes, edits of content and metadata and
     a forget_user, interleaved with adds and retrievals and with a second connection open, no byte

@@ -35,12 +35,15 @@ content edit does. Another process reading or writing the file can hold the chec
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
+from engram.errors import StoreError
 from engram.ext import Vector
 from engram.model import MemoryRecord
 from engram.stores.facets import facet_matrix
@@ -54,6 +57,9 @@ __all__ = ["ErasureMixin"]
 
 T = TypeVar("T")
 _CHECKPOINT_WAIT_MS = 250  # how long an erasing checkpoint waits for other processes (see _checkpoint)
+_CLOSE_WAIT_S = 5.0  # how long closing retries an erasing checkpoint another process blocked
+_CLOSE_RETRY_S = 0.1
+log = logging.getLogger("engram.stores.sqlite")
 
 #: Columns of text a caller wrote, as positions in ``record_params``: the keyword-indexed ones, then
 #: the rest. Entities are left out: they are derived ids that entity backfill rewrites on many rows.
@@ -200,8 +206,8 @@ class ErasureMixin(WriteMixin):
 
         A reader or writer in another process blocks the truncation; it is waited for only
         :data:`_CHECKPOINT_WAIT_MS` (the usual 10 s busy timeout would stall the delete behind a
-        long read), then retried after this store's next write and at close: until then the old
-        page versions stay in the WAL.
+        long read), then retried after this store's next write and at close (for up to
+        :data:`_CLOSE_WAIT_S`): until then the old page versions stay in the WAL and the file.
         """
 
         def run() -> bool:
@@ -216,3 +222,20 @@ class ErasureMixin(WriteMixin):
         # This process's readers wait meanwhile: a read holding a snapshot blocks the truncation.
         with self._readers.paused() if self._readers is not None else contextlib.nullcontext():
             self._checkpoint_pending = self._retry(run)
+
+    def _finish_erasure(self, seconds: float = _CLOSE_WAIT_S) -> bool:
+        """At close: retry a blocked erasing checkpoint for up to ``seconds`` (another process's read
+        ends; a process that deletes and exits, as ``engram delete`` does, has no later write to retry
+        it after, and the erased text's old pages would stay in the file while the other process
+        idles); whether it completed. A failure to complete is logged, never raised."""
+        deadline = time.monotonic() + seconds
+        while self._checkpoint_pending:
+            with contextlib.suppress(sqlite3.Error, StoreError):
+                self._checkpoint()
+            if not self._checkpoint_pending or time.monotonic() >= deadline:
+                break
+            time.sleep(_CLOSE_RETRY_S)
+        if self._checkpoint_pending:
+            log.warning("erased text stays in the WAL and database file of %s until the next checkpoint: "
+                        "another process held a read for %.0f s", getattr(self, "path", "?"), seconds)
+        return not self._checkpoint_pending

@@ -6,7 +6,6 @@ when the call returns: :mod:`.erasure`.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import sqlite3
 import threading
@@ -224,10 +223,7 @@ class SQLiteStore(
         if self._readers is not None:
             self._readers.close()
         with self._lock:
-            if self._checkpoint_pending:
-                # Best effort: closing must not fail because another process still reads.
-                with contextlib.suppress(sqlite3.Error, StoreError):
-                    self._checkpoint()
+            self._finish_erasure()  # best effort: closing must not fail because another process still reads
             self._conn.close()
 
     # -- embedding bookkeeping ------------------------------------------------------------------------
