@@ -61,8 +61,10 @@ class Known:
 
     def holds(self, record: MemoryRecord) -> bool:
         """Whether ``record`` states what holds for the user: a fact (what an app's extraction kept:
-        "Nadia's accountant is now Farah Siddiqui at Ledgerwise") or a standing statement."""
-        return record.kind == "fact" or self.standing_of(record)
+        "Nadia's accountant is now Farah Siddiqui at Ledgerwise"), a procedure (how the user has
+        things done: "Quotes: itemise labour and materials separately, valid for 30 days") or a
+        standing statement."""
+        return record.kind in ("fact", "procedure") or self.standing_of(record)
 
 
 def base_signals(

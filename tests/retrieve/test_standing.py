@@ -278,6 +278,10 @@ def test_a_request_lifts_a_stored_fact_as_it_does_a_standing_statement() -> None
     assert [records[i].id for i in ranking.order] == ["fact", "chance"]
     explained = {s.record.id: s for s in ranking.explained(ranking.best(2))}
     assert explained["fact"].signals["standing"] == 1.0 and explained["chance"].signals["standing"] == 0.0
+    # How the user has things done governs a request to do them, as a stated rule does.
+    rule = replace(_said("Quotes: itemise labour and materials separately.", role=None), id="fact", kind="procedure")
+    ranking = _ranked([rule, chance], vectors, keywords, requests=True)
+    assert [[rule, chance][i].id for i in ranking.order] == ["fact", "chance"]
 
 
 def test_the_rule_closest_to_a_request_comes_first_among_the_users_rules(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -312,13 +316,13 @@ def test_the_rule_closest_to_a_request_comes_first_among_the_users_rules(monkeyp
 def test_a_question_of_how_something_is_done_lifts_the_procedure() -> None:
     """"What's the process for a rush order?" asks for the procedure: a message sharing more of its
     words ("Rush orders are stressful ...") outranked it; the procedure gains half its own meaning,
-    and says why. A procedure gains nothing from a question that is not of how things are done."""
+    and says why. A procedure gains nothing from a question that is neither of how things are done
+    nor a request (which a procedure governs: test_a_request_lifts_a_stored_fact_...)."""
     records = [replace(_said("When a customer asks for a rush order: check stock first."), kind="procedure",
                        role=None),
                replace(_said("Rush orders are stressful, we missed the deadline last time.", role="user"), id="chat")]
     vectors, keywords = {"m": [0.45, 0.893], "chat": [0.35, 0.937]}, {"chat": 0.6, "m": 0.4}
     assert [records[i].id for i in _ranked(records, vectors, keywords).order] == ["chat", "m"]
-    assert [records[i].id for i in _ranked(records, vectors, keywords, requests=True).order] == ["chat", "m"]
     ranking = _ranked(records, vectors, keywords, procedural=True)
     assert [records[i].id for i in ranking.order] == ["m", "chat"]
     procedure, chat = ranking.explained(ranking.best(2))
