@@ -255,7 +255,7 @@ class Pipeline:
                 newest=Newest(plan.text, frozenset(asked.newest)) if asked.newest is not None else None,
                 value=plan.value, past=plan.held or plan.past, days_only=days_only, yours=plan.yours,
                 cause=plan.cause, how=plan.how, outcome=plan.outcome,
-                rules=found.standing if plan.governed else (), entity_weights=telling,
+                rules=found.standing if plan.governed else None, entity_weights=telling,
                 speaker_names=partial(self.speaker_names.of, tuple(sorted(owners)), self.embedder(), self.executor,
                                       budget.embedded_by),
             ))

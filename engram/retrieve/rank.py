@@ -122,7 +122,7 @@ from engram.retrieve.ranking import (
 )
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE, semantic_similarity, type_boost
 from engram.retrieve.speaker_names import NamesOf, without_speakers
-from engram.retrieve.standing import closest_rules, said_of_themselves
+from engram.retrieve.standing import closest_rules, governing_rules, said_of_themselves
 from engram.retrieve.turn_roles import said_by_the_assistant
 
 __all__ = [
@@ -195,7 +195,7 @@ def rank(
     outcome: bool = False,
     known: Known | None = None,
     facets: Mapping[str, npt.NDArray[np.float32]] | None = None,
-    rules: Sequence[str] = (),
+    rules: Sequence[str] | None = None,
     entity_weights: Mapping[str, float] | None = None,
     speaker_names: NamesOf | None = None,
 ) -> Ranking:
@@ -231,8 +231,9 @@ def rank(
     ``permission`` (the query asks whether something may be done) lets the standing statements of
     whoever it names who speaks among the candidates gain as a request's do; ``newest`` (the query
     asks for the newest of something) lets what fits it gain ``NEWEST_GAIN`` of how new it is among
-    what fits (``newest``, engram.retrieve.newest). ``rules`` (the user's standing statements whose
-    closest sentence is closest to a request, closest first: the standing source's) lets the first of
+    what fits (``newest``, engram.retrieve.newest). ``rules`` (given for a request the user's rules govern:
+    the user's standing statements whose closest sentence is closest to it, the standing source's)
+    with the procedures ranked here, in order of similarity (``governing_rules``), lets the first of
     them ranked gain ``RULE_GAIN``, each next ``RULE_SHARE`` of the one before, to the ``RULE_KEEP``-th
     (``closest_rule``), when the query has a vector to be close to. ``known``
     keeps the signals the second hop does not change between a query's rankings; ``entity_weights``
@@ -300,7 +301,9 @@ def rank(
                                       seen.holds if profile is None
                                       else partial(said_of_themselves, user_id=profile), assistant=yours)
     # "Redo the start of the antagonist's chapter": the user's rules closest to a request govern it
-    rule = closest_rules(rules, records) if requests and query_vec is not None else np.zeros(len(records))
+    rule = np.zeros(len(records))
+    if rules is not None and requests and query_vec is not None:  # a request the user's rules govern
+        rule = closest_rules(governing_rules(rules, records, cosines), records)
     if permission and voices and not stands.any():  # "Can I phone Maya after 7?": her rules answer it
         stands = np.fromiter((said.get(r.id) in voices and seen.standing_of(r) for r in records), dtype=np.float64,
                              count=len(records))

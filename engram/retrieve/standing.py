@@ -32,7 +32,7 @@ from engram.text_memo import TextMemo
 
 __all__ = [
     "MAX_STANDING_SENTENCES", "NOT_THE_USERS", "asks_about_the_user", "asks_for_standing", "asks_for_work",
-    "asks_permission", "closest_rules", "how_it_is_done",
+    "asks_permission", "closest_rules", "governing_rules", "how_it_is_done",
     "is_request", "is_standing", "machine_said", "not_the_users", "said_of_themselves", "standing_sentences",
 ]
 
@@ -336,6 +336,19 @@ def standing_sentences(record: MemoryRecord) -> list[str]:
     if len(sentences) < 2 or not is_standing(record):
         return []
     return [s for s in sentences if _states(s)][:MAX_STANDING_SENTENCES]
+
+
+def governing_rules(rules: Sequence[str], records: Sequence[MemoryRecord],
+                    cosines: npt.NDArray[np.float64]) -> list[str]:
+    """The rules that govern a request, closest first: the standing statements it read (``rules``)
+    and the user's procedures, those of them ranked here (``records``), by their similarity to it
+    (``cosines``, a statement's closest sentence's). How the user has a thing done governs a request
+    to do it as a stated rule does: "Put a quote together for a full rewire at 12 Clive Road" by
+    "Quotes: itemise labour and materials separately, valid for 30 days"; in an app's store of
+    extracted memories the procedures are most of the rules, and no message states them."""
+    at = {record.id: place for place, record in enumerate(records)}
+    ranked = {i for i in rules if i in at} | {r.id for r in records if r.kind == "procedure"}
+    return sorted(ranked, key=lambda i: (-float(cosines[at[i]]), i))
 
 
 def closest_rules(rules: Sequence[str], records: Sequence[MemoryRecord]) -> npt.NDArray[np.float64]:

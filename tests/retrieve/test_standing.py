@@ -313,6 +313,29 @@ def test_the_rule_closest_to_a_request_comes_first_among_the_users_rules(monkeyp
     assert "among the user's standing statements closest to this request" in explained["dash"].reasons
 
 
+def test_a_procedure_governs_a_request_as_a_stated_rule_does() -> None:
+    """In an app's store of extracted memories no message states the rules: "Put a quote together
+    for a full rewire" is governed by the procedure "Quotes: itemise labour and materials ...",
+    which takes its place among the user's rules by its closeness to the request; a request the
+    rules do not govern (no ``rules`` given) lifts none, nor does a procedure farther than a rule."""
+    quotes = replace(_said("Quotes: itemise labour and materials separately.", role=None), id="quotes",
+                     kind="procedure")
+    pov = replace(_said("Baird's chapters are close third person, past tense."), id="pov")
+    past = replace(_said("Quoted Mrs Patel 6,400 for a full rewire of her terrace.", role=None), id="past",
+                   kind="episode")
+    records = [quotes, pov, past]
+    vectors = {"quotes": [0.30, 0.954], "pov": [0.20, 0.98], "past": [0.32, 0.947]}
+    keywords = {"past": 0.5}
+    assert records[_ranked(records, vectors, keywords, requests=True).order[0]].id == "past"
+    ranking = _ranked(records, vectors, keywords, requests=True, rules=[])
+    assert records[ranking.order[0]].id == "quotes"
+    explained = {s.record.id: s for s in ranking.explained(ranking.best(3))}
+    assert explained["quotes"].signals["closest_rule"] == 1.0 and explained["past"].signals["closest_rule"] == 0.0
+    ruled = _ranked(records, vectors, keywords, requests=True, rules=["pov"])
+    explained = {s.record.id: s for s in ruled.explained(ruled.best(3))}
+    assert explained["quotes"].signals["closest_rule"] == 1.0 and explained["pov"].signals["closest_rule"] == RULE_SHARE
+
+
 def test_a_question_of_how_something_is_done_lifts_the_procedure() -> None:
     """"What's the process for a rush order?" asks for the procedure: a message sharing more of its
     words ("Rush orders are stressful ...") outranked it; the procedure gains half its own meaning,
