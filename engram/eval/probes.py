@@ -4,8 +4,8 @@ The dev sets and the everyday scenario set have been read question by question w
 tuned; these were written afterwards, to the brief "realistic, varied and hard", by a writer who saw
 no code. Each file in ``tests/quality/probes/`` is one JSON object: ``now``, ``memories`` (``key``,
 ``user_id``, ``kind``, ``content``, ``created_at``, ``role`` for messages, ``session_id`` where the
-chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Sixty-two
-users in twenty-six files, each file written by a different writer:
+chat has sessions) and ``questions`` (``user_id``, ``text``, ``gold`` keys, ``type``). Sixty-eight
+users in twenty-seven files, each file written by a different writer:
 
 - an assistant chat in sessions, many of its exchanges short ("Which airport do you usually fly
   from?" / "Usually Gatwick."), plans that change; a coding chat without sessions (pasted code and
@@ -58,7 +58,8 @@ users in twenty-six files, each file written by a different writer:
   restated or changed with the old one kept, episodes, procedures, summaries, a minority of chat
   turns), asked as an agent asks before answering ("can you fill in my home address?"), and five
   more such stores (a landscaping business's shared account, a nurse, a retired landlord, an
-  engineering lead, a family's homework helper; 873 memories).
+  engineering lead, a family's homework helper; 873 memories), and six more (a touring fiddler, a
+  vet, a lorry driver, a PhD student abroad, a wedding photographer, a care-home manager; 799).
 
 They are scored like the scenario set (:mod:`engram.eval.scenarios`): ``engram`` with the defaults
 at ``top_k`` 5 and 10 beside BM25, dense and their fusion over the same store, per question type.
