@@ -96,6 +96,27 @@ def test_version_bounds_are_inclusive() -> None:
                          now=NOW).version == version
 
 
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**30], ids=short_repr)
+def test_metadata_integers_are_within_64_bits(value: Any) -> None:
+    """What neither store can compare exactly, so no filter could find it, is refused when written."""
+    with pytest.raises(ValidationError) as error:
+        normalize({"content": "x", "user_id": "u", "metadata": {"n": [1, {"m": value}]}}, limits=Limits(), now=NOW)
+    assert error.value.field == "metadata" and "64-bit" in str(error.value)
+    kept = normalize({"content": "x", "user_id": "u", "metadata": {"n": 2**63 - 1, "t": True}}, limits=Limits(),
+                     now=NOW)
+    assert kept.metadata == {"n": 2**63 - 1, "t": True}
+
+
+def test_validity_may_not_end_before_it_starts() -> None:
+    item = {"content": "x", "user_id": "u", "kind": "fact", "valid_from": "2026-02-01T00:00:00+00:00",
+            "valid_to": "2026-01-01T00:00:00+00:00"}
+    with pytest.raises(ValidationError) as error:
+        normalize(item, limits=Limits(), now=NOW)
+    assert error.value.field == "valid_to" and "before valid_from" in str(error.value)
+    same = normalize({**item, "valid_to": item["valid_from"]}, limits=Limits(), now=NOW)
+    assert same.valid_from == same.valid_to
+
+
 @pytest.mark.parametrize("importance", [10**400, -(10**400), 10**5000, 2, -1, float("nan"), float("inf"), "0.5",
                                         True, [0.5]], ids=short_repr)
 def test_importance_is_a_number_in_unit_range(importance: Any) -> None:

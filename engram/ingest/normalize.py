@@ -79,6 +79,9 @@ def _check_depth(value: Any, depth: int, limit: int) -> None:
             _check_depth(item, depth + 1, limit)
     elif isinstance(value, float) and not math.isfinite(value):
         raise ValidationError("metadata", "numbers must be finite")
+    elif isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value <= 2**63 - 1:
+        # what neither store's JSON can compare exactly, so that no filter could find it
+        raise ValidationError("metadata", "integers must be within the signed 64-bit range")
 
 
 def _metadata(value: Any, limits: Limits) -> dict[str, Any]:
@@ -148,6 +151,11 @@ def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> Memo
     if version is not None:
         integer("version", version, 1, MAX_VERSION)
     created = to_utc(item["created_at"], "created_at") if item.get("created_at") is not None else now
+    valid_from = to_utc(item["valid_from"], "valid_from") if item.get("valid_from") else None
+    valid_to = to_utc(item["valid_to"], "valid_to") if item.get("valid_to") else None
+    if valid_from is not None and valid_to is not None and valid_to < valid_from:
+        raise ValidationError("valid_to", f"must not be before valid_from ({valid_to.isoformat()} is before "
+                                          f"{valid_from.isoformat()})")
     return MemoryRecord(
         id=validate_id(item.get("id"), "id", limits, required=False) or new_id(),
         user_id=user,
@@ -168,8 +176,8 @@ def normalize(item: Mapping[str, Any], *, limits: Limits, now: datetime) -> Memo
         tags=validate_strings(item.get("tags"), "tags", limits.max_tags, limits.max_tag_chars),
         entities=validate_strings(item.get("entities"), "entities", limits.max_tags, limits.max_id_chars),
         importance=_importance(item.get("importance"), kind),
-        valid_from=to_utc(item["valid_from"], "valid_from") if item.get("valid_from") else None,
-        valid_to=to_utc(item["valid_to"], "valid_to") if item.get("valid_to") else None,
+        valid_from=valid_from,
+        valid_to=valid_to,
         status=status,
         metadata=metadata,
         doc_key=_optional_text(item.get("doc_key"), "doc_key", limits.max_id_chars),
