@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.errors import ValidationError, short_repr
-from engram.validate import check_utf8
+from engram.validate import check_utf8, fits_int64
 
 __all__ = ["COLUMNS", "COMBINATORS", "METADATA_KEY", "MISSING", "OPERATORS", "as_time", "check", "evaluate", "fold",
            "matches", "record_value"]
@@ -145,7 +145,7 @@ def _check_value(operand: Any, kind: str, where: str) -> None:
     if kind == "str":
         check_utf8(operand, where)
     elif kind == "num":
-        if isinstance(operand, int) and not -(2**63) <= operand <= 2**63 - 1:
+        if isinstance(operand, int) and not fits_int64(operand):
             raise ValidationError(where, "an integer must be within the signed 64-bit range")
         if isinstance(operand, float) and not math.isfinite(operand):
             raise ValidationError(where, "must be a finite number")

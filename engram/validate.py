@@ -24,6 +24,7 @@ __all__ = [
     "aware_time",
     "check_utf8",
     "choice",
+    "fits_int64",
     "integer",
     "number",
     "seconds",
@@ -215,6 +216,11 @@ _MAX_FILTER_CHARS = 10_000
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+def fits_int64(value: int) -> bool:
+    """Whether the integer ``value`` is one SQLite and PostgreSQL bind and compare exactly (signed 64 bits)."""
+    return _INT64[0] <= value <= _INT64[1]
+
+
 def as_filters(value: Filters | Mapping[str, Any] | None) -> Filters:
     """Accept a Filters or a plain mapping of its fields, validated; lists become tuples.
 
@@ -288,7 +294,7 @@ def _filter_value(key: str, value: Any) -> Any:
         elif isinstance(item, bool) or item is None:
             pass
         elif isinstance(item, int):
-            if not _INT64[0] <= item <= _INT64[1]:
+            if not fits_int64(item):
                 raise ValidationError(field, f"integer value of {short_repr(name)} is outside the signed 64-bit range")
         elif isinstance(item, float):
             if not math.isfinite(item):

@@ -20,6 +20,7 @@ from engram.model import KINDS, STATUSES, MemoryRecord, new_id
 from engram.validate import (
     check_utf8,
     choice,
+    fits_int64,
     integer,
     to_utc,
     unit,
@@ -79,7 +80,7 @@ def _check_depth(value: Any, depth: int, limit: int) -> None:
             _check_depth(item, depth + 1, limit)
     elif isinstance(value, float) and not math.isfinite(value):
         raise ValidationError("metadata", "numbers must be finite")
-    elif isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value <= 2**63 - 1:
+    elif isinstance(value, int) and not isinstance(value, bool) and not fits_int64(value):
         # what neither store's JSON can compare exactly, so that no filter could find it
         raise ValidationError("metadata", "integers must be within the signed 64-bit range")
 

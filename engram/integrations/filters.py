@@ -8,10 +8,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram.validate import fits_int64
+
 __all__ = ["matches_filter", "namespace_matches", "split_filter"]
 
 _METADATA_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the keys the stores can filter on
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 def split_filter(conditions: Mapping[str, Any], reserved: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -34,7 +35,7 @@ def _storable_scalar(value: Any) -> bool:
     if value is None or isinstance(value, bool | str):
         return True
     if isinstance(value, int):
-        return _INT64[0] <= value <= _INT64[1]
+        return fits_int64(value)
     return isinstance(value, float) and math.isfinite(value)
 
 

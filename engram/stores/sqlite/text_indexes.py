@@ -49,12 +49,10 @@ def levels(conn: sqlite3.Connection, table: str) -> int:
     if body.startswith(_V2_MARK):
         body = body[len(_V2_MARK):]
     value = 0
-    for at, byte in enumerate(body[:9]):  # an SQLite varint: 7 bits a byte, high bit set until the last
+    for byte in body[:9]:  # an SQLite varint: 7 bits a byte, high bit set until the last
         value = (value << 7) | (byte & 0x7F)
         if not byte & 0x80:
             return value
-        if at == 8:
-            break
     return 0
 
 
@@ -68,38 +66,44 @@ def merge(c: sqlite3.Connection) -> None:
 
 def reset_if_deep(c: sqlite3.Connection) -> bool:
     """Build afresh each index holding more than :data:`RESET_LEVELS` levels; whether any was."""
-    reset = False
-    if levels(c, "keyword_fts") > RESET_LEVELS:
+    deep = _deep(c)
+    for table in deep:
+        _build_afresh(c, table)
+    return bool(deep)
+
+
+def _deep(c: sqlite3.Connection) -> list[str]:
+    return [table for table in _INDEXES if levels(c, table) > RESET_LEVELS]
+
+
+def _build_afresh(c: sqlite3.Connection, table: str) -> None:
+    """Write ``table``'s index again from what it indexes: one level."""
+    if table == "keyword_fts":
         c.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('rebuild')")
-        reset = True
-    if levels(c, "substring_fts") > RESET_LEVELS:
+    else:
         fill_substring_index(c)
-        reset = True
-    return reset
 
 
 def repair(conn: sqlite3.Connection) -> bool:
     """At a store's opening: build afresh, in a transaction of its own, an index grown too deep by an
     older Engram's erasures (see the module); whether one was. Read first, so that opening a store
     takes no write lock when none is."""
-    deep = [table for table in _INDEXES if levels(conn, table) > RESET_LEVELS]
+    deep = _deep(conn)
     if not deep:
         return False
     conn.execute("BEGIN IMMEDIATE")
     try:
+        deep = _deep(conn)  # again under the write lock: another process opening the file may have built it
         for table in deep:
             # Past 2,000 levels a new connection cannot even open the index, so its structure is
             # emptied through its own tables first; building afresh then writes every posting again.
             conn.execute(f"DELETE FROM {table}_idx")
             conn.execute(f"DELETE FROM {table}_data")
             conn.execute(f"INSERT INTO {table}_data (id, block) VALUES (?, zeroblob(7))", (_STRUCTURE_ROW,))
-            if table == "keyword_fts":
-                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('rebuild')")
-            else:
-                fill_substring_index(conn)
+            _build_afresh(conn, table)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return True
+    return bool(deep)
