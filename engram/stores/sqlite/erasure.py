@@ -39,7 +39,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -61,28 +61,21 @@ _CLOSE_WAIT_S = 5.0  # how long closing retries an erasing checkpoint another pr
 _CLOSE_RETRY_S = 0.1
 log = logging.getLogger("engram.stores.sqlite")
 
-#: Columns of text a caller wrote, as positions in ``record_params``: the keyword-indexed ones, then
-#: the rest. Entities are left out: they are derived ids that entity backfill rewrites on many rows.
-_KEYWORD_TEXT = {"content": 3, "role": 8}
-_OTHER_TEXT = {
-    "agent_id": 5, "session_id": 6, "project_id": 7, "subject": 9, "predicate": 10, "object": 11,
-    "trigger_text": 12, "action_text": 13, "tags": 14, "metadata": 24, "doc_key": 25,
+#: Columns of text a caller wrote, as positions in ``record_params``. Entities are left out: they are
+#: derived ids that entity backfill rewrites on many rows.
+_TEXT = {
+    "content": 3, "agent_id": 5, "session_id": 6, "project_id": 7, "role": 8, "subject": 9, "predicate": 10,
+    "object": 11, "trigger_text": 12, "action_text": 13, "tags": 14, "metadata": 24, "doc_key": 25,
 }
-_TEXT_COLUMNS = ", ".join([*_KEYWORD_TEXT, *_OTHER_TEXT])
-
-#: What text a replace changed: what the keyword index holds, other text, or none. Either of the first two
-#: erases from both text indexes (the substring index holds tags and metadata too) and from old pages.
-_Erasure = Literal["keywords", "pages"] | None
+_TEXT_COLUMNS = ", ".join(_TEXT)
 
 
-def _erasure(old: Sequence[Any], record: MemoryRecord) -> _Erasure:
-    """Compare a stored row's text columns (in ``_TEXT_COLUMNS`` order) with the record replacing it."""
+def _text_changed(old: Sequence[Any], record: MemoryRecord) -> bool:
+    """Whether the record replacing a stored row (its text columns in ``_TEXT_COLUMNS`` order) changes
+    any text the caller wrote: then the old text is erased from both text indexes (the substring
+    index holds tags and metadata too) and from old pages."""
     new = record_params(SQLITE, record)
-    positions = [*_KEYWORD_TEXT.values(), *_OTHER_TEXT.values()]
-    changed = [old[i] != new[p] for i, p in enumerate(positions)]
-    if any(changed[: len(_KEYWORD_TEXT)]):
-        return "keywords"
-    return "pages" if any(changed) else None
+    return any(old[i] != new[p] for i, p in enumerate(_TEXT.values()))
 
 
 class ErasureMixin(WriteMixin):
@@ -126,7 +119,7 @@ class ErasureMixin(WriteMixin):
 
     def _replace(self, record: MemoryRecord, vector: Vector | None, facets: Vector | None) -> None:
 
-        def op(c: sqlite3.Connection) -> tuple[int, Vector | None, _Erasure] | None:
+        def op(c: sqlite3.Connection) -> tuple[int, Vector | None, bool] | None:
             row = c.execute(
                 f"SELECT rowid, embedding, facets, {_TEXT_COLUMNS} FROM memories WHERE id = ? AND user_id = ?",
                 (record.id, record.user_id),
@@ -138,12 +131,12 @@ class ErasureMixin(WriteMixin):
             if vector is None:  # the same content: its vector and facets stay
                 new_vector = old_vector
                 new_facets = None if row[2] is None or old_vector is None else facet_matrix(row[2], old_vector.size)
-            erasure = _erasure(tuple(row[3:]), record)
+            erasure = _text_changed(tuple(row[3:]), record)
             old = c.execute(f"SELECT {COLUMNS} FROM memories WHERE rowid = ?", (row[0],)).fetchone()
             c.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
             rowid = self._insert(c, record, new_vector, new_facets)
             log_replace(SQLITE, c, row_to_record(SQLITE, old), record)
-            if erasure is not None:  # the substring index holds tags and metadata's words too
+            if erasure:
                 merge_text_indexes(c)
             return rowid, new_vector, erasure
 
@@ -158,7 +151,7 @@ class ErasureMixin(WriteMixin):
         self._keywords_added([record], [result[0]])
         self._records.pop(record.user_id)
         self._erase_saved(record.user_id)  # the old vector may be in the saved files
-        if result[2] is not None:
+        if result[2]:
             self._checkpoint()
 
     # -- the shared deletes' hooks -------------------------------------------------------------------
