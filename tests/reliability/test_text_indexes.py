@@ -161,3 +161,25 @@ def test_a_store_whose_index_older_sqlite_read_as_corrupt_opens_repaired(tmp_pat
     with sqlite3.connect(path) as conn:
         assert levels(conn, "keyword_fts") <= RESET_LEVELS
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+@pytest.mark.parametrize("structure", [b"\x00\x00\x00\x00\xff\xff\xff\xff\xff", b"\x01", None])
+def test_an_index_whose_structure_is_no_structure_is_built_afresh_at_opening(
+    tmp_path: Path, structure: bytes | None,
+) -> None:
+    """FTS5 refuses to open an index whose structure record is missing or malformed, and then every
+    write to the file fails; opening the store writes the index again instead."""
+    path = tmp_path / "s.db"
+    with Memory(path, embedder=FakeEmbedder()) as memory:
+        kept = memory.add_many([{"content": f"row {i} about the harbour", "user_id": "u"} for i in range(40)])
+    with sqlite3.connect(path) as conn:
+        if structure is None:
+            conn.execute("DELETE FROM keyword_fts_data WHERE id = 10")
+        else:
+            conn.execute("UPDATE keyword_fts_data SET block = ? WHERE id = 10", (structure,))
+    with Memory(path, embedder=FakeEmbedder()) as memory:
+        added = memory.add("the lighthouse keeper's row", user_id="u")
+        assert added.id in memory.retrieve("lighthouse keeper", user_id="u", config=RetrievalConfig(top_k=3)).ids()
+        assert kept[3].id in memory.retrieve("row 3 harbour", user_id="u", config=RetrievalConfig(top_k=5)).ids()
+    with sqlite3.connect(path) as conn:
+        assert 0 < levels(conn, "keyword_fts") <= RESET_LEVELS

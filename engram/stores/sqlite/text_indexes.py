@@ -11,7 +11,8 @@ past 2,000 levels FTS5 reads the index as corrupt ("database disk image is malfo
 write to the file fails, from about the thousandth delete on. Newer versions stop at 64. So an index
 whose structure holds more than :data:`RESET_LEVELS` levels is built afresh (:func:`reset_if_deep`):
 after a merge, and when a store opens (a file written by an older Engram may already be past the
-bound; the structure is read from the index's own table, which opens where the index cannot).
+bound; the structure is read from the index's own table, which opens where the index cannot). An
+index whose structure record is missing or malformed is built afresh at opening too.
 Building afresh writes one level: the keyword index from its own stored terms (``rebuild``), the
 substring index from the memories (:func:`~.substrings.fill_substring_index`).
 """
@@ -39,12 +40,22 @@ _INDEXES = ("keyword_fts", "substring_fts")
 
 def levels(conn: sqlite3.Connection, table: str) -> int:
     """How many levels the structure of the FTS5 index ``table`` holds; 0 when it cannot be read."""
+    return max(_structure_levels(conn, table) or 0, 0)
+
+
+#: What :func:`_structure_levels` reads of a structure that is missing or not one.
+_UNREADABLE = -1
+
+
+def _structure_levels(conn: sqlite3.Connection, table: str) -> int | None:
+    """The levels of ``table``'s structure; None without such an index (a store before the migration
+    that makes it), :data:`_UNREADABLE` when its structure record is missing or malformed."""
     try:
         row = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_STRUCTURE_ROW,)).fetchone()
-    except sqlite3.OperationalError:  # no such index (a store before the migration that makes it)
-        return 0
+    except sqlite3.OperationalError:
+        return None
     if row is None or not isinstance(row[0], bytes) or len(row[0]) < 5:
-        return 0
+        return _UNREADABLE
     body = row[0][4:]  # after the cookie
     if body.startswith(_V2_MARK):
         body = body[len(_V2_MARK):]
@@ -53,7 +64,7 @@ def levels(conn: sqlite3.Connection, table: str) -> int:
         value = (value << 7) | (byte & 0x7F)
         if not byte & 0x80:
             return value
-    return 0
+    return _UNREADABLE
 
 
 def merge(c: sqlite3.Connection) -> None:
@@ -73,7 +84,10 @@ def reset_if_deep(c: sqlite3.Connection) -> bool:
 
 
 def _deep(c: sqlite3.Connection) -> list[str]:
-    return [table for table in _INDEXES if levels(c, table) > RESET_LEVELS]
+    """The indexes to build afresh: past :data:`RESET_LEVELS` levels, or with a structure that is no
+    structure (what FTS5 would refuse to open, failing every write to the file)."""
+    return [table for table in _INDEXES
+            if (found := _structure_levels(c, table)) is not None and (found == _UNREADABLE or found > RESET_LEVELS)]
 
 
 def _build_afresh(c: sqlite3.Connection, table: str) -> None:
@@ -86,8 +100,8 @@ def _build_afresh(c: sqlite3.Connection, table: str) -> None:
 
 def repair(conn: sqlite3.Connection) -> bool:
     """At a store's opening: build afresh, in a transaction of its own, an index grown too deep by an
-    older Engram's erasures (see the module); whether one was. Read first, so that opening a store
-    takes no write lock when none is."""
+    older Engram's erasures (see the module), or whose structure record is unreadable; whether one
+    was. Read first, so that opening a store takes no write lock when none is."""
     deep = _deep(conn)
     if not deep:
         return False
