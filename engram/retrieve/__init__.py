@@ -47,7 +47,7 @@ from engram.retrieve.newest import Newest
 from engram.retrieve.past import held_then, read_in_past, reading_filters
 from engram.retrieve.planned import planned
 from engram.retrieve.rank import rank
-from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, Ranking
+from engram.retrieve.ranking import AHEAD_SIGNAL, PAST_SIGNAL, RULE_SIGNAL, Ranking
 from engram.retrieve.scopes import Scopes
 from engram.retrieve.select import select
 from engram.retrieve.signals import DEFAULT_SIMILARITY_RANGE
@@ -304,7 +304,7 @@ class Pipeline:
         # was said in it, on the same terms (in_range.pointed_at).
         naming = ranking.having(AHEAD_SIGNAL) if plan.time_range is not None and not plan.requests else frozenset()
         if plan.time_range is not None:
-            scored = in_range_first(scored, plan.time_range, ahead, trust, naming)
+            scored = in_range_first(scored, plan.time_range, ahead, trust, naming, ranking.having(RULE_SIGNAL))
         kept, below = apply_min_score(scored, config.min_score, keep_best=bool(filters.describe()),
                                       time_range=plan.time_range, ahead=ahead, trust=trust, naming=naming)
         selection = timed(

@@ -73,17 +73,22 @@ def scope_trust(query: str, requests: bool) -> float:
 
 
 def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[str] = frozenset(),
-                   trust: float = SCOPE_TRUST, naming: Set[str] = frozenset()) -> list[Scored]:
+                   trust: float = SCOPE_TRUST, naming: Set[str] = frozenset(),
+                   rules: Set[str] = frozenset()) -> list[Scored]:
     """A time-scoped query's answer: memories that happened inside the range ahead of the others
     (tier 1), each part in score order; facts and procedures (:data:`TIMELESS_KINDS`) stored in
     the range are not lifted, so "What did Acme order last month?" is not answered with last
     month's procedures. Outside memories still follow, so a range that holds nothing relevant
-    falls back to the best matches overall instead of an empty answer. A vague range ("recently")
-    keeps plain score order: its temporal signal already favours what falls inside it, and "What did
+    falls back to the best matches overall instead of an empty answer. The rules that govern a
+    request (``rules``: its ``closest_rule`` memories) hold whatever day it speaks of and stand
+    with what is inside: "Dennis had a fall at 4 this morning. What needs doing today?" is
+    answered by the falls procedure, stored months before, beside this morning's notes. A vague
+    range ("recently") keeps plain score order: its temporal signal already favours what falls inside it, and "What did
     Melanie paint recently?" still wants the painting she mentioned a month before."""
     ids = pointed_at(scored, time_range, ahead, trust, naming)
     if not ids:
         return list(scored)
+    ids = ids | (rules & {s.record.id for s in scored})
     inside = [s for s in scored if s.record.id in ids]
     # Built directly: dataclasses.replace, which checks its fields each call, cost more.
     outside = [s for s in scored if s.record.id not in ids]

@@ -60,8 +60,13 @@ _IMPERATIVE = (
     r"|spell\s+out|walk\s+me\s+through"
     # Words that also open a question as nouns ("Install date for the boiler?", "Deploy logs from
     # last night: what failed?", "Get well card for Mum: did I send it?"): only before what they act on.
-    r"|(?:get|save|send|deploy|install|compute|plot|graph|sketch|polish|tweak|migrate)(?=\s+(?:the|a|an|my|our"
-    r"|your|this|that|these|those|it|them|me|us|him|her|up|out|some|all|every|each|to)\b)"
+    # So do errands an agent runs ("Sort something nice for Lorraine", "Text the mum who ...", "Order me
+    # something to pick up", "Remind me at 10 to message Joanne"), not "Order of events?" or "Remind me
+    # what ...".
+    r"|(?:get|save|send|deploy|install|compute|plot|graph|sketch|polish|tweak|migrate|sort|order|text|e-?mail"
+    r"|message|ring|phone|call|arrange|chase|organi[sz]e)(?=\s+(?:the|a|an|my|our|your|this|that|these|those|it"
+    r"|them|me|us|him|her|up|out|some|all|every|each|to|something|someone|anything)\b)"
+    r"|remind\s+me\s+(?=(?:at|to|on|in|tomorrow|tonight)\b)"
     # ... and nouns as often ("Style guide for the blog?", "Route to the venue?", "Test results?"):
     # only before an object ("Schedule a call with ...", "Roll out the new settings", "Find everyone who ...").
     r"|(?:schedule|document|style|route|file|run|query|pull|test|check|translate|estimate|forecast|benchmark"
@@ -79,6 +84,11 @@ _REQUEST = re.compile(
     r"|\bany\s+(?:ideas?|tips?|advice|suggestions?|recommendations?|thoughts)\b"
     r"|\b(?:what|which|where|when|how)\b[^?.!]{0,200}?\b(?:should|could|shall)\s+(?:i|we|you)\b"
     r"|\bhow\s+(?:do|can|would)\s+(?:i|we)\b"
+    # Asking what to say or do next: "... she's got a concert rehearsal. What do I say about paying?",
+    # "Dennis had a fall this morning. What needs doing today?" (the rule for late cancellations, the
+    # falls procedure answer them), not "What do we charge for a standard appointment?".
+    r"|\bwhat\s+(?:do|shall|should)\s+(?:i|we)\s+(?:need\s+to\s+)?(?:say|tell|do|write|reply|answer|send)\b"
+    r"|\bwhat\s+needs\s+(?:doing|to\s+(?:be\s+done|happen))\b"
     rf"|\bi(?:{_Q}d|\s+would)\s+like\s+(?:a|an|some|to|you|help|ideas?)\b"
     r"|\bi\s+(?:need|want)\s+(?:a|an|some|to|you|help|ideas?)\b"),
     re.IGNORECASE,

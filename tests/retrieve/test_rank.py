@@ -299,6 +299,22 @@ class TestTimeScope:
         kept, dropped = apply_min_score(ordered, 0.3, time_range=tr)
         assert [s.record.id for s in kept] == ["event", "answer"] and dropped == 1
 
+    def test_the_rules_governing_a_request_stand_with_what_is_inside(self) -> None:
+        # "Dennis had a fall at 4 this morning. What needs doing today?": the falls procedure, stored
+        # months before, answers it; this morning's notes alone had put it under every one of them.
+        tr = TimeRange(NOW - timedelta(hours=12), NOW, "this morning")
+        rule = rec("rule", kind="procedure", created_at=NOW - timedelta(days=90))
+        note = rec("note", created_at=NOW - timedelta(hours=3))
+        other = rec("other", kind="procedure", created_at=NOW - timedelta(days=90))
+        old = rec("old", created_at=NOW - timedelta(days=20))
+        scored = [Scored(rule, 0.8), Scored(old, 0.7), Scored(note, 0.5), Scored(other, 0.4)]
+        assert [s.record.id for s in in_range_first(scored, tr)] == ["note", "rule", "old", "other"]
+        ordered = in_range_first(scored, tr, rules={"rule", "elsewhere"})
+        assert [(s.record.id, s.tier) for s in ordered] == [("rule", 0), ("note", 0), ("old", 1), ("other", 1)]
+        # A scope that points at nothing leaves the order as ranked, rules or not.
+        far = TimeRange(NOW - timedelta(days=400), NOW - timedelta(days=300), "two years ago")
+        assert [s.tier for s in in_range_first(scored, far, rules={"rule"})] == [0, 0, 0, 0]
+
     def test_a_scope_that_points_at_nothing_relevant_neither_lifts_nor_keeps(self) -> None:
         # "The rotation for Admon on a Sunday" once read as last Sunday: that day's unrelated messages
         # (0.04) went above the answer (0.99) and past the floor.

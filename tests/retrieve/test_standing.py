@@ -62,6 +62,14 @@ NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
     "The charges staging model has several rows per charge_id. Write the version that keeps only the newest.",
     "Walk me through taking the cluster to the next minor version.",
     "Find us somewhere to stay in Toronto for a long weekend in March.",
+    # Errands an agent runs, and asking what to say or do next.
+    "Sort something nice for Lorraine for our anniversary, I'm stuck in Venlo",
+    "Text the mum who does the Wednesday school run that Isla has the dentist.",
+    "Order me something to pick up at the station café.",
+    "Remind me at 10 to message Joanne about the off-duty.",
+    "Maisie's mum texted, she's got a concert rehearsal. what do I say about paying?",
+    "A woman's rung asking about respite for her mum. What do I tell her?",
+    "Dennis had a fall in his room this morning. What needs doing today?",
     # Questions of general knowledge: the user's instructions shape how they are answered.
     "What is a bond yield and why does it go down when prices go up?",
     "How does a hash map handle collisions?",
@@ -110,6 +118,11 @@ def test_requests(query: str) -> None:
     "Sam texted: run the 10k with me. Did I say yes",
     "The doctor told me: pick one day a week to rest. Which day did I pick",
     "What did I say in the meeting, give or take",
+    # Errand words as nouns, and asking what was said or what holds.
+    "Order of events at the wedding?",
+    "Remind me what my husband does for a living?",
+    "What do we charge for a standard appointment now?",
+    "What did I tell her about the respite?",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
     assert not is_request(query) and not understand(query, now=NOW).requests
@@ -690,3 +703,28 @@ def test_reading_a_late_imperative_takes_time_in_proportion_to_the_query() -> No
         started = time.perf_counter()
         is_request(text)
         assert time.perf_counter() - started < 1.0
+
+
+def test_a_request_about_today_keeps_the_procedure_that_governs_it(tmp_path: Path, embedder: Embedder) -> None:
+    """"Dennis went down ... this morning. What needs doing today?" asks what to do: the falls
+    procedure, stored months before, governs it, and this morning's notes (inside the request's
+    time scope) do not push it under them."""
+    now = datetime(2026, 11, 28, 18, 0, tzinfo=UTC)
+    with Memory(tmp_path / "care.db", embedder=embedder) as memory:
+        rule = memory.add("After any fall, injured or not: ring the family the same day, complete a body map and "
+                          "an incident form, and start 24 hours of hourly checks.", user_id="u", kind="procedure",
+                          created_at="2026-08-01T09:00:00+00:00")
+        memory.add("Visiting: open 10am to 8pm every day, with protected mealtimes.", user_id="u", kind="procedure",
+                   created_at="2026-08-01T09:05:00+00:00")
+        notes = ["Dennis was up at 2 this morning asking for his wife again, settled with tea.",
+                 "Night staff say the corridor light outside Dennis's room keeps flickering.",
+                 "Dennis ate a good breakfast this morning and is in the lounge now.",
+                 "The chiropodist is coming for Dennis and Ivy this morning.",
+                 "Dennis's daughter rang this morning to say she'll visit at the weekend."]
+        for at, text in enumerate(notes):
+            memory.add(text, user_id="u", kind="episode", created_at=f"2026-11-28T0{5 + at}:00:00+00:00")
+        question = ("Dennis went down in his room at about 4 this morning, the night staff say he's not hurt. "
+                    "What needs doing today?")
+        assert understand(question, now=now).governed
+        found = memory.retrieve(question, user_id="u", now=now, config=RetrievalConfig(top_k=3))
+        assert rule.id in [m.id for m in found.memories]
