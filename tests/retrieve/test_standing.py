@@ -123,6 +123,11 @@ def test_requests(query: str) -> None:
     "Remind me what my husband does for a living?",
     "What do we charge for a standard appointment now?",
     "What did I tell her about the respite?",
+    # How someone or something is now: what holds for a person, not general knowledge.
+    "Which translation software is she working in these days?",
+    "What's the quiz team called now?",
+    "Is he still on anything for the shoulder pain?",
+    "How much dry food is the cat allowed per day at the moment?",
 ])
 def test_questions_about_what_happened_are_not_requests(query: str) -> None:
     assert not is_request(query) and not understand(query, now=NOW).requests
