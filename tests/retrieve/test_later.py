@@ -13,7 +13,15 @@ import pytest
 from engram import Memory, RetrievalConfig
 from engram.ext import Embedder
 from engram.model import MemoryRecord
-from engram.retrieve.later import CLOSE, OUTCOME_CLOSE, OUTCOME_SHARE, SHARE, asks_for_the_outcome, later_tellings
+from engram.retrieve.later import (
+    CLOSE,
+    NOT_RETOLD,
+    OUTCOME_CLOSE,
+    OUTCOME_SHARE,
+    SHARE,
+    asks_for_the_outcome,
+    later_tellings,
+)
 
 NOW = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 RANGE = (0.15, 0.65)
@@ -89,6 +97,20 @@ def test_the_newest_telling_of_a_moved_date_follows_the_first(tmp_path: Path, em
 ])
 def test_questions_of_how_things_turned_out(query: str, outcome: bool) -> None:
     assert asks_for_the_outcome(query) is outcome
+
+
+@pytest.mark.parametrize("kind", NOT_RETOLD)
+def test_no_later_turn_retells_a_procedure_or_a_summary(kind: str) -> None:
+    # "Which days is Oisín in childcare now?": the weekly-digest procedure was its best match, and the
+    # user's later turns near it in topic ("Dentist for all three kids ...") took its relevance.
+    digest = replace(turn("digest", None, "Sunday digest: next week per child, clubs, PE days, payments", 1),
+                     kind=kind)
+    later = turn("dentist", "user", "Dentist for all three kids, Friday 11 Dec at 4pm", 9)
+    vectors = {"digest": unit(1, 0), "dentist": unit(1, 0.3)}
+    relevance = np.array([0.9, 0.1])
+    assert later_tellings([digest, later], relevance, vectors, RANGE, NOW, outcome=True).tolist() == [0.0, 0.0]
+    told = replace(digest, kind="fact")
+    assert later_tellings([told, later], relevance, vectors, RANGE, NOW, outcome=True)[1] > 0.0
 
 
 def test_for_a_question_of_the_outcome_a_later_telling_without_a_number_ranks_with_the_match() -> None:
