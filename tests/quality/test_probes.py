@@ -12,11 +12,11 @@ from engram.eval.scenarios import QuestionResult, ScenarioQuestion, ScenarioRepo
 from engram.model import KINDS
 
 
-def test_there_are_probe_sets_of_sixty_eight_users_and_2573_questions() -> None:
+def test_there_are_probe_sets_of_seventy_three_users_and_2673_questions() -> None:
     scenarios = [load_probe(path) for path in probe_files()]
     assert [path.name for path in probe_files()] == [
         "agent_fact_store_five_users.json", "agent_fact_store_six_assistants.json",
-        "agent_fact_store_team_and_households.json",
+        "agent_fact_store_team_and_households.json", "agent_memory_graph_five_apps.json",
         "assistant_changing_plans.json", "assistant_coding_group.json",
         "coding_assistant_instructions.json",
         "daily_texting_three_weeks.json", "everyday_assistant_histories.json", "family_travel_bookclub.json",
@@ -31,8 +31,8 @@ def test_there_are_probe_sets_of_sixty_eight_users_and_2573_questions() -> None:
         "two_cousins_messaging_a_year.json", "two_friends_long_conversation.json",
         "two_neighbours_then_long_distance.json"]
     # each file is loaded into a store of its own, so a name may recur across files
-    assert sum(len({m.user_id for m in s.memories}) for s in scenarios) == 68
-    assert sum(len(s.questions) for s in scenarios) == 2573  # as docs/evaluation.md quotes
+    assert sum(len({m.user_id for m in s.memories}) for s in scenarios) == 73
+    assert sum(len(s.questions) for s in scenarios) == 2673  # as docs/evaluation.md quotes
 
 
 @pytest.mark.parametrize("path", probe_files(), ids=lambda path: path.stem)
