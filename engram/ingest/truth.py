@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from engram.errors import MemoryNotFound
+from engram.errors import MemoryNotFound, ValidationError
 from engram.ext import Store
 from engram.model import Filters, Link, MemoryRecord
 
 __all__ = [
-    "VERSIONED_KINDS", "Supersession", "apply", "delete", "list_all", "plan", "reinstate", "supersede_document",
-    "valid_at", "withdraw_document",
+    "VERSIONED_KINDS", "Supersession", "apply", "check_update", "delete", "follow_document", "list_all", "plan",
+    "reinstate", "supersede_document", "valid_at", "withdraw_document",
 ]
 
 #: Kinds whose versions supersede one another: facts by subject and predicate, documents by file.
@@ -207,6 +207,35 @@ def withdraw_document(store: Store, user_id: str, deleted: MemoryRecord) -> None
                 store.replace(replace(chunk, status=version.status, valid_to=version.valid_to), None)
     for pair in pairs:
         store.add_link(user_id, Link(pair.newer.id, pair.older.id, "supersedes", 1.0))
+
+
+#: Kinds that hold a document's text: the document (a version) and its passages.
+_DOCUMENT_KINDS = ("document", "chunk")
+
+
+def check_update(store: Store, old: MemoryRecord, new: MemoryRecord) -> None:
+    """Refuse an edit that would leave two current truths, or a document and its passages saying
+    different things: a document's text is searched through its passages, so an edit of either
+    changes by a new version (ingested again under its ``doc_key``), which rebuilds them; and a
+    superseded version is current again only when the version that replaced it is deleted."""
+    if old.kind in _DOCUMENT_KINDS or new.kind in _DOCUMENT_KINDS:
+        if new.kind != old.kind:
+            raise ValidationError("kind", f"a {old.kind} keeps its kind; documents are ingested as documents")
+        if new.content_hash != old.content_hash:
+            raise ValidationError("content", "a document's text changes by a new version: ingest it again under "
+                                             "its doc_key, which rebuilds its passages")
+    revived = old.status == "superseded" and new.status == "active"
+    if revived and any(link.type == "supersedes" and link.to_id == old.id for link in store.links(old.user_id, old.id)):
+        raise ValidationError("status", "a superseded version is current again only when the version that "
+                                        "replaced it is deleted")
+
+
+def follow_document(store: Store, user_id: str, document: MemoryRecord) -> None:
+    """After ``document``'s status changed: its passages take it, so an archived document is left
+    out of retrieval whole and an active one is searched again."""
+    for chunk in _passages(store, user_id, document.id):
+        if chunk.status != document.status:
+            store.replace(replace(chunk, status=document.status, valid_to=document.valid_to), None)
 
 
 def _passages(store: Store, user_id: str, document_id: str) -> list[MemoryRecord]:

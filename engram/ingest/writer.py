@@ -100,6 +100,7 @@ def update(context: Context, memory_id: str, *, user_id: str, changes: Mapping[s
     index = context.caches.entity_index(record.user_id)
     given = record.entities if "entities" in changes else caller_entities(old, index)
     record = tag_record(record, index, limits=context.limits, given=given)
+    truth.check_update(context.store, old, record)
     vector = facets = None
     if record.content_hash != old.content_hash:
         embedder = context.embedder()
@@ -110,6 +111,8 @@ def update(context: Context, memory_id: str, *, user_id: str, changes: Mapping[s
         if vector is not None:
             facets = embed_facets(context.embedder(), [record])[0]
     context.store.replace(record, vector, facets=facets)
+    if record.kind == "document" and record.status != old.status:
+        truth.follow_document(context.store, record.user_id, record)
     context.wrote(record.user_id)
     return record
 

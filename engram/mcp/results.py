@@ -21,10 +21,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent
 
-from engram.errors import EngramError, ValidationError
+from engram.errors import EngramError, InvalidQuery, ServiceError, ValidationError
 from engram.wire import jsonable, to_snake
 
-__all__ = ["EngramMCP", "brief", "compact", "document_meta", "error_result", "typed_errors"]
+__all__ = ["EngramMCP", "answered", "brief", "compact", "document_meta", "error_result", "typed_errors"]
 
 log = logging.getLogger("engram.mcp")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,6 +35,18 @@ def error_result(error: dict[str, Any]) -> CallToolResult:
     body = {"error": error}
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
                           structured_content=body, is_error=True)
+
+
+def answered(error: Any) -> None:
+    """Raise for a retrieval whose fallback answered nothing (``metadata.error`` with fallback
+    ``skip``: the store was unavailable, the query invalid, the deadline passed before any stage
+    finished): an agent told "nothing found" during an outage re-adds what it knows or answers
+    without it. A partial or cached answer, or none at all, passes."""
+    if not error or error.get("fallback") != "skip":
+        return
+    if error["code"] == InvalidQuery.code:
+        raise InvalidQuery("query", error["message"])
+    raise ServiceError(error["message"], code=error["code"])
 
 
 def typed_errors(fn: F) -> F:
@@ -86,6 +98,8 @@ def document_meta(meta: str) -> dict[str, Any]:
             parsed = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValidationError("meta", f"not a JSON object: {exc.msg} at character {exc.pos}") from None
+        except RecursionError:  # nested past the parser's depth, within the length bound
+            raise ValidationError("meta", "nested too deeply; metadata is one object of plain values") from None
         if not isinstance(parsed, dict):
             raise ValidationError("meta", "must be a JSON object")
         return parsed

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from engram.config import RetrievalConfig
 from engram.errors import ValidationError
-from engram.mcp.results import EngramMCP, brief, compact, document_meta, full, typed_errors
+from engram.mcp.results import EngramMCP, answered, brief, compact, document_meta, full, typed_errors
 from engram.wire import encode
 
 if TYPE_CHECKING:
@@ -45,6 +45,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+#: Reads that count what they return as used (access counts, which ``recall``'s frequent mode and
+#: the reinforcement signal read): a second call's answer may differ, so neither read-only nor idempotent.
+USES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 INSTRUCTIONS = (
     "Engram keeps this user's long-term memory. Call retrieve_context before answering anything that may "
@@ -105,6 +108,7 @@ def build_server(memory: MemoryAPI, user_id: str, config: RetrievalConfig | None
     ) -> str:
         """What this user's memory holds that matters for the query, as a prompt section to read."""
         result = memory.retrieve(query, user_id=user_id, config=base.with_(top_k=top_k), now=now, as_of=as_of)
+        answered(result.metadata.error)
         return str(result.to_prompt(style=style)) or "(no relevant memories)"
 
     @tool(READ, "Search memories")
@@ -120,6 +124,7 @@ def build_server(memory: MemoryAPI, user_id: str, config: RetrievalConfig | None
         config = base.with_(top_k=top_k) if min_score is None else base.with_(top_k=top_k, min_score=min_score)
         result = memory.retrieve(query, user_id=user_id, config=config, kinds=kinds, tags=tags,
                                  filters={"session_id": session_id} if session_id else None)
+        answered(result.metadata.error)
         return {"retrieval_id": result.metadata.retrieval_id, "memories": [
             {**compact(e.id, e.content, e.timestamp, e.type, e.score), "reasons": list(e.reasons)}
             for e in result.memories]}
@@ -178,7 +183,7 @@ def build_server(memory: MemoryAPI, user_id: str, config: RetrievalConfig | None
         fields changed, and the text after it (an edit or a delete erases the text it replaced)."""
         return {"events": [full(e) for e in memory.history(memory_id, user_id=user_id)]}
 
-    @tool(READ, "Recall by mode")
+    @tool(USES, "Recall by mode")
     def recall(
         query: Annotated[str | None, Field(max_length=2000, description="relevant: what to look for.")] = None,
         mode: Annotated[Mode, Field(description="relevant (needs query), recent, important, frequent, temporal "

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from engram.embedders import named_embedder
+from engram.errors import EngramError
 from engram.memory import Memory
 from tests.service import free_port
 
@@ -102,7 +103,7 @@ def _http_server(db: Path, *extra: str, cli: bool = False) -> Iterator[str]:
 
 TOOLS = ["add_memory", "document_versions", "forget_memory", "get_document", "get_memory", "list_memories",
          "memory_history", "recall", "retrieve_context", "search_memories", "update_memory"]
-READ_ONLY = {"document_versions", "get_document", "get_memory", "list_memories", "memory_history", "recall",
+READ_ONLY = {"document_versions", "get_document", "get_memory", "list_memories", "memory_history",
              "retrieve_context", "search_memories"}
 DESTRUCTIVE = {"forget_memory", "update_memory"}
 
@@ -168,7 +169,7 @@ def _check(out: dict[str, Any], db: Path) -> None:
     for name, notes in out["annotations"].items():
         assert notes.read_only_hint is (name in READ_ONLY), name
         assert notes.destructive_hint is (name in DESTRUCTIVE), name
-        assert notes.idempotent_hint is (name != "add_memory"), name
+        assert notes.idempotent_hint is (name not in ("add_memory", "recall")), name
     for name, schema in out["schemas"].items():
         for arg, prop in schema["properties"].items():
             assert prop.get("description"), (name, arg)
@@ -380,3 +381,40 @@ def test_mcp_a_crash_answers_a_json_error_without_its_text(tmp_path: Path, caplo
     assert failed and json.loads(text) == {"error": {"code": "INTERNAL",
                                                      "message": "internal error; see the server's log"}}
     assert "secret detail" not in text and "secret detail" in caplog.text
+
+
+def test_mcp_a_retrieval_that_could_not_read_memory_fails_instead_of_finding_nothing(tmp_path: Path) -> None:
+    """A blank query, a store unavailable, a deadline passed before any source answered: the retrieval
+    answers no memories with ``metadata.error``; the tools answered "nothing found" (isError false),
+    which an agent takes as memory having nothing to say."""
+    from engram.mcp.results import answered
+    from engram.retrieve.budget import PARTIAL
+    from engram.retrieve.fallbacks import FALLBACKS
+
+    server, memory = _server(tmp_path)
+    with memory:
+        asyncio.run(_call(server, "add_memory", {"content": "Acme pays NET30"}))
+        for tool in ("search_memories", "retrieve_context"):
+            failed, text = asyncio.run(_call(server, tool, {"query": "   "}))
+            assert failed, tool
+            error = json.loads(text)["error"]
+            assert (error["code"], error["field"]) == ("INVALID_QUERY", "query")
+            failed, text = asyncio.run(_call(server, tool, {"query": "Acme payment terms"}))
+            assert not failed and "NET30" in text
+    for code, (message, fallback) in FALLBACKS.items():
+        error = {"code": code, "message": message, "fallback": fallback}
+        if fallback == "skip":
+            with pytest.raises(EngramError) as raised:
+                answered(error)
+            assert raised.value.to_dict()["code"] == code
+        else:  # an answer from the cache, an empty collection, a domain source missing: memory answered
+            answered(error)
+    answered(PARTIAL)  # past the deadline, answered from the stages that finished
+    answered(None)
+
+
+def test_mcp_deeply_nested_document_meta_is_refused_by_name(tmp_path: Path) -> None:
+    server, memory = _server(tmp_path)
+    with memory:
+        failed, text = asyncio.run(_call(server, "get_document", {"meta": '{"a":' * 3000 + "1" + "}" * 3000}))
+    assert failed and json.loads(text)["error"]["field"] == "meta"
