@@ -155,13 +155,15 @@ class Memory:
 
         ``run_id`` is the session (Mem0's name), ``agent_id`` and ``metadata`` go on every memory.
         """
-        records = writer.add_many(self.context, as_items(content, user_id=user_id, kind=kind, fields=fields))
-        return records if is_conversation(content) else records[0]
+        conversation = is_conversation(content)
+        records = writer.add_many(self.context, as_items(content, user_id=user_id, kind=kind, fields=fields),
+                                  numbered="messages" if conversation else None)
+        return records if conversation else records[0]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Validate every item first, then embed in batches and store; all or nothing per batch. A
         refused item is named by its place: ``memories[17].content: 348,112 characters, at most 200,000``."""
-        return writer.add_many(self.context, items, numbered=True)
+        return writer.add_many(self.context, items, numbered="memories")
 
     def update(self, memory_id: str, data: str | None = None, *, user_id: str | None = None,
                **changes: Unpack[MemoryChanges]) -> MemoryRecord:

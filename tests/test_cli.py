@@ -169,12 +169,13 @@ def test_import_reports_every_bad_line_not_just_the_first(db: str, tmp_path: Pat
     rows[1] = "{not json"
     rows[2] = "[1, 2]"
     rows[3] = {"content": "no owner"}
+    rows[4] = '{"content": "x", "user_id": "u", "metadata": ' + '{"a": ' * 3000 + "1" + "}" * 3001
     rows.append({**_dated(9), "id": "dup-1"})
     rows.append({**_dated(10), "id": "dup-1"})
     path = _jsonl(tmp_path / "bad.jsonl", rows)
     result = CliRunner().invoke(cli, ["import", str(path), "--db", db])
     assert result.exit_code != 0
-    for expected in (f"{path}:2: not JSON", f"{path}:3: must be a JSON object",
+    for expected in (f"{path}:2: not JSON", f"{path}:3: must be a JSON object", f"{path}:5: nested too deeply",
                      f"{path}:4: user_id: must be a non-empty string (give --user, or a user_id on the line)",
                      f"{path}:7: id: repeats the id of line 6"):
         assert expected in result.output, result.output

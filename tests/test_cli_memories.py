@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 from engram import Memory
 from engram.cli import LAZY_COMMANDS, cli
 from engram.cli.common import local_time
+from engram.errors import ValidationError
 
 FACT = {"subject": "acme", "predicate": "payment terms", "kind": "fact"}
 
@@ -348,3 +349,12 @@ def test_list_json_lines_import_into_another_store(db: str, ids: dict[str, str],
 
     assert len(exported.output.splitlines()) == len(ids)
     assert sorted(map(key, again.output.splitlines())) == sorted(map(key, exported.output.splitlines()))
+
+
+def test_a_time_at_the_ends_of_the_calendar_is_a_typed_error_not_a_traceback(db: str) -> None:
+    # A naive "0001-01-01" taken as local time fell off the calendar inside astimezone (ValueError).
+    for args in (("add", "x", "--user", "u", "--created-at", "0001-01-01"), ("list", "--user", "u", "--since",
+                 "0001-01-01"), ("search", "x", "--user", "u", "--as-of", "0001-01-01")):
+        result = run(*args, "--db", db)
+        assert result.exit_code != 0 and isinstance(result.exception, ValidationError), result.exception
+        assert result.exception.field in ("created_at", "filters.created_after", "as_of")  # what main() prints

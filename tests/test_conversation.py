@@ -67,13 +67,16 @@ def test_own_times_and_text_parts_are_kept(memory: Memory) -> None:
     ([{"content": "no role"}], "messages[0].role"),
     ([{"role": "user", "content": "x", "tool_calls": []}], "messages[0].tool_calls"),
     ([{"role": "user", "content": 3}], "messages[0].content"),
-    ([{"role": "user", "content": "   "}], "content"),
+    # What the stored memory refuses names the message it came from (was "content", "role").
+    ([{"role": "user", "content": "   "}], "messages[1].content"),
+    ([{"role": "user", "content": "lone \ud800"}], "messages[1].content"),
+    ([{"role": "u" * 300, "content": "x"}], "messages[1].role"),
 ])
 def test_bad_messages_are_refused_by_field_before_anything_is_written(
     memory: Memory, messages: list[object], field: str
 ) -> None:
     with pytest.raises(ValidationError) as error:
-        memory.add([{"role": "user", "content": "fine"}, *messages] if field == "content" else messages,  # type: ignore[arg-type]
+        memory.add([{"role": "user", "content": "fine"}, *messages] if field.startswith("messages[1]") else messages,  # type: ignore[arg-type]
                    user_id="u1")
     assert error.value.field == field
     assert memory.list(user_id="u1") == []

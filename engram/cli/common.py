@@ -105,5 +105,8 @@ def local_time(value: str | None, *, end_of_day: bool = False) -> str | None:
     if end_of_day and len(text) == 10:  # YYYY-MM-DD: fromisoformat gave midnight
         parsed = datetime.combine(parsed.date(), time.max)
     if parsed.tzinfo is None:
-        parsed = parsed.astimezone()  # a naive datetime is taken as local time, given its offset
+        try:
+            parsed = parsed.astimezone()  # a naive datetime is taken as local time, given its offset
+        except (ValueError, OverflowError):  # at the ends of the calendar ("0001-01-01" east of UTC)
+            return value
     return parsed.isoformat()

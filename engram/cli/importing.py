@@ -127,6 +127,9 @@ def _import_rows(path: Path, user_id: str | None) -> list[_ImportRow]:
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{number}: not JSON: {exc.msg} at column {exc.colno}")
             continue
+        except RecursionError:
+            problems.append(f"{path}:{number}: nested too deeply to read")
+            continue
         if not isinstance(item, dict):
             problems.append(f"{path}:{number}: must be a JSON object, got {type(item).__name__}")
             continue

@@ -41,9 +41,11 @@ MAX_ENTITY_TEXT_CHARS = 200  # an entity's type, name and each alias
 MAX_ALIASES = 100  # every retrieve() scans all of a user's aliases
 
 
-def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: bool = False) -> list[MemoryRecord]:
+def add_many(context: Context, items: Iterable[Mapping[str, Any]], *,
+             numbered: str | None = None) -> list[MemoryRecord]:
     """Validate every item first, then embed in batches and store; all or nothing per batch.
-    ``numbered``: a refused field names its item (``memories[17].content``), for a caller's batch."""
+    ``numbered``: the name of the caller's list, by which a refused field names its item
+    (``memories[17].content``, ``messages[1].role``)."""
     limits = context.limits
     now = datetime.now(UTC)
     embedder = context.embedder()
@@ -60,9 +62,9 @@ def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: 
             if vector is not None:
                 given[records[-1].user_id, records[-1].id] = vector
         except ValidationError as exc:  # which item of the batch: the whole batch is refused
-            if not numbered:
+            if numbered is None or exc.field.startswith(f"{numbered}["):
                 raise
-            raise ValidationError(f"memories[{i}].{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
+            raise ValidationError(f"{numbered}[{i}].{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
     if not records:
         return []
     users = sorted({r.user_id for r in records})

@@ -65,8 +65,10 @@ def serve(db: str, user_id: str, embedder: Any = None, *, transport: Transport =
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     with Memory(db, embedder=embedder) as memory:
         from engram.mcp.tools import build_server
+        from engram.validate import user_id as checked
 
-        server = build_server(memory, user_id, memory.config)
+        # Every call would fail naming user_id, an argument of no tool: refused before serving.
+        server = build_server(memory, checked(user_id, memory.limits), memory.config)
         if transport == "stdio":
             server.run("stdio")
             return
@@ -77,7 +79,10 @@ def serve(db: str, user_id: str, embedder: Any = None, *, transport: Transport =
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from engram.config import Limits
     from engram.embedders import EMBEDDER_NAMES, named_embedder
+    from engram.errors import ValidationError
+    from engram.validate import user_id
 
     parser = argparse.ArgumentParser(prog="python -m engram.mcp", description="Engram MCP server.")
     parser.add_argument("--db", default=os.environ.get("ENGRAM_DB", "engram.db"),
@@ -93,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="HTTP: require 'Authorization: Bearer TOKEN' (default: $ENGRAM_MCP_TOKEN). "
                              "Needed to listen beyond loopback.")
     args = parser.parse_args(argv)
+    try:  # as serve() does, before the store opens: one line, not a traceback
+        user_id(args.user_id, Limits())
+    except ValidationError as exc:
+        parser.error(f"--user: {str(exc).removeprefix('user_id: ')}")
     if args.transport == "http" and args.token is None and not is_loopback(args.host):
         parser.error(f"--host {args.host} would serve {args.user_id}'s memory to anyone who can reach it: "
                      "give --token (or $ENGRAM_MCP_TOKEN), or listen on loopback")

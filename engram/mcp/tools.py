@@ -240,8 +240,14 @@ def build_server(memory: MemoryAPI, user_id: str, config: RetrievalConfig | None
         name: Annotated[str, Field(min_length=1, max_length=256, description="The file name or doc key.")],
     ) -> dict[str, Any]:
         """Every stored version of a document, oldest first, without their text (get_document reads one)."""
+        try:
+            versions = memory.document_versions(name, user_id=user_id)
+        except ValidationError as exc:  # the library's argument is this tool's name
+            if exc.field != "filename_or_doc_key":
+                raise
+            raise ValidationError("name", str(exc).removeprefix(f"{exc.field}: ")) from None
         return {"versions": [{"version": d.version, "ingested_at": d.ingested_at.isoformat(), "filename": d.filename,
                               "doc_key": d.doc_key, "memory_id": d.memory_id, "chars": len(d.content)}
-                             for d in memory.document_versions(name, user_id=user_id)]}
+                             for d in versions]}
 
     return server

@@ -413,8 +413,29 @@ def test_mcp_a_retrieval_that_could_not_read_memory_fails_instead_of_finding_not
     answered(None)
 
 
-def test_mcp_deeply_nested_document_meta_is_refused_by_name(tmp_path: Path) -> None:
+def test_mcp_refusals_name_the_tools_own_argument(tmp_path: Path) -> None:
     server, memory = _server(tmp_path)
     with memory:
         failed, text = asyncio.run(_call(server, "get_document", {"meta": '{"a":' * 3000 + "1" + "}" * 3000}))
-    assert failed and json.loads(text)["error"]["field"] == "meta"
+        assert failed and json.loads(text)["error"]["field"] == "meta"  # was INTERNAL (RecursionError)
+        failed, text = asyncio.run(_call(server, "document_versions", {"name": "   "}))
+        assert failed and json.loads(text)["error"]["field"] == "name"  # was filename_or_doc_key
+        failed, text = asyncio.run(_call(server, "add_memory", {"messages": [
+            {"role": "user", "content": "fine"}, {"role": "user", "content": "   "}]}))
+        assert failed and json.loads(text)["error"]["field"] == "messages[1].content"  # was content
+
+
+def test_mcp_refuses_an_empty_or_overlong_user_before_serving(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Every call would fail naming ``user_id``, an argument of no tool: the server does not start."""
+    from engram.errors import ValidationError
+    from engram.mcp import serve
+    from engram.mcp.server import main
+
+    for user in ("", "   ", "u" * 300):
+        with pytest.raises(SystemExit):
+            main(["--user", user, "--db", str(tmp_path / "m.db"), "--embedder", "hash-256"])
+        assert "--user: must be" in capsys.readouterr().err
+        with pytest.raises(ValidationError) as refused:
+            serve(str(tmp_path / "m.db"), user, named_embedder("hash-256"))
+        assert refused.value.field == "user_id"
