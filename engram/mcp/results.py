@@ -76,6 +76,15 @@ class EngramMCP(MCPServer):
     """The SDK's server with every failed call answered as a JSON error result."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        # An argument no tool takes is refused, not ignored: a misspelled filter ("kind" for "kinds")
+        # would search everything and look like an answer (each tool's schema says so).
+        known = self._tool_manager.get_tool(name)
+        if known is not None and isinstance(arguments, dict):
+            allowed = set(known.parameters.get("properties", {}))
+            unknown = sorted(str(key) for key in arguments if key not in allowed)
+            if unknown:
+                return error_result({"code": "INVALID_INPUT", "field": unknown[0], "message":
+                                     f"{unknown[0]}: no such argument; {name} takes {', '.join(sorted(allowed))}"})
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:

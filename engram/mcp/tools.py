@@ -69,6 +69,10 @@ def build_server(memory: MemoryAPI, user_id: str, config: RetrievalConfig | None
     def tool(annotations: ToolAnnotations, title: str) -> Callable[[F], F]:
         def register(fn: F) -> F:
             server.tool(title=title, annotations=annotations)(typed_errors(fn))
+            # The schema says what call_tool enforces: no argument beyond its properties.
+            registered = server._tool_manager.get_tool(fn.__name__)
+            if registered is not None:
+                registered.parameters["additionalProperties"] = False
             return fn
         return register
 
@@ -120,7 +124,7 @@ def build_server(memory: MemoryAPI, user_id: str, config: RetrievalConfig | None
                                                                              "below this (default 0.1).")] = None,
     ) -> dict[str, Any]:
         """Ranked memories for the query, each with its id, text, kind, time, score and why it was
-        chosen; the retrieval_id names this search (for feedback)."""
+        chosen; the retrieval_id names this search (feedback on it goes through the library or the HTTP service)."""
         config = base.with_(top_k=top_k) if min_score is None else base.with_(top_k=top_k, min_score=min_score)
         result = memory.retrieve(query, user_id=user_id, config=config, kinds=kinds, tags=tags,
                                  filters={"session_id": session_id} if session_id else None)

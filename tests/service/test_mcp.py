@@ -439,3 +439,18 @@ def test_mcp_refuses_an_empty_or_overlong_user_before_serving(tmp_path: Path,
         with pytest.raises(ValidationError) as refused:
             serve(str(tmp_path / "m.db"), user, named_embedder("hash-256"))
         assert refused.value.field == "user_id"
+
+
+def test_mcp_an_argument_no_tool_takes_is_refused_not_ignored(tmp_path: Path) -> None:
+    """A misspelled filter ("kind" for "kinds") had searched everything and looked like an answer."""
+    server, memory = _server(tmp_path)
+    with memory:
+        asyncio.run(_call(server, "add_memory", {"content": "Acme pays NET30"}))
+        failed, text = asyncio.run(_call(server, "search_memories", {"query": "Acme", "kind": "procedure"}))
+        error = json.loads(text)["error"]
+        assert failed and (error["code"], error["field"]) == ("INVALID_INPUT", "kind")
+        assert "kinds" in error["message"]
+        failed, text = asyncio.run(_call(server, "search_memories", {"query": "Acme", "kinds": ["fact"]}))
+        assert not failed and "NET30" in text
+        tools = asyncio.run(server.list_tools())
+        assert all(t.input_schema.get("additionalProperties") is False for t in tools)
