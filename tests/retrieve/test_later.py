@@ -19,6 +19,7 @@ from engram.retrieve.later import (
     OUTCOME_CLOSE,
     OUTCOME_SHARE,
     SHARE,
+    STORED_TELLINGS,
     asks_for_the_outcome,
     later_tellings,
 )
@@ -97,6 +98,26 @@ def test_the_newest_telling_of_a_moved_date_follows_the_first(tmp_path: Path, em
 ])
 def test_questions_of_how_things_turned_out(query: str, outcome: bool) -> None:
     assert asks_for_the_outcome(query) is outcome
+
+
+def test_a_stored_fact_or_episode_retells_a_match_of_its_own_subject() -> None:
+    # In a Mem0- or Zep-like store the newer value is an extracted fact, not a chat turn.
+    def fact(mid: str, content: str, day: int, *entities: str) -> MemoryRecord:
+        return replace(turn(mid, None, content, day), kind="fact", entities=entities)
+
+    records = [fact("old", "Acme Corporation is on NET30 payment terms", 1, "customer:acme", "mention:net30"),
+               fact("new", "Acme's payment terms are now NET45", 9, "customer:acme", "mention:net45"),
+               fact("globex", "Globex pays NET15, no more NET30 for them", 10, "customer:globex", "mention:net30"),
+               replace(turn("ep", None, "Called Acme's finance team about the 45 days", 11), kind="episode"),
+               replace(turn("plan", None, "Invoices for NET30 customers go out on the 1st", 12), kind="procedure")]
+    vectors = {r.id: unit(1, 0.3) for r in records} | {"old": unit(1, 0)}
+    relevance = np.array([0.9, 0.2, 0.2, 0.2, 0.2])
+    got = dict(zip([r.id for r in records], later_tellings(records, relevance, vectors, RANGE, NOW).tolist(),
+                   strict=True))
+    # another customer's fact is not a newer telling (typed entities disjoint; a shared mention is not
+    # a subject), an episode naming no typed entity may be, a procedure never
+    assert got == pytest.approx({"old": 0.0, "new": SHARE * 0.9, "globex": 0.0, "ep": SHARE * 0.9, "plan": 0.0})
+    assert set(STORED_TELLINGS) == {"fact", "episode"}
 
 
 @pytest.mark.parametrize("kind", NOT_RETOLD)
