@@ -49,6 +49,9 @@ def test_a_documents_text_changes_by_a_new_version_not_an_edit(memory: Memory, t
         with pytest.raises(ValidationError) as kind:
             memory.update(memory_id, user_id="u", kind="fact")
         assert kind.value.field == "kind"
+    # A memory of those kinds that no ingest made (no passages, part of nothing) is edited as any other.
+    loose = memory.add("A passage typed in by hand", user_id="u", kind="chunk")
+    assert memory.update(loose.id, user_id="u", content="Typed in again").content == "Typed in again"
     assert memory.get(document.id, user_id="u").content == document.content  # nothing changed
     # Tags, importance and the like still change.
     assert memory.update(document.id, user_id="u", tags=["launch"]).tags == ("launch",)

@@ -215,15 +215,16 @@ _DOCUMENT_KINDS = ("document", "chunk")
 
 def check_update(store: Store, old: MemoryRecord, new: MemoryRecord) -> None:
     """Refuse an edit that would leave two current truths, or a document and its passages saying
-    different things: a document's text is searched through its passages, so an edit of either
-    changes by a new version (ingested again under its ``doc_key``), which rebuilds them; and a
-    superseded version is current again only when the version that replaced it is deleted."""
-    if old.kind in _DOCUMENT_KINDS or new.kind in _DOCUMENT_KINDS:
-        if new.kind != old.kind:
-            raise ValidationError("kind", f"a {old.kind} keeps its kind; documents are ingested as documents")
-        if new.content_hash != old.content_hash:
-            raise ValidationError("content", "a document's text changes by a new version: ingest it again under "
-                                             "its doc_key, which rebuilds its passages")
+    different things: an ingested document's text is searched through its passages, so an edit of
+    either (its text or its kind) changes by a new version (ingested again under its ``doc_key``),
+    which rebuilds them; and a superseded version is current again only when the version that
+    replaced it is deleted."""
+    changed = new.kind != old.kind or new.content_hash != old.content_hash
+    if changed and old.kind in _DOCUMENT_KINDS and any(
+            link.type == "part_of" for link in store.links(old.user_id, old.id)):  # an ingested document's
+        field = "kind" if new.kind != old.kind else "content"
+        raise ValidationError(field, "a document's text changes by a new version: ingest it again under its "
+                                     "doc_key, which rebuilds its passages")
     revived = old.status == "superseded" and new.status == "active"
     if revived and any(link.type == "supersedes" and link.to_id == old.id for link in store.links(old.user_id, old.id)):
         raise ValidationError("status", "a superseded version is current again only when the version that "
