@@ -42,7 +42,13 @@ _TOKEN = re.compile(r"\w+")
 _PROCEDURAL = re.compile(
     r"\bhow\s+(?:do|can|should|would|could|might|must|does|did)\s+(?:i|we|you|one|they)\b"
     r"|\bhow\s+to\b|\bwhat(?:'s|’s|\s+is)\s+the\s+best\s+way\b|\busually\s+(?:handle|deal|process|do)\b"
-    r"|\bbest\s+practices?\b",
+    r"|\bbest\s+practices?\b"
+    # What is done when something happens, asked of the user's own ways ("What has to happen before a
+    # new checkpoint replaces the one serving customers?", "What do we do if a visitor wants a call
+    # back?", "what's the drill with the booked jobs?"): the release procedure had ranked nowhere.
+    r"|\bwhat\s+(?:has|have|needs?)\s+to\s+(?:happen|be\s+done)\s+(?:before|when|if|after)\b"
+    r"|\bwhat\s+(?:do|should|shall|must)\s+(?:i|we)\s+do\s+(?:if|when|whenever|after|before)\b"
+    r"|\bwhat(?:'s|’s|\s+is)\s+the\s+drill\b",
     re.IGNORECASE,
 )
 # "What's our routine for chasing clients who pay late?" asks for the overdue-invoice procedure

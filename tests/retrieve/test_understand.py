@@ -64,10 +64,19 @@ def test_seed_time_ranges() -> None:
     "What's our routine for chasing clients who pay late?",
     "What's the protocol when a delivery arrives damaged?",
     "Is there a playbook for onboarding a new customer?",
+    "What has to happen before a new checkpoint replaces the one serving customers?",
+    "What do we do if a visitor wants us to ring them back about their repair?",
+    "Forecast looks grim for tomorrow morning, what's the drill with the booked jobs?",
 ])
 def test_a_routine_protocol_or_playbook_asks_how_it_is_done(query: str) -> None:
     plan = understand(query, now=NOW)
     assert plan.procedural and plan.strategy == "procedural"
+
+
+@pytest.mark.parametrize("query", ["What happened before the checkpoint was replaced?",
+                                   "What did we do when the visitor rang back?"])
+def test_what_was_done_is_no_question_of_how_it_is_done(query: str) -> None:
+    assert not understand(query, now=NOW).procedural
 
 
 def test_select_strategy_matches_seed() -> None:
