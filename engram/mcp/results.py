@@ -73,7 +73,21 @@ def _refused(exc: pydantic.ValidationError) -> dict[str, Any]:
 
 
 class EngramMCP(MCPServer):
-    """The SDK's server with every failed call answered as a JSON error result."""
+    """The SDK's server with every failed call answered as a JSON error result, and over stdio every
+    request answered, also one whose line the SDK cannot read (:mod:`engram.mcp.stdio`)."""
+
+    async def run_stdio_async(self) -> None:
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        from engram.mcp.stdio import relay
+
+        async with stdio_server() as (read_stream, write_stream):
+            to_server, server_reads = anyio.create_memory_object_stream[Any](0)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(relay, read_stream, to_server, write_stream)
+                await self._lowlevel_server.run(server_reads, write_stream,
+                                                self._lowlevel_server.create_initialization_options())
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         # An argument no tool takes is refused, not ignored: a misspelled filter ("kind" for "kinds")

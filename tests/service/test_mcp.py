@@ -454,3 +454,53 @@ def test_mcp_an_argument_no_tool_takes_is_refused_not_ignored(tmp_path: Path) ->
         assert not failed and "NET30" in text
         tools = asyncio.run(server.list_tools())
         assert all(t.input_schema.get("additionalProperties") is False for t in tools)
+
+
+def test_mcp_over_stdio_answers_a_request_line_it_cannot_read(tmp_path: Path) -> None:
+    """A lone surrogate escape is valid JSON the SDK's parser refuses: its reader dropped the line and
+    the client waited for that id forever. Now it is answered with a parse error under its id, a
+    request that is no JSON-RPC with an invalid-request error, and the server goes on serving."""
+    import select
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engram.mcp", "--db", str(tmp_path / "s.db"), "--user", "u1", "--embedder", "hash-256"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    assert process.stdin is not None and process.stdout is not None
+
+    def ask(line: str) -> dict[str, Any]:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(line.encode() + b"\n")
+        process.stdin.flush()
+        ready, _, _ = select.select([process.stdout], [], [], 60)
+        assert ready, f"no answer to {line[:60]}"
+        return dict(json.loads(process.stdout.readline()))
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        assert "result" in ask(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        unreadable = ask('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_memories",'
+                         '"arguments":{"query":"acme \\ud800"}}}')
+        assert unreadable["id"] == 7 and unreadable["error"]["code"] == -32700
+        assert "lone surrogate" in unreadable["error"]["message"]
+        invalid = ask('{"id":9,"method":"tools/list"}')  # no "jsonrpc"
+        assert invalid["id"] == 9 and invalid["error"]["code"] == -32600
+        listed = ask('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"list_memories","arguments":{}}}')
+        assert listed["id"] == 8 and "result" in listed
+    finally:
+        process.stdin.close()
+        process.wait(30)
+
+
+def test_mcp_a_line_without_an_id_is_not_answered() -> None:
+    """A notification waits for no answer, and a line that is no JSON at all names no request."""
+    from mcp.types import jsonrpc_message_adapter
+
+    from engram.mcp.stdio import reply_to_unreadable
+
+    for line in ('{"jsonrpc":"2.0","method":"notifications/x","params":{"q":"\\ud800"}}', "not json", '[1, 2]',
+                 '{"jsonrpc":"2.0","id":3,"result":"\\ud800"}'):  # a notification, no JSON, a response
+        with pytest.raises(Exception) as problem:
+            jsonrpc_message_adapter.validate_json(line, by_name=False)
+        assert reply_to_unreadable(problem.value) is None
+    assert reply_to_unreadable(RuntimeError("boom")) is None
