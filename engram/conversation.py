@@ -23,13 +23,16 @@ from engram.attachments import ATTACHMENT_KEYS
 from engram.errors import ValidationError, short_repr
 from engram.validate import to_utc
 
-__all__ = ["MESSAGE_FIELDS", "Messages", "as_items", "is_conversation"]
+__all__ = ["FROM_MESSAGE", "MESSAGE_FIELDS", "Messages", "as_items", "is_conversation"]
 
 #: One chat message or a list of them, as ``add`` accepts.
 Messages = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 #: The keys a chat message may carry; any other is refused by name rather than silently dropped.
 MESSAGE_FIELDS = ("role", "content", "name", "created_at", *ATTACHMENT_KEYS)
+#: The fields of a stored memory that its message gave (a name stands in the role): a refusal of one
+#: names the message (``messages[1].content``); the rest (user_id, session_id, ...) are the call's own.
+FROM_MESSAGE = ("content", "role", "created_at")
 
 
 def is_conversation(content: Any) -> bool:

@@ -16,7 +16,7 @@ from engram import recall as recall_modes
 from engram.caches import Caches
 from engram.config import Limits, RetrievalConfig, check_settings
 from engram.context import Context
-from engram.conversation import Messages, as_items, is_conversation
+from engram.conversation import FROM_MESSAGE, Messages, as_items, is_conversation
 from engram.documents import Document
 from engram.domain import DomainSource
 from engram.errors import MemoryNotFound, ValidationError
@@ -157,7 +157,7 @@ class Memory:
         """
         conversation = is_conversation(content)
         records = writer.add_many(self.context, as_items(content, user_id=user_id, kind=kind, fields=fields),
-                                  numbered="messages" if conversation else None)
+                                  numbered="messages" if conversation else None, itemwise=FROM_MESSAGE)
         return records if conversation else records[0]
 
     def add_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:

@@ -82,6 +82,18 @@ def test_bad_messages_are_refused_by_field_before_anything_is_written(
     assert memory.list(user_id="u1") == []
 
 
+@pytest.mark.parametrize(("fields", "field"), [
+    ({"user_id": ""}, "user_id"), ({"user_id": "u1", "importance": 7}, "importance"),
+    ({"user_id": "u1", "session_id": " "}, "session_id"),
+])
+def test_a_field_of_the_call_is_named_as_given_not_by_a_message(memory: Memory, fields: dict[str, object],
+                                                                 field: str) -> None:
+    # What the call gives every message is the call's: "messages[0].user_id" named no argument.
+    with pytest.raises(ValidationError) as error:
+        memory.add([{"role": "user", "content": "fine"}], **fields)  # type: ignore[arg-type]
+    assert error.value.field == field
+
+
 def test_infer_and_a_conflicting_session_are_refused(memory: Memory) -> None:
     with pytest.raises(ValidationError) as error:
         memory.add(CHAT, user_id="u1", infer=True)

@@ -8,7 +8,8 @@ Every function takes a :class:`~engram.context.Context` and ends with ``context.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -41,11 +42,12 @@ MAX_ENTITY_TEXT_CHARS = 200  # an entity's type, name and each alias
 MAX_ALIASES = 100  # every retrieve() scans all of a user's aliases
 
 
-def add_many(context: Context, items: Iterable[Mapping[str, Any]], *,
-             numbered: str | None = None) -> list[MemoryRecord]:
+def add_many(context: Context, items: Iterable[Mapping[str, Any]], *, numbered: str | None = None,
+             itemwise: Collection[str] | None = None) -> list[MemoryRecord]:
     """Validate every item first, then embed in batches and store; all or nothing per batch.
     ``numbered``: the name of the caller's list, by which a refused field names its item
-    (``memories[17].content``, ``messages[1].role``)."""
+    (``memories[17].content``, ``messages[1].role``); ``itemwise``: only these fields do (a
+    conversation's messages give their text, role and time; the call gives the rest)."""
     limits = context.limits
     now = datetime.now(UTC)
     embedder = context.embedder()
@@ -62,7 +64,7 @@ def add_many(context: Context, items: Iterable[Mapping[str, Any]], *,
             if vector is not None:
                 given[records[-1].user_id, records[-1].id] = vector
         except ValidationError as exc:  # which item of the batch: the whole batch is refused
-            if numbered is None or exc.field.startswith(f"{numbered}["):
+            if numbered is None or (itemwise is not None and re.split(r"[.\[]", exc.field)[0] not in itemwise):
                 raise
             raise ValidationError(f"{numbered}[{i}].{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
     if not records:
