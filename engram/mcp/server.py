@@ -63,12 +63,11 @@ def serve(db: str, user_id: str, embedder: Any = None, *, transport: Transport =
 
     # Over stdio, stdout is the protocol channel: every log line has to go to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    user_id = served_user(user_id)
     with Memory(db, embedder=embedder) as memory:
         from engram.mcp.tools import build_server
-        from engram.validate import user_id as checked
 
-        # Every call would fail naming user_id, an argument of no tool: refused before serving.
-        server = build_server(memory, checked(user_id, memory.limits), memory.config)
+        server = build_server(memory, user_id, memory.config)
         if transport == "stdio":
             server.run("stdio")
             return
@@ -78,11 +77,18 @@ def serve(db: str, user_id: str, embedder: Any = None, *, transport: Transport =
         uvicorn.run(http_app(server, host, token), host=host, port=port, log_level="warning")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def served_user(user_id: str) -> str:
+    """The user a server serves, checked before the store opens (or is created): every call would
+    fail naming ``user_id``, an argument of no tool."""
     from engram.config import Limits
+    from engram.validate import user_id as checked
+
+    return checked(user_id, Limits())  # the limits of the Memory serve() opens
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     from engram.embedders import EMBEDDER_NAMES, named_embedder
     from engram.errors import ValidationError
-    from engram.validate import user_id
 
     parser = argparse.ArgumentParser(prog="python -m engram.mcp", description="Engram MCP server.")
     parser.add_argument("--db", default=os.environ.get("ENGRAM_DB", "engram.db"),
@@ -98,8 +104,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="HTTP: require 'Authorization: Bearer TOKEN' (default: $ENGRAM_MCP_TOKEN). "
                              "Needed to listen beyond loopback.")
     args = parser.parse_args(argv)
-    try:  # as serve() does, before the store opens: one line, not a traceback
-        user_id(args.user_id, Limits())
+    try:  # as serve() does: one line, not a traceback
+        served_user(args.user_id)
     except ValidationError as exc:
         parser.error(f"--user: {str(exc).removeprefix('user_id: ')}")
     if args.transport == "http" and args.token is None and not is_loopback(args.host):

@@ -83,12 +83,13 @@ def in_range_first(scored: Sequence[Scored], time_range: TimeRange, ahead: Set[s
     request (``rules``: its ``closest_rule`` memories) hold whatever day it speaks of and stand
     with what is inside: "Dennis had a fall at 4 this morning. What needs doing today?" is
     answered by the falls procedure, stored months before, beside this morning's notes. A vague
-    range ("recently") keeps plain score order: its temporal signal already favours what falls inside it, and "What did
-    Melanie paint recently?" still wants the painting she mentioned a month before."""
+    range ("recently") keeps plain score order: its temporal signal already favours what falls
+    inside it, and "What did Melanie paint recently?" still wants the painting she mentioned a
+    month before."""
     ids = pointed_at(scored, time_range, ahead, trust, naming)
     if not ids:
         return list(scored)
-    ids = ids | (rules & {s.record.id for s in scored})
+    ids = ids | rules
     inside = [s for s in scored if s.record.id in ids]
     # Built directly: dataclasses.replace, which checks its fields each call, cost more.
     outside = [s for s in scored if s.record.id not in ids]

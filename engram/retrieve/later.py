@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engram.ingest.entities import MENTION
 from engram.model import MemoryRecord
 from engram.retrieve.columns import calibrated
 from engram.retrieve.episodes import is_question
@@ -152,19 +153,22 @@ def later_tellings(records: Sequence[MemoryRecord], relevance: Column, vectors: 
     close = calibrated(near.astype(np.float64), similarity_range) >= bar
     for row_at, at in enumerate(later):
         for column, match in enumerate(matches):
-            told, first = records[at], records[match]
-            if close[row_at, column] and at != match and told.user_id == first.user_id \
-                    and told.created_at > first.created_at and not _of_another(told, first):
+            told, retold = records[at], records[match]
+            if close[row_at, column] and at != match and told.user_id == retold.user_id \
+                    and told.created_at > retold.created_at and not _of_another(told, retold):
                 out[at] = max(out[at], share * best[match])
     return out
 
 
-def _of_another(told: MemoryRecord, first: MemoryRecord) -> bool:
+def _of_another(told: MemoryRecord, retold: MemoryRecord) -> bool:
     """Whether a stored telling (not the user's turn) is of another subject than the match: both name
     typed entities (a customer, a person, not a mere mention) and none in common. "Globex pays NET15
     ... no more NET30 for them" is no newer telling of "Acme Corporation is on NET30 payment terms"."""
     if users_turn(told):
         return False
-    theirs = {e for e in told.entities if not e.startswith("mention:")}
-    its = {e for e in first.entities if not e.startswith("mention:")}
+    theirs, its = _typed(told), _typed(retold)
     return bool(theirs) and bool(its) and not theirs & its
+
+
+def _typed(record: MemoryRecord) -> set[str]:
+    return {e for e in record.entities if not e.startswith(MENTION)}

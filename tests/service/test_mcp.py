@@ -439,6 +439,7 @@ def test_mcp_refuses_an_empty_or_overlong_user_before_serving(tmp_path: Path,
         with pytest.raises(ValidationError) as refused:
             serve(str(tmp_path / "m.db"), user, named_embedder("hash-256"))
         assert refused.value.field == "user_id"
+        assert not (tmp_path / "m.db").exists()  # refused before the store is created
 
 
 def test_mcp_an_argument_no_tool_takes_is_refused_not_ignored(tmp_path: Path) -> None:
